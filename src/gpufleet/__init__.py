@@ -1,0 +1,1 @@
+"""gpufleet: one scheduling engine for GPU fleets, driven by a simulator or by live clusters."""

@@ -1,0 +1,45 @@
+"""run_cycle: the algorithm, one numbered step per phase.
+
+Pure: everything it knows arrives in ``CycleInput`` (including ``now`` and a seed); everything it
+decides leaves in ``CycleResult``. It never reads a clock, draws unseeded randomness or does I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats
+
+
+def run_cycle(inp: CycleInput) -> CycleResult:
+    profile = inp.profile
+    ctx = CycleContext(now=inp.now, profile=profile, rng=np.random.default_rng(inp.seed),
+                       running=inp.running)
+    plan = Plan(inp.nodes)
+
+    # 1. admit: quota decides who may compete at all.
+    admitted = profile.admitter.admit(inp.pending, ctx)
+    # 2. order: a total order over admitted jobs.
+    ordered = profile.orderer.order(admitted, ctx)
+    # 3. place: bind what fits, in order; jobs that do not fit are "blocked".
+    placed = profile.placer.place(ordered, plan, ctx)
+    # 4. reserve: hold future capacity for the head of the blocked jobs.
+    reservations = profile.reserver.reserve(placed.blocked, plan, ctx)
+    # 5. backfill: start blocked-behind jobs that cannot delay any reservation.
+    backfilled = profile.backfiller.backfill(placed.blocked, reservations, plan, ctx)
+    # 6. preempt: evict whole gangs where a blocked job deserves the room and then fits.
+    preemptions = profile.preemptor.preempt(placed.blocked, plan, ctx)
+
+    started = tuple(placed.started + backfilled.started)
+    for jid in started:
+        ctx.statuses.pop(jid, None)
+    return CycleResult(
+        bindings=plan.commit(),
+        started=started,
+        statuses=dict(ctx.statuses),
+        reservations=tuple(reservations),
+        preemptions=tuple(preemptions),
+        stats=CycleStats(pending=len(inp.pending), considered=ctx.considered,
+                         skipped_by_class=ctx.skipped_by_class),
+    )

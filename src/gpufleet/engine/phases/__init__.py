@@ -1,0 +1,1 @@
+"""The six steps of a cycle, one module each, each defining the Protocol its policies implement."""

@@ -1,0 +1,25 @@
+"""Step 1, admit: which pending jobs may use quota this cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from gpufleet.engine.types import CycleContext, PendingJob
+
+
+class Admitter(Protocol):
+    name: str
+
+    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        """Return the admitted jobs; write a NOT_ADMITTED status into ``ctx.statuses`` for the rest."""
+        ...
+
+
+class AdmitAll:
+    """No quotas: every pending job is admitted."""
+
+    name = "admit-all"
+
+    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        return list(pending)

@@ -1,0 +1,26 @@
+"""Step 5, backfill: start later jobs in the holes, only where they cannot delay a reservation."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpufleet.engine.phases.place import PlaceOutcome
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.types import CycleContext, PendingJob, Reservation
+
+
+class Backfiller(Protocol):
+    name: str
+
+    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+                 ctx: CycleContext) -> PlaceOutcome: ...
+
+
+class NoBackfill:
+    """Placement already tried every job greedily; nothing more to start."""
+
+    name = "none"
+
+    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+                 ctx: CycleContext) -> PlaceOutcome:
+        return PlaceOutcome()

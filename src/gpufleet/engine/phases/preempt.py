@@ -1,0 +1,21 @@
+"""Step 6, preempt: evict whole running gangs to make room, only when the beneficiary then fits."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.types import CycleContext, PendingJob, Preemption
+
+
+class Preemptor(Protocol):
+    name: str
+
+    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]: ...
+
+
+class NoPreemption:
+    name = "none"
+
+    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+        return []

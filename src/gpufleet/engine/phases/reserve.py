@@ -1,0 +1,21 @@
+"""Step 4, reserve: hold future capacity for a blocked head-of-line job so backfill cannot starve it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.types import CycleContext, PendingJob, Reservation
+
+
+class Reserver(Protocol):
+    name: str
+
+    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]: ...
+
+
+class NoReservation:
+    name = "none"
+
+    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
+        return []

@@ -1,0 +1,56 @@
+"""A Plan: tentative bindings on a private copy of the node table, with checkpoint and rollback.
+
+Search (gang placement, preemption, defragmentation) binds pods, measures, and undoes. Nothing
+leaves the engine until ``commit()`` turns the surviving journal into immutable decisions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import PodRequest
+
+
+@dataclass(frozen=True, slots=True)
+class PodBinding:
+    job: JobId
+    pod_set: str
+    replica: int
+    node: int
+    request: PodRequest
+
+
+class Plan:
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table.copy()
+        self._journal: list[PodBinding] = []
+        self._released: list[tuple[int, PodRequest]] = []
+
+    def bind(self, binding: PodBinding) -> None:
+        self.table.take(binding.node, binding.request)
+        self._journal.append(binding)
+
+    def release(self, node: int, req: PodRequest) -> None:
+        """Free capacity on the snapshot only (a what-if for preemption search)."""
+        self.table.give(node, req)
+        self._released.append((node, req))
+
+    def checkpoint(self) -> tuple[int, int]:
+        return len(self._journal), len(self._released)
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        bound, released = mark
+        while len(self._journal) > bound:
+            b = self._journal.pop()
+            self.table.give(b.node, b.request)
+        while len(self._released) > released:
+            node, req = self._released.pop()
+            self.table.take(node, req)
+
+    def bindings_since(self, mark: tuple[int, int]) -> tuple[PodBinding, ...]:
+        return tuple(self._journal[mark[0]:])
+
+    def commit(self) -> tuple[PodBinding, ...]:
+        return tuple(self._journal)

@@ -1,0 +1,113 @@
+"""The columnar view of the fleet the engine decides on: one numpy array per attribute.
+
+Filters over it return boolean masks and scorers return vectors, so a placement question over
+thousands of nodes is a handful of vector operations, not a Python loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.job import PodRequest
+
+#: Slots returned where a dimension is not requested: larger than any replica count.
+UNBOUNDED = np.int64(1 << 40)
+
+
+@dataclass(slots=True)
+class NodeTable:
+    names: tuple[str, ...]
+    gpu_models: tuple[str, ...]     # distinct model names; model_idx indexes into it
+    model_idx: np.ndarray           # int16 per node
+    leaf_idx: np.ndarray            # int32 per node
+    spine_idx: np.ndarray
+    domain_idx: np.ndarray          # NVLink domain
+    gpu_total: np.ndarray           # int64
+    cpu_total: np.ndarray           # float64
+    mem_total: np.ndarray
+    gpu_free: np.ndarray
+    cpu_free: np.ndarray
+    mem_free: np.ndarray
+    schedulable: np.ndarray         # bool
+
+    @classmethod
+    def from_fleet(cls, fleet: Fleet) -> NodeTable:
+        nodes = fleet.nodes
+        models = tuple(sorted({n.gpu for n in nodes}))
+        m_index = {m: i for i, m in enumerate(models)}
+
+        def index_of(values: list[str]) -> np.ndarray:
+            seen: dict[str, int] = {}
+            return np.fromiter((seen.setdefault(v, len(seen)) for v in values), np.int32, len(values))
+
+        gpu = np.array([n.gpus for n in nodes], np.int64)
+        cpu = np.array([n.cpus for n in nodes], np.float64)
+        mem = np.array([n.memory_gb for n in nodes], np.float64)
+        return cls(
+            names=tuple(n.id for n in nodes),
+            gpu_models=models,
+            model_idx=np.array([m_index[n.gpu] for n in nodes], np.int16),
+            leaf_idx=index_of([n.leaf for n in nodes]),
+            spine_idx=index_of([n.spine for n in nodes]),
+            domain_idx=index_of([n.nvlink_domain for n in nodes]),
+            gpu_total=gpu, cpu_total=cpu, mem_total=mem,
+            gpu_free=gpu.copy(), cpu_free=cpu.copy(), mem_free=mem.copy(),
+            schedulable=np.array([n.health.schedulable for n in nodes], bool),
+        )
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def copy(self) -> NodeTable:
+        """A copy whose free columns may be mutated; static columns are shared."""
+        return NodeTable(
+            self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
+            self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total,
+            self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
+        )
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaf_idx.max()) + 1 if len(self) else 0
+
+    def model_mask(self, models: tuple[str, ...]) -> np.ndarray | None:
+        """Nodes whose GPU model is allowed; None means every model is."""
+        if not models:
+            return None
+        wanted = [i for i, m in enumerate(self.gpu_models) if m in models]
+        return np.isin(self.model_idx, wanted)
+
+    def slots(self, req: PodRequest, *, empty: bool = False) -> np.ndarray:
+        """How many pods of ``req`` each node can take now (or when empty): min over dimensions of
+        floor(free / asked), zero on unschedulable nodes and on disallowed models."""
+        gpu, cpu, mem = (
+            (self.gpu_total, self.cpu_total, self.mem_total) if empty
+            else (self.gpu_free, self.cpu_free, self.mem_free)
+        )
+        s = gpu // req.gpus if req.gpus > 0 else np.full(len(self), UNBOUNDED)
+        if req.cpus > 0:
+            s = np.minimum(s, np.floor(cpu / req.cpus + 1e-9).astype(np.int64))
+        if req.memory_gb > 0:
+            s = np.minimum(s, np.floor(mem / req.memory_gb + 1e-9).astype(np.int64))
+        ok = self.schedulable
+        mm = self.model_mask(req.gpu_models)
+        if mm is not None:
+            ok = ok & mm
+        return np.where(ok, s, 0)
+
+    def take(self, node: int, req: PodRequest, count: int = 1) -> None:
+        self.gpu_free[node] -= req.gpus * count
+        self.cpu_free[node] -= req.cpus * count
+        self.mem_free[node] -= req.memory_gb * count
+
+    def give(self, node: int, req: PodRequest, count: int = 1) -> None:
+        self.gpu_free[node] += req.gpus * count
+        self.cpu_free[node] += req.cpus * count
+        self.mem_free[node] += req.memory_gb * count
+
+    @property
+    def gpus_allocated(self) -> int:
+        return int(self.gpu_total.sum() - self.gpu_free.sum())

@@ -1,0 +1,95 @@
+"""The cycle's inputs and outputs: what a driver hands the engine and what it gets back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
+
+if TYPE_CHECKING:
+    from gpufleet.engine.profile import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class PendingJob:
+    """A job waiting to run; ``bound`` lists pods already holding capacity (per-pod schedulers)."""
+
+    job: Job
+    bound: tuple[PodBinding, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    job: Job
+    start_time: float
+    bindings: tuple[PodBinding, ...]
+
+    @property
+    def expected_end(self) -> float:
+        return self.start_time + self.job.estimate
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Future capacity held for a blocked job: these nodes, from ``start`` on."""
+
+    job: JobId
+    start: float
+    nodes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Preemption:
+    job: JobId
+    for_job: JobId
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CycleInput:
+    now: float
+    nodes: NodeTable
+    pending: Sequence[PendingJob]
+    profile: Profile
+    running: Sequence[RunningJob] = ()
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CycleStats:
+    pending: int = 0
+    considered: int = 0
+    skipped_by_class: int = 0
+    shape_classes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CycleResult:
+    bindings: tuple[PodBinding, ...]
+    started: tuple[JobId, ...]
+    statuses: Mapping[JobId, Status]
+    reservations: tuple[Reservation, ...] = ()
+    preemptions: tuple[Preemption, ...] = ()
+    stats: CycleStats = field(default_factory=CycleStats)
+
+
+@dataclass(slots=True)
+class CycleContext:
+    """Per-cycle state shared by the phases: time, the profile, a seeded generator, caches."""
+
+    now: float
+    profile: Profile
+    rng: np.random.Generator
+    running: Sequence[RunningJob] = ()
+    empty_slots_cache: dict[tuple, int] = field(default_factory=dict)
+    skipped_by_class: int = 0
+    considered: int = 0
+    statuses: dict[JobId, Status] = field(default_factory=dict)

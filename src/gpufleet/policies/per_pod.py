@@ -1,0 +1,68 @@
+"""The per-pod baseline: what the default Kubernetes scheduler does with a multi-pod job.
+
+Each pod is scheduled on its own; a pod that fits is bound and holds its GPUs whether or not its
+siblings fit. Pods are queued by (priority, submit time, replica index, job id): the controllers of
+two jobs created at the same moment create their pods concurrently, so the pods of those jobs
+interleave in the scheduling queue. Scoring is LeastAllocated (spread), kube-scheduler's default
+for NodeResourcesFit.
+
+The failure mode this reproduces: 8 nodes × 8 GPUs, two jobs of 8 pods × 8 GPUs arriving together.
+Pods alternate A0, B0, A1, B1, …: each job binds 4 pods (32 GPUs), the fleet is full, neither job
+has all 8 pods, and neither can ever start — 64 GPUs held, 0 GPUs working, forever.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.engine.phases.place import PlaceOutcome
+from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.model.job import PodRequest
+
+
+class PerPodLeastAllocated:
+    name = "per-pod"
+
+    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+        queue: list[tuple[int, float, int, str, PendingJob, str, PodRequest]] = []
+        for pj in ordered:
+            bound = {(b.pod_set, b.replica) for b in pj.bound}
+            for ps in pj.job.pod_sets:
+                for r in range(ps.replicas):
+                    if (ps.name, r) not in bound:
+                        queue.append((-pj.job.priority, pj.job.submit_time, r, pj.job.id, pj,
+                                      ps.name, ps.request))
+        queue.sort(key=lambda q: q[:4])
+        bound_now: dict[str, int] = {}
+        failed: set[tuple] = set()
+        table = plan.table
+        for _, _, replica, _, pj, ps_name, req in queue:
+            if req.shape in failed:
+                ctx.skipped_by_class += 1
+                continue
+            ctx.considered += 1
+            slots = table.slots(req)
+            fits = np.flatnonzero(slots > 0)
+            if fits.size == 0:
+                failed.add(req.shape)
+                continue
+            free_frac = table.gpu_free[fits] / np.maximum(table.gpu_total[fits], 1)
+            node = int(fits[np.argmax(free_frac)])
+            plan.bind(PodBinding(pj.job.id, ps_name, replica, node, req))
+            bound_now[pj.job.id] = bound_now.get(pj.job.id, 0) + 1
+        out = PlaceOutcome()
+        for pj in ordered:
+            have = len(pj.bound) + bound_now.get(pj.job.id, 0)
+            need = pj.job.total_pods
+            if have == need:
+                out.started.append(pj.job.id)
+                continue
+            out.blocked.append(pj)
+            code = StatusCode.WAIT if have else StatusCode.UNSCHEDULABLE
+            ctx.statuses[pj.job.id] = Status(
+                code, (f"{have} of {need} pods bound; the bound pods hold their GPUs while the "
+                       f"other {need - have} wait",), self.name)
+        return out
+

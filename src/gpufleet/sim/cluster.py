@@ -1,0 +1,58 @@
+"""The simulated cluster: the state a driver keeps and the engine's decisions act upon."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import PendingJob, RunningJob
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
+
+
+@dataclass
+class SimulatedCluster:
+    fleet: Fleet
+    table: NodeTable = field(init=False)
+    pending: dict[JobId, Job] = field(default_factory=dict)
+    partial: dict[JobId, list[PodBinding]] = field(default_factory=dict)
+    running: dict[JobId, RunningJob] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.table = NodeTable.from_fleet(self.fleet)
+
+    def submit(self, job: Job) -> None:
+        self.pending[job.id] = job
+
+    def pending_view(self) -> list[PendingJob]:
+        return [PendingJob(j, tuple(self.partial.get(jid, ()))) for jid, j in self.pending.items()]
+
+    def running_view(self) -> list[RunningJob]:
+        return list(self.running.values())
+
+    def bind(self, b: PodBinding) -> None:
+        self.table.take(b.node, b.request)
+        self.partial.setdefault(b.job, []).append(b)
+
+    def start(self, jid: JobId, now: float) -> RunningJob:
+        job = self.pending.pop(jid)
+        rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())))
+        assert len(rj.bindings) == job.total_pods, f"job {jid} started with a partial gang"
+        self.running[jid] = rj
+        return rj
+
+    def finish(self, jid: JobId) -> RunningJob:
+        rj = self.running.pop(jid)
+        for b in rj.bindings:
+            self.table.give(b.node, b.request)
+        return rj
+
+    @property
+    def held_by_partial_gangs(self) -> int:
+        return sum(b.request.gpus for bs in self.partial.values() for b in bs)
+
+    @property
+    def busy_gpus(self) -> int:
+        return sum(b.request.gpus for rj in self.running.values() for b in rj.bindings)

@@ -1,0 +1,138 @@
+"""The simulation loop: pop the events of one instant, run one engine cycle, apply its decisions.
+
+The driver owns time and effects; the engine only decides. Cycles run after every instant at which
+something changed (an arrival or a finish), or on a fixed cadence when ``cycle_interval_s`` > 0, as
+a live scheduler would.
+"""
+
+from __future__ import annotations
+
+import math
+import time as wallclock
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import CycleInput
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.job import Job
+from gpufleet.sim.cluster import SimulatedCluster
+from gpufleet.sim.kernel import EventKind, EventQueue
+from gpufleet.sim.recorder import Recorder
+
+ProgressFn = Callable[[float], None]
+
+
+@dataclass
+class SimResult:
+    policy: str
+    fleet_gpus: int
+    jobs: dict[str, Job]
+    starts: dict[str, float]
+    finishes: dict[str, float]
+    recorder: Recorder
+    horizon: float
+    end_time: float
+    deadlocked: bool
+    deadlock_detail: str
+    held_by_partial_gangs: int
+    cycles: int
+    events: int
+    wall_s: float
+
+
+def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
+    """Free GPUs on nodes where no pending pod fits (wrong shape, model, or CPU/memory exhausted).
+
+    With nothing pending, free GPUs are idle, not stranded: 0.
+    """
+    if not pending:
+        return 0
+    usable = np.zeros(len(table), bool)
+    seen: set[tuple] = set()
+    for job in pending:
+        for ps in job.pod_sets:
+            if ps.request.shape in seen:
+                continue
+            seen.add(ps.request.shape)
+            usable |= table.slots(ps.request) > 0
+    return int(table.gpu_free[~usable].sum())
+
+
+def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int = 0,
+             horizon: float | None = None, cycle_interval_s: float = 0.0,
+             stranded_every_s: float = 300.0, progress: ProgressFn | None = None) -> SimResult:
+    started_wall = wallclock.perf_counter()
+    q = EventQueue()
+    for job in sorted(jobs, key=lambda j: (j.submit_time, j.id)):
+        q.push(job.submit_time, EventKind.ARRIVAL, job)
+    horizon = horizon if horizon is not None else max((j.submit_time for j in jobs), default=0.0)
+    cluster = SimulatedCluster(fleet)
+    rec = Recorder()
+    starts: dict[str, float] = {}
+    finishes: dict[str, float] = {}
+    cycles = events = 0
+    cycle_pending = False
+    next_stranded = 0.0
+    t = 0.0
+    while q:
+        t = q.peek_time()  # type: ignore[assignment]
+        changed = False
+        run_now = False
+        while q and q.peek_time() == t:
+            ev = q.pop()
+            events += 1
+            if ev.kind is EventKind.ARRIVAL:
+                cluster.submit(ev.payload)
+                rec.event(t, "submit", ev.payload.id)
+                changed = True
+            elif ev.kind is EventKind.FINISH:
+                cluster.finish(ev.payload)
+                finishes[ev.payload] = t
+                rec.event(t, "finish", ev.payload)
+                changed = True
+            else:
+                cycle_pending = False
+                run_now = True
+        if changed and cycle_interval_s > 0 and not cycle_pending:
+            q.push(math.ceil(t / cycle_interval_s) * cycle_interval_s, EventKind.CYCLE)
+            cycle_pending = True
+        if (run_now or (changed and cycle_interval_s <= 0)) and cluster.pending:
+            cycles += 1
+            result = run_cycle(CycleInput(now=t, nodes=cluster.table, pending=cluster.pending_view(),
+                                          profile=profile, running=cluster.running_view(),
+                                          seed=seed + cycles))
+            for b in result.bindings:
+                cluster.bind(b)
+                if not profile.gang:
+                    rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
+            for jid in result.started:
+                rj = cluster.start(jid, t)
+                starts[jid] = t
+                nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
+                rec.event(t, "start", jid, ",".join(nodes))
+                q.push(t + rj.job.run_time, EventKind.FINISH, jid)
+        rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
+        if t >= next_stranded:
+            rec.sample_stranded(t, stranded_gpus(cluster.table, list(cluster.pending.values())))
+            next_stranded = t + stranded_every_s
+        if progress is not None:
+            progress(t)
+    held = cluster.held_by_partial_gangs
+    deadlocked = bool(cluster.pending) and not cluster.running and held > 0
+    detail = ""
+    if deadlocked:
+        partial = sorted(cluster.partial)
+        detail = (f"{held} GPUs held by {len(partial)} partially placed gang(s) "
+                  f"({', '.join(partial[:6])}{'…' if len(partial) > 6 else ''}); nothing running, "
+                  f"nothing can start")
+    return SimResult(
+        policy=profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},
+        starts=starts, finishes=finishes, recorder=rec, horizon=horizon, end_time=t,
+        deadlocked=deadlocked, deadlock_detail=detail, held_by_partial_gangs=held,
+        cycles=cycles, events=events, wall_s=wallclock.perf_counter() - started_wall,
+    )
