@@ -14,6 +14,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+@app.callback()
+def _main() -> None:
+    """GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm."""
+
+
 COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology")
 
 

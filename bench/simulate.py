@@ -1,0 +1,61 @@
+"""Simulator throughput: simulated events per second and wall time.
+
+    python bench/simulate.py                       # the bundled default scenario, both policies
+    python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit
+
+The large case builds 2,000 HGX nodes × 8 GPUs (16,000 GPUs, leaves of 32) and a generated
+workload at 90% offered load whose length is chosen so that about ``--jobs`` jobs arrive.
+Last line of output: one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from gpufleet.model.fleet import NodeGroup, build_fleet
+from gpufleet.policies.registry import profile
+from gpufleet.sim.metrics import summarize
+from gpufleet.sim.runner import simulate
+from gpufleet.sim.scenario import bundled
+from gpufleet.sim.workload import WorkloadSpec, generate, mean_gpu_seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=0, help="0: the bundled default scenario")
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--policy", action="append")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    if args.nodes:
+        fleet = build_fleet([NodeGroup(nodes=args.nodes, gpu="H100-80GB", leaf_size=32)])
+        spec = WorkloadSpec(offered_load=0.9)
+        rate = 0.9 * fleet.total_gpus / mean_gpu_seconds(spec, np.random.default_rng(args.seed + 1))
+        days = args.jobs / rate / 86400
+        spec = WorkloadSpec(days=days, offered_load=0.9)
+        jobs = generate(spec, fleet.total_gpus, args.seed)
+        horizon = days * 86400
+        label = f"{args.nodes} nodes x 8 GPUs, {len(jobs)} jobs over {days:.1f} days"
+    else:
+        scn = bundled("default")
+        fleet, jobs, horizon = scn.fleet, scn.jobs(), scn.horizon
+        label = f"default scenario: {fleet.total_gpus} GPUs, {len(jobs)} jobs"
+    out = {"case": label, "nodes": len(fleet), "jobs": len(jobs), "policies": {}}
+    for name in args.policy or ["gang-bestfit", "per-pod"]:
+        r = simulate(fleet, jobs, profile(name), horizon=horizon)
+        s = summarize(r)
+        out["policies"][name] = {
+            "events": r.events, "cycles": r.cycles, "sim_wall_s": round(r.wall_s, 2),
+            "events_per_s": round(r.events / r.wall_s), "cycles_per_s": round(r.cycles / r.wall_s),
+            "gpu_allocation_pct": round(s["gpu_allocation_pct"], 1),
+        }
+        print(f"{name}: {out['policies'][name]}", file=sys.stderr)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

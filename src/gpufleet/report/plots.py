@@ -1,0 +1,83 @@
+"""Plots for reports: matplotlib (Agg), returned as base64 PNG so the HTML stays self-contained."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bc4c00", "#57606a")
+
+
+def to_png_b64(fig: plt.Figure) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def binned_step_mean(t: Sequence[float], v: Sequence[float], end: float, bins: int = 336
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Time-weighted mean of a piecewise-constant series over equal bins of [0, end]."""
+    if not len(t) or end <= 0:
+        return np.zeros(0), np.zeros(0)
+    edges = np.linspace(0.0, end, bins + 1)
+    times = np.asarray(t, float)
+    vals = np.asarray(v, float)
+    seg_end = np.append(times[1:], max(end, times[-1]))
+    out = np.zeros(bins)
+    for i in range(bins):
+        lo = np.clip(times, edges[i], edges[i + 1])
+        hi = np.clip(seg_end, edges[i], edges[i + 1])
+        out[i] = (vals * (hi - lo)).sum() / (edges[i + 1] - edges[i])
+    return (edges[:-1] + edges[1:]) / 2, out
+
+
+def time_series(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], end: float, title: str,
+                ylabel: str, ymax: float | None = None, hline: float | None = None) -> str:
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    for i, (name, (t, v)) in enumerate(series.items()):
+        x, y = binned_step_mean(t, v, end)
+        ax.plot(x / 86400.0, y, label=name, color=COLORS[i % len(COLORS)], lw=1.4)
+    if hline is not None:
+        ax.axhline(hline, color="#57606a", ls="--", lw=0.8)
+    ax.set_xlabel("simulated time (days)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, loc="left", fontsize=11)
+    if ymax is not None:
+        ax.set_ylim(0, ymax)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=9)
+    return to_png_b64(fig)
+
+
+def wait_survival(waits: Mapping[str, np.ndarray], title: str = "Queue wait: who waits how long") -> str:
+    """Fraction of jobs that waited longer than x, log-log: the tail is where policies differ."""
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    for i, (name, w) in enumerate(waits.items()):
+        if not w.size:
+            continue
+        x = np.sort(w[w > 0])
+        immediate = 100.0 * (w.size - x.size) / w.size
+        if x.size:
+            y = 1.0 - np.arange(x.size) / w.size - (w.size - x.size) / w.size
+            ax.step(x, y, where="post", color=COLORS[i % len(COLORS)], lw=1.4,
+                    label=f"{name} ({immediate:.0f}% started at once)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("wait before start (seconds, log scale)")
+    ax.set_ylabel("fraction of jobs waiting longer")
+    for s, label in ((60, "1 min"), (3600, "1 h"), (86400, "1 day")):
+        ax.axvline(s, color="#8c959f", lw=0.6, ls=":")
+        ax.text(s, 0.97, label, transform=ax.get_xaxis_transform(), fontsize=8, color="#57606a",
+                rotation=90, va="top", ha="right")
+    ax.set_title(title, loc="left", fontsize=11)
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(frameon=False, fontsize=9, loc="lower left")
+    return to_png_b64(fig)
