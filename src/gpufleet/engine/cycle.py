@@ -15,7 +15,8 @@ from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleSt
 def run_cycle(inp: CycleInput) -> CycleResult:
     profile = inp.profile
     ctx = CycleContext(now=inp.now, profile=profile, rng=np.random.default_rng(inp.seed),
-                       running=inp.running)
+                       running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
+                       previous_reservations=inp.reservations)
     plan = Plan(inp.nodes)
 
     # 1. admit: quota decides who may compete at all.

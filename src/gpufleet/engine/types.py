@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,10 @@ class RunningJob:
     job: Job
     start_time: float
     bindings: tuple[PodBinding, ...]
+    #: Work already done before this run began (restarts from a checkpoint), seconds.
+    progress_before: float = 0.0
+    #: True while a preemption notice runs out its grace period: its capacity is already promised.
+    evicting: bool = False
 
     @property
     def expected_end(self) -> float:
@@ -48,9 +52,12 @@ class Reservation:
 
 @dataclass(frozen=True, slots=True)
 class Preemption:
+    """Evict the whole gang ``job`` (after ``grace_s``, during which it may checkpoint)."""
+
     job: JobId
     for_job: JobId
     reason: str
+    grace_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +68,12 @@ class CycleInput:
     profile: Profile
     running: Sequence[RunningJob] = ()
     seed: int = 0
+    #: Tenant queues, cohorts and quotas (model/tenancy.py); None means no quotas.
+    tenancy: Any = None
+    #: Decayed historical usage per tenant (GPU-seconds), kept by the driver for fair share.
+    usage: Mapping[str, float] = field(default_factory=dict)
+    #: Reservations from the previous cycle, so a reservation sticks to its nodes across cycles.
+    reservations: tuple[Reservation, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +102,9 @@ class CycleContext:
     profile: Profile
     rng: np.random.Generator
     running: Sequence[RunningJob] = ()
+    tenancy: Any = None
+    usage: Mapping[str, float] = field(default_factory=dict)
+    previous_reservations: tuple[Reservation, ...] = ()
     empty_slots_cache: dict[tuple, int] = field(default_factory=dict)
     skipped_by_class: int = 0
     considered: int = 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.parallelism import Parallelism, TrainingProfile
 
 
 class JobKind(StrEnum):
@@ -62,6 +63,13 @@ class Job:
     run_time_estimate: float | None = None
     checkpointing: Checkpointing | None = None
     labels: tuple[tuple[str, str], ...] = field(default=())
+    #: Training jobs: TP/PP/DP sizes and the model whose traffic the placement must serve.
+    parallelism: Parallelism | None = None
+    training: TrainingProfile | None = None
+    #: Topology constraint: level the whole gang must stay within / should stay within
+    #: ("nvlink", "node", "leaf", "spine"), as Kueue's required/preferred topology.
+    topology_required: str | None = None
+    topology_preferred: str | None = None
 
     @property
     def total_gpus(self) -> int:

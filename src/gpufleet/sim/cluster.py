@@ -19,6 +19,8 @@ class SimulatedCluster:
     pending: dict[JobId, Job] = field(default_factory=dict)
     partial: dict[JobId, list[PodBinding]] = field(default_factory=dict)
     running: dict[JobId, RunningJob] = field(default_factory=dict)
+    #: Checkpointed progress (seconds of work) of jobs that were preempted and requeued.
+    progress: dict[JobId, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.table = NodeTable.from_fleet(self.fleet)
@@ -38,7 +40,7 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
-        rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())))
+        rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0))
         assert len(rj.bindings) == job.total_pods, f"job {jid} started with a partial gang"
         self.running[jid] = rj
         return rj
@@ -47,6 +49,20 @@ class SimulatedCluster:
         rj = self.running.pop(jid)
         for b in rj.bindings:
             self.table.give(b.node, b.request)
+        self.progress.pop(jid, None)
+        return rj
+
+    def mark_evicting(self, jid: JobId) -> None:
+        rj = self.running[jid]
+        self.running[jid] = RunningJob(rj.job, rj.start_time, rj.bindings, rj.progress_before, True)
+
+    def evict(self, jid: JobId, saved_progress: float) -> RunningJob:
+        """Release a whole gang and requeue it; it resumes from ``saved_progress`` seconds of work."""
+        rj = self.running.pop(jid)
+        for b in rj.bindings:
+            self.table.give(b.node, b.request)
+        self.progress[jid] = saved_progress
+        self.pending[jid] = rj.job
         return rj
 
     @property

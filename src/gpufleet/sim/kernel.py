@@ -15,8 +15,9 @@ from typing import Any
 
 class EventKind(IntEnum):
     FINISH = 0
-    ARRIVAL = 1
-    CYCLE = 2
+    EVICT = 1
+    ARRIVAL = 2
+    CYCLE = 3
 
 
 @dataclass(order=True, slots=True)

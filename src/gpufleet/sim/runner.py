@@ -20,11 +20,15 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
+from gpufleet.sim.checkpoints import eviction_cost, remaining_run_s
 from gpufleet.sim.cluster import SimulatedCluster
 from gpufleet.sim.kernel import EventKind, EventQueue
 from gpufleet.sim.recorder import Recorder
+from gpufleet.sim.usage import UsageTracker
 
 ProgressFn = Callable[[float], None]
+#: Run-time stretch of a placement: (job, node indices of its pods in rank order, table) -> factor ≥ 1.
+RuntimeModel = Callable[[Job, Sequence[int], NodeTable], float]
 
 
 @dataclass
@@ -43,6 +47,14 @@ class SimResult:
     cycles: int
     events: int
     wall_s: float
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0
+    #: Per-job placement slowdown (run time stretch) of each start, when a runtime model is used.
+    slowdowns: dict[str, float] | None = None
+    #: First estimated start the engine gave each job, for the estimate-error report.
+    estimates: dict[str, float] | None = None
+    #: Per-tenant GPU-seconds actually run, and the usage tracker's view (for tenancy metrics).
+    extra: dict | None = None
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
@@ -65,7 +77,9 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
 
 def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int = 0,
              horizon: float | None = None, cycle_interval_s: float = 0.0,
-             stranded_every_s: float = 300.0, progress: ProgressFn | None = None) -> SimResult:
+             stranded_every_s: float = 300.0, progress: ProgressFn | None = None,
+             tenancy: object = None, usage_tracker: UsageTracker | None = None,
+             runtime_model: RuntimeModel | None = None) -> SimResult:
     started_wall = wallclock.perf_counter()
     q = EventQueue()
     for job in sorted(jobs, key=lambda j: (j.submit_time, j.id)):
@@ -76,6 +90,12 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     starts: dict[str, float] = {}
     finishes: dict[str, float] = {}
     cycles = events = 0
+    generation: dict[str, int] = {}
+    preemptions = 0
+    lost_gpu_s = 0.0
+    slowdowns: dict[str, float] = {}
+    estimates: dict[str, float] = {}
+    reservations: tuple = ()
     cycle_pending = False
     next_stranded = 0.0
     t = 0.0
@@ -91,9 +111,28 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 rec.event(t, "submit", ev.payload.id)
                 changed = True
             elif ev.kind is EventKind.FINISH:
-                cluster.finish(ev.payload)
-                finishes[ev.payload] = t
-                rec.event(t, "finish", ev.payload)
+                jid, gen = ev.payload
+                if generation.get(jid, 0) != gen or jid not in cluster.running:
+                    continue
+                rj = cluster.finish(jid)
+                if usage_tracker is not None:
+                    usage_tracker.add(rj.job.tenant, rj.job.total_gpus * (t - rj.start_time), t)
+                finishes[jid] = t
+                rec.event(t, "finish", jid)
+                changed = True
+            elif ev.kind is EventKind.EVICT:
+                jid, gen, notice, grace = ev.payload
+                if generation.get(jid, 0) != gen or jid not in cluster.running:
+                    continue
+                rj = cluster.running[jid]
+                cost = eviction_cost(rj, notice, grace)
+                if usage_tracker is not None:
+                    usage_tracker.add(rj.job.tenant, rj.job.total_gpus * (t - rj.start_time), t)
+                cluster.evict(jid, cost.saved_s)
+                generation[jid] = generation.get(jid, 0) + 1
+                preemptions += 1
+                lost_gpu_s += cost.lost_gpu_s
+                rec.event(t, "preempt", jid, f"lost {cost.lost_s:.0f}s of work; saved {cost.saved_s:.0f}s")
                 changed = True
             else:
                 cycle_pending = False
@@ -103,19 +142,35 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
             cycle_pending = True
         if (run_now or (changed and cycle_interval_s <= 0)) and cluster.pending:
             cycles += 1
-            result = run_cycle(CycleInput(now=t, nodes=cluster.table, pending=cluster.pending_view(),
-                                          profile=profile, running=cluster.running_view(),
-                                          seed=seed + cycles))
+            result = run_cycle(CycleInput(
+                now=t, nodes=cluster.table, pending=cluster.pending_view(), profile=profile,
+                running=cluster.running_view(), seed=seed + cycles, tenancy=tenancy,
+                usage=usage_tracker.snapshot(t) if usage_tracker is not None else {},
+                reservations=reservations))
+            reservations = result.reservations
+            for p in result.preemptions:
+                if p.job in cluster.running and not cluster.running[p.job].evicting:
+                    cluster.mark_evicting(p.job)
+                    q.push(t + p.grace_s, EventKind.EVICT, (p.job, generation.get(p.job, 0), t, p.grace_s))
+                    rec.event(t, "preempt-notice", p.job, f"for {p.for_job}: {p.reason}")
+            for jid, st in result.statuses.items():
+                if st.estimated_start is not None and jid not in estimates:
+                    estimates[jid] = st.estimated_start
             for b in result.bindings:
                 cluster.bind(b)
                 if not profile.gang:
                     rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
             for jid in result.started:
                 rj = cluster.start(jid, t)
-                starts[jid] = t
+                starts.setdefault(jid, t)
                 nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
                 rec.event(t, "start", jid, ",".join(nodes))
-                q.push(t + rj.job.run_time, EventKind.FINISH, jid)
+                duration = remaining_run_s(rj)
+                if runtime_model is not None:
+                    factor = runtime_model(rj.job, [b.node for b in rj.bindings], cluster.table)
+                    slowdowns[jid] = factor
+                    duration *= factor
+                q.push(t + duration, EventKind.FINISH, (jid, generation.get(jid, 0)))
         rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
         if t >= next_stranded:
             rec.sample_stranded(t, stranded_gpus(cluster.table, list(cluster.pending.values())))
@@ -135,4 +190,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
         starts=starts, finishes=finishes, recorder=rec, horizon=horizon, end_time=t,
         deadlocked=deadlocked, deadlock_detail=detail, held_by_partial_gangs=held,
         cycles=cycles, events=events, wall_s=wallclock.perf_counter() - started_wall,
+        preemptions=preemptions, lost_gpu_s=lost_gpu_s,
+        slowdowns=slowdowns if runtime_model is not None else None, estimates=estimates,
+        extra={"usage": usage_tracker} if usage_tracker is not None else None,
     )

@@ -1,0 +1,58 @@
+"""What a preempted job keeps and loses: the checkpoint arithmetic.
+
+A job with checkpoint interval I has saved ⌊P / I⌋ × I seconds of its progress P (P counts work
+done, from before earlier preemptions too). On notice, a job whose grace period is at least its
+checkpoint cost C writes a fresh checkpoint and keeps all of P. A job without checkpointing keeps
+nothing. Work lost = P − saved; every restart also costs R seconds of start-up on all its GPUs.
+Lost GPU-seconds = GPUs × (P − saved + R).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpufleet.engine.types import RunningJob
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionCost:
+    progress_s: float
+    saved_s: float
+    restart_s: float
+    gpus: int
+
+    @property
+    def lost_s(self) -> float:
+        return self.progress_s - self.saved_s
+
+    @property
+    def lost_gpu_s(self) -> float:
+        return self.gpus * (self.lost_s + self.restart_s)
+
+
+def progress_at(rj: RunningJob, now: float) -> float:
+    """Seconds of useful work done by ``now``: restart time first, then work."""
+    restart = rj.job.checkpointing.restart_s if (rj.job.checkpointing and rj.progress_before) else 0.0
+    return rj.progress_before + max(0.0, now - rj.start_time - restart)
+
+
+def eviction_cost(rj: RunningJob, notice_time: float, grace_s: float) -> EvictionCost:
+    ck = rj.job.checkpointing
+    p = min(progress_at(rj, notice_time), rj.job.run_time)
+    if ck is None:
+        saved = 0.0
+    elif grace_s >= ck.cost_s > 0 or ck.cost_s == 0 and grace_s > 0:
+        saved = p
+    else:
+        saved = math.floor(p / ck.interval_s) * ck.interval_s if ck.interval_s > 0 else 0.0
+        saved = max(saved, min(rj.progress_before, p))
+    restart = ck.restart_s if ck else 0.0
+    return EvictionCost(p, saved, restart, rj.job.total_gpus)
+
+
+def remaining_run_s(rj: RunningJob) -> float:
+    """Wall time from (re)start to finish: restart cost (after a preemption) plus the work left."""
+    ck = rj.job.checkpointing
+    restart = ck.restart_s if (ck and rj.progress_before) else 0.0
+    return restart + rj.job.run_time - rj.progress_before
