@@ -13,6 +13,8 @@ All pod sets of a job are placed on one Plan; if any fails, the job's pods are r
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome
@@ -79,49 +81,86 @@ def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
     return msg
 
 
-def try_place_gang(job: Job, plan: Plan, ctx: CycleContext, policy: str) -> Status | None:
-    """Bind every pod of ``job`` on ``plan`` or nothing; None on success, else the reason."""
+def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tuple[PodBinding, ...] | Status:
+    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not.
+
+    Pod sets are fitted one after another on a scratch copy, so two pod sets never count the same
+    free GPUs twice.
+    """
     for ps in job.pod_sets:
-        why = unresolvable_reason(plan.table, ps, ctx)
+        why = unresolvable_reason(table, ps, ctx)
         if why:
             return Status(StatusCode.UNRESOLVABLE, (why,), policy)
-    mark = plan.checkpoint()
+    scratch = table.copy() if len(job.pod_sets) > 1 else table
+    out: list[PodBinding] = []
     for ps in job.pod_sets:
-        chosen = choose_nodes(plan.table, ps.request, ps.replicas)
+        chosen = choose_nodes(scratch, ps.request, ps.replicas)
         if chosen is None:
-            reason = insufficiency_reason(plan.table, ps)
-            plan.rollback(mark)
-            return Status(StatusCode.UNSCHEDULABLE, (reason,), policy)
+            return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
         replica = 0
         for node, count in chosen:
             for _ in range(count):
-                plan.bind(PodBinding(job.id, ps.name, replica, node, ps.request))
+                out.append(PodBinding(job.id, ps.name, replica, node, ps.request))
                 replica += 1
-    return None
+            if scratch is not table:
+                scratch.take(node, ps.request, count)
+    return tuple(out)
+
+
+def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
+                   stop_at_first_blocked: bool = False) -> PlaceOutcome:
+    """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
+
+    With ``stop_at_first_blocked`` (reservation on), the first job that does not fit ends the
+    in-order pass: it and every job after it are returned as blocked, for reserve and backfill.
+    """
+    out = PlaceOutcome()
+    failed = FailedShapes()
+    for i, pj in enumerate(ordered):
+        job = pj.job
+        known = failed.known_failure(job)
+        if known is not None:
+            ctx.skipped_by_class += 1
+            ctx.statuses[job.id] = known
+            out.blocked.append(pj)
+            if stop_at_first_blocked and known.code is not StatusCode.UNRESOLVABLE:
+                out.blocked.extend(ordered[i + 1:])
+                return out
+            continue
+        ctx.considered += 1
+        fitted = placer.fit(job, plan.table, ctx)
+        if isinstance(fitted, Status):
+            failed.record(job, fitted)
+            ctx.statuses[job.id] = fitted
+            out.blocked.append(pj)
+            if stop_at_first_blocked and fitted.code is not StatusCode.UNRESOLVABLE:
+                out.blocked.extend(ordered[i + 1:])
+                return out
+            continue
+        for b in fitted:
+            plan.bind(b)
+        out.started.append(job.id)
+    return out
+
+
+class GangFitter(Protocol):
+    name: str
+
+    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        """Where each pod of ``job`` would go on ``table`` (unchanged), or why it cannot."""
+        ...
 
 
 class GangBestFit:
-    """Whole gangs or nothing, best-fit packing, one leaf when possible; tries every job in order."""
+    """Whole gangs or nothing, best-fit packing, one leaf when possible."""
 
     name = "gang-bestfit"
 
+    def __init__(self, stop_at_first_blocked: bool = False) -> None:
+        self.stop_at_first_blocked = stop_at_first_blocked
+
+    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        return fit_gang(job, table, ctx, self.name)
+
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
-        out = PlaceOutcome()
-        failed = FailedShapes()
-        for pj in ordered:
-            job = pj.job
-            known = failed.known_failure(job)
-            if known is not None:
-                ctx.skipped_by_class += 1
-                ctx.statuses[job.id] = known
-                out.blocked.append(pj)
-                continue
-            ctx.considered += 1
-            status = try_place_gang(job, plan, ctx, self.name)
-            if status is None:
-                out.started.append(job.id)
-            else:
-                failed.record(job, status)
-                ctx.statuses[job.id] = status
-                out.blocked.append(pj)
-        return out
+        return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)
