@@ -13,11 +13,16 @@ from rich.table import Table
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.policies.registry import PROFILES, profile
+from gpufleet.report.fmt import duration
 from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
+from gpufleet.report.tenancy import tenancy_sections
+from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import SimResult
 from gpufleet.sim.runner import simulate as run_simulation
+from gpufleet.sim.runtime import runtime_model_for
 from gpufleet.sim.scenario import Scenario, bundled, bundled_names, load_scenario
+from gpufleet.sim.usage import UsageTracker
 
 
 def resolve_scenario(arg: str | None) -> Scenario:
@@ -46,11 +51,35 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
             def tick(t: float, task: int = task) -> None:
                 bar.update(task, completed=min(t, end_guess), day=f"day {t / 86400:5.1f}")
 
-            results[name] = run_simulation(scn.fleet, jobs, profile(name), seed=seed or 0,
+            results[name] = run_simulation(scn.fleet, jobs, profile(name, scn.fleet.fabric), seed=seed or 0,
                                            horizon=horizon, cycle_interval_s=scn.spec.cycle_interval_s,
-                                           progress=tick)
+                                           progress=tick,
+                                           runtime_model=runtime_model_for(scn.spec.runtime_model, scn.fleet),
+                                           tenancy=scn.tenancy, usage_tracker=usage_tracker_for(scn))
             bar.update(task, completed=end_guess)
     return results
+
+
+def usage_tracker_for(scn: Scenario) -> UsageTracker | None:
+    """A fresh decayed-usage tracker for fair share, with the scenario's half-life."""
+    ten = scn.tenancy
+    return UsageTracker(ten.half_life_s) if ten is not None else None
+
+
+def print_tenants(summaries: dict[str, dict]) -> None:
+    t = Table(title="Per tenant: wait p50 / p95, share of fleet (entitlement)", header_style="bold")
+    t.add_column("tenant")
+    for name in summaries:
+        t.add_column(name, justify="right")
+    first = next(iter(summaries.values()))
+    for tenant in first["tenants"]:
+        rows = [s["tenants"][tenant] for s in summaries.values()]
+        cells = [f"{duration(r['wait_p50_s'])} / {duration(r['wait_p95_s'])}, {r['share_of_fleet_pct']:.1f}%"
+                 for r in rows]
+        t.add_row(f"{tenant} ({first['tenants'][tenant]['entitlement_pct']:.1f}%)", *cells)
+    t.add_row("preemptions / lost GPU-h",
+              *[f"{s['preemptions']:,} / {s['lost_gpu_hours']:,.1f}" for s in summaries.values()])
+    console.print(t)
 
 
 def print_comparison(summaries: dict[str, dict]) -> None:
@@ -63,6 +92,18 @@ def print_comparison(summaries: dict[str, dict]) -> None:
         if kind == "bool":
             cells = [f"[red]{c}[/]" if c == "yes" else c for c in cells]
         t.add_row(label, *cells)
+    console.print(t)
+
+
+def print_rows(title: str, summaries: dict[str, dict], rows: tuple[tuple[str, str, str], ...]) -> None:
+    t = Table(title=title, header_style="bold")
+    t.add_column("metric")
+    names = [n for n, s in summaries.items() if rows[0][0] in s]
+    for name in names:
+        t.add_column(name, justify="right")
+    for key, label, kind in rows:
+        t.add_row(label, *[fmt_x(summaries[n][key]) if kind == "x" else f"{summaries[n][key]:,}"
+                           for n in names])
     console.print(t)
 
 
@@ -85,7 +126,7 @@ def simulate(
         if p not in PROFILES:
             raise fail(f"--policy: unknown policy {p!r}; expected one of {', '.join(PROFILES)}")
     results = run_policies(scn, policies, seed, progress)
-    summaries = {n: summarize(r) for n, r in results.items()}
+    summaries = {n: summarize(r, scn.tenancy) for n, r in results.items()}
     extra = []
     if scn.name != "deadlock":
         dl = bundled("deadlock")
@@ -94,6 +135,11 @@ def simulate(
         extra.append(deadlock_section(dl_results, {n: summarize(r) for n, r in dl_results.items()}))
     else:
         extra.append(deadlock_section(results, summaries))
+    if any(r.slowdowns is not None for r in results.values()):
+        extra.insert(0, topology_section(results, summaries))
+    if scn.tenancy is not None:
+        window = scn.horizon or max(r.end_time for r in results.values())
+        extra[:0] = tenancy_sections(results, summaries, scn.tenancy, window)
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(
         {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries}, indent=2))
@@ -103,4 +149,8 @@ def simulate(
     (out / "report.html").write_text(
         simulation_report(scn.name, scn.spec.description, results, summaries, horizon, extra))
     print_comparison(summaries)
+    if any("slowdown_mean" in s for s in summaries.values()):
+        print_rows("Placement slowdown (topology runtime model)", summaries, TOPOLOGY_ROWS)
+    if scn.tenancy is not None:
+        print_tenants(summaries)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

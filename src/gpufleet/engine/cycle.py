@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats
 
 
@@ -35,6 +36,13 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     started = tuple(placed.started + backfilled.started)
     for jid in started:
         ctx.statuses.pop(jid, None)
+    # Every admitted job left waiting carries a reason, even one no phase got to this cycle.
+    unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
+                                          "before this job's turn",), profile.name)
+    started_set = set(started)
+    for pj in admitted:
+        if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
+            ctx.statuses[pj.job.id] = unexamined
     return CycleResult(
         bindings=plan.commit(),
         started=started,

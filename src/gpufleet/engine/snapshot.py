@@ -69,6 +69,14 @@ class NodeTable:
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
         )
 
+    def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
+        """The same fleet with other free columns: capacity at another time, or under a limit."""
+        return NodeTable(
+            self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
+            self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
+            self.schedulable,
+        )
+
     @property
     def n_leaves(self) -> int:
         return int(self.leaf_idx.max()) + 1 if len(self) else 0
@@ -89,14 +97,13 @@ class NodeTable:
         )
         s = gpu // req.gpus if req.gpus > 0 else np.full(len(self), UNBOUNDED)
         if req.cpus > 0:
-            s = np.minimum(s, np.floor(cpu / req.cpus + 1e-9).astype(np.int64))
+            s = np.minimum(s, (cpu * (1.0 / req.cpus) + 1e-9).astype(np.int64))
         if req.memory_gb > 0:
-            s = np.minimum(s, np.floor(mem / req.memory_gb + 1e-9).astype(np.int64))
-        ok = self.schedulable
+            s = np.minimum(s, (mem * (1.0 / req.memory_gb) + 1e-9).astype(np.int64))
         mm = self.model_mask(req.gpu_models)
-        if mm is not None:
-            ok = ok & mm
-        return np.where(ok, s, 0)
+        ok = self.schedulable if mm is None else self.schedulable & mm
+        s *= ok
+        return s
 
     def take(self, node: int, req: PodRequest, count: int = 1) -> None:
         self.gpu_free[node] -= req.gpus * count

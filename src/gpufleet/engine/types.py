@@ -38,16 +38,31 @@ class RunningJob:
 
     @property
     def expected_end(self) -> float:
-        return self.start_time + self.job.estimate
+        """When the scheduler expects the job to end: start + the estimate of the work left.
+
+        A job past its estimate is not killed (Slurm kills at the time limit); the engine extends
+        it — ``expected_end_at(now)`` never lies in the past — and recomputes reservations each
+        cycle, so an overrun moves the reservations it delays instead of wasting the work done.
+        """
+        return self.start_time + max(self.job.estimate - self.progress_before, 0.0)
+
+    def expected_end_at(self, now: float) -> float:
+        return now if self.evicting else max(self.expected_end, now + 1.0)
 
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """Future capacity held for a blocked job: these nodes, from ``start`` on."""
+    """Future capacity held for a blocked job: these pods on these nodes, from ``start`` on.
+
+    ``protected`` reservations bind backfill (it may not delay them); the others are the
+    schedule's estimates only (EASY backfill protects the head job alone).
+    """
 
     job: JobId
     start: float
     nodes: tuple[int, ...]
+    bindings: tuple[PodBinding, ...] = ()
+    protected: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +120,8 @@ class CycleContext:
     tenancy: Any = None
     usage: Mapping[str, float] = field(default_factory=dict)
     previous_reservations: tuple[Reservation, ...] = ()
+    #: Phase-to-phase working data (e.g. reservation limits from reserve for backfill).
+    scratch: dict[str, Any] = field(default_factory=dict)
     empty_slots_cache: dict[tuple, int] = field(default_factory=dict)
     skipped_by_class: int = 0
     considered: int = 0

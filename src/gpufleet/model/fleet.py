@@ -91,15 +91,22 @@ def build_fleet(groups: list[NodeGroup] | tuple[NodeGroup, ...], fabric: Fabric 
 
     Leaves and spines are numbered across the whole fleet so that two groups never share a leaf;
     a group's NVLink domains are consecutive runs of ``nvlink_domain_nodes`` nodes.
+
+    An NVLink domain never straddles two leaves (a rack's trays sit under the rack's switches, and
+    placement treats a domain as inside one leaf): the leaf size is rounded down to a whole number
+    of domains, and up to one domain when it is smaller (``leaf_size: 32`` with NVL72's 18-node
+    domains gives leaves of 18 nodes).
     """
     nodes: list[Node] = []
     leaf_base = 0
     spine_base = 0
     for gi, g in enumerate(groups):
         prefix = g.prefix or f"{gpu_model(g.gpu).name.split('-')[0].lower()}-g{gi}"
+        dn = max(1, g.nvlink_domain_nodes)
+        leaf_size = max(1, g.leaf_size // dn) * dn
         for i in range(g.nodes):
-            leaf = leaf_base + i // g.leaf_size
-            spine = spine_base + (i // g.leaf_size) // g.leaves_per_spine
+            leaf = leaf_base + i // leaf_size
+            spine = spine_base + (i // leaf_size) // g.leaves_per_spine
             domain = i // g.nvlink_domain_nodes
             nodes.append(
                 Node(
@@ -114,7 +121,7 @@ def build_fleet(groups: list[NodeGroup] | tuple[NodeGroup, ...], fabric: Fabric 
                     nvlink_domain=f"{prefix}-nvl{domain}",
                 )
             )
-        n_leaves = -(-g.nodes // g.leaf_size)
+        n_leaves = -(-g.nodes // leaf_size)
         leaf_base += n_leaves
         spine_base += -(-n_leaves // g.leaves_per_spine)
     return Fleet(tuple(nodes), fabric or Fabric(), name)

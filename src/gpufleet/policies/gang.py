@@ -42,7 +42,13 @@ def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple
         order = np.argsort(-leaf_slots, kind="stable")
         cum = np.cumsum(leaf_slots[order])
         leaves = [int(x) for x in order[: int(np.searchsorted(cum, replicas)) + 1]]
-    candidates = np.flatnonzero(np.isin(table.leaf_idx, leaves) & (slots > 0))
+    if len(leaves) == 1:
+        in_leaves = table.leaf_idx == leaves[0]
+    else:
+        lookup = np.zeros(table.n_leaves, bool)
+        lookup[leaves] = True
+        in_leaves = lookup[table.leaf_idx]
+    candidates = np.flatnonzero(in_leaves & (slots > 0))
     # Best fit: fewest free GPUs first; ties by node index (stable).
     candidates = candidates[np.argsort(table.gpu_free[candidates], kind="stable")]
     out: list[tuple[int, int]] = []
@@ -72,6 +78,9 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
 def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
     req = ps.request
     slots = int(np.minimum(table.slots(req), ps.replicas).sum())
+    if req.cpus <= 0 and req.memory_gb <= 0:
+        return (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
+                f"{slots} pod(s) of that shape fit now")
     gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models)
     gpu_slots = int(np.minimum(table.slots(gpu_only), ps.replicas).sum())
     msg = (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
@@ -151,6 +160,15 @@ class GangFitter(Protocol):
         ...
 
 
+def gang_feasible(job: Job, table: NodeTable) -> bool:
+    """Could every pod of ``job`` be placed on ``table``? Exact for one pod set; pod sets of one
+    job are checked together against the same capacity only when there is one."""
+    if len(job.pod_sets) != 1:
+        return False
+    ps = job.pod_sets[0]
+    return int(np.minimum(table.slots(ps.request), ps.replicas).sum()) >= ps.replicas
+
+
 class GangBestFit:
     """Whole gangs or nothing, best-fit packing, one leaf when possible."""
 
@@ -158,6 +176,10 @@ class GangBestFit:
 
     def __init__(self, stop_at_first_blocked: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
+
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """A cheap yes/no for search loops (reservation); None when only ``fit`` can tell."""
+        return gang_feasible(job, table) if len(job.pod_sets) == 1 else None
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         return fit_gang(job, table, ctx, self.name)

@@ -4,13 +4,56 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpufleet.engine.phases.order import Orderer
 from gpufleet.engine.profile import Profile
+from gpufleet.model.fleet import Fabric
+from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
+from gpufleet.policies.fairshare import (
+    DominantResourceFairShare,
+    FirstComeFirstServed,
+    KeepAdmissionOrder,
+    SlurmClassicFairShare,
+    SmallestJobFirst,
+)
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.policies.per_pod import PerPodLeastAllocated
+from gpufleet.policies.preemption import TenancyPreemptor
+from gpufleet.policies.quota import QuotaAdmitter
+from gpufleet.policies.topology import TopologyAware
+from gpufleet.policies.topology_blind import TopologyBlind
 
 PROFILES: dict[str, Callable[[], Profile]] = {
     "gang-bestfit": lambda: Profile("gang-bestfit", placer=GangBestFit()),
     "per-pod": lambda: Profile("per-pod", placer=PerPodLeastAllocated(), gang=False),
+    "gang-easy": lambda: Profile("gang-easy", placer=GangBestFit(stop_at_first_blocked=True),
+                                 reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill()),
+    "gang-conservative": lambda: Profile(
+        "gang-conservative", placer=GangBestFit(stop_at_first_blocked=True),
+        reserver=ShadowReserver(protect=8, depth=16), backfiller=ReservationBackfill("conservative")),
+    "topology-aware": lambda: Profile("topology-aware", placer=TopologyAware()),
+    "topology-blind": lambda: Profile("topology-blind", placer=TopologyBlind()),
+    # Multi-tenant admission (CycleInput.tenancy carries the quotas): policies/quota.py et al.
+    "tenancy": lambda: tenancy_profile("tenancy"),
+    "tenancy-naive-victims": lambda: tenancy_profile("tenancy-naive-victims", victims="naive"),
+    "tenancy-slurm": lambda: tenancy_profile("tenancy-slurm", order=SlurmClassicFairShare()),
+    "static-partitions": lambda: Profile("static-partitions", placer=GangBestFit(),
+                                         admitter=QuotaAdmitter(FirstComeFirstServed(), borrowing=False),
+                                         orderer=FirstComeFirstServed()),
+    "free-for-all": lambda: Profile("free-for-all", placer=GangBestFit(), orderer=FirstComeFirstServed()),
+    "smallest-first": lambda: Profile("smallest-first", placer=GangBestFit(), orderer=SmallestJobFirst()),
+}
+
+def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "checkpoint-aware") -> Profile:
+    """The four layers: quota admission, fair-share order, gang placement, tenancy preemption."""
+    orderer = order or DominantResourceFairShare()
+    admitter = QuotaAdmitter(orderer)
+    return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=KeepAdmissionOrder(),
+                   preemptor=TenancyPreemptor(admitter, victims))
+
+
+#: Profiles whose placer prices placements with the fleet's fabric (link speeds, oversubscription).
+FABRIC_PROFILES: dict[str, Callable[[Fabric], Profile]] = {
+    "topology-aware": lambda f: Profile("topology-aware", placer=TopologyAware(fabric=f)),
 }
 
 
@@ -18,7 +61,10 @@ class UnknownPolicy(ValueError):
     pass
 
 
-def profile(name: str) -> Profile:
+def profile(name: str, fabric: Fabric | None = None) -> Profile:
+    """The profile called ``name``; with ``fabric``, placers that price links use that fabric."""
+    if fabric is not None and name in FABRIC_PROFILES:
+        return FABRIC_PROFILES[name](fabric)
     try:
         return PROFILES[name]()
     except KeyError:

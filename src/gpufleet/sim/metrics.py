@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from gpufleet.model.tenancy import Tenancy
 from gpufleet.sim.runner import SimResult
 
 SIZE_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 64, "9-64"), (65, 10**9, "65+"))
@@ -32,7 +33,67 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if values.size else 0.0
 
 
-def summarize(r: SimResult) -> dict[str, Any]:
+def tenant_gpu_seconds(r: SimResult, start: float, end: float) -> dict[str, float]:
+    """GPU-seconds each tenant held within [start, end], from the event log's start/finish/preempt
+    events (lost work included: a preempted run held its GPUs until its eviction)."""
+    out: dict[str, float] = {}
+    began: dict[str, float] = {}
+    for t, kind, jid, _ in r.recorder.log:
+        if kind == "start":
+            began[jid] = t
+        elif kind in ("finish", "preempt") and jid in began:
+            job = r.jobs[jid]
+            lo, hi = max(began.pop(jid), start), min(t, end)
+            if hi > lo:
+                out[job.tenant] = out.get(job.tenant, 0.0) + job.total_gpus * (hi - lo)
+    for jid, t0 in began.items():  # still running at the end of the simulation
+        lo, hi = max(t0, start), end
+        if hi > lo:
+            job = r.jobs[jid]
+            out[job.tenant] = out.get(job.tenant, 0.0) + job.total_gpus * (hi - lo)
+    return out
+
+
+def tenant_metrics(r: SimResult, window: float, tenancy: Tenancy | None = None) -> dict[str, dict]:
+    """Per tenant: waits (first start − submit, started jobs), GPU-hours over the whole run, share
+    of the fleet's GPU-time over [0, window] and, with a tenancy, the nominal entitlement."""
+    names = sorted({j.tenant for j in r.jobs.values()} | (
+        {t.name for t in tenancy.tenants} if tenancy is not None else set()))
+    total = tenant_gpu_seconds(r, 0.0, max(r.end_time, window))
+    in_window = tenant_gpu_seconds(r, 0.0, window)
+    out: dict[str, dict] = {}
+    for name in names:
+        waits = np.array([r.starts[j] - job.submit_time for j, job in r.jobs.items()
+                          if job.tenant == name and j in r.starts])
+        submitted = sum(1 for job in r.jobs.values() if job.tenant == name)
+        out[name] = {
+            "jobs": submitted,
+            "jobs_never_started": submitted - int(waits.size),
+            "wait_p50_s": _pct(waits, 50),
+            "wait_p95_s": _pct(waits, 95),
+            "gpu_hours": total.get(name, 0.0) / 3600.0,
+            "share_of_fleet_pct": 100.0 * in_window.get(name, 0.0) / (r.fleet_gpus * window)
+            if window > 0 and r.fleet_gpus else 0.0,
+            "entitlement_pct": tenancy.entitlement_pct(name) if tenancy is not None else 0.0,
+        }
+    return out
+
+
+def slowdown_metrics(r: SimResult) -> dict[str, Any]:
+    """Placement slowdown over the jobs whose slowdown is modelled (a parallel layout and a training
+    profile); empty when the run used no runtime model. A job's last start counts (a restart after
+    preemption is placed anew)."""
+    if r.slowdowns is None:
+        return {}
+    sd = np.array([f for j, f in sorted(r.slowdowns.items())
+                   if r.jobs[j].parallelism is not None and r.jobs[j].training is not None])
+    return {"slowdown_jobs": int(sd.size),
+            "slowdown_mean": float(sd.mean()) if sd.size else 1.0,
+            "slowdown_p95": _pct(sd, 95) if sd.size else 1.0,
+            "slowdown_jobs_over_1_1": int((sd > 1.1).sum())}
+
+
+def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
     rec = r.recorder
     window = r.horizon if r.horizon > 0 else r.end_time
     started = sorted(r.starts)
@@ -69,4 +130,8 @@ def summarize(r: SimResult) -> dict[str, Any]:
         "cycles": r.cycles,
         "events": r.events,
         "sim_wall_s": round(r.wall_s, 3),
+        **slowdown_metrics(r),
+        "preemptions": r.preemptions,
+        "lost_gpu_hours": r.lost_gpu_s / 3600.0,
+        "tenants": tenant_metrics(r, window, tenancy),
     }

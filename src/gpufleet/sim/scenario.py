@@ -14,10 +14,12 @@ Validated at load: a bad file gets one line naming the file, the field and what 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.model.catalog import canonical_gpu_name
@@ -25,9 +27,13 @@ from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import FleetSpec, read_yaml
 from gpufleet.model.ids import JobId, TenantId
-from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
+from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet
+from gpufleet.model.parallelism import PROFILES as TRAINING_PROFILES
+from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
-from gpufleet.sim.workload import TenantMix, WorkloadSpec, generate
+from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate
 
 
 class _Strict(BaseModel):
@@ -39,16 +45,45 @@ class TenantSpec(_Strict):
     weight: float = Field(gt=0)
 
 
+class TrainingSpec(_Strict):
+    """``generator.training``: turn a share of the gangs into training jobs (workload.TrainingMix)."""
+
+    fraction: float = Field(default=0.8, ge=0, le=1)
+    min_gpus: int = Field(default=2, ge=1)
+    pod_gpus: dict[int, float] = Field(default_factory=lambda: {8: 0.5, 4: 0.3, 1: 0.2}, min_length=1)
+
+    def mix(self) -> TrainingMix:
+        return TrainingMix(self.fraction, self.min_gpus, tuple(sorted(self.pod_gpus.items(), reverse=True)))
+
+
+class CheckpointMixSpec(_Strict):
+    intervals_s: list[float] = Field(min_length=1)
+    cost_s: float = Field(default=0.0, ge=0)
+    restart_s: float = Field(default=0.0, ge=0)
+    min_gpus: int = Field(default=2, ge=1)
+
+    def apply(self, jobs: list[Job], seed: int) -> list[Job]:
+        """Seeded: the same jobs and seed give the same checkpoint intervals."""
+        rng = np.random.default_rng(seed)
+        picks = rng.integers(0, len(self.intervals_s), size=len(jobs))
+        return [replace(j, checkpointing=Checkpointing(self.intervals_s[int(k)], self.cost_s, self.restart_s))
+                if j.total_gpus >= self.min_gpus else j for j, k in zip(jobs, picks, strict=True)]
+
+
 class GeneratorSpec(_Strict):
     days: float = Field(default=14.0, gt=0)
     offered_load: float = Field(default=0.9, gt=0, le=5)
     max_gpus: int = Field(default=512, ge=1)
     seed: int = 7
     tenants: list[TenantSpec] | None = None
+    training: TrainingSpec | None = None
+    #: Give generated multi-GPU jobs checkpointing (intervals drawn per job from the list).
+    checkpointing: CheckpointMixSpec | None = None
 
     def spec(self, gpus_per_node: int) -> WorkloadSpec:
         base = WorkloadSpec(days=self.days, offered_load=self.offered_load, max_gpus=self.max_gpus,
-                            gpus_per_node=gpus_per_node)
+                            gpus_per_node=gpus_per_node,
+                            training=self.training.mix() if self.training else None)
         if self.tenants:
             base = WorkloadSpec(**{**base.__dict__,
                                    "tenants": tuple(TenantMix(t.name, t.weight) for t in self.tenants)})
@@ -67,17 +102,51 @@ class JobSpec(_Strict):
     memory_gb: float = Field(default=0.0, ge=0)
     gpu_models: list[str] = []
     priority: int = 0
+    #: A name from tenancy.priority_classes; overrides ``priority`` with the class's value.
+    priority_class: str | None = None
+    checkpoint_interval_s: float | None = Field(default=None, gt=0)
+    checkpoint_cost_s: float = Field(default=0.0, ge=0)
+    restart_s: float = Field(default=0.0, ge=0)
     kind: JobKind = JobKind.BATCH
+    #: Training layout: tp/pp/dp sizes (their product is the job's GPUs) and the model trained.
+    tp: int | None = Field(default=None, ge=1)
+    pp: int = Field(default=1, ge=1)
+    dp: int = Field(default=1, ge=1)
+    model: str | None = None
+    topology_required: Literal["nvlink", "node", "leaf", "spine"] | None = None
+    topology_preferred: Literal["nvlink", "node", "leaf", "spine"] | None = None
 
     @field_validator("gpu_models")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
         return [canonical_gpu_name(m) for m in v]
 
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, v: str | None) -> str | None:
+        if v is not None and v not in TRAINING_PROFILES:
+            raise ValueError(f"unknown training model {v!r}; expected one of {', '.join(TRAINING_PROFILES)}")
+        return v
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> JobSpec:
+        if self.tp is not None:
+            try:
+                layout = Parallelism(self.tp, self.pp, self.dp)
+                layout.check_world(self.replicas * self.gpus, f"job {self.id}")
+            except ParallelismMismatch as e:
+                raise ValueError(str(e)) from None
+        return self
+
     def build(self) -> Job:
         req = PodRequest(self.gpus, self.cpus, self.memory_gb, tuple(self.gpu_models))
+        par = Parallelism(self.tp, self.pp, self.dp) if self.tp is not None else None
         return Job(JobId(self.id), TenantId(self.tenant), (PodSet("worker", self.replicas, req),),
-                   self.submit, self.run_time, self.priority, self.kind, self.estimate)
+                   self.submit, self.run_time, self.priority, self.kind, self.estimate,
+                   checkpointing=Checkpointing(self.checkpoint_interval_s, self.checkpoint_cost_s,
+                                               self.restart_s) if self.checkpoint_interval_s else None,
+                   parallelism=par, training=TRAINING_PROFILES[self.model] if self.model else None,
+                   topology_required=self.topology_required, topology_preferred=self.topology_preferred)
 
 
 class WorkloadSection(_Strict):
@@ -98,6 +167,41 @@ class ScenarioSpec(_Strict):
     workload: WorkloadSection
     policies: list[str] = Field(default_factory=lambda: ["gang-bestfit", "per-pod"], min_length=1)
     cycle_interval_s: float = Field(default=0.0, ge=0)
+    #: "topology": a training job's run time is stretched by its placement's slowdown (sim/runtime.py).
+    runtime_model: Literal["none", "topology"] = "none"
+    #: Tenant queues, cohorts, quotas, priority classes (model/tenancy_config.py); None: no quotas.
+    tenancy: TenancySpec | None = None
+
+    def tenancy_problem(self) -> tuple[str, str] | None:
+        """(field, expectation) for the first tenancy cross-reference that does not hold, or None."""
+        ten, w = self.tenancy, self.workload
+        if ten is None:
+            if w.jobs and any(j.priority_class for j in w.jobs):
+                return "workload.jobs", "priority_class needs a 'tenancy' section"
+            return None
+        problem = ten.problem()
+        if problem is not None:
+            return problem
+        names = {t.name for t in ten.tenants}
+        if w.jobs is not None:
+            wanted = [(f"workload.jobs[{i}].tenant", j.tenant) for i, j in enumerate(w.jobs)]
+        else:
+            gen = w.generator.tenants if w.generator and w.generator.tenants else WorkloadSpec().tenants
+            wanted = [(f"workload.generator.tenants[{i}]", t.name) for i, t in enumerate(gen)]
+        for where, name in wanted:
+            if name not in names:
+                return where, f"tenant {name!r} has no queue in tenancy.tenants"
+        for i, j in enumerate(w.jobs or ()):
+            if j.priority_class is not None and ten.class_value(j.priority_class) is None:
+                return (f"workload.jobs[{i}].priority_class",
+                        f"{j.priority_class!r} is not one of tenancy.priority_classes")
+        models = {g.gpu for g in self.fleet.groups}
+        for i, t in enumerate(ten.tenants):
+            for f in t.quotas:
+                if f not in models:
+                    return (f"tenancy.tenants[{i}].quotas",
+                            f"quota for {f}, which the fleet does not have ({', '.join(sorted(models))})")
+        return None
 
     @field_validator("policies")
     @classmethod
@@ -112,6 +216,9 @@ class Scenario:
     def __init__(self, spec: ScenarioSpec, source: str) -> None:
         self.spec = spec
         self.source = source
+        problem = spec.tenancy_problem()
+        if problem is not None:
+            raise InputError(source, *problem)
         self.fleet: Fleet = spec.fleet.build()
 
     @property
@@ -120,12 +227,22 @@ class Scenario:
 
     def jobs(self, seed: int | None = None) -> list[Job]:
         w = self.spec.workload
+        ten = self.spec.tenancy
         if w.jobs is not None:
-            return [j.build() for j in w.jobs]
+            return [replace(j.build(), priority=ten.class_value(j.priority_class) or 0)
+                    if j.priority_class is not None and ten is not None else j.build() for j in w.jobs]
         assert w.generator is not None
         gpn = max(n.gpus for n in self.fleet.nodes)
-        return generate(w.generator.spec(gpn), self.fleet.total_gpus,
-                        w.generator.seed if seed is None else seed)
+        s = w.generator.seed if seed is None else seed
+        jobs = generate(w.generator.spec(gpn), self.fleet.total_gpus, s)
+        if w.generator.checkpointing is not None:
+            jobs = w.generator.checkpointing.apply(jobs, s + 2)
+        return jobs
+
+    @property
+    def tenancy(self) -> Tenancy | None:
+        """The scenario's tenancy (quotas, cohorts, classes), or None when it has none."""
+        return self.spec.tenancy.build() if self.spec.tenancy is not None else None
 
     @property
     def horizon(self) -> float | None:

@@ -19,12 +19,13 @@ and Alibaba PAI (Weng et al., "MLaaS in the Wild", NSDI 2022):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
+from gpufleet.model.parallelism import LLAMA_7B, LLAMA_13B, LLAMA_70B, Parallelism, TrainingProfile
 
 SIZES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
 SIZE_WEIGHTS = np.array([0.70, 0.06, 0.08, 0.09, 0.035, 0.02, 0.01, 0.004, 0.0008, 0.0002])
@@ -44,6 +45,25 @@ class TenantMix:
 
 
 @dataclass(frozen=True)
+class TrainingMix:
+    """Which generated gangs are training jobs with a parallel layout, and in what pods.
+
+    A gang of ``g >= min_gpus`` GPUs becomes, with probability ``fraction``, a Megatron-style job:
+    ``tp = min(g, gpus_per_node)``, the rest split into pipeline stages (``pp`` of 1, 2 or 4 with
+    ``pp_weights``, as far as the size allows) and data-parallel replicas; Llama-2 7B below a node,
+    13B up to 32 GPUs, 70B beyond. Its pods hold ``pod_gpus`` GPUs each (drawn with weights, never
+    more than the job): full-node pods, or smaller ones as a Kubernetes job of 4-GPU workers or a
+    Slurm job of one task per GPU asks. Drawn from a generator of its own (``seed + 2``), so the
+    arrivals, sizes and run times are those of the same spec without the mix.
+    """
+
+    fraction: float = 0.8
+    min_gpus: int = 2
+    pod_gpus: tuple[tuple[int, float], ...] = ((8, 0.5), (4, 0.3), (1, 0.2))
+    pp_weights: tuple[float, float, float] = (0.4, 0.3, 0.3)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     days: float = 14.0
     offered_load: float = 0.9
@@ -58,6 +78,8 @@ class WorkloadSpec:
         TenantMix("research", 0.4), TenantMix("product", 0.3), TenantMix("vision", 0.2),
         TenantMix("interns", 0.1),
     )
+    #: None: no job declares a parallel layout (the calibrated default).
+    training: TrainingMix | None = None
 
 
 def _size_probs(max_gpus: int) -> tuple[np.ndarray, np.ndarray]:
@@ -119,4 +141,45 @@ def generate(spec: WorkloadSpec, fleet_gpus: int, seed: int) -> list[Job]:
             run_time_estimate=float(est[i]),
             kind=kind,
         ))
+    if spec.training is not None:
+        jobs = with_training(jobs, spec.training, spec.gpus_per_node, np.random.default_rng(seed + 2))
     return jobs
+
+
+def _profile_for(gpus: int, gpus_per_node: int) -> TrainingProfile:
+    if gpus < gpus_per_node:
+        return LLAMA_7B
+    return LLAMA_13B if gpus <= 32 else LLAMA_70B
+
+
+def with_training(jobs: list[Job], mix: TrainingMix, gpus_per_node: int, rng: np.random.Generator
+                  ) -> list[Job]:
+    """``jobs`` with a share of the gangs turned into training jobs (see ``TrainingMix``)."""
+    n = len(jobs)
+    pick = rng.random(n)
+    pp_draw = rng.random(n)
+    sizes, weights = zip(*mix.pod_gpus, strict=True)
+    pod_draw = rng.choice(np.asarray(sizes), size=n, p=np.asarray(weights) / sum(weights))
+    cum_pp = np.cumsum(mix.pp_weights) / sum(mix.pp_weights)
+    out = []
+    for i, job in enumerate(jobs):
+        g = job.total_gpus
+        if g < mix.min_gpus or pick[i] >= mix.fraction or len(job.pod_sets) != 1:
+            out.append(job)
+            continue
+        tp = min(g, gpus_per_node)
+        rest = g // tp
+        pp = (1, 2, 4)[int(np.searchsorted(cum_pp, pp_draw[i], side="right"))]
+        while pp > 1 and rest % pp:
+            pp //= 2
+        pod = int(min(pod_draw[i], g, gpus_per_node))
+        while g % pod:
+            pod //= 2
+        req = job.pod_sets[0].request
+        per_gpu_cpu, per_gpu_mem = req.cpus / req.gpus, req.memory_gb / req.gpus
+        out.append(replace(
+            job, kind=JobKind.TRAINING,
+            pod_sets=(PodSet("worker", g // pod, PodRequest(pod, per_gpu_cpu * pod, per_gpu_mem * pod)),),
+            parallelism=Parallelism(tp=tp, pp=pp, dp=rest // pp), training=_profile_for(g, gpus_per_node),
+        ))
+    return out

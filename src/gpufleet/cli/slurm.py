@@ -1,0 +1,180 @@
+"""`gpufleet slurm`: a real Slurm cluster in (configs, history, live queue) and out (configs).
+
+    gpufleet slurm import-conf slurm.conf [--gres gres.conf] [--topology topology.conf] --out fleet.yaml
+    gpufleet slurm export-conf fleet.yaml --out DIR
+    gpufleet slurm import-sacct sacct.txt --out trace.jsonl|trace.csv
+    gpufleet slurm explain JOBID [--slurm-conf PATH | --from CAPTURE_DIR]
+
+A fleet read from Slurm is written in the explicit per-node YAML form (``fleet: {nodes: [...]}``):
+node names, leaves and NVLink domains from a real cluster rarely fit the compact ``groups`` form.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from gpufleet.adapters.slurm.conf import read_text
+from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
+from gpufleet.adapters.slurm.queue import QueueSnapshot
+from gpufleet.adapters.slurm.queue import explain as explain_job
+from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
+from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.main import app
+from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.errors import InputError
+from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
+from gpufleet.model.fleet_config import load_fleet, read_yaml
+from gpufleet.model.ids import NodeId
+from gpufleet.traces.slurm_sacct import read_sacct, write_csv, write_jsonl
+
+slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue; write configs.",
+                        no_args_is_help=True)
+app.add_typer(slurm_app, name="slurm")
+
+NODE_FIELDS = ("id", "gpu", "gpus", "cpus", "memory_gb", "zone", "spine", "leaf", "nvlink_domain", "health")
+
+
+def fleet_to_yaml(fleet: Fleet) -> dict[str, Any]:
+    """The per-node fleet form: one mapping per node, fabric as in the compact form."""
+    fab = fleet.fabric
+    return {"fleet": {
+        "name": fleet.name,
+        "fabric": {"nic_gbps": fab.nic_gbps, "leaf_oversubscription": fab.leaf_oversubscription,
+                   "spine_oversubscription": fab.spine_oversubscription},
+        "nodes": [{f: (str(getattr(n, f))) if f in ("id", "health") else getattr(n, f) for f in NODE_FIELDS}
+                  for n in fleet.nodes],
+    }}
+
+
+def _nodes_form(data: dict[str, Any], source: str) -> Fleet:
+    """Reads the per-node form until model/fleet_config.py accepts ``nodes:`` itself."""
+    spec = data["fleet"]
+    nodes = []
+    for i, raw in enumerate(spec.get("nodes") or []):
+        where = f"fleet.nodes[{i}]"
+        if not isinstance(raw, dict):
+            raise InputError(source, where, "expected a mapping with id, gpu, gpus, ...")
+        missing = [f for f in NODE_FIELDS if f not in raw and f != "health"]
+        if missing:
+            raise InputError(source, f"{where}.{missing[0]}", "missing required field")
+        try:
+            nodes.append(Node(
+                id=NodeId(str(raw["id"])), gpu=canonical_gpu_name(str(raw["gpu"])), gpus=int(raw["gpus"]),
+                cpus=int(raw["cpus"]), memory_gb=int(raw["memory_gb"]), zone=str(raw["zone"]),
+                spine=str(raw["spine"]), leaf=str(raw["leaf"]), nvlink_domain=str(raw["nvlink_domain"]),
+                health=NodeHealth(raw.get("health", "healthy")),
+            ))
+        except (ValueError, TypeError) as e:
+            raise InputError(source, where, str(e)) from None
+    if not nodes:
+        raise InputError(source, "fleet.nodes", "expected at least one node")
+    fabric = Fabric(**(spec.get("fabric") or {}))
+    return Fleet(tuple(nodes), fabric, str(spec.get("name", "fleet")))
+
+
+def load_any_fleet(path: Path) -> Fleet:
+    data = read_yaml(path)
+    if isinstance(data, dict) and isinstance(data.get("fleet"), dict) and "nodes" in data["fleet"]:
+        return _nodes_form(data, str(path))
+    return load_fleet(path)
+
+
+@slurm_app.command("import-conf")
+@one_line_errors
+def import_conf(
+    slurm_conf: Annotated[Path, typer.Argument(help="slurm.conf with NodeName= and PartitionName= lines")],
+    out: Annotated[Path, typer.Option("--out", help="fleet YAML to write")],
+    gres: Annotated[Path | None, typer.Option(
+        "--gres", help="gres.conf (default: the one next to slurm.conf)")] = None,
+    topology: Annotated[list[Path] | None, typer.Option(
+        "--topology", help="topology.conf, tree or block form; repeat for both")] = None,
+    gpu: Annotated[str | None, typer.Option(
+        "--gpu", help="GPU model for nodes with an untyped gpu GRES")] = None,
+) -> None:
+    """Read slurm.conf (+ gres.conf, topology.conf) into a gpufleet fleet file."""
+    result = read_fleet(slurm_conf, gres, topology or [], default_gpu=gpu)
+    out.write_text(yaml.safe_dump(fleet_to_yaml(result.fleet), sort_keys=False))
+    for note in result.notes:
+        console.print(f"note: {note}", highlight=False)
+    fleet = result.fleet
+    console.print(f"wrote {out}: {len(fleet)} nodes, {fleet.total_gpus} GPUs, "
+                  f"{len({n.leaf for n in fleet.nodes})} leaves", highlight=False)
+
+
+@slurm_app.command("export-conf")
+@one_line_errors
+def export_conf(
+    fleet_file: Annotated[Path, typer.Argument(help="fleet YAML (compact groups or per-node form)")],
+    out: Annotated[Path, typer.Option("--out", help="directory for slurm.conf, gres.conf, topology.conf")],
+    controller: Annotated[str, typer.Option(help="SlurmctldHost value")] = "slurmctld",
+) -> None:
+    """Write slurm.conf, gres.conf and topology.conf (and topology-block.conf) for a fleet."""
+    fleet = load_any_fleet(fleet_file)
+    for path in write_fleet(fleet, out, controller=controller):
+        console.print(f"wrote {path}", highlight=False)
+
+
+@slurm_app.command("import-sacct")
+@one_line_errors
+def import_sacct(
+    sacct_file: Annotated[Path, typer.Argument(help="output of sacct --parsable2 (-P) with a header")],
+    out: Annotated[Path, typer.Option("--out", help="trace to write: .jsonl or .csv")],
+) -> None:
+    """Turn Slurm job history into a gpufleet trace (job steps skipped, unstarted jobs listed)."""
+    if out.suffix not in (".jsonl", ".csv"):
+        raise fail(f"{out}: --out: expected a .jsonl or .csv file name")
+    trace = read_sacct(sacct_file)
+    (write_csv if out.suffix == ".csv" else write_jsonl)(trace, out)
+    for left in trace.not_started + trace.unfinished:
+        console.print(f"left out: job {left.job_id} ({left.state}): {left.why}", highlight=False)
+    console.print(f"wrote {out}: {trace.summary()}", highlight=False)
+
+
+CAPTURED = ("squeue.json", "scontrol-nodes.txt", "squeue-start.txt", "scontrol-jobs.txt")
+
+
+def captured_snapshot(directory: Path) -> QueueSnapshot:
+    """A snapshot from files saved as tests/data/slurm/capture.sh saves them (the last two optional)."""
+    texts = []
+    for i, name in enumerate(CAPTURED):
+        path = directory / name
+        if not path.is_file() and i >= 2:
+            texts.append("")
+            continue
+        texts.append(read_text(path))
+    stamp = directory / "captured-at.txt"
+    try:
+        taken_at = datetime.fromisoformat(read_text(stamp).strip()).timestamp() if stamp.is_file() \
+            else (directory / CAPTURED[0]).stat().st_mtime
+    except ValueError:
+        raise InputError(str(stamp), "", "expected an ISO time (date -Iseconds)") from None
+    squeue_json, nodes, start, jobs = texts
+    return build_snapshot(squeue_json, nodes, start, jobs, taken_at=taken_at)
+
+
+@slurm_app.command("explain")
+@one_line_errors
+def explain(
+    job_id: Annotated[str, typer.Argument(help="Slurm job id (array task as 123_4)")],
+    slurm_conf: Annotated[str | None, typer.Option(
+        "--slurm-conf", envvar="SLURM_CONF", help="slurm.conf of the cluster to ask")] = None,
+    timeout: Annotated[float, typer.Option(help="seconds to wait for each Slurm command")] = 30.0,
+    from_dir: Annotated[Path | None, typer.Option(
+        "--from", help="explain from captured output (squeue.json, scontrol-nodes.txt, ...) in DIR")] = None,
+) -> None:
+    """Why a job waits, what blocks it and when it would start (Slurm's plan and ours)."""
+    try:
+        if from_dir is not None:
+            snapshot = captured_snapshot(from_dir)
+        else:
+            snapshot = SlurmReader(SlurmCli(slurm_conf, timeout)).snapshot()
+    except SlurmCommandError as e:
+        raise fail(str(e)) from None
+    if snapshot.job(job_id) is None:
+        raise fail(f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})")
+    console.print(explain_job(snapshot, job_id).text(), highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,133 @@
+"""Tenants, cohorts, quotas and priority classes: plain frozen data.
+
+The shape follows Kueue (ClusterQueue → *tenant*, Cohort → *cohort*, ResourceFlavor → GPU model):
+
+* A **tenant** queue belongs to at most one cohort; cohorts may have a parent cohort, so an
+  organisation can be a cohort of team cohorts (org > team > tenant).
+* Per **flavor** (a GPU model name, e.g. ``H100-80GB``) a tenant has a ``nominal`` quota (GPUs it
+  is guaranteed), an optional ``borrowing_limit`` (GPUs it may use *above* nominal, from its
+  cohort's unused capacity; None = no limit) and an optional ``lending_limit`` (GPUs of its unused
+  nominal quota the cohort may lend to others; None = all of it).
+* A cohort may carry its own quota per flavor too: its ``nominal`` adds capacity owned by the
+  cohort itself, and its limits bound what the whole subtree borrows from / lends to its parent.
+* **Priority classes** name a priority value and whether jobs of that class may be preempted.
+
+Where we differ from Kueue, and why:
+
+* Quotas count GPUs only. CPU and memory are node constraints the placer enforces; quota on them
+  adds configuration nobody asked for in a GPU fleet.
+* A job inside its tenant's nominal quota is always admitted, even while borrowers hold the
+  capacity; reclaim preemption then takes it back. Kueue folds the same idea into "fits with
+  preemption"; stating the guarantee as an admission rule makes the reason a user sees simpler.
+* Priority applies within a tenant only; between tenants fair share decides (Kueue lets priority
+  cross queues in a cohort, which is exactly what gaming tenants exploit, see policies/gaming.py).
+  A tenant's GPUs in raised or non-preemptible classes are capped by ``priority_budget_gpus``.
+* Borrowed capacity is always reclaimable: a job running above its tenant's nominal quota can be
+  reclaimed whatever its class, so "non-preemptible" cannot be used to keep borrowed GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorQuota:
+    """GPUs of one flavor: guaranteed (nominal), may borrow above it, may lend of it."""
+
+    nominal: int = 0
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+NO_QUOTA = FlavorQuota(0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    preemptible: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TenantQueue:
+    name: str
+    cohort: str | None = None
+    #: (flavor, quota) pairs in the order flavors are tried for this tenant.
+    quotas: tuple[tuple[str, FlavorQuota], ...] = ()
+    #: Fair-share weight: a tenant with weight 2 is entitled to twice the share of one with 1.
+    weight: float = 1.0
+    #: GPUs this tenant may run at once in classes above the default or marked non-preemptible;
+    #: beyond it, jobs are treated as the default class. None = no budget.
+    priority_budget_gpus: int | None = None
+
+    def quota(self, flavor: str) -> FlavorQuota:
+        for f, q in self.quotas:
+            if f == flavor:
+                return q
+        return NO_QUOTA
+
+    @property
+    def nominal_gpus(self) -> int:
+        return sum(q.nominal for _, q in self.quotas)
+
+
+@dataclass(frozen=True, slots=True)
+class Cohort:
+    name: str
+    parent: str | None = None
+    quotas: tuple[tuple[str, FlavorQuota], ...] = ()
+
+    def quota(self, flavor: str) -> FlavorQuota:
+        for f, q in self.quotas:
+            if f == flavor:
+                return q
+        return FlavorQuota(0, None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Tenancy:
+    tenants: tuple[TenantQueue, ...]
+    cohorts: tuple[Cohort, ...] = ()
+    priority_classes: tuple[PriorityClass, ...] = ()
+    #: Half-life of the decayed usage fair share remembers, seconds.
+    half_life_s: float = 7 * 86400.0
+    #: Weight of decayed history against current allocation in the fair-share score, in [0, 1].
+    usage_weight: float = 0.5
+    #: Notice a preempted job gets before eviction, seconds (time to write a checkpoint).
+    grace_s: float = 0.0
+    #: Priority value of the default class (jobs above it count against priority budgets).
+    default_priority: int = 0
+    _by_name: dict[str, TenantQueue] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({t.name: t for t in self.tenants})
+
+    def tenant(self, name: str) -> TenantQueue | None:
+        return self._by_name.get(name)
+
+    def cohort(self, name: str) -> Cohort | None:
+        return next((c for c in self.cohorts if c.name == name), None)
+
+    @property
+    def flavors(self) -> tuple[str, ...]:
+        """Every flavor named by any quota, in first-mention order."""
+        seen: dict[str, None] = {}
+        for t in self.tenants:
+            for f, _ in t.quotas:
+                seen.setdefault(f, None)
+        return tuple(seen)
+
+    def priority_class(self, value: int) -> PriorityClass | None:
+        return next((p for p in self.priority_classes if p.value == value), None)
+
+    def preemptible(self, priority: int) -> bool:
+        pc = self.priority_class(priority)
+        return pc.preemptible if pc is not None else True
+
+    def entitlement_pct(self, tenant: str) -> float:
+        """A tenant's nominal GPUs as a percentage of all tenants' nominal GPUs."""
+        total = sum(t.nominal_gpus for t in self.tenants)
+        t = self.tenant(tenant)
+        return 100.0 * t.nominal_gpus / total if t is not None and total else 0.0

@@ -1,0 +1,133 @@
+"""The ``tenancy:`` section of a scenario file, validated with pydantic.
+
+```yaml
+tenancy:
+  half_life_h: 24          # decayed-usage half-life for fair share
+  usage_weight: 0.5        # history vs current allocation in the fair-share score
+  grace_s: 120             # notice before a preempted job is evicted (time to checkpoint)
+  priority_classes:
+    - {name: low, value: -10}
+    - {name: normal, value: 0}
+    - {name: high, value: 100, preemptible: false}
+  cohorts:
+    - {name: org}
+    - {name: ml, parent: org}
+  tenants:
+    - name: research
+      cohort: ml
+      weight: 2
+      priority_budget_gpus: 32
+      quotas: {H100-80GB: {nominal: 96, borrowing_limit: 64, lending_limit: 48}}
+```
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuotaSpec(_Strict):
+    nominal: int = Field(default=0, ge=0)
+    borrowing_limit: int | None = Field(default=None, ge=0)
+    lending_limit: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _lend_within_nominal(self) -> QuotaSpec:
+        if self.lending_limit is not None and self.lending_limit > self.nominal:
+            raise ValueError(f"lending_limit ({self.lending_limit}) must not exceed nominal ({self.nominal})")
+        return self
+
+    def build(self) -> FlavorQuota:
+        return FlavorQuota(self.nominal, self.borrowing_limit, self.lending_limit)
+
+
+def _flavors(v: dict[str, QuotaSpec]) -> dict[str, QuotaSpec]:
+    return {canonical_gpu_name(k): q for k, q in v.items()}
+
+
+class TenantSpec(_Strict):
+    name: str = Field(min_length=1)
+    cohort: str | None = None
+    weight: float = Field(default=1.0, gt=0)
+    priority_budget_gpus: int | None = Field(default=None, ge=0)
+    quotas: dict[str, QuotaSpec] = Field(min_length=1)
+
+    _canon = field_validator("quotas")(_flavors)
+
+
+class CohortSpec(_Strict):
+    name: str = Field(min_length=1)
+    parent: str | None = None
+    quotas: dict[str, QuotaSpec] = {}
+
+    _canon = field_validator("quotas")(_flavors)
+
+
+class PriorityClassSpec(_Strict):
+    name: str = Field(min_length=1)
+    value: int
+    preemptible: bool = True
+
+
+class TenancySpec(_Strict):
+    half_life_h: float = Field(default=168.0, gt=0)
+    usage_weight: float = Field(default=0.5, ge=0, le=1)
+    grace_s: float = Field(default=0.0, ge=0)
+    priority_classes: list[PriorityClassSpec] = []
+    cohorts: list[CohortSpec] = []
+    tenants: list[TenantSpec] = Field(min_length=1)
+
+    def problem(self) -> tuple[str, str] | None:
+        """(field, what is expected) for the first broken cross-reference, or None.
+
+        Checked after validation by the scenario loader, which knows the file name (a pydantic
+        model validator would echo the whole section back in the error line)."""
+        names = [t.name for t in self.tenants] + [c.name for c in self.cohorts]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            return "tenancy", f"tenant and cohort names must be unique; {dup[0]!r} appears twice"
+        cohorts = {c.name: c for c in self.cohorts}
+        for i, t in enumerate(self.tenants):
+            if t.cohort is not None and t.cohort not in cohorts:
+                return (f"tenancy.tenants[{i}].cohort",
+                        f"tenant {t.name!r} names cohort {t.cohort!r}, which is not declared")
+        for i, c in enumerate(self.cohorts):
+            if c.parent is not None and c.parent not in cohorts:
+                return (f"tenancy.cohorts[{i}].parent",
+                        f"cohort {c.name!r} names parent {c.parent!r}, which is not declared")
+            seen, cur = {c.name}, c.parent
+            while cur is not None:
+                if cur in seen:
+                    return (f"tenancy.cohorts[{i}].parent",
+                            f"cohort {c.name!r} is its own ancestor (a cycle of parents)")
+                seen.add(cur)
+                cur = cohorts[cur].parent
+        values = [p.value for p in self.priority_classes]
+        if len(set(values)) != len(values):
+            return "tenancy.priority_classes", "priority classes must have distinct values"
+        return None
+
+    def class_value(self, name: str) -> int | None:
+        return next((p.value for p in self.priority_classes if p.name == name), None)
+
+    def build(self) -> Tenancy:
+        default = self.class_value("normal")
+        if default is None:
+            default = self.class_value("default") or 0
+        return Tenancy(
+            tenants=tuple(TenantQueue(t.name, t.cohort, tuple((f, q.build()) for f, q in t.quotas.items()),
+                                      t.weight, t.priority_budget_gpus) for t in self.tenants),
+            cohorts=tuple(Cohort(c.name, c.parent, tuple((f, q.build()) for f, q in c.quotas.items()))
+                          for c in self.cohorts),
+            priority_classes=tuple(PriorityClass(p.name, p.value, p.preemptible)
+                                   for p in self.priority_classes),
+            half_life_s=self.half_life_h * 3600.0, usage_weight=self.usage_weight,
+            grace_s=self.grace_s, default_priority=default,
+        )

@@ -1,0 +1,73 @@
+"""The topology-blind baseline: gang all-or-nothing, best-fit packing, random ties.
+
+What it stands for: a gang scheduler whose scoring does not see the network — kube-scheduler
+with a coscheduling/Volcano gang plugin and a bin-packing score (MostAllocated), or Slurm's
+select/cons_tres without topology/tree. Each pod set goes to the nodes with the fewest free GPUs
+that can take its pods (best fit, as ``gang-bestfit`` does), each node taking as many pods as it
+has room for; nodes with equal free GPUs are ordered by a seeded random permutation from
+``ctx.rng``, as kube-scheduler's selectHost picks at random among equally scored nodes.
+
+Why this is a fair stand-in: it packs exactly as well as the topology-aware placer (the same
+best-fit key, the same gang semantics), so whatever separates them is topology, not packing or
+gang handling. Ties are random rather than in node order because node names usually follow racks,
+and node-order tie-breaking would be topology-aware by accident. It is kinder than kube-scheduler's
+default LeastAllocated (spread), which would scatter a gang's pods over the emptiest nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.engine.phases.place import PlaceOutcome
+from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.gang import insufficiency_reason, place_in_order, unresolvable_reason
+
+
+def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random.Generator
+                ) -> np.ndarray | None:
+    """Node of each of ``replicas`` pods: best fit by free GPUs, random ties; None if they do not fit."""
+    slots = np.minimum(table.slots(req), replicas)
+    if int(slots.sum()) < replicas:
+        return None
+    tie = rng.permutation(len(table))
+    order = np.lexsort((tie, table.gpu_free))
+    order = order[slots[order] > 0]
+    take = slots[order]
+    cum = np.cumsum(take)
+    stop = int(np.searchsorted(cum, replicas)) + 1
+    take = take[:stop].copy()
+    take[-1] -= int(cum[stop - 1]) - replicas
+    return np.repeat(order[:stop], take)
+
+
+class TopologyBlind:
+    """Gang best fit that ignores leaves and NVLink domains; see the module doc."""
+
+    name = "topology-blind"
+
+    def __init__(self, stop_at_first_blocked: bool = False) -> None:
+        self.stop_at_first_blocked = stop_at_first_blocked
+
+    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        for ps in job.pod_sets:
+            why = unresolvable_reason(table, ps, ctx)
+            if why:
+                return Status(StatusCode.UNRESOLVABLE, (why,), self.name)
+        scratch = table.copy() if len(job.pod_sets) > 1 else table
+        out: list[PodBinding] = []
+        for ps in job.pod_sets:
+            nodes = blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
+            if nodes is None:
+                return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), self.name)
+            out += [PodBinding(job.id, ps.name, r, int(n), ps.request) for r, n in enumerate(nodes)]
+            if scratch is not table:
+                for n in nodes:
+                    scratch.take(int(n), ps.request)
+        return tuple(out)
+
+    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+        return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)

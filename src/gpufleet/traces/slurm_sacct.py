@@ -1,0 +1,293 @@
+"""A workload trace from ``sacct --parsable2`` output: one gpufleet Job per Slurm job that ran.
+
+Mapping: Account -> tenant; TimelimitRaw (minutes) -> run_time_estimate; Elapsed -> run_time;
+Submit -> submit_time, in seconds after the earliest Submit in the file (``origin``); AllocTRES
+(ReqTRES for a job that never got an allocation) -> the request, one pod per node, split evenly
+(a remainder becomes a second pod set with one more GPU per pod). Job steps (``123.batch``,
+``123.0``) repeat their job's resources and are skipped and counted. Jobs that never started,
+and jobs still running, cannot give a run time: they are listed in ``not_started`` and
+``unfinished`` rather than dropped silently. What Slurm did with each job (start, end, state)
+stays in ``records``, aligned with ``jobs``, for comparisons with a simulated schedule.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
+from gpufleet.model.errors import InputError
+from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.job import Job, PodRequest, PodSet
+
+REQUIRED = ("JobID", "Submit", "State")
+NOT_A_TIME = {"", "unknown", "none", "n/a"}
+DEFAULT_TENANT = "default"
+_MEM_SCALE = {"K": 1 / 1024**2, "M": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024.0**2}
+
+
+@dataclass(frozen=True, slots=True)
+class SacctRecord:
+    """What Slurm did with one job; times in seconds after the trace origin."""
+
+    job_id: str
+    name: str
+    state: str
+    submit: float
+    start: float | None
+    end: float | None
+    node_list: str = ""
+
+    @property
+    def wait(self) -> float | None:
+        return None if self.start is None else self.start - self.submit
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    job_id: str
+    state: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class SacctTrace:
+    jobs: tuple[Job, ...]
+    records: tuple[SacctRecord, ...]
+    origin: datetime | None
+    steps_skipped: int = 0
+    not_started: tuple[LeftOut, ...] = ()
+    unfinished: tuple[LeftOut, ...] = ()
+    duplicates: int = 0
+
+    def summary(self) -> str:
+        return (f"{len(self.jobs)} jobs; skipped {self.steps_skipped} job steps, "
+                f"{len(self.not_started)} never started, {len(self.unfinished)} still running"
+                + (f", {self.duplicates} repeated ids (kept the last)" if self.duplicates else ""))
+
+
+def parse_time(text: str) -> datetime | None:
+    text = text.strip()
+    if text.lower() in NOT_A_TIME:
+        return None
+    return datetime.fromisoformat(text)
+
+
+def parse_duration(text: str) -> float | None:
+    """Slurm durations: ``[D-]HH:MM:SS``, ``MM:SS``, ``MM:SS.mmm``; None for UNLIMITED and the like."""
+    text = text.strip()
+    m = re.fullmatch(r"(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)", text)
+    if not m:
+        return None
+    days, hours, minutes, seconds = m.groups()
+    return int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds)
+
+
+def parse_tres(text: str) -> dict[str, str]:
+    """``cpu=8,gres/gpu=1,gres/gpu:h100=1,mem=62.50G,node=1`` -> {key: value}."""
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def memory_gb(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)([KMGTP]?)", text.strip(), re.IGNORECASE)
+    if not m:
+        return 0.0
+    return float(m.group(1)) * _MEM_SCALE.get(m.group(2).upper() or "M", 1.0)
+
+
+def _gpu_models(tres: dict[str, str]) -> tuple[str, ...]:
+    models: list[str] = []
+    for key in tres:
+        if key.startswith("gres/gpu:"):
+            try:
+                models.append(canonical_gpu_name(key.split(":", 1)[1]))
+            except UnknownGpuModel:
+                continue
+    return tuple(sorted(set(models)))
+
+
+def pod_sets_from_tres(tres: dict[str, str], nodes: int) -> tuple[PodSet, ...]:
+    """One pod per node; GPUs, CPUs and memory split evenly over the nodes."""
+    nodes = max(nodes, 1)
+    gpus = int(float(tres.get("gres/gpu", "0") or 0))
+    cpus = float(tres.get("cpu", "0") or 0) / nodes
+    mem = memory_gb(tres.get("mem", "0")) / nodes
+    models = _gpu_models(tres)
+    base, extra = divmod(gpus, nodes)
+    sets = []
+    if extra:
+        sets.append(PodSet("main-plus1", extra, PodRequest(base + 1, cpus, mem, models)))
+    if nodes - extra:
+        sets.append(PodSet("main", nodes - extra, PodRequest(base, cpus, mem, models)))
+    return tuple(sets)
+
+
+def _rows(text: str, source: str) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    lines = [(no, line) for no, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise InputError(source, "", "empty file (expected sacct --parsable2 output with a header line)")
+    header = lines[0][1].split("|")
+    missing = [f for f in REQUIRED if f not in header]
+    if missing:
+        raise InputError(source, "header", f"missing column {missing[0]} (expected sacct --parsable2 "
+                         "with at least JobID, Submit, State and AllocTRES or ReqTRES)")
+    if "AllocTRES" not in header and "ReqTRES" not in header:
+        raise InputError(source, "header", "missing column AllocTRES or ReqTRES")
+    return header, [(no, line.split("|")) for no, line in lines[1:]]
+
+
+def parse_sacct(text: str, source: str = "sacct") -> SacctTrace:
+    header, rows = _rows(text, source)
+    parsed: dict[str, tuple[int, dict[str, str]]] = {}
+    steps = duplicates = 0
+    for no, cells in rows:
+        if len(cells) != len(header):
+            raise InputError(source, f"line {no}", f"expected {len(header)} '|'-separated fields, "
+                             f"got {len(cells)}")
+        row = dict(zip(header, cells, strict=True))
+        if "." in row["JobID"]:
+            steps += 1
+            continue
+        if row["JobID"] in parsed:
+            duplicates += 1
+        parsed[row["JobID"]] = (no, row)
+    submits: list[datetime] = []
+    for no, row in parsed.values():
+        submit = _time(row, "Submit", source, no)
+        if submit is None:
+            raise InputError(source, f"line {no}: Submit", f"expected a time, got {row['Submit']!r}")
+        submits.append(submit)
+    origin = min(submits) if submits else None
+    jobs: list[Job] = []
+    records: list[SacctRecord] = []
+    not_started: list[LeftOut] = []
+    unfinished: list[LeftOut] = []
+    for no, row in parsed.values():
+        state = row["State"].split(" ")[0]
+        start = _time(row, "Start", source, no)
+        end = _time(row, "End", source, no)
+        if start is None or _never_started(row, start):
+            why = "cancelled before it started" if state == "CANCELLED" else "never started"
+            not_started.append(LeftOut(row["JobID"], state, why))
+            continue
+        if end is None or state in ("RUNNING", "PENDING", "SUSPENDED", "REQUEUED", "RESIZING"):
+            unfinished.append(LeftOut(row["JobID"], state, "still running: no run time yet"))
+            continue
+        assert origin is not None
+        job, record = _job(row, state, origin, start, end, source, no)
+        jobs.append(job)
+        records.append(record)
+    return SacctTrace(tuple(jobs), tuple(records), origin, steps, tuple(not_started), tuple(unfinished),
+                      duplicates)
+
+
+def _never_started(row: dict[str, str], start: datetime | None) -> bool:
+    """No start time, or no allocation: Slurm 22.05 gives a job cancelled at once while pending
+    Start = End = the cancel time, with NodeList ``None assigned`` and an empty AllocTRES."""
+    if start is None:
+        return True
+    if "NodeList" in row:
+        return row["NodeList"].strip() in ("", "None assigned", "(null)")
+    return "AllocTRES" in row and not row["AllocTRES"].strip() and not parse_duration(row.get("Elapsed", ""))
+
+
+def _time(row: dict[str, str], field: str, source: str, no: int) -> datetime | None:
+    try:
+        return parse_time(row.get(field, ""))
+    except ValueError:
+        raise InputError(source, f"line {no}: {field}", f"expected an ISO time, got {row[field]!r}") from None
+
+
+def _seconds_after(t: datetime, origin: datetime) -> float:
+    return (t - origin).total_seconds()
+
+
+def _job(row: dict[str, str], state: str, origin: datetime, start: datetime, end: datetime,
+         source: str, no: int) -> tuple[Job, SacctRecord]:
+    tres = parse_tres(row.get("AllocTRES", "")) or parse_tres(row.get("ReqTRES", ""))
+    nodes_text = row.get("NNodes", "") or tres.get("node", "1")
+    if not nodes_text.isdigit():
+        raise InputError(source, f"line {no}: NNodes", f"expected a whole number, got {nodes_text!r}")
+    elapsed = parse_duration(row.get("Elapsed", ""))
+    if elapsed is None:
+        elapsed = _seconds_after(end, start)
+    limit = row.get("TimelimitRaw", "").strip()
+    estimate = float(limit) * 60 if limit.isdigit() else parse_duration(row.get("Timelimit", ""))
+    priority = row.get("Priority", "").strip()
+    submit = _seconds_after(_time(row, "Submit", source, no) or origin, origin)
+    labels = tuple((k, v) for k, v in (("slurm.job_id", row["JobID"]), ("slurm.name", row.get("JobName", "")),
+                                       ("slurm.qos", row.get("QOS", "")), ("slurm.state", state)) if v)
+    job = Job(
+        id=JobId(row["JobID"]),
+        tenant=TenantId(row.get("Account", "") or DEFAULT_TENANT),
+        pod_sets=pod_sets_from_tres(tres, int(nodes_text)),
+        submit_time=submit,
+        run_time=elapsed,
+        priority=int(priority) if priority.isdigit() else 0,
+        run_time_estimate=estimate,
+        labels=labels,
+    )
+    record = SacctRecord(row["JobID"], row.get("JobName", ""), state, submit,
+                         _seconds_after(start, origin), _seconds_after(end, origin), row.get("NodeList", ""))
+    return job, record
+
+
+def read_sacct(path: str | Path) -> SacctTrace:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    return parse_sacct(text, str(path))
+
+
+def job_to_dict(job: Job, record: SacctRecord | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": job.id, "tenant": job.tenant, "submit_time": job.submit_time, "run_time": job.run_time,
+        "run_time_estimate": job.run_time_estimate, "priority": job.priority, "kind": str(job.kind),
+        "pod_sets": [{"name": ps.name, "replicas": ps.replicas, "gpus": ps.request.gpus,
+                      "cpus": ps.request.cpus, "memory_gb": ps.request.memory_gb,
+                      "gpu_models": list(ps.request.gpu_models)} for ps in job.pod_sets],
+        "labels": dict(job.labels),
+    }
+    if record is not None:
+        out["slurm"] = {"state": record.state, "start": record.start, "end": record.end,
+                        "node_list": record.node_list}
+    return out
+
+
+def write_jsonl(trace: SacctTrace, path: str | Path) -> None:
+    lines = [json.dumps(job_to_dict(j, r), sort_keys=True) for j, r in zip(trace.jobs, trace.records,
+                                                                           strict=True)]
+    Path(path).write_text("".join(line + "\n" for line in lines))
+
+
+CSV_COLUMNS = ("id", "tenant", "submit_time", "run_time", "run_time_estimate", "priority", "pods",
+               "gpus_per_pod", "cpus_per_pod", "memory_gb_per_pod", "gpu_models", "slurm_state",
+               "slurm_start", "slurm_end")
+
+
+def write_csv(trace: SacctTrace, path: str | Path) -> None:
+    """One row per pod set (a job split unevenly over its nodes has two rows with the same id)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for job, rec in zip(trace.jobs, trace.records, strict=True):
+        for ps in job.pod_sets:
+            r = ps.request
+            writer.writerow([job.id, job.tenant, job.submit_time, job.run_time,
+                             "" if job.run_time_estimate is None else job.run_time_estimate, job.priority,
+                             ps.replicas, r.gpus, r.cpus, round(r.memory_gb, 3), "|".join(r.gpu_models),
+                             rec.state, rec.start, rec.end])
+    Path(path).write_text(buf.getvalue())

@@ -1,0 +1,144 @@
+"""The live queue read from captured squeue/scontrol output, Slurm reasons, and `explain`."""
+
+from pathlib import Path
+
+import pytest
+
+from gpufleet.adapters.slurm.queue import estimate_start, explain, jobs_ahead
+from gpufleet.adapters.slurm.reader import SlurmReader, build_snapshot, parse_scontrol_kv
+from gpufleet.adapters.slurm.reasons import WaitReason, map_reason
+from gpufleet.engine.status import StatusCode
+
+DATA = Path(__file__).parents[2] / "data" / "slurm"
+TAKEN_AT = 1796043801.0  # shortly after the running jobs of the capture started
+
+
+def captured(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def snap():
+    return build_snapshot(captured("squeue.json"), captured("scontrol-nodes.txt"),
+                          captured("squeue-start.txt"), captured("scontrol-jobs.txt"), TAKEN_AT)
+
+
+@pytest.mark.parametrize(
+    ("slurm", "ours", "status"),
+    [
+        ("Resources", WaitReason.RESOURCES, StatusCode.UNSCHEDULABLE),
+        ("Priority", WaitReason.PRIORITY, StatusCode.WAIT),
+        ("ReqNodeNotAvail, UnavailableNodes:gpu016", WaitReason.NODES_UNAVAILABLE, StatusCode.UNSCHEDULABLE),
+        ("QOSMaxGRESPerUser", WaitReason.QUOTA, StatusCode.NOT_ADMITTED),
+        ("AssocGrpGRES", WaitReason.QUOTA, StatusCode.NOT_ADMITTED),
+        ("Dependency", WaitReason.DEPENDENCY, StatusCode.WAIT),
+        ("DependencyNeverSatisfied", WaitReason.DEPENDENCY_NEVER, StatusCode.UNRESOLVABLE),
+        ("BeginTime", WaitReason.BEGIN_TIME, StatusCode.WAIT),
+        ("JobHeldUser", WaitReason.HELD, StatusCode.WAIT),
+        ("PartitionTimeLimit", WaitReason.PARTITION_LIMIT, StatusCode.UNRESOLVABLE),
+        ("SomethingNew", WaitReason.UNKNOWN, StatusCode.WAIT),
+    ],
+    ids=["Resources means no room now", "Priority means others go first", "a drained required node",
+         "a QOS GPU cap per user", "an account group GPU cap", "a dependency",
+         "a dependency that cannot hold",
+         "a begin time", "a user hold", "a partition time limit", "a reason we do not know yet"],
+)
+def test_slurm_reasons_map_to_our_codes(slurm: str, ours: WaitReason, status: StatusCode) -> None:
+    assert map_reason(slurm) is ours
+    assert ours.status is status
+    assert ours.explanation
+
+
+def test_every_reason_has_a_plain_explanation() -> None:
+    assert all(len(r.explanation) > 20 for r in WaitReason)
+
+
+def test_the_snapshot_holds_the_running_and_pending_jobs_of_the_capture(snap) -> None:
+    running = {j.job_id for j in snap.jobs if j.running}
+    pending = {j.job_id for j in snap.jobs if j.pending}
+    assert running == {"7", "12", "13", "14", "15"}
+    assert pending == {str(i) for i in range(16, 24)}
+    big = snap.job("16")
+    assert (big.nodes, big.gpus_per_node, big.time_limit_s) == (8, 8, 3600.0)
+    assert big.planned_nodes == tuple(f"gpu{i:03d}" for i in range(1, 9))
+    assert snap.job("18").switches == "1@00:05:00"
+    assert snap.job("22").required_nodes == ("gpu016",)
+
+
+def test_node_state_counts_allocated_gpus_and_drained_nodes_are_unschedulable(snap) -> None:
+    nodes = {n.name: n for n in snap.nodes}
+    assert (nodes["gpu003"].gpus, nodes["gpu003"].gpus_alloc) == (8, 2)
+    assert not nodes["gpu016"].schedulable and nodes["gpu016"].reason == "fabric check"
+    assert sum(n.gpus_free for n in snap.nodes) == 21
+
+
+def test_a_job_behind_higher_priority_jobs_names_them_and_gets_both_start_estimates(snap) -> None:
+    got = explain(snap, "17")
+    assert got.reason is WaitReason.PRIORITY
+    assert [j.job_id for j in jobs_ahead(snap, snap.job("17"))] == ["18", "16"]
+    assert got.slurm_start == 1796045598.0
+    assert got.our_start == 1796045598.0
+    text = got.text()
+    assert "2 eligible job(s) ahead of it: 18 (72 GPUs, prio 1285), 16 (64 GPUs, prio 1253)" in text
+    assert "held by job 12 (train-1, prod): gpu[001-002,006-007], 32 GPUs" in text
+    assert "needs 2 node(s) with 8 free GPUs, 1 such node(s) now (gpu004)" in text
+
+
+def test_a_job_pinned_to_a_drained_node_cannot_start_until_the_node_returns(snap) -> None:
+    got = explain(snap, "22")
+    assert got.reason is WaitReason.NODES_UNAVAILABLE
+    assert got.our_start is None
+    assert "it requires gpu016; not schedulable now: gpu016 (idle+drain: fabric check)" in got.text()
+
+
+@pytest.mark.parametrize(
+    ("job_id", "reason", "detail"),
+    [
+        ("19", WaitReason.DEPENDENCY, "depends on: afterok:16(unfulfilled)"),
+        ("21", WaitReason.HELD, "release it with: scontrol release 21"),
+        ("23", WaitReason.QUOTA, "limit hit: QOSMaxGRESPerUser (qos small, account research)"),
+        ("20", WaitReason.BEGIN_TIME, "eligible from:"),
+    ],
+    ids=["a dependency names the job it waits for", "a held job says how to release it",
+         "a QOS cap names the limit and the QOS", "a begin time says from when"],
+)
+def test_jobs_that_wait_for_something_else_than_capacity_say_what(snap, job_id: str, reason: WaitReason,
+                                                                   detail: str) -> None:
+    got = explain(snap, job_id)
+    assert got.reason is reason
+    assert detail in got.text()
+    assert got.our_start is None
+    assert "held by job" not in got.text()
+
+
+def test_our_estimate_without_the_queue_ahead_is_when_the_running_jobs_end(snap) -> None:
+    start, nodes = estimate_start(snap, snap.job("16"), with_jobs_ahead=False)
+    assert start == 1796043798.0 + 1800 and len(nodes) == 8
+
+
+def test_a_running_job_is_explained_as_not_waiting(snap) -> None:
+    got = explain(snap, "15")
+    assert got.reason is None and "not waiting: started" in got.text()
+
+
+def test_scontrol_values_with_spaces_are_kept_whole() -> None:
+    kv = parse_scontrol_kv("NodeName=gpu016 State=IDLE+DRAIN "
+                           "Reason=fabric check [root@2026-11-30T13:03:21] Weight=1")
+    assert kv["Reason"] == "fabric check [root@2026-11-30T13:03:21]" and kv["Weight"] == "1"
+
+
+def test_the_reader_asks_slurm_through_its_runner() -> None:
+    answers = {"squeue --json": captured("squeue.json"),
+               "scontrol show node -o": captured("scontrol-nodes.txt"),
+               "squeue --start": captured("squeue-start.txt"),
+               "scontrol show job -o": captured("scontrol-jobs.txt")}
+    asked: list[str] = []
+
+    def runner(argv):
+        key = next(k for k in answers if " ".join(argv).startswith(k))
+        asked.append(key)
+        return answers[key]
+
+    snapshot = SlurmReader(runner).snapshot()
+    assert asked == ["squeue --json", "scontrol show node -o", "squeue --start", "scontrol show job -o"]
+    assert snapshot.job("16") is not None

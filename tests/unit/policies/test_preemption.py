@@ -1,0 +1,114 @@
+"""Tenancy preemption: reclaim, priority within a tenant, checkpoint-aware victims, whole gangs."""
+
+from dataclasses import replace
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
+from gpufleet.policies.preemption import work_lost_gpu_s
+from gpufleet.policies.quota import with_flavor
+from gpufleet.policies.registry import profile
+from gpufleet.sim.checkpoints import eviction_cost
+from gpufleet.testing.builders import fleet, job
+
+F = "H100-80GB"
+
+
+def ten(grace=0.0):
+    q = ((F, FlavorQuota(16)),)
+    return Tenancy(tenants=(TenantQueue("a", "c", q), TenantQueue("b", "c", q)), cohorts=(Cohort("c"),),
+                   grace_s=grace)
+
+
+def on_nodes(j, nodes, start=0.0, evicting=False):
+    jj = with_flavor(j, F)
+    ps = jj.pod_sets[0]
+    binds = tuple(PodBinding(j.id, ps.name, i, n, ps.request) for i, n in enumerate(nodes))
+    return RunningJob(j, start, binds, evicting=evicting)
+
+
+def cycle(running, pending, policy="tenancy", now=10_000.0, grace=0.0):
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=4).build())
+    for rj in running:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(now, table, [PendingJob(j) for j in pending], profile(policy),
+                                running=running, tenancy=ten(grace)))
+
+
+def borrowers():
+    """b holds all 4 nodes (16 nominal + 16 borrowed). b1 checkpointed 100 s ago, b3 3,500 s
+    ago; b2 and b4 started most recently but checkpoint often."""
+    ck = job("x").tenant("b").gpus(8)
+    return [
+        on_nodes(_named(ck.runs(90_000).checkpoints(3600, restart_s=60).build(), "b1"), [0], 6_500),
+        on_nodes(_named(ck.runs(90_000).checkpoints(600, restart_s=60).build(), "b2"), [1], 9_000),
+        on_nodes(_named(ck.runs(90_000).checkpoints(3600, restart_s=60).build(), "b3"), [2], 2_900),
+        on_nodes(_named(ck.runs(90_000).checkpoints(600, restart_s=60).build(), "b4"), [3], 9_500),
+    ]
+
+
+def _named(j, name):
+    return replace(j, id=name)
+
+
+def test_a_tenant_within_its_guarantee_reclaims_from_the_borrower_losing_the_least_work():
+    """a asks 8 GPUs (within its 16). Work lost now (t = 10,000, no grace), GPUs × (P − S + R):
+    b1: P = 3,500, S = 0 (interval 3,600)   → 8 × (3,500 + 60) = 28,480
+    b2: P = 1,000, S = 600                  → 8 × (400 + 60)   =  3,680
+    b3: P = 7,100, S = 3,600                → 8 × (3,500 + 60) = 28,480
+    b4: P =   500, S = 0                    → 8 × (500 + 60)   =  4,480
+    checkpoint-aware evicts b2; the naive rule evicts the youngest, b4."""
+    run = borrowers()
+    assert [round(work_lost_gpu_s(rj, 10_000.0, 0.0)) for rj in run] == [28_480, 3_680, 28_480, 4_480]
+    a = job("a1").tenant("a").gpus(8).build()
+    smart = cycle(run, [a])
+    naive = cycle(run, [a], policy="tenancy-naive-victims")
+    assert [(p.job, p.for_job) for p in smart.preemptions] == [("b2", "a1")]
+    assert [p.job for p in naive.preemptions] == ["b4"]
+    assert smart.started == () and smart.bindings == ()
+
+
+def test_the_engine_prices_an_eviction_as_the_simulator_accounts_for_it():
+    for rj in borrowers():
+        for grace in (0.0, 30.0):
+            assert work_lost_gpu_s(rj, 10_000.0, grace) == eviction_cost(rj, 10_000.0, grace).lost_gpu_s
+
+
+def test_a_borrower_is_never_preempted_for_another_borrower():
+    run = borrowers()[:2] + [on_nodes(_named(job("x").tenant("a").gpus(8).build(), "a0"), [2]),
+                             on_nodes(_named(job("x").tenant("a").gpus(8).build(), "a9"), [3])]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()])
+    assert r.preemptions == ()
+
+
+def test_higher_priority_preempts_lower_priority_within_the_tenant_only():
+    run = [on_nodes(_named(job("x").tenant("a").gpus(8).build(), f"a{i}"), [i]) for i in range(2)]
+    run += [on_nodes(_named(job("x").tenant("b").gpus(8).build(), f"b{i}"), [i + 2]) for i in range(2)]
+    urgent = job("a-hi").tenant("a").gpus(8).priority(10).build()
+    r = cycle(run, [urgent])
+    assert len(r.preemptions) == 1 and r.preemptions[0].job.startswith("a")
+
+
+def test_capacity_already_being_evicted_is_not_preempted_for_twice():
+    run = borrowers()
+    run[1] = RunningJob(run[1].job, run[1].start_time, run[1].bindings, evicting=True)
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()])
+    assert r.preemptions == ()
+    assert "being evicted" in r.statuses["a1"].reasons[0]
+
+
+def test_no_preemption_for_a_job_that_would_still_not_fit():
+    """a asks 24 GPUs, more than its nominal 16: reclaim serves only jobs within the guarantee, and
+    a has no lower-priority job of its own to preempt, so nothing is preempted or bound."""
+    r = cycle(borrowers(), [job("a1").tenant("a").gpus(8).gang(3).build()])
+    assert r.preemptions == () and r.bindings == ()
+
+
+def test_a_whole_gang_is_evicted_or_none_of_it():
+    gang = on_nodes(_named(job("x").tenant("b").gpus(8).gang(2).build(), "bg"), [0, 1])
+    rest = [on_nodes(_named(job("x").tenant("b").gpus(8).build(), f"b{i}"), [i]) for i in (2, 3)]
+    r = cycle([gang, *rest], [job("a1").tenant("a").gpus(8).gang(2).build()])
+    assert {p.job for p in r.preemptions} in ({"bg"}, {"b2", "b3"})

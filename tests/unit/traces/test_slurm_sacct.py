@@ -1,0 +1,130 @@
+"""A trace from real sacct --parsable2 output captured on the emulated cluster (tests/data/slurm)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpufleet.model.errors import InputError
+from gpufleet.traces.slurm_sacct import (
+    parse_duration,
+    parse_sacct,
+    pod_sets_from_tres,
+    read_sacct,
+    write_csv,
+    write_jsonl,
+)
+
+DATA = Path(__file__).parents[2] / "data" / "slurm"
+HEADER = "JobID|JobName|Account|AllocTRES|Submit|Start|End|Elapsed|TimelimitRaw|State|NNodes"
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return read_sacct(DATA / "sacct.txt")
+
+
+def by_id(trace, job_id: str):
+    return next(j for j in trace.jobs if j.id == job_id)
+
+
+def test_every_job_that_ran_becomes_a_job_and_steps_are_skipped_and_counted(trace) -> None:
+    assert sorted(j.id for j in trace.jobs) == sorted(
+        ["1", "2", "3", "4", "5", "7", "8_1", "8_2", "8_3", "9", "12", "13", "14", "15", "24"])
+    assert trace.steps_skipped == 17
+    assert trace.summary() == "15 jobs; skipped 17 job steps, 9 never started, 0 still running"
+
+
+def test_jobs_cancelled_before_they_started_are_reported_not_dropped(trace) -> None:
+    assert [(x.job_id, x.state) for x in trace.not_started][:2] == [("6", "CANCELLED"), ("16", "CANCELLED")]
+    assert {x.why for x in trace.not_started} == {"cancelled before it started"}
+    assert len(trace.not_started) == 9
+
+
+def test_a_gang_of_two_full_nodes_is_two_pods_of_eight_gpus(trace) -> None:
+    gang = by_id(trace, "3")
+    assert [(ps.replicas, ps.request.gpus, ps.request.cpus, ps.request.memory_gb) for ps in gang.pod_sets] \
+        == [(2, 8, 64.0, 500.0)]
+    assert gang.tenant == "prod"
+    assert dict(gang.labels)["slurm.qos"] == "high"
+    assert gang.priority == 2063
+
+
+def test_time_limit_is_the_estimate_and_elapsed_the_run_time(trace) -> None:
+    timed_out = by_id(trace, "7")
+    assert timed_out.run_time_estimate == 60.0
+    assert timed_out.run_time == 87.0
+    assert dict(timed_out.labels)["slurm.state"] == "TIMEOUT"
+    assert by_id(trace, "1").run_time_estimate == 120.0
+
+
+def test_submit_times_count_from_the_first_submission_and_records_keep_slurms_starts(trace) -> None:
+    assert min(j.submit_time for j in trace.jobs) == 0.0
+    rec = next(r for r in trace.records if r.job_id == "15")
+    assert (rec.submit, rec.start, rec.wait) == (4.0, 6.0, 2.0)
+    assert rec.node_list == "gpu003"
+
+
+def test_jobs_still_running_are_listed_as_unfinished() -> None:
+    text = HEADER + ("\n42|run|a|cpu=1,gres/gpu=1,node=1|2024-01-01T00:00:00|2024-01-01T00:00:05|Unknown|"
+                     "00:01:00|5|RUNNING|1\n")
+    got = parse_sacct(text)
+    assert got.jobs == ()
+    assert [(x.job_id, x.why) for x in got.unfinished] == [("42", "still running: no run time yet")]
+
+
+def test_gpus_that_do_not_divide_over_the_nodes_give_a_second_pod_set() -> None:
+    sets = pod_sets_from_tres({"gres/gpu": "5", "cpu": "4", "mem": "8G"}, 2)
+    assert [(ps.replicas, ps.request.gpus) for ps in sets] == [(1, 3), (1, 2)]
+    assert sum(ps.replicas * ps.request.gpus for ps in sets) == 5
+
+
+def test_typed_gpu_tres_become_allowed_models() -> None:
+    sets = pod_sets_from_tres({"gres/gpu": "8", "gres/gpu:h100": "8", "node": "1"}, 1)
+    assert sets[0].request.gpu_models == ("H100-80GB",)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("00:00:05", 5), ("1-02:03:04", 93784), ("05:30", 330), ("00:01.500", 1.5), ("UNLIMITED", None)],
+    ids=["hours minutes seconds", "days and a dash", "minutes and seconds", "fractional seconds",
+         "unlimited has no duration"],
+)
+def test_slurm_durations_parse(text: str, seconds: float | None) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_the_trace_writes_as_jsonl_and_csv(trace, tmp_path: Path) -> None:
+    write_jsonl(trace, tmp_path / "t.jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert len(rows) == 15 and rows[0]["tenant"] == "research" and rows[0]["slurm"]["state"] == "COMPLETED"
+    write_csv(trace, tmp_path / "t.csv")
+    assert (tmp_path / "t.csv").read_text().splitlines()[0].startswith("id,tenant,submit_time,run_time")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "sacct: empty file"),
+        ("JobID|State\n1|COMPLETED\n", "sacct: header: missing column Submit"),
+        (HEADER + "\n1|x|a|gpu=1\n", "sacct: line 2: expected 11 '|'-separated fields, got 4"),
+        (HEADER + "\n1|x|a|node=1|yesterday|None|None|0|1|PENDING|1\n",
+         "sacct: line 2: Submit: expected an ISO time"),
+    ],
+    ids=["an empty file", "a header without Submit", "a short row", "a time that is not ISO"],
+)
+def test_bad_sacct_output_gives_one_line(text: str, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        parse_sacct(text)
+    assert str(err.value).startswith(message)
+
+
+def test_a_job_cancelled_at_once_while_pending_is_not_started_although_slurm_gives_it_a_start() -> None:
+    # real 22.05 output: a held job cancelled within a second gets Start = End = the cancel time
+    text = ("JobID|State|Submit|Start|End|Elapsed|AllocTRES|NodeList\n"
+            "13|CANCELLED by 0|2026-11-30T13:11:09|2026-11-30T13:11:09|2026-11-30T13:11:09|00:00:00||"
+            "None assigned\n")
+    got = parse_sacct(text)
+    assert got.jobs == ()
+    assert [(x.job_id, x.state, x.why) for x in got.not_started] == [
+        ("13", "CANCELLED", "cancelled before it started")]
