@@ -34,6 +34,7 @@ def test_jobs_go_to_slurm_and_come_back_from_sacct_with_the_same_shape(slurm) ->
     assert back["packed"].total_gpus == 8 and back["packed"].total_pods == 1
     assert back["gang"].tenant == "prod" and back["one-gpu"].tenant == "research"
     assert back["gang"].run_time_estimate == 120.0
+    assert {ours: dict(j.labels)["slurm.name"] for ours, j in back.items()} == {o: o for o in ids}
     assert back["one-gpu"].pod_sets[0].request.cpus == 4.0
     assert all(1 <= j.run_time <= 30 for j in trace.jobs)
     assert {r.state for r in trace.records} == {"COMPLETED"}

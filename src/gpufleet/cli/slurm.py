@@ -25,11 +25,9 @@ from gpufleet.adapters.slurm.queue import explain as explain_job
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
 from gpufleet.cli.common import console, fail, one_line_errors
 from gpufleet.cli.main import app
-from gpufleet.model.catalog import canonical_gpu_name
 from gpufleet.model.errors import InputError
-from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
-from gpufleet.model.fleet_config import load_fleet, read_yaml
-from gpufleet.model.ids import NodeId
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.fleet_config import load_fleet
 from gpufleet.traces.slurm_sacct import read_sacct, write_csv, write_jsonl
 
 slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue; write configs.",
@@ -49,39 +47,6 @@ def fleet_to_yaml(fleet: Fleet) -> dict[str, Any]:
         "nodes": [{f: (str(getattr(n, f))) if f in ("id", "health") else getattr(n, f) for f in NODE_FIELDS}
                   for n in fleet.nodes],
     }}
-
-
-def _nodes_form(data: dict[str, Any], source: str) -> Fleet:
-    """Reads the per-node form until model/fleet_config.py accepts ``nodes:`` itself."""
-    spec = data["fleet"]
-    nodes = []
-    for i, raw in enumerate(spec.get("nodes") or []):
-        where = f"fleet.nodes[{i}]"
-        if not isinstance(raw, dict):
-            raise InputError(source, where, "expected a mapping with id, gpu, gpus, ...")
-        missing = [f for f in NODE_FIELDS if f not in raw and f != "health"]
-        if missing:
-            raise InputError(source, f"{where}.{missing[0]}", "missing required field")
-        try:
-            nodes.append(Node(
-                id=NodeId(str(raw["id"])), gpu=canonical_gpu_name(str(raw["gpu"])), gpus=int(raw["gpus"]),
-                cpus=int(raw["cpus"]), memory_gb=int(raw["memory_gb"]), zone=str(raw["zone"]),
-                spine=str(raw["spine"]), leaf=str(raw["leaf"]), nvlink_domain=str(raw["nvlink_domain"]),
-                health=NodeHealth(raw.get("health", "healthy")),
-            ))
-        except (ValueError, TypeError) as e:
-            raise InputError(source, where, str(e)) from None
-    if not nodes:
-        raise InputError(source, "fleet.nodes", "expected at least one node")
-    fabric = Fabric(**(spec.get("fabric") or {}))
-    return Fleet(tuple(nodes), fabric, str(spec.get("name", "fleet")))
-
-
-def load_any_fleet(path: Path) -> Fleet:
-    data = read_yaml(path)
-    if isinstance(data, dict) and isinstance(data.get("fleet"), dict) and "nodes" in data["fleet"]:
-        return _nodes_form(data, str(path))
-    return load_fleet(path)
 
 
 @slurm_app.command("import-conf")
@@ -114,7 +79,7 @@ def export_conf(
     controller: Annotated[str, typer.Option(help="SlurmctldHost value")] = "slurmctld",
 ) -> None:
     """Write slurm.conf, gres.conf and topology.conf (and topology-block.conf) for a fleet."""
-    fleet = load_any_fleet(fleet_file)
+    fleet = load_fleet(fleet_file)
     for path in write_fleet(fleet, out, controller=controller):
         console.print(f"wrote {path}", highlight=False)
 

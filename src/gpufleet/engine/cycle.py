@@ -17,7 +17,8 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     profile = inp.profile
     ctx = CycleContext(now=inp.now, profile=profile, rng=np.random.default_rng(inp.seed),
                        running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
-                       previous_reservations=inp.reservations)
+                       previous_reservations=inp.reservations,
+                       estimate_accuracy=inp.estimate_accuracy, disruptions=inp.disruptions)
     plan = Plan(inp.nodes)
 
     # 1. admit: quota decides who may compete at all.
@@ -26,12 +27,17 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     ordered = profile.orderer.order(admitted, ctx)
     # 3. place: bind what fits, in order; jobs that do not fit are "blocked".
     placed = profile.placer.place(ordered, plan, ctx)
+    if placed.started and placed.blocked:
+        started_ids = set(placed.started)
+        ctx.placed_now = [pj.job for pj in ordered if pj.job.id in started_ids]
     # 4. reserve: hold future capacity for the head of the blocked jobs.
     reservations = profile.reserver.reserve(placed.blocked, plan, ctx)
     # 5. backfill: start blocked-behind jobs that cannot delay any reservation.
     backfilled = profile.backfiller.backfill(placed.blocked, reservations, plan, ctx)
     # 6. preempt: evict whole gangs where a blocked job deserves the room and then fits.
-    preemptions = profile.preemptor.preempt(placed.blocked, plan, ctx)
+    backfilled_ids = set(backfilled.started)
+    still_blocked = [pj for pj in placed.blocked if pj.job.id not in backfilled_ids]
+    preemptions = profile.preemptor.preempt(still_blocked, plan, ctx)
 
     started = tuple(placed.started + backfilled.started)
     for jid in started:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpufleet.engine.gpu_state import GpuSlot
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import PodRequest
@@ -20,22 +21,28 @@ class PodBinding:
     replica: int
     node: int
     request: PodRequest
+    #: Fractional pods (MIG instance, soft share): which GPU (and MIG start) on ``node``.
+    slot: GpuSlot | None = None
 
 
 class Plan:
     def __init__(self, table: NodeTable) -> None:
         self.table = table.copy()
         self._journal: list[PodBinding] = []
-        self._released: list[tuple[int, PodRequest]] = []
+        self._released: list[tuple[int, PodRequest, GpuSlot | None]] = []
 
     def bind(self, binding: PodBinding) -> None:
-        self.table.take(binding.node, binding.request)
+        self.table.take(binding.node, binding.request, slot=binding.slot)
         self._journal.append(binding)
 
-    def release(self, node: int, req: PodRequest) -> None:
-        """Free capacity on the snapshot only (a what-if for preemption search)."""
-        self.table.give(node, req)
-        self._released.append((node, req))
+    def release(self, node: int, req: PodRequest, slot: GpuSlot | None = None) -> None:
+        """Free capacity on the snapshot only (a what-if for preemption search). A fractional
+        pod's GPU share is freed only with its ``slot`` (``release_binding`` passes it)."""
+        self.table.give(node, req, slot=slot)
+        self._released.append((node, req, slot))
+
+    def release_binding(self, b: PodBinding) -> None:
+        self.release(b.node, b.request, b.slot)
 
     def checkpoint(self) -> tuple[int, int]:
         return len(self._journal), len(self._released)
@@ -44,10 +51,10 @@ class Plan:
         bound, released = mark
         while len(self._journal) > bound:
             b = self._journal.pop()
-            self.table.give(b.node, b.request)
+            self.table.give(b.node, b.request, slot=b.slot)
         while len(self._released) > released:
-            node, req = self._released.pop()
-            self.table.take(node, req)
+            node, req, slot = self._released.pop()
+            self.table.take(node, req, slot=slot)
 
     def bindings_since(self, mark: tuple[int, int]) -> tuple[PodBinding, ...]:
         return tuple(self._journal[mark[0]:])

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpufleet.engine.gpu_state import GpuColumns, GpuSlot
+from gpufleet.model.catalog import CATALOG
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import PodRequest
 
@@ -32,6 +34,9 @@ class NodeTable:
     cpu_free: np.ndarray
     mem_free: np.ndarray
     schedulable: np.ndarray         # bool
+    #: Per-GPU state for MIG instances and soft shares (engine/gpu_state.py); None for tables
+    #: built by hand, which then host whole-GPU requests only.
+    per_gpu: GpuColumns | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -56,6 +61,8 @@ class NodeTable:
             gpu_total=gpu, cpu_total=cpu, mem_total=mem,
             gpu_free=gpu.copy(), cpu_free=cpu.copy(), mem_free=mem.copy(),
             schedulable=np.array([n.health.schedulable for n in nodes], bool),
+            per_gpu=GpuColumns.empty(gpu, np.array([CATALOG[n.gpu].memory_gb if n.gpu in CATALOG
+                                                    else 0.0 for n in nodes], np.float64)),
         )
 
     def __len__(self) -> int:
@@ -67,6 +74,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total,
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
+            self.per_gpu.copy() if self.per_gpu is not None else None,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
@@ -74,7 +82,7 @@ class NodeTable:
         return NodeTable(
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
-            self.schedulable,
+            self.schedulable, self.per_gpu.copy() if self.per_gpu is not None else None,
         )
 
     @property
@@ -88,14 +96,21 @@ class NodeTable:
         wanted = [i for i, m in enumerate(self.gpu_models) if m in models]
         return np.isin(self.model_idx, wanted)
 
-    def slots(self, req: PodRequest, *, empty: bool = False) -> np.ndarray:
+    def slots(self, req: PodRequest, *, empty: bool = False, tenant: str | None = None) -> np.ndarray:
         """How many pods of ``req`` each node can take now (or when empty): min over dimensions of
-        floor(free / asked), zero on unschedulable nodes and on disallowed models."""
+        floor(free / asked), zero on unschedulable nodes and on disallowed models.
+
+        A fractional request (MIG instance, soft share) counts per GPU (``fractional_gpu_slots``);
+        with ``tenant``, soft shares count only GPUs that tenant may share (the tenant rule).
+        """
         gpu, cpu, mem = (
             (self.gpu_total, self.cpu_total, self.mem_total) if empty
             else (self.gpu_free, self.cpu_free, self.mem_free)
         )
-        s = gpu // req.gpus if req.gpus > 0 else np.full(len(self), UNBOUNDED)
+        if req.is_fractional:
+            s = self.fractional_gpu_slots(req, empty=empty, tenant=tenant)
+        else:
+            s = gpu // req.gpus if req.gpus > 0 else np.full(len(self), UNBOUNDED)
         if req.cpus > 0:
             s = np.minimum(s, (cpu * (1.0 / req.cpus) + 1e-9).astype(np.int64))
         if req.memory_gb > 0:
@@ -105,15 +120,49 @@ class NodeTable:
         s *= ok
         return s
 
-    def take(self, node: int, req: PodRequest, count: int = 1) -> None:
+    def fractional_gpu_slots(self, req: PodRequest, *, empty: bool = False,
+                             tenant: str | None = None) -> np.ndarray:
+        """Pods of a MIG or soft-share request per node, GPU dimension only (vectorised).
+
+        = room on GPUs already in that use (MIG: the capacity table at each GPU's slice mask;
+        soft: floor(free milli / asked), same mode and, with ``tenant``, same owner)
+        + gpu_free × pods one idle GPU takes. Empty: gpu_total × pods one idle GPU takes.
+        """
+        pg = self.per_gpu
+        if pg is None:
+            return np.zeros(len(self), np.int64)
+        if req.mig_profile is not None:
+            lut = pg.mig_lut(self.gpu_models, req.mig_profile)
+            fresh = lut[self.model_idx.astype(np.int64), 0]
+            if empty:
+                return self.gpu_total * fresh
+            return pg.mig_room(lut, self.model_idx).sum(axis=1) + self.gpu_free * fresh
+        fresh = pg.soft_per_fresh_gpu(req)
+        if empty:
+            return self.gpu_total * fresh
+        owner = None if tenant is None else pg.tenant_index_if_known(tenant)
+        return pg.soft_room(req, owner).sum(axis=1) + self.gpu_free * fresh
+
+    def take(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
+        """Hold capacity for ``count`` pods of ``req``; a fractional pod also needs its ``slot``
+        (a fractional request without one holds CPU and memory only)."""
         self.gpu_free[node] -= req.gpus * count
         self.cpu_free[node] -= req.cpus * count
         self.mem_free[node] -= req.memory_gb * count
+        pg = self.per_gpu
+        if pg is None:
+            return
+        if slot is not None and req.is_fractional:
+            pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
+        elif req.gpus > 0 and pg.idle_configured[node] > self.gpu_free[node]:
+            pg.whole_taken(node, self.gpu_free)
 
-    def give(self, node: int, req: PodRequest, count: int = 1) -> None:
+    def give(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
         self.gpu_free[node] += req.gpus * count
         self.cpu_free[node] += req.cpus * count
         self.mem_free[node] += req.memory_gb * count
+        if slot is not None and req.is_fractional and self.per_gpu is not None:
+            self.per_gpu.give(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
 
     @property
     def gpus_allocated(self) -> int:

@@ -36,19 +36,6 @@ class RunningJob:
     #: True while a preemption notice runs out its grace period: its capacity is already promised.
     evicting: bool = False
 
-    @property
-    def expected_end(self) -> float:
-        """When the scheduler expects the job to end: start + the estimate of the work left.
-
-        A job past its estimate is not killed (Slurm kills at the time limit); the engine extends
-        it — ``expected_end_at(now)`` never lies in the past — and recomputes reservations each
-        cycle, so an overrun moves the reservations it delays instead of wasting the work done.
-        """
-        return self.start_time + max(self.job.estimate - self.progress_before, 0.0)
-
-    def expected_end_at(self, now: float) -> float:
-        return now if self.evicting else max(self.expected_end, now + 1.0)
-
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
@@ -89,6 +76,13 @@ class CycleInput:
     usage: Mapping[str, float] = field(default_factory=dict)
     #: Reservations from the previous cycle, so a reservation sticks to its nodes across cycles.
     reservations: tuple[Reservation, ...] = ()
+    #: Per tenant, the driver's record of actual / estimated run time (median of recent jobs).
+    #: Planning stretches a tenant's estimates by it (never shortens them): the predictor from the
+    #: tenant's history, and what takes the gain out of under-stating run times to win backfill.
+    estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
+    #: Evictions the driver applied recently, (notice time, GPU-equivalents), oldest first:
+    #: what a disruption budget (policies/defrag.py) counts against.
+    disruptions: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +114,27 @@ class CycleContext:
     tenancy: Any = None
     usage: Mapping[str, float] = field(default_factory=dict)
     previous_reservations: tuple[Reservation, ...] = ()
+    estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
+    disruptions: tuple[tuple[float, float], ...] = ()
+
+    def planned_run(self, job: Job) -> float:
+        """The run time planning uses: the estimate stretched by the tenant's accuracy record."""
+        return job.estimate * max(1.0, self.estimate_accuracy.get(job.tenant, 1.0))
+
+    def expected_end(self, rj: RunningJob) -> float:
+        """When a running job should end, by the planned run time.
+
+        Never in the past: a job past its estimate is not killed (Slurm kills at the time limit);
+        the engine extends it by recomputing every cycle, so an overrun moves the reservations it
+        delays instead of wasting the work done. ``now`` for a job being evicted.
+        """
+        if rj.evicting:
+            return self.now
+        planned = rj.start_time + max(self.planned_run(rj.job) - rj.progress_before, 0.0)
+        return planned if planned > self.now else self.now + 1.0
+
+    #: Jobs bound by the place step of this cycle (they run from ``now``; reservation counts them).
+    placed_now: list[Job] = field(default_factory=list)
     #: Phase-to-phase working data (e.g. reservation limits from reserve for backfill).
     scratch: dict[str, Any] = field(default_factory=dict)
     empty_slots_cache: dict[tuple, int] = field(default_factory=dict)

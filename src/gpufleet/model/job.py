@@ -21,18 +21,59 @@ class JobKind(StrEnum):
     NOTEBOOK = "notebook"
 
 
+class ShareMode(StrEnum):
+    """How a soft (non-MIG) share of one GPU is enforced; one mode per GPU at a time.
+
+    ``timeslice``: a replica of a time-sliced GPU (no memory, compute or fault isolation);
+    ``mps``: an MPS client with a thread percentage and a pinned-memory limit (no fault
+    isolation); ``milli``: a milli-GPU share as in the Alibaba trace (no isolation).
+    """
+
+    TIMESLICE = "timeslice"
+    MPS = "mps"
+    MILLI = "milli"
+
+
 @dataclass(frozen=True, slots=True)
 class PodRequest:
-    """What one pod asks of one node. ``gpu_models`` empty means any model."""
+    """What one pod asks of one node. ``gpu_models`` empty means any model.
+
+    Three kinds of GPU request, all with neutral defaults so whole-GPU code is unchanged:
+    whole GPUs (``gpus`` ≥ 1); a MIG instance (``gpus`` = 0, ``mig_profile`` e.g. "3g.40gb"); a
+    soft share of ONE GPU (``gpus`` = 0, ``gpu_milli`` in 1..1000 thousandths of a GPU's compute
+    — a time-slice replica of 1/N is 1000 // N, an MPS thread percentage p is 10 p — with
+    ``share`` saying how it is enforced and optional ``gpu_memory_gb`` of that GPU's memory).
+    """
 
     gpus: int = 1
     cpus: float = 0.0
     memory_gb: float = 0.0
     gpu_models: tuple[str, ...] = ()
+    gpu_milli: int = 0
+    share: ShareMode | None = None
+    gpu_memory_gb: float = 0.0
+    mig_profile: str | None = None
 
     @property
-    def shape(self) -> tuple[int, float, float, tuple[str, ...]]:
-        return (self.gpus, self.cpus, self.memory_gb, self.gpu_models)
+    def is_fractional(self) -> bool:
+        """A MIG instance or a soft share: placed on one GPU index, not counted in whole GPUs."""
+        return self.mig_profile is not None or self.gpu_milli > 0
+
+    @property
+    def shape(self) -> tuple:
+        base = (self.gpus, self.cpus, self.memory_gb, self.gpu_models)
+        if not self.is_fractional:
+            return base
+        return (*base, self.share, self.gpu_milli, self.gpu_memory_gb, self.mig_profile)
+
+    @property
+    def gpu_equivalent(self) -> float:
+        """GPUs this pod occupies, fractions included: whole GPUs, milli / 1000, or a MIG
+        instance's compute slices / 7 (a 3g is 3/7 of a GPU)."""
+        if self.mig_profile is not None:
+            from gpufleet.model.mig import COMPUTE_SLICES, profile_name
+            return int(profile_name(self.mig_profile)[0]) / COMPUTE_SLICES
+        return self.gpus + self.gpu_milli / 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +117,11 @@ class Job:
         return sum(ps.replicas * ps.request.gpus for ps in self.pod_sets)
 
     @property
+    def total_gpu_equivalents(self) -> float:
+        """GPUs the job occupies with fractions counted (``PodRequest.gpu_equivalent``)."""
+        return sum(ps.replicas * ps.request.gpu_equivalent for ps in self.pod_sets)
+
+    @property
     def total_pods(self) -> int:
         return sum(ps.replicas for ps in self.pod_sets)
 
@@ -86,5 +132,9 @@ class Job:
 
     @property
     def shape_key(self) -> tuple:
-        """Jobs with equal keys are interchangeable for feasibility (an equivalence class)."""
-        return tuple((ps.replicas, ps.request.shape) for ps in self.pod_sets)
+        """Jobs with equal keys are interchangeable for feasibility (an equivalence class).
+
+        A soft GPU share's key also names the tenant: the tenant rule makes feasibility depend on
+        who asks."""
+        return tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
+                     for ps in self.pod_sets)

@@ -7,7 +7,7 @@ that order, so "free capacity once the first k jobs have ended" is the free capa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,9 +31,11 @@ class Availability:
     _memo: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, table: NodeTable, running: Sequence[RunningJob], now: float) -> Availability:
-        ranked = sorted(running, key=lambda rj: (rj.expected_end_at(now), rj.job.id))
-        ends = np.array([rj.expected_end_at(now) for rj in ranked], float)
+    def build(cls, table: NodeTable, running: Sequence[RunningJob],
+              expected_end: Callable[[RunningJob], float]) -> Availability:
+        keyed = sorted(((expected_end(rj), rj.job.id, rj) for rj in running), key=lambda x: x[:2])
+        ranked = [rj for _, _, rj in keyed]
+        ends = np.array([e for e, _, _ in keyed], float)
         rank, node, gpu, cpu, mem = [], [], [], [], []
         for k, rj in enumerate(ranked):
             for b in rj.bindings:

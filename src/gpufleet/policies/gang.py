@@ -116,17 +116,43 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
     return tuple(out)
 
 
+def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
+    """Do these exact pods fit on ``table`` now (summed per node)?"""
+    need: dict[int, list[float]] = {}
+    for b in bindings:
+        acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
+        acc[0] += b.request.gpus
+        acc[1] += b.request.cpus
+        acc[2] += b.request.memory_gb
+    return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
+               and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
+
+
 def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
-                   stop_at_first_blocked: bool = False) -> PlaceOutcome:
+                   stop_at_first_blocked: bool = False, defer: bool = False) -> PlaceOutcome:
     """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
 
     With ``stop_at_first_blocked`` (reservation on), the first job that does not fit ends the
     in-order pass: it and every job after it are returned as blocked, for reserve and backfill.
+    With ``defer`` (conservative backfill), only jobs whose reservation has come due start here;
+    every other job goes to reserve and backfill, which start it only where it breaks no promise.
     """
     out = PlaceOutcome()
     failed = FailedShapes()
+    reserved = {r.job: r for r in ctx.previous_reservations if r.protected and r.start <= ctx.now}
     for i, pj in enumerate(ordered):
         job = pj.job
+        promised = reserved.get(job.id)
+        if promised is not None and bindings_fit(plan.table, promised.bindings):
+            # A reservation's time has come: start on the nodes it held, which later
+            # reservations planned around.
+            for b in promised.bindings:
+                plan.bind(b)
+            out.started.append(job.id)
+            continue
+        if defer:
+            out.blocked.append(pj)
+            continue
         known = failed.known_failure(job)
         if known is not None:
             ctx.skipped_by_class += 1
@@ -174,8 +200,9 @@ class GangBestFit:
 
     name = "gang-bestfit"
 
-    def __init__(self, stop_at_first_blocked: bool = False) -> None:
+    def __init__(self, stop_at_first_blocked: bool = False, defer: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
+        self.defer = defer
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         """A cheap yes/no for search loops (reservation); None when only ``fit`` can tell."""
@@ -185,4 +212,4 @@ class GangBestFit:
         return fit_gang(job, table, ctx, self.name)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
-        return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)
+        return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)

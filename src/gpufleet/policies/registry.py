@@ -8,6 +8,7 @@ from gpufleet.engine.phases.order import Orderer
 from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fabric
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
+from gpufleet.policies.defrag import DefragPreemptor
 from gpufleet.policies.fairshare import (
     DominantResourceFairShare,
     FirstComeFirstServed,
@@ -15,6 +16,7 @@ from gpufleet.policies.fairshare import (
     SlurmClassicFairShare,
     SmallestJobFirst,
 )
+from gpufleet.policies.fractional import FractionalGangFit
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.policies.per_pod import PerPodLeastAllocated
 from gpufleet.policies.preemption import TenancyPreemptor
@@ -28,12 +30,14 @@ PROFILES: dict[str, Callable[[], Profile]] = {
     "gang-easy": lambda: Profile("gang-easy", placer=GangBestFit(stop_at_first_blocked=True),
                                  reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill()),
     "gang-conservative": lambda: Profile(
-        "gang-conservative", placer=GangBestFit(stop_at_first_blocked=True),
-        reserver=ShadowReserver(protect=8, depth=16), backfiller=ReservationBackfill("conservative")),
+        "gang-conservative", placer=GangBestFit(defer=True),
+        reserver=ShadowReserver(protect=8, depth=16, compress=True),
+        backfiller=ReservationBackfill("conservative")),
     "topology-aware": lambda: Profile("topology-aware", placer=TopologyAware()),
     "topology-blind": lambda: Profile("topology-blind", placer=TopologyBlind()),
     # Multi-tenant admission (CycleInput.tenancy carries the quotas): policies/quota.py et al.
     "tenancy": lambda: tenancy_profile("tenancy"),
+    "tenancy-easy": lambda: tenancy_profile("tenancy-easy", backfill=True),
     "tenancy-naive-victims": lambda: tenancy_profile("tenancy-naive-victims", victims="naive"),
     "tenancy-slurm": lambda: tenancy_profile("tenancy-slurm", order=SlurmClassicFairShare()),
     "static-partitions": lambda: Profile("static-partitions", placer=GangBestFit(),
@@ -41,14 +45,27 @@ PROFILES: dict[str, Callable[[], Profile]] = {
                                          orderer=FirstComeFirstServed()),
     "free-for-all": lambda: Profile("free-for-all", placer=GangBestFit(), orderer=FirstComeFirstServed()),
     "smallest-first": lambda: Profile("smallest-first", placer=GangBestFit(), orderer=SmallestJobFirst()),
+    # Fractional GPUs (MIG, soft shares, the tenant rule) and defragmentation: policies/fractional.py,
+    # policies/defrag.py.
+    "gang-fractional": lambda: Profile("gang-fractional", placer=FractionalGangFit()),
+    "gang-defrag-naive": lambda: Profile("gang-defrag-naive", placer=FractionalGangFit(),
+                                         preemptor=DefragPreemptor("smallest")),
+    "gang-defrag": lambda: Profile("gang-defrag", placer=FractionalGangFit(),
+                                   preemptor=DefragPreemptor("cost")),
 }
 
-def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "checkpoint-aware") -> Profile:
-    """The four layers: quota admission, fair-share order, gang placement, tenancy preemption."""
+def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "checkpoint-aware",
+                    backfill: bool = False) -> Profile:
+    """The four layers: quota admission, fair-share order, gang placement, tenancy preemption;
+    with ``backfill``, also a reservation for the head job and EASY backfill around it."""
     orderer = order or DominantResourceFairShare()
     admitter = QuotaAdmitter(orderer)
-    return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=KeepAdmissionOrder(),
-                   preemptor=TenancyPreemptor(admitter, victims))
+    if not backfill:
+        return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=KeepAdmissionOrder(),
+                       preemptor=TenancyPreemptor(admitter, victims))
+    return Profile(name, placer=GangBestFit(stop_at_first_blocked=True), admitter=admitter,
+                   orderer=KeepAdmissionOrder(), reserver=ShadowReserver(protect=1),
+                   backfiller=ReservationBackfill(), preemptor=TenancyPreemptor(admitter, victims))
 
 
 #: Profiles whose placer prices placements with the fleet's fabric (link speeds, oversubscription).

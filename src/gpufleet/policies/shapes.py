@@ -17,8 +17,12 @@ def _dominates(big: tuple, small: tuple) -> bool:
     """True when shape ``big`` asks for at least as much as ``small`` in every dimension."""
     if len(big) != len(small):
         return False
-    for (rb, (gb, cb, mb, modb)), (rs, (gs, cs, ms, mods)) in zip(big, small, strict=True):
+    for (rb, shape_b), (rs, shape_s) in zip(big, small, strict=True):
+        gb, cb, mb, modb = shape_b[:4]
+        gs, cs, ms, mods = shape_s[:4]
         if modb != mods or rb < rs or gb < gs or cb < cs or mb < ms:
+            return False
+        if shape_b[4:] != shape_s[4:]:  # fractional requests (and their tenant) compare exactly
             return False
     return True
 

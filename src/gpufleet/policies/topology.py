@@ -197,8 +197,8 @@ class TopologyAware:
         atoms = ps.replicas // k
         scratch = table.copy()
         wait: float | None = None
-        for rj in sorted(ctx.running, key=lambda r: (max(r.expected_end, ctx.now), r.job.id)):
-            at = max(rj.expected_end, ctx.now) - ctx.now
+        for rj in sorted(ctx.running, key=lambda r: (ctx.expected_end(r), r.job.id)):
+            at = ctx.expected_end(rj) - ctx.now
             if at > horizon_s:
                 break
             for b in rj.bindings:

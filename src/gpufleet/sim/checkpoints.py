@@ -1,8 +1,9 @@
 """What a preempted job keeps and loses: the checkpoint arithmetic.
 
 A job with checkpoint interval I has saved ⌊P / I⌋ × I seconds of its progress P (P counts work
-done, from before earlier preemptions too). On notice, a job whose grace period is at least its
-checkpoint cost C writes a fresh checkpoint and keeps all of P. A job without checkpointing keeps
+done, from before earlier preemptions too, up to the eviction). On notice, a job whose grace
+period is at least its checkpoint cost C writes a fresh checkpoint of its progress at the notice
+and keeps all of it. A job without checkpointing keeps
 nothing. Work lost = P − saved; every restart also costs R seconds of start-up on all its GPUs.
 Lost GPU-seconds = GPUs × (P − saved + R).
 """
@@ -38,15 +39,22 @@ def progress_at(rj: RunningJob, now: float) -> float:
 
 
 def eviction_cost(rj: RunningJob, notice_time: float, grace_s: float) -> EvictionCost:
+    """Cost of evicting ``rj`` at ``notice_time + grace_s`` after a notice at ``notice_time``.
+
+    A job whose checkpoint cost fits in the grace period spends it writing a checkpoint of its
+    progress at the notice, then exits: nothing is lost but the restart. Otherwise it computes on
+    until the eviction and keeps its last periodic checkpoint before it (and at least what it
+    resumed from).
+    """
     ck = rj.job.checkpointing
-    p = min(progress_at(rj, notice_time), rj.job.run_time)
+    p = min(progress_at(rj, notice_time + grace_s), rj.job.run_time)
     if ck is None:
         saved = 0.0
-    elif grace_s >= ck.cost_s > 0 or ck.cost_s == 0 and grace_s > 0:
-        saved = p
+    elif grace_s > 0 and ck.cost_s <= grace_s:
+        p = saved = min(progress_at(rj, notice_time), rj.job.run_time)
     else:
-        saved = math.floor(p / ck.interval_s) * ck.interval_s if ck.interval_s > 0 else 0.0
-        saved = max(saved, min(rj.progress_before, p))
+        periodic = math.floor(p / ck.interval_s) * ck.interval_s if ck.interval_s > 0 else 0.0
+        saved = max(periodic, min(rj.progress_before, p))
     restart = ck.restart_s if ck else 0.0
     return EvictionCost(p, saved, restart, rj.job.total_gpus)
 

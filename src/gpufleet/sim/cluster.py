@@ -35,7 +35,7 @@ class SimulatedCluster:
         return list(self.running.values())
 
     def bind(self, b: PodBinding) -> None:
-        self.table.take(b.node, b.request)
+        self.table.take(b.node, b.request, slot=b.slot)
         self.partial.setdefault(b.job, []).append(b)
 
     def start(self, jid: JobId, now: float) -> RunningJob:
@@ -48,7 +48,7 @@ class SimulatedCluster:
     def finish(self, jid: JobId) -> RunningJob:
         rj = self.running.pop(jid)
         for b in rj.bindings:
-            self.table.give(b.node, b.request)
+            self.table.give(b.node, b.request, slot=b.slot)
         self.progress.pop(jid, None)
         return rj
 
@@ -60,7 +60,7 @@ class SimulatedCluster:
         """Release a whole gang and requeue it; it resumes from ``saved_progress`` seconds of work."""
         rj = self.running.pop(jid)
         for b in rj.bindings:
-            self.table.give(b.node, b.request)
+            self.table.give(b.node, b.request, slot=b.slot)
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
         return rj

@@ -93,6 +93,47 @@ def slowdown_metrics(r: SimResult) -> dict[str, Any]:
             "slowdown_jobs_over_1_1": int((sd > 1.1).sum())}
 
 
+#: A "big gang" for the defrag comparison: at least this many GPUs.
+BIG_GANG_GPUS = 8
+#: A gang counts as unblocked by defrag when it starts within this long of its first move notice.
+UNBLOCKED_WITHIN_S = 900.0
+
+
+def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
+    """Fragmentation ratio and per-shape schedulability (time-weighted over [0, window]; defined in
+    sim/fragmentation.py), MIG reconfigurations, and the defrag ledger: moves, GPU-equivalents
+    moved, gangs unblocked (started within ``UNBLOCKED_WITHIN_S`` of their first move notice) and
+    their GPUs ("recovered"), cost paid (lost work + restarts, GPU-equivalent-hours), and the waits
+    of big gangs (≥ ``BIG_GANG_GPUS`` GPUs)."""
+    f = r.fragmentation
+    if f is None:
+        return {}
+    first_move: dict[str, float] = {}
+    for m in f.moves:
+        first_move.setdefault(m.for_job, m.t)
+    unblocked = [j for j, t0 in sorted(first_move.items())
+                 if j in r.starts and 0 <= r.starts[j] - t0 <= UNBLOCKED_WITHIN_S]
+    big = np.array([r.starts[j] - job.submit_time for j, job in sorted(r.jobs.items())
+                    if j in r.starts and job.total_gpu_equivalents >= BIG_GANG_GPUS])
+    big_total = sum(1 for job in r.jobs.values() if job.total_gpu_equivalents >= BIG_GANG_GPUS)
+    return {
+        "fragmentation_ratio_avg": time_weighted_mean(f.t, f.ratio, 0.0, window),  # type: ignore[arg-type]
+        "schedulable_by_shape_avg": {str(g): time_weighted_mean(f.t, v, 0.0, window)
+                                     for g, v in f.schedulable.items()},
+        "mig_reconfigurations": f.reconfigurations,
+        "defrag_moves": len(f.moves),
+        "defrag_gpus_moved": float(sum(m.gpu_equivalents for m in f.moves)),
+        "defrag_gangs_unblocked": len(unblocked),
+        "defrag_gpus_recovered": float(sum(r.jobs[j].total_gpu_equivalents for j in unblocked)),
+        "eviction_cost_gpu_hours": f.lost_gpu_equiv_s / 3600.0,
+        "big_gang_jobs": big_total,
+        "big_gang_never_started": big_total - int(big.size),
+        "big_gang_wait_p50_s": _pct(big, 50),
+        "big_gang_wait_p95_s": _pct(big, 95),
+        "big_gang_wait_max_s": float(big.max()) if big.size else 0.0,
+    }
+
+
 def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
     rec = r.recorder
     window = r.horizon if r.horizon > 0 else r.end_time
@@ -134,4 +175,5 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
         "preemptions": r.preemptions,
         "lost_gpu_hours": r.lost_gpu_s / 3600.0,
         "tenants": tenant_metrics(r, window, tenancy),
+        **fragmentation_metrics(r, window),
     }

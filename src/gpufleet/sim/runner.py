@@ -20,8 +20,11 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
+from gpufleet.model.mig import MIG_RECONFIGURE_S
+from gpufleet.sim.accuracy import AccuracyTracker
 from gpufleet.sim.checkpoints import eviction_cost, remaining_run_s
 from gpufleet.sim.cluster import SimulatedCluster
+from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.kernel import EventKind, EventQueue
 from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
@@ -53,8 +56,12 @@ class SimResult:
     slowdowns: dict[str, float] | None = None
     #: First estimated start the engine gave each job, for the estimate-error report.
     estimates: dict[str, float] | None = None
+    #: Start time of the first protected reservation each job held (the no-delay promise).
+    reserved_starts: dict[str, float] | None = None
     #: Per-tenant GPU-seconds actually run, and the usage tracker's view (for tenancy metrics).
     extra: dict | None = None
+    #: Fragmentation ratio and per-shape schedulability samples, and the moves (sim/fragmentation.py).
+    fragmentation: FragmentationSamples | None = None
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
@@ -95,7 +102,13 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     lost_gpu_s = 0.0
     slowdowns: dict[str, float] = {}
     estimates: dict[str, float] = {}
+    reserved_starts: dict[str, float] = {}
     reservations: tuple = ()
+    frag = FragmentationSamples.for_workload(jobs)
+    #: (notice time, GPU-equivalents) of every eviction notice: the disruption budget's ledger.
+    disruptions: list[tuple[float, float]] = []
+    accuracy = AccuracyTracker()
+    wakeups: set[float] = set()
     cycle_pending = False
     next_stranded = 0.0
     t = 0.0
@@ -118,6 +131,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 if usage_tracker is not None:
                     usage_tracker.add(rj.job.tenant, rj.job.total_gpus * (t - rj.start_time), t)
                 finishes[jid] = t
+                accuracy.finished(rj.job)
                 rec.event(t, "finish", jid)
                 changed = True
             elif ev.kind is EventKind.EVICT:
@@ -132,6 +146,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 generation[jid] = generation.get(jid, 0) + 1
                 preemptions += 1
                 lost_gpu_s += cost.lost_gpu_s
+                frag.evicted(rj.job, cost.lost_s, cost.restart_s)
                 rec.event(t, "preempt", jid, f"lost {cost.lost_s:.0f}s of work; saved {cost.saved_s:.0f}s")
                 changed = True
             else:
@@ -146,13 +161,25 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 now=t, nodes=cluster.table, pending=cluster.pending_view(), profile=profile,
                 running=cluster.running_view(), seed=seed + cycles, tenancy=tenancy,
                 usage=usage_tracker.snapshot(t) if usage_tracker is not None else {},
-                reservations=reservations))
+                reservations=reservations, estimate_accuracy=accuracy.medians(),
+                disruptions=tuple(d for d in disruptions if d[0] > t - 3600.0)))
             reservations = result.reservations
+            wake = min((r.start for r in reservations if r.start > t), default=None)
+            if wake is not None and wake not in wakeups:
+                # Nothing else may happen at a reservation's time (it can fall where another
+                # reservation ends): make sure a cycle runs then.
+                wakeups.add(wake)
+                q.push(wake, EventKind.CYCLE)
+            for res in reservations:
+                if res.protected:
+                    reserved_starts.setdefault(res.job, res.start)
             for p in result.preemptions:
                 if p.job in cluster.running and not cluster.running[p.job].evicting:
                     cluster.mark_evicting(p.job)
                     q.push(t + p.grace_s, EventKind.EVICT, (p.job, generation.get(p.job, 0), t, p.grace_s))
                     rec.event(t, "preempt-notice", p.job, f"for {p.for_job}: {p.reason}")
+                    disruptions.append((t, cluster.running[p.job].job.total_gpu_equivalents))
+                    frag.moved(t, cluster.running[p.job].job, p.for_job)
             for jid, st in result.statuses.items():
                 if st.estimated_start is not None and jid not in estimates:
                     estimates[jid] = st.estimated_start
@@ -166,6 +193,8 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
                 rec.event(t, "start", jid, ",".join(nodes))
                 duration = remaining_run_s(rj)
+                if any(b.slot is not None and b.slot.reconfigure for b in rj.bindings):
+                    duration += MIG_RECONFIGURE_S  # the GPU's MIG layout changes before it runs
                 if runtime_model is not None:
                     factor = runtime_model(rj.job, [b.node for b in rj.bindings], cluster.table)
                     slowdowns[jid] = factor
@@ -174,6 +203,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
         rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
         if t >= next_stranded:
             rec.sample_stranded(t, stranded_gpus(cluster.table, list(cluster.pending.values())))
+            frag.sample(t, cluster.table)
             next_stranded = t + stranded_every_s
         if progress is not None:
             progress(t)
@@ -192,5 +222,6 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
         cycles=cycles, events=events, wall_s=wallclock.perf_counter() - started_wall,
         preemptions=preemptions, lost_gpu_s=lost_gpu_s,
         slowdowns=slowdowns if runtime_model is not None else None, estimates=estimates,
+        reserved_starts=reserved_starts, fragmentation=frag,
         extra={"usage": usage_tracker} if usage_tracker is not None else None,
     )

@@ -27,7 +27,8 @@ from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import FleetSpec, read_yaml
 from gpufleet.model.ids import JobId, TenantId
-from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet
+from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet, ShareMode
+from gpufleet.model.mig import known_profile, profile_name
 from gpufleet.model.parallelism import PROFILES as TRAINING_PROFILES
 from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
@@ -115,6 +116,31 @@ class JobSpec(_Strict):
     model: str | None = None
     topology_required: Literal["nvlink", "node", "leaf", "spine"] | None = None
     topology_preferred: Literal["nvlink", "node", "leaf", "spine"] | None = None
+    #: Fractional pods (then ``gpus`` is 0 or omitted): a MIG instance ("3g.40gb" or
+    #: "nvidia.com/mig-3g.40gb"), or a soft share of one GPU — milli (1..1000), how it is
+    #: enforced, and optionally GPU memory in GB.
+    mig_profile: str | None = None
+    gpu_milli: int = Field(default=0, ge=0, le=1000)
+    share: ShareMode | None = None
+    gpu_memory_gb: float = Field(default=0.0, ge=0)
+
+    @field_validator("mig_profile")
+    @classmethod
+    def _known_mig(cls, v: str | None) -> str | None:
+        if v is not None and not known_profile(v):
+            raise ValueError(f"unknown MIG profile {v!r}; expected e.g. 1g.10gb, 3g.40gb, 7g.80gb")
+        return profile_name(v) if v is not None else None
+
+    @model_validator(mode="after")
+    def _one_gpu_request(self) -> JobSpec:
+        fractional = self.mig_profile is not None or self.gpu_milli > 0
+        if fractional and "gpus" in self.model_fields_set and self.gpus != 0:
+            raise ValueError("a MIG or soft-share pod asks no whole GPUs: give gpus: 0 or omit it")
+        if self.mig_profile is not None and self.gpu_milli > 0:
+            raise ValueError("give either mig_profile or gpu_milli, not both")
+        if (self.share is not None or self.gpu_memory_gb > 0) and self.gpu_milli == 0:
+            raise ValueError("share and gpu_memory_gb need gpu_milli (the share of one GPU)")
+        return self
 
     @field_validator("gpu_models")
     @classmethod
@@ -139,7 +165,10 @@ class JobSpec(_Strict):
         return self
 
     def build(self) -> Job:
-        req = PodRequest(self.gpus, self.cpus, self.memory_gb, tuple(self.gpu_models))
+        fractional = self.mig_profile is not None or self.gpu_milli > 0
+        req = PodRequest(0 if fractional else self.gpus, self.cpus, self.memory_gb, tuple(self.gpu_models),
+                         self.gpu_milli, (self.share or ShareMode.MILLI) if self.gpu_milli else None,
+                         self.gpu_memory_gb, self.mig_profile)
         par = Parallelism(self.tp, self.pp, self.dp) if self.tp is not None else None
         return Job(JobId(self.id), TenantId(self.tenant), (PodSet("worker", self.replicas, req),),
                    self.submit, self.run_time, self.priority, self.kind, self.estimate,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from gpufleet.model.fleet import Fabric, Fleet, NodeGroup, build_fleet
 from gpufleet.model.ids import JobId, TenantId
-from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet
+from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet, ShareMode
 
 
 @dataclass
@@ -29,6 +29,18 @@ class JobBuilder:
     _kind: JobKind = JobKind.BATCH
     _checkpointing: Checkpointing | None = None
     _extra_sets: list[PodSet] = field(default_factory=list)
+    _milli: int = 0
+    _share: ShareMode | None = None
+    _gpu_memory: float = 0.0
+    _mig: str | None = None
+
+    def mig(self, profile: str) -> JobBuilder:
+        """Each pod asks one MIG instance (e.g. "3g.40gb") instead of whole GPUs."""
+        return replace(self, _mig=profile, _gpus=0)
+
+    def share(self, milli: int, mode: str = "milli", memory_gb: float = 0.0) -> JobBuilder:
+        """Each pod asks a soft share of one GPU: ``milli``/1000 of it, enforced by ``mode``."""
+        return replace(self, _milli=milli, _share=ShareMode(mode), _gpu_memory=memory_gb, _gpus=0)
 
     def tenant(self, t: str) -> JobBuilder:
         return replace(self, _tenant=t)
@@ -66,7 +78,8 @@ class JobBuilder:
 
     def build(self) -> Job:
         main = PodSet("worker", self._replicas,
-                      PodRequest(self._gpus, self._cpus, self._memory, self._models))
+                      PodRequest(self._gpus, self._cpus, self._memory, self._models, self._milli,
+                                 self._share, self._gpu_memory, self._mig))
         return Job(JobId(self._id), TenantId(self._tenant), (main, *self._extra_sets), self._submit,
                    self._run, self._priority, self._kind, self._estimate, self._checkpointing)
 

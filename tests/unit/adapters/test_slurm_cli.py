@@ -6,7 +6,7 @@ from typer.testing import CliRunner
 
 from gpufleet.adapters.slurm.fleet_conf import read_fleet
 from gpufleet.cli.main import app
-from gpufleet.cli.slurm import load_any_fleet
+from gpufleet.model.fleet_config import load_fleet
 
 DATA = Path(__file__).parents[2] / "data" / "slurm"
 runner = CliRunner()
@@ -20,7 +20,7 @@ def test_import_conf_then_export_conf_reproduces_the_cluster(tmp_path: Path) -> 
     assert res.exit_code == 0, res.output
     assert "16 nodes, 128 GPUs, 2 leaves" in res.output
     original = read_fleet(DATA / "slurm.conf", DATA / "gres.conf", [DATA / "topology.conf"]).fleet
-    assert load_any_fleet(out) == original
+    assert load_fleet(out) == original
     res = runner.invoke(app, ["slurm", "export-conf", str(out), "--out", str(tmp_path / "conf")])
     assert res.exit_code == 0, res.output
     conf = tmp_path / "conf"

@@ -128,3 +128,32 @@ def test_a_job_cancelled_at_once_while_pending_is_not_started_although_slurm_giv
     assert got.jobs == ()
     assert [(x.job_id, x.state, x.why) for x in got.not_started] == [
         ("13", "CANCELLED", "cancelled before it started")]
+
+
+def test_a_placeholder_row_slurmdbd_made_before_the_jobs_own_record_arrived_is_incomplete_not_a_job() -> None:
+    # real 22.05 output (emulated cluster, slurmdbd): the job completed, but its row was created
+    # from the step and completion messages alone; a second later it read gang|prod|normal|...|2|
+    text = (
+        "JobID|JobName|Account|QOS|AllocTRES|ReqTRES|Submit|Start|End|Elapsed|TimelimitRaw|State|NNodes|"
+        "Priority|NodeList\n"
+        "40|allocation|prod|Unknown|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2||2026-11-30T13:30:57|"
+        "2026-11-30T13:30:58|2026-11-30T13:31:00|00:00:02||COMPLETED|2|0|gpu001\n"
+        "40.batch|batch|prod||cpu=64,gres/gpu=8,mem=500G,node=1||2026-11-30T13:30:58|2026-11-30T13:30:58|"
+        "2026-11-30T13:31:00|00:00:02||COMPLETED|1||gpu001\n"
+    )
+    got = parse_sacct(text)
+    assert got.jobs == ()
+    assert [(x.job_id, x.why.split(":")[0]) for x in got.unfinished] == [
+        ("40", "accounting record incomplete")]
+
+
+def test_the_same_job_once_its_record_is_merged_has_its_time_limit_and_priority() -> None:
+    text = (
+        "JobID|JobName|Account|QOS|AllocTRES|ReqTRES|Submit|Start|End|Elapsed|TimelimitRaw|State|NNodes|"
+        "Priority|NodeList\n"
+        "40|gang|prod|normal|billing=128,cpu=128,gres/gpu=16,mem=1000G,node=2|billing=2,cpu=2,gres/gpu=16,"
+        "mem=1000G,node=2|2026-11-30T13:30:57|2026-11-30T13:30:58|2026-11-30T13:31:00|00:00:02|2|COMPLETED|2|"
+        "1126|gpu[001-002]\n"
+    )
+    (gang,) = parse_sacct(text).jobs
+    assert (gang.run_time_estimate, gang.priority, dict(gang.labels)["slurm.name"]) == (120.0, 1126, "gang")

@@ -216,8 +216,10 @@ class SlurmReader:
     def sacct(self, job_ids: Sequence[str] = (), since: str | None = None) -> SacctTrace:
         """The history as a trace: by job id (never-eligible jobs included) or since a time.
 
-        slurmdbd lags slurmctld by a second or so, and a fresh record first shows JobName
-        ``allocation``: poll until the jobs you expect have ended, and match them by job id.
+        slurmdbd lags slurmctld by a second or so, and a fresh record can be a placeholder
+        (JobName ``allocation``, no time limit) until the job's own record is merged; such jobs
+        are in ``unfinished``, not ``jobs``. Poll until every job you expect is in ``jobs``, and
+        match them by job id.
         """
         argv = ["sacct", "-a", "-P", "-o", SACCT_FIELDS]
         if job_ids:
