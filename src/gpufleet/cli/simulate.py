@@ -14,6 +14,7 @@ from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.fmt import duration
+from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
 from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
@@ -107,6 +108,22 @@ def print_rows(title: str, summaries: dict[str, dict], rows: tuple[tuple[str, st
     console.print(t)
 
 
+def shows_fragmentation(results: dict[str, SimResult]) -> bool:
+    """The fragmentation section belongs in a report of fractional requests or defrag policies."""
+    return any("defrag" in n for n in results) or any(
+        ps.request.is_fractional for r in results.values() for j in r.jobs.values() for ps in j.pod_sets)
+
+
+def print_fragmentation(summaries: dict[str, dict]) -> None:
+    t = Table(title="Fragmentation and defrag", header_style="bold")
+    t.add_column("metric")
+    for name in summaries:
+        t.add_column(name, justify="right")
+    for key, label, kind in FRAGMENTATION_ROWS:
+        t.add_row(label, *[fmt_cell(s[key], kind) for s in summaries.values()])
+    console.print(t)
+
+
 @app.command()
 @one_line_errors
 def simulate(
@@ -140,6 +157,10 @@ def simulate(
     if scn.tenancy is not None:
         window = scn.horizon or max(r.end_time for r in results.values())
         extra[:0] = tenancy_sections(results, summaries, scn.tenancy, window)
+    fractional = shows_fragmentation(results)
+    if fractional:
+        extra.insert(0, fragmentation_section(
+            results, summaries, scn.horizon or max(r.end_time for r in results.values())))
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(
         {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries}, indent=2))
@@ -153,4 +174,6 @@ def simulate(
         print_rows("Placement slowdown (topology runtime model)", summaries, TOPOLOGY_ROWS)
     if scn.tenancy is not None:
         print_tenants(summaries)
+    if fractional:
+        print_fragmentation(summaries)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

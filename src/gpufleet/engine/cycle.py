@@ -10,7 +10,8 @@ import numpy as np
 
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats
+from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats, PendingJob
+from gpufleet.model.job import Job
 
 
 def run_cycle(inp: CycleInput) -> CycleResult:
@@ -28,15 +29,15 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     # 3. place: bind what fits, in order; jobs that do not fit are "blocked".
     placed = profile.placer.place(ordered, plan, ctx)
     if placed.started and placed.blocked:
-        started_ids = set(placed.started)
-        ctx.placed_now = [pj.job for pj in ordered if pj.job.id in started_ids]
+        ctx.placed_now = _jobs_with_ids(ordered, set(placed.started))
     # 4. reserve: hold future capacity for the head of the blocked jobs.
     reservations = profile.reserver.reserve(placed.blocked, plan, ctx)
     # 5. backfill: start blocked-behind jobs that cannot delay any reservation.
     backfilled = profile.backfiller.backfill(placed.blocked, reservations, plan, ctx)
     # 6. preempt: evict whole gangs where a blocked job deserves the room and then fits.
     backfilled_ids = set(backfilled.started)
-    still_blocked = [pj for pj in placed.blocked if pj.job.id not in backfilled_ids]
+    still_blocked = ([pj for pj in placed.blocked if pj.job.id not in backfilled_ids]
+                     if backfilled_ids else placed.blocked)
     preemptions = profile.preemptor.preempt(still_blocked, plan, ctx)
 
     started = tuple(placed.started + backfilled.started)
@@ -46,9 +47,10 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
-    for pj in admitted:
-        if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
-            ctx.statuses[pj.job.id] = unexamined
+    if len(ctx.statuses) + len(started_set) < len(admitted):
+        for pj in admitted:
+            if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
+                ctx.statuses[pj.job.id] = unexamined
     return CycleResult(
         bindings=plan.commit(),
         started=started,
@@ -58,3 +60,15 @@ def run_cycle(inp: CycleInput) -> CycleResult:
         stats=CycleStats(pending=len(inp.pending), considered=ctx.considered,
                          skipped_by_class=ctx.skipped_by_class),
     )
+
+
+def _jobs_with_ids(ordered: list[PendingJob], ids: set[str]) -> list[Job]:
+    """The jobs with these ids, in order; stops as soon as all are found (placed jobs sit near
+    the head of the queue)."""
+    out: list[Job] = []
+    for pj in ordered:
+        if pj.job.id in ids:
+            out.append(pj.job)
+            if len(out) == len(ids):
+                break
+    return out

@@ -111,6 +111,10 @@ class Job:
     #: ("nvlink", "node", "leaf", "spine"), as Kueue's required/preferred topology.
     topology_required: str | None = None
     topology_preferred: str | None = None
+    _shape: tuple = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_shape", self._compute_shape_key())
 
     @property
     def total_gpus(self) -> int:
@@ -134,7 +138,16 @@ class Job:
     def shape_key(self) -> tuple:
         """Jobs with equal keys are interchangeable for feasibility (an equivalence class).
 
-        A soft GPU share's key also names the tenant: the tenant rule makes feasibility depend on
-        who asks."""
-        return tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
-                     for ps in self.pod_sets)
+        Computed once, at construction: a 100,000-job queue asks for it every cycle."""
+        return self._shape
+
+    def _compute_shape_key(self) -> tuple:
+        """Per pod set (replicas, request shape). A soft GPU share's key also names the tenant
+        (the tenant rule makes feasibility depend on who asks); topology constraints and
+        parallelism are part of the key when present (they change where a gang may go)."""
+        key = tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
+                    for ps in self.pod_sets)
+        if self.topology_required or self.topology_preferred or self.parallelism is not None:
+            key += ((-1, ("topology", self.topology_required, self.topology_preferred,
+                          self.parallelism)),)
+        return key

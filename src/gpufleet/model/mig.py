@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from gpufleet.model.catalog import CATALOG
+
 COMPUTE_SLICES = 7
 MEMORY_SLICES = 8
 FULL_MASK = (1 << MEMORY_SLICES) - 1
@@ -167,17 +169,17 @@ def place_mix(model: str, profiles: Sequence[str]) -> tuple[int, ...] | None:
     Exact: backtracking over the valid starts, largest instances first (at most 7 instances of
     ≤ 7 starts: tiny).
     """
-    specs = [profile_for(model, n) for n in profiles]
-    if any(p is None for p in specs):
+    maybe = [profile_for(model, n) for n in profiles]
+    specs = [p for p in maybe if p is not None]
+    if len(specs) != len(maybe):
         return None
-    order = sorted(range(len(specs)), key=lambda i: -specs[i].memory_slices)  # type: ignore[union-attr]
+    order = sorted(range(len(specs)), key=lambda i: -specs[i].memory_slices)
     starts = [0] * len(specs)
 
     def go(k: int, mask: int) -> bool:
         if k == len(order):
             return True
         p = specs[order[k]]
-        assert p is not None
         for s in p.starts:
             if not mask & p.bits(s):
                 starts[order[k]] = s
@@ -185,21 +187,19 @@ def place_mix(model: str, profiles: Sequence[str]) -> tuple[int, ...] | None:
                     return True
         return False
 
-    if sum(p.compute for p in specs) > COMPUTE_SLICES:  # type: ignore[union-attr]
+    if sum(p.compute for p in specs) > COMPUTE_SLICES:
         return None
     return tuple(starts) if go(0, 0) else None
 
 
 def mix_waste(model: str, profiles: Sequence[str]) -> MixWaste:
     """Compute slices, memory slices and GB a fitting mix leaves unused on one GPU."""
-    specs = [profile_for(model, n) for n in profiles]
     if place_mix(model, profiles) is None:
         raise ValueError(f"{'+'.join(profiles)} does not fit one {model}")
-    from gpufleet.model.catalog import CATALOG
-    used_gb = sum(p.memory_gb for p in specs)  # type: ignore[union-attr]
-    return MixWaste(COMPUTE_SLICES - sum(p.compute for p in specs),  # type: ignore[union-attr]
-                    MEMORY_SLICES - sum(p.memory_slices for p in specs),  # type: ignore[union-attr]
-                    CATALOG[model].memory_gb - used_gb)
+    specs = [PROFILES[model][profile_name(n)] for n in profiles]
+    return MixWaste(COMPUTE_SLICES - sum(p.compute for p in specs),
+                    MEMORY_SLICES - sum(p.memory_slices for p in specs),
+                    CATALOG[model].memory_gb - sum(p.memory_gb for p in specs))
 
 
 def maximal_mixes(model: str = "H100-80GB") -> list[tuple[tuple[str, ...], MixWaste]]:

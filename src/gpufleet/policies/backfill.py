@@ -25,7 +25,6 @@ overlap). A (class, mode) that failed is not searched again this cycle, and at m
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,7 +36,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation, RunningJob
 from gpufleet.policies.availability import Availability, Hold
 from gpufleet.policies.gang import bindings_fit
-from gpufleet.policies.shapes import FailedShapes
+from gpufleet.policies.shapes import dominates
 
 SCRATCH_KEY = "backfill.holds"
 
@@ -206,9 +205,7 @@ class ReservationBackfill:
                     gpu, cpu, mem = gpu - h2.gpu, cpu - h2.cpu, mem - h2.mem
             limits.append([gpu, cpu, mem])
         reserved = {r.job for r, _ in protected}
-        failed: dict[int, FailedShapes] = {}
         views: dict[int, NodeTable] = {}
-        tests = 0
 
         def view(mode: int) -> NodeTable:
             if mode not in views:
@@ -220,33 +217,25 @@ class ReservationBackfill:
                                                                np.maximum(mem, 0))
             return views[mode]
 
-        for pj in blocked:
-            job = pj.job
-            if job.id in reserved:
-                continue
-            prior = ctx.statuses.get(job.id)
-            if prior is not None and prior.code is StatusCode.UNRESOLVABLE:
-                continue
-            end = ctx.now + ctx.planned_run(job)
-            mode = bisect.bisect_left(starts, end)
-            known = failed.setdefault(mode, FailedShapes()).known_failure(job)
-            if known is not None:
-                ctx.skipped_by_class += 1
-                ctx.statuses[job.id] = _keep_estimate(known, prior)
-                continue
-            if tests >= self.max_tests:
+        statuses = ctx.statuses
+        skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
+        cands = [pj.job for pj in blocked if pj.job.id not in skip]
+        scan = _Scan.build(cands, starts, ctx)
+        while True:
+            k = scan.next_alive()
+            if k is None or scan.tests >= self.max_tests:
                 break
-            tests += 1
+            job, mode = cands[k], int(scan.mode[k])
+            scan.tests += 1
             ctx.considered += 1
             fitted = _fit(ctx, job, view(mode))
             if isinstance(fitted, Status):
                 if mode > 0 and not isinstance(_fit(ctx, job, view(0)), Status):
                     r = protected[0][0]
                     fitted = Status(StatusCode.WAIT, (
-                        f"fits now, but running until ~t={end:.0f}s it would delay "
+                        f"fits now, but running until ~t={scan.end[k]:.0f}s it would delay "
                         f"the reservation for {r.job} at t={r.start:.0f}s",), self.name)
-                failed[mode].record(job, fitted)
-                ctx.statuses[job.id] = _keep_estimate(fitted, prior)
+                scan.fail(k, fitted)
                 continue
             for b in fitted:
                 plan.bind(b)
@@ -256,5 +245,103 @@ class ReservationBackfill:
                     lim[1][b.node] -= b.request.cpus
                     lim[2][b.node] -= b.request.memory_gb
             views.clear()
+            scan.started(k)
             out.started.append(job.id)
+        ctx.skipped_by_class += scan.write_statuses(cands, statuses, {r.job for r, _ in holds})
         return out
+
+
+def _unresolvable(status: Status | None) -> bool:
+    return status is not None and status.code is StatusCode.UNRESOLVABLE
+
+
+class _Scan:
+    """The bounded, class-aware walk over backfill candidates, in queue order.
+
+    Each candidate has a class (its shape key) and a mode (how many protected reservations start
+    before its planned end: mode m sees the free capacity capped by the first m limits, so a
+    higher mode never sees more). A failed (class, mode) kills every candidate whose class
+    dominates it, in that mode and every higher one. The walk jumps from one live candidate to the
+    next with a numpy mask, so 100,000 candidates cost a few vector operations per fit search,
+    not a Python step each.
+    """
+
+    def __init__(self, classes: list[tuple], cls: np.ndarray, mode: np.ndarray, end: np.ndarray,
+                 n_modes: int) -> None:
+        self.classes = classes
+        self.cls = cls
+        self.mode = mode
+        self.end = end
+        self.n_modes = n_modes
+        self.combo = cls * n_modes + mode
+        self.dead = np.zeros(len(classes) * n_modes, bool)
+        self.why: dict[int, Status] = {}
+        self.done = np.zeros(cls.size, bool)
+        self.was_started = np.zeros(cls.size, bool)
+        self.alive_idx = np.arange(cls.size)
+        self.pos = 0
+        self.tests = 0
+
+    @classmethod
+    def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
+        index: dict[tuple, int] = {}
+        classes: list[tuple] = []
+        ids = np.empty(len(jobs), np.int64)
+        for i, j in enumerate(jobs):
+            key = j.shape_key
+            c = index.get(key)
+            if c is None:
+                c = index[key] = len(classes)
+                classes.append(key)
+            ids[i] = c
+        if ctx.estimate_accuracy:
+            planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
+        else:
+            planned = np.fromiter((j.estimate for j in jobs), float, len(jobs))
+        end = ctx.now + planned
+        mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
+            else np.zeros(len(jobs), np.int64)
+        return cls(classes, ids, mode.astype(np.int64), end, len(starts) + 1)
+
+    def next_alive(self) -> int | None:
+        while self.pos < self.alive_idx.size:
+            k = int(self.alive_idx[self.pos])
+            self.pos += 1
+            if not self.done[k] and not self.dead[self.combo[k]]:
+                return k
+        return None
+
+    def fail(self, k: int, status: Status) -> None:
+        c, m = int(self.cls[k]), int(self.mode[k])
+        small = self.classes[c]
+        for d, key in enumerate(self.classes):
+            if d == c or dominates(key, small):
+                for mm in range(m, self.n_modes):
+                    combo = d * self.n_modes + mm
+                    if not self.dead[combo]:
+                        self.dead[combo] = True
+                        self.why[combo] = status
+        self.done[k] = True
+        rest = np.flatnonzero(~self.dead[self.combo[k + 1:]]) + k + 1
+        self.alive_idx, self.pos = rest, 0
+
+    def started(self, k: int) -> None:
+        self.done[k] = True
+        self.was_started[k] = True
+
+    def write_statuses(self, jobs: list, statuses: dict, estimated: set[str]) -> int:
+        """Every candidate not started gets its class's failure (its own, if it was searched),
+        or 'not examined'; returns how many were settled by class without a search of their own.
+        Jobs in ``estimated`` keep the start estimate the reservation schedule gave them."""
+        unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
+                                              "was reached before this job's turn",), "backfill")
+        by_combo = np.full(self.dead.size, unexamined, dtype=object)
+        for combo, status in self.why.items():
+            by_combo[combo] = status
+        waiting = np.flatnonzero(~self.was_started)
+        verdicts = by_combo[self.combo[waiting]]
+        prior = {j: statuses[j] for j in estimated if j in statuses}
+        statuses.update(zip([jobs[k].id for k in waiting.tolist()], verdicts.tolist(), strict=True))
+        for j, old in prior.items():
+            statuses[j] = _keep_estimate(statuses[j], old)
+        return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))

@@ -21,7 +21,8 @@ eviction notice is running, defrag waits.
 
 Disruption budget: at most ``gpus_per_hour`` GPU-equivalents evicted in any trailing hour (the
 driver passes recent evictions in ``CycleInput.disruptions``) and ``gpus_per_cycle`` per cycle.
-A plan over budget evicts nothing.
+A plan over budget evicts nothing. Periodic: the simulator runs a cycle every ``period_s`` while
+jobs wait and others run, so defrag looks again even when nothing arrives or ends.
 
 Search (``rule="cost"``, ours), on the Plan — release, fit, roll back; nothing leaves the engine:
 1. Units are nodes. For each node n holding movable jobs, release every movable job with a pod
@@ -74,7 +75,8 @@ class DefragPreemptor:
     """Moves running jobs so the head blocked gang fits (module docstring)."""
 
     def __init__(self, rule: str = "cost", *, gpus_per_hour: float = 32.0, gpus_per_cycle: float = 16.0,
-                 patience_s: float = 1800.0, grace_s: float = 60.0, require_moves: bool | None = None) -> None:
+                 patience_s: float = 1800.0, grace_s: float = 60.0, require_moves: bool | None = None,
+                 period_s: float = 300.0) -> None:
         if rule not in ("cost", "smallest"):
             raise ValueError(f"unknown defrag rule {rule!r}; expected 'cost' or 'smallest'")
         self.rule = rule
@@ -84,6 +86,8 @@ class DefragPreemptor:
         self.grace_s = grace_s
         self.require_moves = rule == "cost" if require_moves is None else require_moves
         self.name = "defrag" if rule == "cost" else "defrag-naive"
+        #: The simulator runs a cycle at least this often while jobs wait, so defrag is periodic.
+        self.period_s = period_s
 
     # --- the Preemptor protocol ----------------------------------------------------------
 

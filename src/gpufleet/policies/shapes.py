@@ -13,11 +13,15 @@ from gpufleet.engine.status import Status
 from gpufleet.model.job import Job
 
 
-def _dominates(big: tuple, small: tuple) -> bool:
+def dominates(big: tuple, small: tuple) -> bool:
     """True when shape ``big`` asks for at least as much as ``small`` in every dimension."""
     if len(big) != len(small):
         return False
     for (rb, shape_b), (rs, shape_s) in zip(big, small, strict=True):
+        if rb < 0 or rs < 0:  # a constraint entry (topology, parallelism): must match exactly
+            if (rb, shape_b) != (rs, shape_s):
+                return False
+            continue
         gb, cb, mb, modb = shape_b[:4]
         gs, cs, ms, mods = shape_s[:4]
         if modb != mods or rb < rs or gb < gs or cb < cs or mb < ms:
@@ -29,17 +33,27 @@ def _dominates(big: tuple, small: tuple) -> bool:
 
 @dataclass(slots=True)
 class FailedShapes:
-    failed: dict[tuple, Status] = field(default_factory=dict)
+    """Shapes that failed this cycle, and a memo of which keys they rule out.
+
+    Each key remembers how many failures it has been checked against, so a key is compared with
+    each failed shape at most once per cycle: O(keys × failures), not O(jobs × failures).
+    """
+
+    failed: list[tuple[tuple, Status]] = field(default_factory=list)
+    _verdict: dict[tuple, tuple[int, Status | None]] = field(default_factory=dict)
 
     def known_failure(self, job: Job) -> Status | None:
         key = job.shape_key
-        hit = self.failed.get(key)
-        if hit is not None:
-            return hit
-        for shape, status in self.failed.items():
-            if _dominates(key, shape):
-                return status
-        return None
+        seen, verdict = self._verdict.get(key, (0, None))
+        if verdict is not None or seen == len(self.failed):
+            return verdict
+        for shape, status in self.failed[seen:]:
+            if shape == key or dominates(key, shape):
+                verdict = status
+                break
+        self._verdict[key] = (len(self.failed), verdict)
+        return verdict
 
     def record(self, job: Job, status: Status) -> None:
-        self.failed[job.shape_key] = status
+        self.failed.append((job.shape_key, status))
+        self._verdict[job.shape_key] = (len(self.failed), status)

@@ -170,6 +170,12 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                 # reservation ends): make sure a cycle runs then.
                 wakeups.add(wake)
                 q.push(wake, EventKind.CYCLE)
+            period = getattr(profile.preemptor, "period_s", 0.0)
+            if period > 0 and cluster.running and t + period not in wakeups:
+                # A periodic preemptor (defrag) looks again after its period even if nothing
+                # changes; bounded: only while jobs run (each of which ends).
+                wakeups.add(t + period)
+                q.push(t + period, EventKind.CYCLE)
             for res in reservations:
                 if res.protected:
                     reserved_starts.setdefault(res.job, res.start)

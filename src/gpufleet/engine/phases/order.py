@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import numpy as np
+
 from gpufleet.engine.types import CycleContext, PendingJob
 
 
@@ -19,4 +21,17 @@ class PriorityFifo:
     name = "priority-fifo"
 
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
-        return sorted(admitted, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+        return priority_fifo(admitted)
+
+
+def priority_fifo(jobs: list[PendingJob]) -> list[PendingJob]:
+    """Sort by (−priority, submit time, id) with one numpy lexsort: a 100,000-job queue is three
+    column reads and a sort, not 100,000 Python key tuples."""
+    n = len(jobs)
+    if n < 64:
+        return sorted(jobs, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+    prio = np.fromiter((p.job.priority for p in jobs), np.int64, n)
+    submit = np.fromiter((p.job.submit_time for p in jobs), np.float64, n)
+    ids = np.array([p.job.id for p in jobs])
+    order = np.lexsort((ids, submit, -prio))
+    return [jobs[i] for i in order.tolist()]

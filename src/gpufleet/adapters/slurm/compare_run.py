@@ -1,0 +1,198 @@
+"""`gpufleet slurm compare`: one workload on a real Slurm and in our simulator, side by side.
+
+1. **Workload** (``compare_workload``): short sleep jobs of R nodes × G GPUs (R in 1–4, G in 1, 2,
+   4, 8), run times of seconds, time limits of whole minutes (Slurm's floor), all one account.
+   Time is compressed, not scaled: a job "runs" ``sleep s``.
+2. **Slurm** (``run_on_slurm``): ``sbatch`` each job in order (``--nodes=R --ntasks-per-node=1
+   --gres=gpu:G --time=M``), then poll ``sacct`` until every job's record is complete.
+3. **Replay** (``replay``): the same jobs in the simulator on the fleet read from the cluster's
+   slurm.conf, gres.conf and topology.conf, with Slurm's submit times and Slurm's observed run
+   times (Elapsed) — so the only difference left is the scheduling decision — under the Slurm-like
+   profile (policies/slurm_like.py) with the priority weights read from slurm.conf.
+4. **Agreement** (compare.py): order and wait differences, and the biggest disagreements.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from gpufleet.adapters.slurm.compare import Agreement, JobFacts, agreement, facts_from
+from gpufleet.adapters.slurm.conf import SlurmConf, read_slurm_conf
+from gpufleet.adapters.slurm.fleet_conf import read_fleet
+from gpufleet.adapters.slurm.reader import Runner, SlurmReader
+from gpufleet.adapters.slurm.writer import SlurmWriter
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.slurm_like import SlurmPriority, slurm_like_profile
+from gpufleet.sim.runner import SimResult, simulate
+from gpufleet.traces.slurm_sacct import SacctTrace
+
+
+def compare_workload(n: int, seed: int = 1, account: str = "research", max_nodes: int = 4,
+                     run_s: tuple[int, int] = (1, 6)) -> list[Job]:
+    """``n`` jobs ``j0001``… of R nodes × G GPUs: R ≤ ``max_nodes`` (1 most often), G in 1, 2, 4, 8.
+
+    Limits: 1 minute for most, 2 for a quarter — different limits are what backfill plans with.
+    """
+    rng = np.random.default_rng(seed)
+    nodes_p = np.array([0.45, 0.25, 0.15, 0.15])[:max_nodes]
+    nodes_p = nodes_p / nodes_p.sum()
+    jobs = []
+    for i in range(n):
+        nodes = int(rng.choice(np.arange(1, len(nodes_p) + 1), p=nodes_p))
+        gpus = int(rng.choice([1, 2, 4, 8], p=[0.35, 0.2, 0.2, 0.25]))
+        run = int(rng.integers(run_s[0], run_s[1] + 1))
+        limit = 120.0 if rng.random() < 0.25 else 60.0
+        jobs.append(Job(id=JobId(f"j{i + 1:04d}"), tenant=TenantId(account),
+                        pod_sets=(PodSet("main", nodes, PodRequest(gpus=gpus)),), submit_time=0.0,
+                        run_time=float(run), run_time_estimate=limit))
+    return jobs
+
+
+def _setting_s(conf: SlurmConf, key: str, default_s: float, unit_s: float = 60.0) -> float:
+    """A slurm.conf duration: ``[D-]HH:MM:SS``, ``MM:SS`` or a bare number of ``unit_s``."""
+    text = (conf.setting(key) or "").strip()
+    if not text:
+        return default_s
+    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
+    if not m:
+        return default_s
+    days, a, b, c = m.groups()
+    if b is None:
+        return int(days or 0) * 86400 + int(a) * (3600 if days else unit_s)
+    if c is None:
+        return int(days or 0) * 86400 + int(a) * 60 + int(b)
+    return int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
+
+
+def priority_from_conf(conf: SlurmConf, fleet: Fleet, phase_s: float = 0.0) -> SlurmPriority:
+    """Slurm's multifactor weights from slurm.conf; zero weights when multifactor is off."""
+    multifactor = (conf.setting("PriorityType") or "").endswith("multifactor")
+
+    def weight(key: str) -> float:
+        return float(conf.setting(key) or 0) if multifactor else 0.0
+
+    return SlurmPriority(
+        nodes=len(fleet.nodes), cpus=sum(n.cpus for n in fleet.nodes),
+        weight_size=weight("PriorityWeightJobSize"), weight_age=weight("PriorityWeightAge"),
+        weight_partition=weight("PriorityWeightPartition"),
+        max_age_s=_setting_s(conf, "PriorityMaxAge", 7 * 86400.0),
+        calc_period_s=_setting_s(conf, "PriorityCalcPeriod", 300.0),
+        phase_s=phase_s,
+        favor_small=(conf.setting("PriorityFavorSmall") or "NO").upper() in ("YES", "TRUE", "1"),
+    )
+
+
+@dataclass(frozen=True)
+class SlurmRun:
+    ids: dict[str, str]
+    trace: SacctTrace
+    submit_s: float
+    drain_s: float
+    #: Epoch seconds when slurmctld's statistics (and its priority recalculation ticks) began.
+    ctld_since: float | None
+
+
+def ctld_since(run: Runner) -> float | None:
+    """``sdiag``'s "Data since" epoch: slurmctld's start (unless someone ran ``sdiag --reset``)."""
+    try:
+        m = re.search(r"Data since\s+.*\((\d+)\)", run(["sdiag"]))
+    except Exception:  # noqa: BLE001 - a missing sdiag only costs the phase of the age ticks
+        return None
+    return float(m.group(1)) if m else None
+
+
+def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, poll_s: float = 1.0) -> SlurmRun:
+    """Submit ``jobs`` in order, then wait until ``sacct`` has a complete record of each."""
+    since = ctld_since(run)
+    t0 = time.monotonic()
+    ids = {str(k): v for k, v in SlurmWriter(run, gpus_per_node=None).submit_all(jobs).items()}
+    submitted = time.monotonic()
+    reader = SlurmReader(run)
+    deadline = submitted + timeout_s
+    while True:
+        trace = reader.sacct(list(ids.values()))
+        if len(trace.jobs) + len(trace.not_started) >= len(ids):
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after {timeout_s:.0f} s "
+                               f"({trace.summary()})")
+        time.sleep(poll_s)
+    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    agreement: Agreement
+    facts: tuple[JobFacts, ...]
+    sim: SimResult
+    profile: str
+    priority: SlurmPriority
+    slurm_makespan_s: float
+    sim_makespan_s: float
+    left_out: tuple[str, ...] = ()
+
+
+def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[str, JobFacts]]:
+    """Our jobs with Slurm's submit times, observed run times and limits; facts per job."""
+    by_slurm = {str(j.id): (j, r) for j, r in zip(slurm.trace.jobs, slurm.trace.records, strict=True)}
+    out, info = [], {}
+    for job in jobs:
+        sid = slurm.ids.get(str(job.id))
+        if sid is None or sid not in by_slurm:
+            continue
+        seen, rec = by_slurm[sid]
+        assert rec.start is not None and rec.end is not None
+        limit = seen.run_time_estimate if seen.run_time_estimate is not None else job.estimate
+        out.append(replace(job, submit_time=rec.submit, run_time=max(rec.end - rec.start, 0.5),
+                           run_time_estimate=limit))
+        ps = job.pod_sets[0]
+        info[str(job.id)] = JobFacts(str(job.id), sid, ps.replicas, ps.request.gpus, rec.submit, rec.start,
+                                     rec.start, rec.end - rec.start, limit)
+    return out, info
+
+
+def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun, backfill: str = "conservative",
+           top: int = 12) -> Comparison:
+    """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules."""
+    sim_jobs, info = replay_jobs(jobs, slurm)
+    origin = slurm.trace.origin
+    phase = 0.0
+    if slurm.ctld_since is not None and origin is not None:
+        phase = slurm.ctld_since - origin.timestamp()
+    prio = priority_from_conf(conf, fleet, phase_s=phase)
+    profile = slurm_like_profile(prio, backfill)
+    result = simulate(fleet, sim_jobs, profile)
+    slurm_starts = {j: f.slurm_start for j, f in info.items()}
+    facts = facts_from(slurm_starts, result.starts, info)
+    rate = len(jobs) / max(slurm.submit_s + slurm.drain_s, 1e-9)
+    agree = agreement(facts, top=top, launch_rate=rate)
+    left = tuple(sorted(set(str(j.id) for j in jobs) - {f.job_id for f in facts}))
+    slurm_end = max((r.end or 0.0) for r in slurm.trace.records) if slurm.trace.records else 0.0
+    return Comparison(agree, tuple(facts), result, profile.name, prio, slurm_end,
+                      max(result.finishes.values(), default=0.0), left)
+
+
+def cluster_files(slurm_conf: str | Path) -> tuple[Path, Path | None, list[Path]]:
+    """slurm.conf and, next to it, gres.conf and topology.conf when they exist."""
+    conf = Path(slurm_conf)
+    gres = conf.with_name("gres.conf")
+    topo = conf.with_name("topology.conf")
+    return conf, gres if gres.is_file() else None, [topo] if topo.is_file() else []
+
+
+def read_cluster(slurm_conf: str | Path) -> tuple[Fleet, SlurmConf]:
+    conf_path, gres, topo = cluster_files(slurm_conf)
+    return read_fleet(conf_path, gres, topo).fleet, read_slurm_conf(conf_path, gres)
+
+
+def origin_epoch(trace: SacctTrace) -> float | None:
+    return trace.origin.timestamp() if isinstance(trace.origin, datetime) else None
