@@ -15,6 +15,7 @@ from gpufleet.cli.main import app
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.fmt import duration
 from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
+from gpufleet.report.estimates import estimate_section
 from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
@@ -152,6 +153,9 @@ def simulate(
         extra.append(deadlock_section(dl_results, {n: summarize(r) for n, r in dl_results.items()}))
     else:
         extra.append(deadlock_section(results, summaries))
+    estimates = estimate_section(results, summaries)
+    if estimates is not None:
+        extra.insert(0, estimates)
     if any(r.slowdowns is not None for r in results.values()):
         extra.insert(0, topology_section(results, summaries))
     if scn.tenancy is not None:

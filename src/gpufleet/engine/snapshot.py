@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpufleet.engine.free_index import FreeIndex
 from gpufleet.engine.gpu_state import GpuColumns, GpuSlot
 from gpufleet.model.catalog import CATALOG
 from gpufleet.model.fleet import Fleet
@@ -37,6 +38,9 @@ class NodeTable:
     #: Per-GPU state for MIG instances and soft shares (engine/gpu_state.py); None for tables
     #: built by hand, which then host whole-GPU requests only.
     per_gpu: GpuColumns | None = None
+    #: Incremental (model, free GPUs) histogram for fast rejection; kept by take/give on tables
+    #: that own their columns, absent on read-only views (``with_free``).
+    index: FreeIndex | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -51,7 +55,7 @@ class NodeTable:
         gpu = np.array([n.gpus for n in nodes], np.int64)
         cpu = np.array([n.cpus for n in nodes], np.float64)
         mem = np.array([n.memory_gb for n in nodes], np.float64)
-        return cls(
+        table = cls(
             names=tuple(n.id for n in nodes),
             gpu_models=models,
             model_idx=np.array([m_index[n.gpu] for n in nodes], np.int16),
@@ -64,6 +68,9 @@ class NodeTable:
             per_gpu=GpuColumns.empty(gpu, np.array([CATALOG[n.gpu].memory_gb if n.gpu in CATALOG
                                                     else 0.0 for n in nodes], np.float64)),
         )
+        table.index = FreeIndex.build(table.model_idx, table.gpu_free, table.schedulable,
+                                      len(models), int(gpu.max()) if len(gpu) else 0)
+        return table
 
     def __len__(self) -> int:
         return len(self.names)
@@ -75,15 +82,28 @@ class NodeTable:
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total,
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
             self.per_gpu.copy() if self.per_gpu is not None else None,
+            self.index.copy() if self.index is not None else None,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
-        """The same fleet with other free columns: capacity at another time, or under a limit."""
+        """A read-only view of the same fleet with other free columns: capacity at another time,
+        or under a reservation's limit. Search asks it questions (``slots``, ``fit``); nothing
+        binds on it, so the per-GPU state is shared, not copied."""
         return NodeTable(
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
-            self.schedulable, self.per_gpu.copy() if self.per_gpu is not None else None,
+            self.schedulable, self.per_gpu, None,
         )
+
+    def cannot_fit(self, req: PodRequest, replicas: int) -> bool:
+        """True when the free-capacity index proves ``replicas`` pods of ``req`` cannot fit now
+        (whole-GPU requests on tables that keep an index); False means "search to find out"."""
+        if self.index is None or req.gpus <= 0 or req.is_fractional:
+            return False
+        models = None
+        if req.gpu_models:
+            models = [i for i, m in enumerate(self.gpu_models) if m in req.gpu_models]
+        return self.index.max_pods(req.gpus, models) < replicas
 
     @property
     def n_leaves(self) -> int:
@@ -146,23 +166,31 @@ class NodeTable:
     def take(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
         """Hold capacity for ``count`` pods of ``req``; a fractional pod also needs its ``slot``
         (a fractional request without one holds CPU and memory only)."""
+        before = int(self.gpu_free[node])
         self.gpu_free[node] -= req.gpus * count
         self.cpu_free[node] -= req.cpus * count
         self.mem_free[node] -= req.memory_gb * count
         pg = self.per_gpu
-        if pg is None:
-            return
-        if slot is not None and req.is_fractional:
-            pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
-        elif req.gpus > 0 and pg.idle_configured[node] > self.gpu_free[node]:
-            pg.whole_taken(node, self.gpu_free)
+        if pg is not None:
+            if slot is not None and req.is_fractional:
+                pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
+            elif req.gpus > 0 and pg.idle_configured[node] > self.gpu_free[node]:
+                pg.whole_taken(node, self.gpu_free)
+        self._reindex(node, before)
 
     def give(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
+        before = int(self.gpu_free[node])
         self.gpu_free[node] += req.gpus * count
         self.cpu_free[node] += req.cpus * count
         self.mem_free[node] += req.memory_gb * count
         if slot is not None and req.is_fractional and self.per_gpu is not None:
             self.per_gpu.give(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
+        self._reindex(node, before)
+
+    def _reindex(self, node: int, before: int) -> None:
+        after = int(self.gpu_free[node])
+        if self.index is not None and after != before and self.schedulable[node]:
+            self.index.move(int(self.model_idx[node]), before, after)
 
     @property
     def gpus_allocated(self) -> int:

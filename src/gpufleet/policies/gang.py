@@ -28,6 +28,8 @@ from gpufleet.policies.shapes import FailedShapes
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
     """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit."""
+    if table.cannot_fit(req, replicas):
+        return None
     slots = table.slots(req)
     total = int(np.minimum(slots, replicas).sum())
     if total < replicas:
@@ -192,6 +194,8 @@ def gang_feasible(job: Job, table: NodeTable) -> bool:
     if len(job.pod_sets) != 1:
         return False
     ps = job.pod_sets[0]
+    if table.cannot_fit(ps.request, ps.replicas):
+        return False
     return int(np.minimum(table.slots(ps.request), ps.replicas).sum()) >= ps.replicas
 
 

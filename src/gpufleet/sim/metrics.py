@@ -93,6 +93,23 @@ def slowdown_metrics(r: SimResult) -> dict[str, Any]:
             "slowdown_jobs_over_1_1": int((sd > 1.1).sum())}
 
 
+def estimate_metrics(r: SimResult) -> dict[str, Any]:
+    """How good were the start-time estimates? For each job that got one (from the reservation
+    schedule, the first time it was seen waiting) and later started: error = actual − estimated
+    start, in seconds; positive means later than promised. Empty when no estimate was made."""
+    if not r.estimates:
+        return {}
+    err = np.array([r.starts[j] - t for j, t in sorted(r.estimates.items()) if j in r.starts])
+    if not err.size:
+        return {}
+    absolute = np.abs(err)
+    return {"estimates": int(err.size),
+            "estimate_error_p50_s": _pct(absolute, 50),
+            "estimate_error_p90_s": _pct(absolute, 90),
+            "estimate_late_pct": float(100.0 * (err > 1.0).mean()),
+            "estimate_bias_s": float(err.mean())}
+
+
 #: A "big gang" for the defrag comparison: at least this many GPUs.
 BIG_GANG_GPUS = 8
 #: A gang counts as unblocked by defrag when it starts within this long of its first move notice.
@@ -172,6 +189,7 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
         "events": r.events,
         "sim_wall_s": round(r.wall_s, 3),
         **slowdown_metrics(r),
+        **estimate_metrics(r),
         "preemptions": r.preemptions,
         "lost_gpu_hours": r.lost_gpu_s / 3600.0,
         "tenants": tenant_metrics(r, window, tenancy),
