@@ -13,9 +13,9 @@ from rich.table import Table
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.policies.registry import PROFILES, profile
+from gpufleet.report.estimates import estimate_section
 from gpufleet.report.fmt import duration
 from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
-from gpufleet.report.estimates import estimate_section
 from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
