@@ -23,11 +23,18 @@ from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import SimResult
 from gpufleet.sim.runner import simulate as run_simulation
 from gpufleet.sim.runtime import runtime_model_for
-from gpufleet.sim.scenario import Scenario, bundled, bundled_names, load_scenario
+from gpufleet.sim.scenario import Scenario, bundled, bundled_names, load_scenario, parse_scenario
 from gpufleet.sim.usage import UsageTracker
 
 
-def resolve_scenario(arg: str | None) -> Scenario:
+def resolve_scenario(arg: str | None, fleet: Path | None = None, trace: Path | None = None) -> Scenario:
+    if fleet is not None or trace is not None:
+        if arg is not None or fleet is None or trace is None:
+            raise fail("--fleet and --trace go together, instead of a SCENARIO")
+        data = {"name": trace.stem, "description": f"trace {trace} replayed on fleet {fleet}",
+                "fleet": {"file": str(fleet.resolve())}, "workload": {"trace": str(trace.resolve())},
+                "policies": ["gang-easy", "gang-bestfit"]}
+        return parse_scenario(data, "<command line>")
     if arg is None:
         return bundled("default")
     path = Path(arg)
@@ -136,9 +143,14 @@ def simulate(
     = Path("gpufleet-out"),
     seed: Annotated[int | None, typer.Option(help="Workload seed (overrides the scenario's).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    fleet: Annotated[Path | None, typer.Option(
+        help="Fleet YAML (e.g. from `gpufleet slurm import-conf`), with --trace.")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        help="Trace in gpufleet JSON lines (e.g. from `gpufleet slurm import-sacct`), with --fleet.")]
+    = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
-    scn = resolve_scenario(scenario)
+    scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
     for p in policies:
         if p not in PROFILES:

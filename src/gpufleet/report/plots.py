@@ -79,5 +79,9 @@ def wait_survival(waits: Mapping[str, np.ndarray], title: str = "Queue wait: who
                 rotation=90, va="top", ha="right")
     ax.set_title(title, loc="left", fontsize=11)
     ax.grid(alpha=0.3, which="major")
-    ax.legend(frameon=False, fontsize=9, loc="lower left")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(frameon=False, fontsize=9, loc="lower left")
+    else:
+        ax.text(0.5, 0.5, "every job started at once", transform=ax.transAxes, ha="center",
+                color="#57606a")
     return to_png_b64(fig)

@@ -35,6 +35,7 @@ from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate
+from gpufleet.traces.jsonl import read_jobs
 
 
 class _Strict(BaseModel):
@@ -181,11 +182,13 @@ class JobSpec(_Strict):
 class WorkloadSection(_Strict):
     generator: GeneratorSpec | None = None
     jobs: list[JobSpec] | None = None
+    #: A trace in gpufleet's JSON-lines format (traces/jsonl.py), relative to the scenario file.
+    trace: str | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> WorkloadSection:
-        if (self.generator is None) == (self.jobs is None):
-            raise ValueError("give exactly one of 'generator' or 'jobs'")
+        if sum(x is not None for x in (self.generator, self.jobs, self.trace)) != 1:
+            raise ValueError("give exactly one of 'generator', 'jobs' or 'trace'")
         return self
 
 
@@ -257,6 +260,8 @@ class Scenario:
     def jobs(self, seed: int | None = None) -> list[Job]:
         w = self.spec.workload
         ten = self.spec.tenancy
+        if w.trace is not None:
+            return read_jobs(self.relative(w.trace))
         if w.jobs is not None:
             return [replace(j.build(), priority=ten.class_value(j.priority_class) or 0)
                     if j.priority_class is not None and ten is not None else j.build() for j in w.jobs]
@@ -279,9 +284,30 @@ class Scenario:
         return g.days * 86400.0 if g is not None else None
 
 
+    def relative(self, name: str) -> Path:
+        """A path named in the scenario, resolved against the scenario file's folder."""
+        base = Path(self.source).parent if not self.source.startswith("<") else Path.cwd()
+        return base / name
+
+
+def _inline_fleet_file(data: dict, source: str) -> dict:
+    """``fleet: {file: fleet.yaml}`` names a fleet file (e.g. from ``slurm import-conf``)."""
+    fleet = data.get("fleet")
+    if isinstance(fleet, dict) and set(fleet) == {"file"}:
+        base = Path(source).parent if not source.startswith("<") else Path.cwd()
+        path = base / str(fleet["file"])
+        loaded = read_yaml(path)
+        if not isinstance(loaded, dict) or "fleet" not in loaded:
+            raise InputError(str(path), "fleet",
+                             "missing required field (a mapping with 'groups' or 'nodes')")
+        return {**data, "fleet": loaded["fleet"]}
+    return data
+
+
 def parse_scenario(data: Any, source: str) -> Scenario:
     if not isinstance(data, dict):
         raise InputError(source, "", "expected a mapping with 'fleet' and 'workload'")
+    data = _inline_fleet_file(data, source)
     try:
         return Scenario(ScenarioSpec.model_validate(data), source)
     except ValidationError as e:

@@ -1,0 +1,103 @@
+"""gpufleet's own trace format: one job per line, JSON.
+
+    {"id": "17", "tenant": "prod", "submit_time": 0.0, "run_time": 3600.0,
+     "run_time_estimate": 7200.0, "priority": 0, "kind": "training",
+     "pod_sets": [{"name": "main", "replicas": 2, "gpus": 8, "cpus": 64, "memory_gb": 500,
+                   "gpu_models": ["H100-80GB"]}], "labels": {"slurm.qos": "normal"}}
+
+``gpufleet slurm import-sacct`` writes it (with an extra ``slurm`` record of what Slurm did, which
+the reader ignores); ``gpufleet simulate --trace`` and scenario files (``workload: {trace: …}``)
+read it. A bad line gets one error naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.errors import InputError, from_validation_error
+from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
+
+
+class _PodSetRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = "worker"
+    replicas: int = Field(ge=1)
+    gpus: int = Field(ge=0)
+    cpus: float = Field(default=0.0, ge=0)
+    memory_gb: float = Field(default=0.0, ge=0)
+    gpu_models: list[str] = []
+
+
+class _JobRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    tenant: str = "default"
+    submit_time: float = Field(ge=0)
+    run_time: float = Field(ge=0)  # a job that failed at once ran 0 s: real data, kept
+    run_time_estimate: float | None = Field(default=None, gt=0)
+    priority: int = 0
+    kind: JobKind = JobKind.BATCH
+    pod_sets: list[_PodSetRow] = Field(min_length=1)
+    labels: dict[str, str] = {}
+    slurm: dict[str, Any] | None = None
+
+    def build(self) -> Job:
+        sets = tuple(PodSet(p.name, p.replicas, PodRequest(
+            p.gpus, p.cpus, p.memory_gb, tuple(canonical_gpu_name(m) for m in p.gpu_models)))
+            for p in self.pod_sets)
+        return Job(JobId(self.id), TenantId(self.tenant), sets, self.submit_time, self.run_time,
+                   self.priority, self.kind, self.run_time_estimate,
+                   labels=tuple(sorted(self.labels.items())))
+
+
+def read_jobs(path: str | Path) -> list[Job]:
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    for no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(where, "", f"not a JSON object ({e.msg})") from None
+        try:
+            job = _JobRow.model_validate(row).build()
+        except ValidationError as e:
+            raise from_validation_error(where, e) from None
+        except ValueError as e:
+            raise InputError(where, "pod_sets.gpu_models", str(e)) from None
+        if job.id in seen:
+            raise InputError(where, "id", f"duplicate job id {job.id!r}")
+        seen.add(job.id)
+        jobs.append(job)
+    if not jobs:
+        raise InputError(str(path), "", "no jobs: expected one JSON object per line")
+    return jobs
+
+
+def job_row(job: Job) -> dict[str, Any]:
+    return {
+        "id": job.id, "tenant": job.tenant, "submit_time": job.submit_time, "run_time": job.run_time,
+        "run_time_estimate": job.run_time_estimate, "priority": job.priority, "kind": str(job.kind),
+        "pod_sets": [{"name": ps.name, "replicas": ps.replicas, "gpus": ps.request.gpus,
+                      "cpus": ps.request.cpus, "memory_gb": ps.request.memory_gb,
+                      "gpu_models": list(ps.request.gpu_models)} for ps in job.pod_sets],
+        "labels": dict(job.labels),
+    }
+
+
+def write_jobs(path: str | Path, jobs: Iterable[Job]) -> None:
+    Path(path).write_text("".join(json.dumps(job_row(j), sort_keys=True) + "\n" for j in jobs))
