@@ -143,3 +143,57 @@ def explain(
     if snapshot.job(job_id) is None:
         raise fail(f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})")
     console.print(explain_job(snapshot, job_id).text(), highlight=False, markup=False, soft_wrap=True)
+
+
+@slurm_app.command("compare")
+@one_line_errors
+def compare(
+    out: Annotated[Path, typer.Option("--out", help="directory for report.html and compare.json")],
+    slurm_conf: Annotated[str | None, typer.Option(
+        "--slurm-conf", envvar="SLURM_CONF",
+        help="slurm.conf of the cluster (gres.conf, topology.conf beside it)")] = None,
+    jobs: Annotated[int, typer.Option(help="sleep jobs to submit")] = 200,
+    seed: Annotated[int, typer.Option(help="workload seed")] = 1,
+    account: Annotated[str, typer.Option(help="Slurm account every job is charged to")] = "research",
+    backfill: Annotated[str, typer.Option(help="our side: conservative (Slurm's) or easy")] = "conservative",
+    timeout: Annotated[float, typer.Option(help="seconds to wait for the jobs to finish")] = 300.0,
+) -> None:
+    """Run a workload on a real Slurm and in our simulator; report how close the schedules are."""
+    import json
+    import shlex
+    import sys
+    import time
+
+    from rich.table import Table
+
+    from gpufleet.adapters.slurm.compare_run import compare_workload, read_cluster, replay, run_on_slurm
+    from gpufleet.report.slurm_compare import summary_rows, write_report
+
+    if not slurm_conf:
+        raise fail("--slurm-conf: expected the cluster's slurm.conf (or SLURM_CONF set)")
+    if jobs < 2:
+        raise fail("--jobs: expected at least 2 jobs")
+    fleet, conf = read_cluster(slurm_conf)
+    workload = compare_workload(jobs, seed=seed, account=account)
+    started = time.monotonic()
+    try:
+        run = run_on_slurm(SlurmCli(slurm_conf), workload, timeout_s=timeout)
+    except (SlurmCommandError, TimeoutError) as e:
+        raise fail(str(e)) from None
+    cmp = replay(fleet, conf, workload, run, backfill)
+    meta = {"wall_s": round(time.monotonic() - started, 1), "submit_s": round(run.submit_s, 1),
+            "drain_s": round(run.drain_s, 1),
+            "cluster": f"{len(fleet)} nodes, {fleet.total_gpus} GPUs ({slurm_conf})",
+            "workload": f"{jobs} sleep jobs, seed {seed}: 1-4 nodes x 1/2/4/8 GPUs, 1-6 s, limits 1-2 min",
+            "command": "gpufleet " + " ".join(shlex.quote(a) for a in sys.argv[1:])}
+    html_path, json_path = write_report(cmp, meta, out)
+    tab = Table(title="Slurm vs simulator")
+    tab.add_column("measure")
+    tab.add_column("value", justify="right")
+    for name, value in summary_rows(cmp, meta):
+        tab.add_row(str(name), str(value))
+    console.print(tab)
+    console.print(f"wrote {html_path} and {json_path}", highlight=False)
+    summary = {k: v for k, v in cmp.agreement.as_dict().items() if k != "disagreements"}
+    console.print(json.dumps({**summary, "policy": cmp.profile, "wall_s": meta["wall_s"]}), highlight=False,
+                  soft_wrap=True)

@@ -90,7 +90,8 @@ class SlurmMultifactor:
         self.prio = priority
 
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
-        return sorted(admitted, key=lambda p: (-self.prio.priority(p.job, ctx.now), p.job.submit_time, p.job.id))
+        prio = self.prio.priority
+        return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, p.job.id))
 
 
 class _OnePodPerNode:
@@ -159,6 +160,7 @@ def slurm_like_profile(priority: SlurmPriority, backfill: str = "conservative", 
     if backfill not in ("conservative", "easy"):
         raise ValueError(f"unknown backfill {backfill!r}; expected 'conservative' or 'easy'")
     protect = depth if backfill == "conservative" else 1
-    return Profile(f"slurm-like-{backfill}", placer=OneTaskPerNode(stop_at_first_blocked=True), orderer=orderer,
+    return Profile(f"slurm-like-{backfill}", placer=OneTaskPerNode(stop_at_first_blocked=True),
+                   orderer=orderer,
                    reserver=FreshPlanReserver(protect=protect, depth=depth),
                    backfiller=ReservationBackfill(backfill))

@@ -35,7 +35,8 @@ def test_fragbench_runs_every_policy_when_none_is_named(tmp_path):
     res = runner.invoke(app, [*files(tmp_path), "--seeds", "5", "--no-progress"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output.strip().splitlines()[-1])
-    assert {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd"} <= set(doc["results"])
+    assert {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "fgdbal", "fgdres"} \
+        <= set(doc["results"])
 
 
 def test_a_bad_pod_value_ends_with_exit_code_2_and_a_line_naming_file_row_and_field(tmp_path):

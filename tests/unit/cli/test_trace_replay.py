@@ -18,8 +18,9 @@ runner = CliRunner()
 
 def test_a_captured_slurm_cluster_and_its_history_replay_in_the_simulator(tmp_path):
     fleet, trace, out = tmp_path / "fleet.yaml", tmp_path / "trace.jsonl", tmp_path / "out"
-    r = runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"), "--gres", str(DATA / "gres.conf"),
-                            "--topology", str(DATA / "topology.conf"), "--out", str(fleet)])
+    r = runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"),
+                            "--gres", str(DATA / "gres.conf"), "--topology", str(DATA / "topology.conf"),
+                            "--out", str(fleet)])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["slurm", "import-sacct", str(DATA / "sacct.txt"), "--out", str(trace)])
     assert r.exit_code == 0, r.output

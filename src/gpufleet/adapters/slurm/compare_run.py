@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -99,6 +99,8 @@ class SlurmRun:
     drain_s: float
     #: Epoch seconds when slurmctld's statistics (and its priority recalculation ticks) began.
     ctld_since: float | None
+    #: Epoch seconds at which each sbatch returned (sub-second; sacct's Submit is whole seconds).
+    sent: dict[str, float] = field(default_factory=dict)
 
 
 def ctld_since(run: Runner) -> float | None:
@@ -114,7 +116,11 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
     """Submit ``jobs`` in order, then wait until ``sacct`` has a complete record of each."""
     since = ctld_since(run)
     t0 = time.monotonic()
-    ids = {str(k): v for k, v in SlurmWriter(run, gpus_per_node=None).submit_all(jobs).items()}
+    writer = SlurmWriter(run, gpus_per_node=None)
+    ids, sent = {}, {}
+    for job in jobs:
+        ids[str(job.id)] = writer.submit(job)
+        sent[str(job.id)] = time.time()
     submitted = time.monotonic()
     reader = SlurmReader(run)
     deadline = submitted + timeout_s
@@ -123,10 +129,10 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
         if len(trace.jobs) + len(trace.not_started) >= len(ids):
             break
         if time.monotonic() > deadline:
-            raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after {timeout_s:.0f} s "
-                               f"({trace.summary()})")
+            raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after "
+                               f"{timeout_s:.0f} s ({trace.summary()})")
         time.sleep(poll_s)
-    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since)
+    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent)
 
 
 @dataclass(frozen=True)
@@ -141,9 +147,25 @@ class Comparison:
     left_out: tuple[str, ...] = ()
 
 
+#: sacct's Submit is a whole second; the job arrived somewhere in that second. Without our own
+#: clock reading, half a second in: a 1 s scheduling cadence takes it at the next whole second,
+#: as Slurm's first pass after the submission does (its start is also recorded in whole seconds).
+SUBMIT_OFFSET_S = 0.5
+
+
+def bf_interval_s(conf: SlurmConf) -> float:
+    """``SchedulerParameters=bf_interval=N`` (Slurm's default: 30 s)."""
+    for item in (conf.setting("SchedulerParameters") or "").split(","):
+        key, _, value = item.partition("=")
+        if key.strip() == "bf_interval" and value.strip().isdigit():
+            return float(value)
+    return 30.0
+
+
 def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[str, JobFacts]]:
     """Our jobs with Slurm's submit times, observed run times and limits; facts per job."""
     by_slurm = {str(j.id): (j, r) for j, r in zip(slurm.trace.jobs, slurm.trace.records, strict=True)}
+    origin = origin_epoch(slurm.trace)
     out, info = [], {}
     for job in jobs:
         sid = slurm.ids.get(str(job.id))
@@ -152,7 +174,11 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
         seen, rec = by_slurm[sid]
         assert rec.start is not None and rec.end is not None
         limit = seen.run_time_estimate if seen.run_time_estimate is not None else job.estimate
-        out.append(replace(job, submit_time=rec.submit, run_time=max(rec.end - rec.start, 0.5),
+        submit = rec.submit + SUBMIT_OFFSET_S
+        if origin is not None and str(job.id) in slurm.sent:
+            # sbatch returned within the second sacct records: keep our sub-second time.
+            submit = min(max(slurm.sent[str(job.id)] - origin, rec.submit), rec.submit + 0.999)
+        out.append(replace(job, submit_time=submit, run_time=max(rec.end - rec.start, 0.5),
                            run_time_estimate=limit))
         ps = job.pod_sets[0]
         info[str(job.id)] = JobFacts(str(job.id), sid, ps.replicas, ps.request.gpus, rec.submit, rec.start,
@@ -160,8 +186,8 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
     return out, info
 
 
-def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun, backfill: str = "conservative",
-           top: int = 12) -> Comparison:
+def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
+           backfill: str = "conservative", top: int = 12) -> Comparison:
     """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules."""
     sim_jobs, info = replay_jobs(jobs, slurm)
     origin = slurm.trace.origin
@@ -170,7 +196,7 @@ def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun, 
         phase = slurm.ctld_since - origin.timestamp()
     prio = priority_from_conf(conf, fleet, phase_s=phase)
     profile = slurm_like_profile(prio, backfill)
-    result = simulate(fleet, sim_jobs, profile)
+    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=bf_interval_s(conf))
     slurm_starts = {j: f.slurm_start for j, f in info.items()}
     facts = facts_from(slurm_starts, result.starts, info)
     rate = len(jobs) / max(slurm.submit_s + slurm.drain_s, 1e-9)

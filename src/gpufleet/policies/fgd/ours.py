@@ -1,5 +1,8 @@
 """fgdbal: FGD's gradient with a CPU-balance tie-break. Our policy, not the paper's.
 
+Superseded by `fgdres` (reserve.py), which keeps this tie-break and adds a scarce-model reserve and
+a CPU reserve for CPU-only pods: fgdbal ties FGD on gpuspec20 and loses to it on cpu235/cpu300.
+
 Why.  FGD's integer sigmoid score resolves about 40 milli of gradient per point, so most pods see
 many nodes tied at the best score, and FGD gives them to the first node in the seeded priority
 order. On openb the unallocated GPU that FGD leaves at 100 % arrived is largely *CPU-stranded*: the
