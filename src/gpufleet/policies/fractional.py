@@ -36,7 +36,13 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.model.mig import best_start
-from gpufleet.policies.gang import choose_nodes, insufficiency_reason, place_in_order, unresolvable_reason
+from gpufleet.policies.gang import (
+    choose_nodes,
+    insufficiency_reason,
+    place_in_order,
+    pod_bindings,
+    unresolvable_reason,
+)
 
 TENANT_RULE = ("tenant rule: soft GPU shares give no memory or fault isolation, so two tenants "
                "never share a GPU softly (only MIG may)")
@@ -158,11 +164,8 @@ def fit_fractional_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: s
             chosen = choose_nodes(scratch, ps.request, ps.replicas)
             if chosen is None:
                 return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
-            replica = 0
+            out += pod_bindings(job, ps, chosen)
             for node, count in chosen:
-                for _ in range(count):
-                    out.append(PodBinding(job.id, ps.name, replica, node, ps.request))
-                    replica += 1
                 scratch.take(node, ps.request, count)
             continue
         for replica in range(ps.replicas):

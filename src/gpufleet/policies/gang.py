@@ -108,14 +108,19 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
         chosen = choose_nodes(scratch, ps.request, ps.replicas)
         if chosen is None:
             return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
-        replica = 0
-        for node, count in chosen:
-            for _ in range(count):
-                out.append(PodBinding(job.id, ps.name, replica, node, ps.request))
-                replica += 1
-            if scratch is not table:
+        out += pod_bindings(job, ps, chosen)
+        if scratch is not table:
+            for node, count in chosen:
                 scratch.take(node, ps.request, count)
     return tuple(out)
+
+
+def pod_bindings(job: Job, ps: PodSet, chosen: list[tuple[int, int]]) -> list[PodBinding]:
+    """(node, pods) pairs from ``choose_nodes`` as one binding per replica, numbered in order."""
+    out: list[PodBinding] = []
+    for node, count in chosen:
+        out += [PodBinding(job.id, ps.name, len(out) + i, node, ps.request) for i in range(count)]
+    return out
 
 
 def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
