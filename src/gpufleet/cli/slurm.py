@@ -4,6 +4,7 @@
     gpufleet slurm export-conf fleet.yaml --out DIR
     gpufleet slurm import-sacct sacct.txt --out trace.jsonl|trace.csv
     gpufleet slurm explain JOBID [--slurm-conf PATH | --from CAPTURE_DIR]
+    gpufleet slurm compare --slurm-conf PATH [--jobs 200] --out DIR   (real Slurm vs our simulator)
 
 A fleet read from Slurm is written in the explicit per-node YAML form (``fleet: {nodes: [...]}``):
 node names, leaves and NVLink domains from a real cluster rarely fit the compact ``groups`` form.

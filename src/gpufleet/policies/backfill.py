@@ -95,6 +95,9 @@ class ShadowReserver:
     #: Conservative backfill: every job is placed against every other job's standing promise,
     #: so a job may move earlier (schedule compression) but never into another's promised slot.
     compress: bool = False
+    #: A promise stands while its pods still fit at its time. False rebuilds the plan from
+    #: scratch every cycle, as Slurm's backfill does (no promise outlives its pass).
+    keep_promises: bool = True
 
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
@@ -102,7 +105,7 @@ class ShadowReserver:
         avail = Availability.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)], ctx.expected_end)
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
-        previous = {r.job: r for r in ctx.previous_reservations}
+        previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
         standing = self._standing_promises(blocked, previous, n, ctx) if self.compress else {}
         tried = 0
         for pj in blocked:

@@ -1,0 +1,103 @@
+"""The `gpufleet slurm compare` report: one self-contained HTML page and a JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from gpufleet.adapters.slurm.compare_run import Comparison
+from gpufleet.report.html import Section, img, render, table
+from gpufleet.report.plots import COLORS, to_png_b64
+
+
+def start_scatter(cmp: Comparison) -> str:
+    fig, ax = plt.subplots(figsize=(5.6, 5.0))
+    s = np.array([f.slurm_start for f in cmp.facts])
+    m = np.array([f.sim_start for f in cmp.facts])
+    nodes = np.array([f.nodes for f in cmp.facts])
+    for i, n in enumerate(sorted(set(nodes.tolist()))):
+        sel = nodes == n
+        ax.scatter(s[sel], m[sel], s=14, alpha=0.75, color=COLORS[i % len(COLORS)], label=f"{n} node(s)")
+    hi = float(max(s.max(initial=1), m.max(initial=1)))
+    ax.plot([0, hi], [0, hi], color="#57606a", lw=0.8, ls="--")
+    ax.set_xlabel("Slurm start (s after first submit)")
+    ax.set_ylabel("simulated start (s)")
+    ax.set_title("Each job's start: Slurm vs our simulator", loc="left", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=8)
+    return to_png_b64(fig)
+
+
+def diff_histogram(cmp: Comparison) -> str:
+    fig, ax = plt.subplots(figsize=(5.6, 3.2))
+    d = np.array([f.diff for f in cmp.facts])
+    if len(d):
+        ax.hist(d, bins=np.arange(np.floor(d.min()) - 0.5, np.ceil(d.max()) + 1.5, 1.0), color=COLORS[0])
+    ax.set_xlabel("simulated start − Slurm start (s); < 0: we start earlier")
+    ax.set_ylabel("jobs")
+    ax.set_title("Per-job start (= wait) difference", loc="left", fontsize=11)
+    ax.grid(alpha=0.3)
+    return to_png_b64(fig)
+
+
+def summary_rows(cmp: Comparison, meta: dict[str, Any]) -> list[list[object]]:
+    a = cmp.agreement
+    return [
+        ["jobs compared", a.jobs],
+        ["Kendall tau-b of start times", f"{a.kendall_tau_b:.3f}"],
+        ["job pairs in Slurm's order", f"{a.pair_agreement:.1%}"],
+        ["|wait difference| median / p95 / max", f"{a.waits.median_abs:.1f} / {a.waits.p95_abs:.1f} / "
+                                                 f"{a.waits.max_abs:.1f} s"],
+        ["mean signed difference (sim − Slurm)", f"{a.waits.mean_signed:+.1f} s"],
+        ["starts within 1 s / 5 s", f"{a.within_1s:.0%} / {a.within_5s:.0%}"],
+        ["makespan Slurm / simulated", f"{cmp.slurm_makespan_s:.0f} / {cmp.sim_makespan_s:.0f} s"],
+        ["policy", cmp.profile],
+        ["wall time (submit + drain + replay)", f"{meta.get('wall_s', 0):.1f} s"],
+    ]
+
+
+def build_html(cmp: Comparison, meta: dict[str, Any]) -> str:
+    p = cmp.priority
+    dis = [[f.job_id, f.slurm_id, f"{f.nodes}×{f.gpus_per_node}", f"{f.submit:.0f}", f"{f.slurm_start:.0f}",
+            f"{f.sim_start:.0f}", f"{f.diff:+.0f}", why] for f, why in cmp.agreement.disagreements]
+    setup = [
+        ["cluster", meta.get("cluster", "")],
+        ["workload", meta.get("workload", "")],
+        ["priority", f"W_partition {p.weight_partition:.0f} + W_size {p.weight_size:.0f}·(nodes/{p.nodes} + "
+                     f"cpus/{p.cpus})/2 + W_age {p.weight_age:.0f}·min(age/{p.max_age_s:.0f} s, 1), "
+                     f"recomputed every {p.calc_period_s:.0f} s"],
+        ["replay", "Slurm's submit times (ours to the millisecond within sacct's second), Slurm's elapsed "
+                   "run times, Slurm's time limits as estimates; one scheduling pass per bf_interval"],
+        ["command", meta.get("command", "")],
+    ]
+    notes = ("<p>Known differences that no policy setting removes: sacct times are whole seconds; Slurm "
+             "launches ≈40–50 jobs/s on this box and starts batch jobs from the backfill pass "
+             "(bf_interval) or the main scheduler (batch_sched_delay, sched_min_interval), not at the "
+             "instant of submission; its backfill plan rounds to bf_resolution (60 s); its node choice "
+             "(cons_tres, topology/tree) differs from our best fit, which changes later holes.</p>")
+    sections = [
+        Section("Agreement", table(["measure", "value"], summary_rows(cmp, meta))),
+        Section("Starts", img(start_scatter(cmp), "Slurm start vs simulated start")
+                + img(diff_histogram(cmp), "histogram of start differences")),
+        Section("Biggest disagreements", table(["job", "Slurm id", "nodes×GPUs", "submit", "Slurm start",
+                                                "sim start", "diff s", "likely cause"], dis) + notes),
+        Section("Setup", table(["", ""], setup)),
+    ]
+    return render("Slurm vs simulator", f"{cmp.agreement.jobs} jobs on a real emulated Slurm, replayed "
+                  f"with {cmp.profile}", sections)
+
+
+def write_report(cmp: Comparison, meta: dict[str, Any], out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    html_path, json_path = out / "report.html", out / "compare.json"
+    html_path.write_text(build_html(cmp, meta))
+    data = {**cmp.agreement.as_dict(), "policy": cmp.profile, "slurm_makespan_s": cmp.slurm_makespan_s,
+            "sim_makespan_s": cmp.sim_makespan_s, "left_out": list(cmp.left_out), **meta,
+            "starts": [{"job": f.job_id, "slurm_id": f.slurm_id, "submit": f.submit, "slurm": f.slurm_start,
+                        "sim": f.sim_start} for f in cmp.facts]}
+    json_path.write_text(json.dumps(data, indent=1, sort_keys=True))
+    return html_path, json_path

@@ -1,0 +1,79 @@
+"""The arithmetic of `gpufleet slurm compare`: order agreement, wait differences, explanations."""
+
+import math
+
+import pytest
+
+from gpufleet.adapters.slurm.compare import (
+    JobFacts,
+    WaitDiffs,
+    agreement,
+    explain,
+    kendall_tau_b,
+    pair_agreement,
+)
+from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.slurm_like import SlurmPriority
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "tau"),
+    [([1, 2, 3, 4], [10, 20, 30, 40], 1.0), ([1, 2, 3, 4], [4, 3, 2, 1], -1.0),
+     ([1, 2, 3], [1, 3, 2], 1 / 3), ([1, 1, 2], [1, 2, 3], 2 / math.sqrt(2 * 3))],
+    ids=["the same order is one", "the reverse order is minus one", "one swapped pair of three",
+         "a tie on one side uses tau-b's denominator"],
+)
+def test_kendall_tau_b(a, b, tau) -> None:
+    assert kendall_tau_b(a, b) == pytest.approx(tau)
+
+
+def test_pair_agreement_counts_only_pairs_slurm_ordered_and_a_tie_of_ours_as_half() -> None:
+    slurm = [0, 0, 5, 9]   # the first pair is tied in Slurm: not counted
+    ours = [3, 1, 5, 5]    # (0,2) (0,3) (1,2) (1,3) agree, (2,3) tied = half; 5 pairs ordered
+    assert pair_agreement(slurm, ours) == pytest.approx(4.5 / 5)
+
+
+def test_wait_differences_are_absolute_for_the_spread_and_signed_for_the_mean() -> None:
+    w = WaitDiffs.of([-4, 2, 0, 10])
+    assert (w.median_abs, w.max_abs, w.mean_signed) == (3.0, 10.0, 2.0)
+
+
+def facts(job: str, slurm: float, sim: float, nodes: int = 1, gpus: int = 1, submit: float = 0.0) -> JobFacts:
+    return JobFacts(job, job, nodes, gpus, submit, slurm, sim, 3.0, 60.0)
+
+
+def test_the_biggest_disagreements_come_first_with_a_cause() -> None:
+    a = agreement([facts("a", 5, 5), facts("b", 40, 10), facts("c", 10, 12)], top=2)
+    assert [f.job_id for f, _ in a.disagreements] == ["b", "c"]
+    assert all(why for _, why in a.disagreements)
+    assert a.within_1s == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize(
+    ("f", "cause"),
+    [(facts("x", 10, 10.5), "within the 1 s resolution"),
+     (facts("x", 2, 0), "launch throughput"),
+     (facts("x", 45, 5), "1-min limits"),
+     (facts("x", 5, 25, nodes=4), "wide job")],
+    ids=["half a second is resolution", "two seconds after submission is launch",
+         "Slurm much later is its plan", "we later on a wide job is a hole Slurm found"],
+)
+def test_each_disagreement_gets_the_likeliest_cause(f, cause) -> None:
+    assert cause in explain(f, launch_rate=45)
+
+
+def gang(nodes: int, submit: float = 0.0) -> Job:
+    return Job(JobId("j"), TenantId("t"), (PodSet("main", nodes, PodRequest(gpus=8)),), submit, 1.0)
+
+
+def test_slurm_priority_matches_the_init_prio_slurm_printed() -> None:
+    # real: 2 nodes x 8 GPUs, one task per node, on 8 nodes of 64 CPUs -> InitPrio=1126
+    prio = SlurmPriority(nodes=8, cpus=512, weight_size=1000, weight_partition=1000)
+    assert prio.priority(gang(2), now=0.0) == 1126
+
+
+def test_age_counts_only_at_the_recalculation_ticks() -> None:
+    prio = SlurmPriority(nodes=8, cpus=512, weight_age=1000, max_age_s=600, calc_period_s=60)
+    assert prio.priority(gang(1), now=59.0) == 0
+    assert prio.priority(gang(1), now=61.0) == 100
