@@ -1,7 +1,7 @@
 """Simulator throughput: simulated events per second and wall time.
 
-    python bench/simulate.py                       # the bundled default scenario, both policies
-    python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit
+    python bench/simulate.py                       # the bundled default scenario, its three policies
+    python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit --policy gang-easy
 
 The large case builds 2,000 HGX nodes × 8 GPUs (16,000 GPUs, leaves of 32) and a generated
 workload at 90% offered load whose length is chosen so that about ``--jobs`` jobs arrive.
@@ -45,7 +45,7 @@ def main() -> None:
         fleet, jobs, horizon = scn.fleet, scn.jobs(), scn.horizon
         label = f"default scenario: {fleet.total_gpus} GPUs, {len(jobs)} jobs"
     out = {"case": label, "nodes": len(fleet), "jobs": len(jobs), "policies": {}}
-    for name in args.policy or ["gang-bestfit", "per-pod"]:
+    for name in args.policy or ["gang-bestfit", "gang-easy", "per-pod"]:
         r = simulate(fleet, jobs, profile(name), horizon=horizon)
         s = summarize(r)
         out["policies"][name] = {
