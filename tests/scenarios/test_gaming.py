@@ -28,7 +28,7 @@ def test_the_trick_pays_under_the_naive_policy(results, name):
 
 @pytest.mark.parametrize("name", ["split", "understate", "all-high"], ids=[
     "dominant share charges GPUs so splitting buys nothing",
-    "fair-share order ignores estimates so under-stating buys nothing",
+    "backfill plans with the tenant's estimate record so under-stating buys nothing",
     "priority counts only within a tenant and its budget so all-high buys nothing"])
 def test_our_policy_removes_the_gain(results, name):
     assert results[name].gain("ours") <= 1e-6

@@ -19,7 +19,8 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     ctx = CycleContext(now=inp.now, profile=profile, rng=np.random.default_rng(inp.seed),
                        running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
                        previous_reservations=inp.reservations,
-                       estimate_accuracy=inp.estimate_accuracy, disruptions=inp.disruptions)
+                       estimate_accuracy=inp.estimate_accuracy if profile.estimate_history else {},
+                       disruptions=inp.disruptions)
     plan = Plan(inp.nodes)
 
     # 1. admit: quota decides who may compete at all.

@@ -23,3 +23,6 @@ class Profile:
     preemptor: Preemptor = field(default_factory=NoPreemption)
     #: True for gang policies: a job starts only when all its pods are bound.
     gang: bool = True
+    #: Plan with each tenant's record of actual ÷ estimated run time (CycleInput.estimate_accuracy);
+    #: False trusts every estimate as given (the naive baseline gaming is measured against).
+    estimate_history: bool = True

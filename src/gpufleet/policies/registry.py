@@ -29,6 +29,9 @@ PROFILES: dict[str, Callable[[], Profile]] = {
     "per-pod": lambda: Profile("per-pod", placer=PerPodLeastAllocated(), gang=False),
     "gang-easy": lambda: Profile("gang-easy", placer=GangBestFit(stop_at_first_blocked=True),
                                  reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill()),
+    "gang-easy-trusting": lambda: Profile(
+        "gang-easy-trusting", placer=GangBestFit(stop_at_first_blocked=True),
+        reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill(), estimate_history=False),
     "gang-conservative": lambda: Profile(
         "gang-conservative", placer=GangBestFit(defer=True),
         reserver=ShadowReserver(protect=8, depth=16, compress=True),

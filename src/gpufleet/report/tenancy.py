@@ -174,7 +174,9 @@ def gaming_section(results: list[GamingResult] | None = None) -> Section:
     html = (
         "<p>Five tricks, each on a 48-GPU fleet shared by A (the gamer), B and C (nominal 16 GPUs "
         "each, one cohort). Each case runs A honest and A gaming, under a naive policy and under "
-        "ours (<code>tenancy</code>). <em>Gain</em> = how much better gaming left A (outcome gaming "
+        "ours (<code>tenancy</code>; for under-stating, EASY backfill that plans with each tenant's "
+        "estimate record, <code>gang-easy</code>, against one that trusts every estimate, "
+        "<code>gang-easy-trusting</code>). <em>Gain</em> = how much better gaming left A (outcome gaming "
         "− outcome honest; for waits, the hours saved). Where the policy cannot take the gain away "
         "(A is within its own guarantee) a detector flags A.</p>"
         + table(["trick", "A's outcome", "naive: honest → gaming", "gain (naive)",
@@ -182,9 +184,10 @@ def gaming_section(results: list[GamingResult] | None = None) -> Section:
         + "<p>Defences: quota caps what inflated requests and placeholders can hold to the "
         "tenant's guarantee, and reclaim takes back what they borrowed; dominant-share accounting "
         "charges GPUs, not jobs, so splitting buys no turns; priority counts only within a tenant "
-        "and within its priority budget; the four-layer order does not trust estimates, and "
-        "run-time accuracy per tenant is reported so a backfiller can stretch a tenant's "
-        "estimates (policies/gaming.py).</p>"
+        "and within its priority budget; reservation and backfill plan with each tenant's record "
+        "of actual ÷ stated run time (median of its recent jobs), so a tenant whose jobs run 24× "
+        "their estimates is planned at 24× and its short estimates buy nothing "
+        "(sim/accuracy.py, CycleContext.planned_run).</p>"
     )
     return Section("Gaming a fair-share system", html)
 
