@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats, PendingJob
@@ -38,7 +39,8 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     # 6. preempt: evict whole gangs where a blocked job deserves the room and then fits.
     backfilled_ids = set(backfilled.started)
     still_blocked = ([pj for pj in placed.blocked if pj.job.id not in backfilled_ids]
-                     if backfilled_ids else placed.blocked)
+                     if backfilled_ids and not isinstance(profile.preemptor, NoPreemption)
+                     else placed.blocked)
     preemptions = profile.preemptor.preempt(still_blocked, plan, ctx)
 
     started = tuple(placed.started + backfilled.started)

@@ -26,6 +26,7 @@ overlap). A (class, mode) that failed is not searched again this cycle, and at m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -222,7 +223,7 @@ class ReservationBackfill:
 
         statuses = ctx.statuses
         skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
-        cands = [pj.job for pj in blocked if pj.job.id not in skip]
+        cands = _without(blocked, skip)
         scan = _Scan.build(cands, starts, ctx)
         while True:
             k = scan.next_alive()
@@ -252,6 +253,24 @@ class ReservationBackfill:
             out.started.append(job.id)
         ctx.skipped_by_class += scan.write_statuses(cands, statuses, {r.job for r, _ in holds})
         return out
+
+
+def _without(blocked: list[PendingJob], skip: set[str]) -> list:
+    """The blocked jobs minus ``skip``. Skipped jobs (reserved, unresolvable) sit near the head of
+    the queue, so find them with an early-exit walk and slice around them instead of testing
+    every one of 100,000 ids."""
+    jobs = list(map(attrgetter("job"), blocked))
+    remaining = set(skip)
+    cut: list[int] = []
+    for i, j in enumerate(jobs):
+        if not remaining:
+            break
+        if j.id in remaining:
+            cut.append(i)
+            remaining.discard(j.id)
+    for i in reversed(cut):
+        del jobs[i]
+    return jobs
 
 
 def _unresolvable(status: Status | None) -> bool:
@@ -288,19 +307,13 @@ class _Scan:
     @classmethod
     def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
         index: dict[tuple, int] = {}
-        classes: list[tuple] = []
-        ids = np.empty(len(jobs), np.int64)
-        for i, j in enumerate(jobs):
-            key = j.shape_key
-            c = index.get(key)
-            if c is None:
-                c = index[key] = len(classes)
-                classes.append(key)
-            ids[i] = c
+        ids = np.fromiter((index.setdefault(k, len(index)) for k in map(attrgetter("shape_key"), jobs)),
+                          np.int64, len(jobs))
+        classes = list(index)
         if ctx.estimate_accuracy:
             planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
         else:
-            planned = np.fromiter((j.estimate for j in jobs), float, len(jobs))
+            planned = np.fromiter(map(attrgetter("estimate"), jobs), float, len(jobs))
         end = ctx.now + planned
         mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
             else np.zeros(len(jobs), np.int64)
@@ -344,7 +357,9 @@ class _Scan:
         waiting = np.flatnonzero(~self.was_started)
         verdicts = by_combo[self.combo[waiting]]
         prior = {j: statuses[j] for j in estimated if j in statuses}
-        statuses.update(zip([jobs[k].id for k in waiting.tolist()], verdicts.tolist(), strict=True))
+        ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
+               else [jobs[k].id for k in waiting.tolist()])
+        statuses.update(zip(ids, verdicts.tolist(), strict=True))
         for j, old in prior.items():
             statuses[j] = _keep_estimate(statuses[j], old)
         return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))

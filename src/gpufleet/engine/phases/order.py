@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
@@ -30,8 +31,9 @@ def priority_fifo(jobs: list[PendingJob]) -> list[PendingJob]:
     n = len(jobs)
     if n < 64:
         return sorted(jobs, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
-    prio = np.fromiter((p.job.priority for p in jobs), np.int64, n)
-    submit = np.fromiter((p.job.submit_time for p in jobs), np.float64, n)
-    ids = np.array([p.job.id for p in jobs])
+    js = list(map(attrgetter("job"), jobs))
+    prio = np.fromiter(map(attrgetter("priority"), js), np.int64, n)
+    submit = np.fromiter(map(attrgetter("submit_time"), js), np.float64, n)
+    ids = np.array(list(map(attrgetter("id"), js)))
     order = np.lexsort((ids, submit, -prio))
     return [jobs[i] for i in order.tolist()]
