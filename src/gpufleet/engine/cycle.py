@@ -50,10 +50,9 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
-    if len(ctx.statuses) + len(started_set) < len(admitted):
-        for pj in admitted:
-            if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
-                ctx.statuses[pj.job.id] = unexamined
+    for pj in admitted:
+        if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
+            ctx.statuses[pj.job.id] = unexamined
     return CycleResult(
         bindings=plan.commit(),
         started=started,

@@ -35,6 +35,10 @@ class RunningJob:
     progress_before: float = 0.0
     #: True while a preemption notice runs out its grace period: its capacity is already promised.
     evicting: bool = False
+    #: When an evicting job's pods go (notice + grace).
+    evict_at: float | None = None
+    #: True when this run resumes an evicted job (it pays its restart cost first).
+    resumed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +133,7 @@ class CycleContext:
         delays instead of wasting the work done. ``now`` for a job being evicted.
         """
         if rj.evicting:
-            return self.now
+            return max(self.now, rj.evict_at) if rj.evict_at is not None else self.now
         planned = rj.start_time + max(self.planned_run(rj.job) - rj.progress_before, 0.0)
         return planned if planned > self.now else self.now + 1.0
 

@@ -4,7 +4,7 @@ Allocated is not usable: with mixed sizes, free GPUs end up scattered one or two
 8-GPU pod fits nowhere. Defrag picks running jobs to *move* (evict with a grace period, requeue,
 resume from checkpoint) so that the head blocked gang fits, and does so only when it then fits.
 
-Cost of moving running job v at ``now`` (GPU-seconds; the arithmetic of sim/checkpoints.py, via
+Cost of moving running job v at ``now`` (GPU-seconds; the arithmetic of engine/checkpoints.py, via
 ``preemption.work_lost_gpu_s`` on one GPU):
     cost(v) = GPU-equivalents(v) × (work since the last checkpoint that survives the notice
               + restart time)

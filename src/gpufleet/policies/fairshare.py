@@ -29,6 +29,7 @@ import heapq
 import math
 from collections.abc import Sequence
 
+from gpufleet.engine.phases.order import priority_fifo
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.quota import job_flavor, job_gpus_by_flavor
@@ -92,7 +93,7 @@ class DominantResourceFairShare:
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
-            return sorted(admitted, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+            return priority_fifo(admitted)
         capacity = flavor_capacity(tenancy)
         alloc = current_allocation(tenancy, ctx.running, capacity)
         queues = _by_tenant(admitted)
@@ -133,7 +134,7 @@ class SlurmClassicFairShare:
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
-            return sorted(admitted, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+            return priority_fifo(admitted)
         usage = dict(ctx.usage)
         for rj in ctx.running:
             usage[rj.job.tenant] = usage.get(rj.job.tenant, 0.0) + rj.job.total_gpus * max(

@@ -99,6 +99,10 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
     free GPUs twice.
     """
     for ps in job.pod_sets:
+        if ps.request.is_fractional:
+            return Status(StatusCode.UNRESOLVABLE, (
+                f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
+                "whole GPUs only (use gang-fractional or gang-defrag)",), policy)
         why = unresolvable_reason(table, ps, ctx)
         if why:
             return Status(StatusCode.UNRESOLVABLE, (why,), policy)

@@ -39,6 +39,8 @@ class PerPodLeastAllocated:
         failed: set[tuple] = set()
         table = plan.table
         for _, _, replica, _, pj, ps_name, req in queue:
+            if req.is_fractional:
+                continue  # whole GPUs only: the job gets an UNRESOLVABLE status below
             if req.shape in failed:
                 ctx.skipped_by_class += 1
                 continue
@@ -60,6 +62,11 @@ class PerPodLeastAllocated:
                 out.started.append(pj.job.id)
                 continue
             out.blocked.append(pj)
+            if any(ps.request.is_fractional for ps in pj.job.pod_sets):
+                ctx.statuses[pj.job.id] = Status(StatusCode.UNRESOLVABLE, (
+                    "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",),
+                    self.name)
+                continue
             code = StatusCode.WAIT if have else StatusCode.UNSCHEDULABLE
             ctx.statuses[pj.job.id] = Status(
                 code, (f"{have} of {need} pods bound; the bound pods hold their GPUs while the "

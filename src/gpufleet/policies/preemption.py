@@ -32,9 +32,9 @@ Victim rules (sort keys, smallest first):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
+from gpufleet.engine.checkpoints import eviction_cost
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
@@ -54,30 +54,10 @@ from gpufleet.policies.quota import (
 )
 
 
-def progress_s(rj: RunningJob, now: float) -> float:
-    """Seconds of work done by ``now``, restart time excluded (as sim/checkpoints.py counts it)."""
-    ck = rj.job.checkpointing
-    restart = ck.restart_s if (ck and rj.progress_before) else 0.0
-    return min(rj.progress_before + max(0.0, now - rj.start_time - restart), rj.job.run_time)
-
-
 def work_lost_gpu_s(rj: RunningJob, now: float, grace_s: float) -> float:
-    """GPU-seconds an eviction noticed at ``now`` with ``grace_s`` would throw away.
-
-    Progress P; saved S = P when the grace period covers a checkpoint write (cost ≤ grace), else
-    ⌊P / interval⌋ × interval (never less than what the run resumed from); no checkpointing saves
-    nothing. Lost = GPUs × (P − S + restart).
-    """
-    ck = rj.job.checkpointing
-    p = progress_s(rj, now)
-    if ck is None:
-        return rj.job.total_gpus * p
-    if grace_s >= ck.cost_s > 0 or (ck.cost_s == 0 and grace_s > 0):
-        saved = p
-    else:
-        saved = math.floor(p / ck.interval_s) * ck.interval_s if ck.interval_s > 0 else 0.0
-        saved = max(saved, min(rj.progress_before, p))
-    return rj.job.total_gpus * (p - saved + ck.restart_s)
+    """GPU-seconds an eviction noticed at ``now`` with ``grace_s`` would throw away: exactly what
+    the simulator charges (engine/checkpoints.py, one copy of the arithmetic)."""
+    return eviction_cost(rj, now, grace_s).lost_gpu_s
 
 
 VictimKey = Callable[[RunningJob, int, float, float], tuple]
@@ -126,7 +106,7 @@ class TenancyPreemptor:
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:
-                    plan.release(b.node, b.request)
+                    plan.release_binding(b)
         protected = protected_running(tenancy, ctx.running)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         out: list[Preemption] = []
@@ -196,7 +176,7 @@ class TenancyPreemptor:
             for rj in victims:
                 trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
                 for b in rj.bindings:
-                    plan.release(b.node, b.request)
+                    plan.release_binding(b)
             if not admitted and trial.decide(job)[0] is None:
                 return None
             fitted = fit_gang(job, plan.table, ctx, self.name)

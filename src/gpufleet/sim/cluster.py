@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -40,7 +40,8 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
-        rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0))
+        rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
+                        resumed=jid in self.progress)
         assert len(rj.bindings) == job.total_pods, f"job {jid} started with a partial gang"
         self.running[jid] = rj
         return rj
@@ -52,9 +53,8 @@ class SimulatedCluster:
         self.progress.pop(jid, None)
         return rj
 
-    def mark_evicting(self, jid: JobId) -> None:
-        rj = self.running[jid]
-        self.running[jid] = RunningJob(rj.job, rj.start_time, rj.bindings, rj.progress_before, True)
+    def mark_evicting(self, jid: JobId, evict_at: float) -> None:
+        self.running[jid] = replace(self.running[jid], evicting=True, evict_at=evict_at)
 
     def evict(self, jid: JobId, saved_progress: float) -> RunningJob:
         """Release a whole gang and requeue it; it resumes from ``saved_progress`` seconds of work."""

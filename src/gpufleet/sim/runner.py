@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpufleet.engine.checkpoints import eviction_cost, remaining_run_s
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
@@ -22,7 +23,6 @@ from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.sim.accuracy import AccuracyTracker
-from gpufleet.sim.checkpoints import eviction_cost, remaining_run_s
 from gpufleet.sim.cluster import SimulatedCluster
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.kernel import EventKind, EventQueue
@@ -181,7 +181,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                     reserved_starts.setdefault(res.job, res.start)
             for p in result.preemptions:
                 if p.job in cluster.running and not cluster.running[p.job].evicting:
-                    cluster.mark_evicting(p.job)
+                    cluster.mark_evicting(p.job, t + p.grace_s)
                     q.push(t + p.grace_s, EventKind.EVICT, (p.job, generation.get(p.job, 0), t, p.grace_s))
                     rec.event(t, "preempt-notice", p.job, f"for {p.for_job}: {p.reason}")
                     disruptions.append((t, cluster.running[p.job].job.total_gpu_equivalents))

@@ -52,8 +52,10 @@ def test_the_cheaper_victim_moves_and_the_gang_is_told_why_it_waits():
 
 def test_cost_is_lost_work_since_the_checkpoint_plus_restart_per_gpu_equivalent():
     cheap, dear = half_nodes()
-    assert move_cost_gpu_s(cheap, NOW, 60.0) == pytest.approx(4 * (100 + 60))
-    assert move_cost_gpu_s(dear, NOW, 60.0) == pytest.approx(4 * NOW)
+    # 100 s since its checkpoint at the notice + 60 s computed during the grace period (its
+    # checkpoint cost exceeds the grace, so it cannot checkpoint on notice) + 60 s restart
+    assert move_cost_gpu_s(cheap, NOW, 60.0) == pytest.approx(4 * (100 + 60 + 60))
+    assert move_cost_gpu_s(dear, NOW, 60.0) == pytest.approx(4 * (NOW + 60))  # all of it, grace too
     mig = running(job("m").mig("3g.40gb").runs(9_000).checkpoints(60, restart_s=30).build(), [0])
     assert move_cost_gpu_s(mig, NOW, 60.0) == pytest.approx(3 / 7 * 30)
 

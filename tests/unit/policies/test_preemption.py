@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+from gpufleet.engine.checkpoints import eviction_cost
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -10,7 +11,6 @@ from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.policies.preemption import work_lost_gpu_s
 from gpufleet.policies.quota import with_flavor
 from gpufleet.policies.registry import profile
-from gpufleet.sim.checkpoints import eviction_cost
 from gpufleet.testing.builders import fleet, job
 
 F = "H100-80GB"

@@ -1,5 +1,8 @@
 """What a preempted job keeps and loses: the checkpoint arithmetic.
 
+One copy, used by the preemption policies to rank victims and by the simulator to charge them,
+so a victim is ranked on exactly the cost it is charged.
+
 A job with checkpoint interval I has saved ⌊P / I⌋ × I seconds of its progress P (P counts work
 done, from before earlier preemptions too, up to the eviction). On notice, a job whose grace
 period is at least its checkpoint cost C writes a fresh checkpoint of its progress at the notice
@@ -32,10 +35,14 @@ class EvictionCost:
         return self.gpus * (self.lost_s + self.restart_s)
 
 
+def restart_s(rj: RunningJob) -> float:
+    """Start-up time this run pays before useful work: the restart cost, for a resumed job."""
+    return rj.job.checkpointing.restart_s if (rj.job.checkpointing and rj.resumed) else 0.0
+
+
 def progress_at(rj: RunningJob, now: float) -> float:
     """Seconds of useful work done by ``now``: restart time first, then work."""
-    restart = rj.job.checkpointing.restart_s if (rj.job.checkpointing and rj.progress_before) else 0.0
-    return rj.progress_before + max(0.0, now - rj.start_time - restart)
+    return rj.progress_before + max(0.0, now - rj.start_time - restart_s(rj))
 
 
 def eviction_cost(rj: RunningJob, notice_time: float, grace_s: float) -> EvictionCost:
@@ -61,6 +68,4 @@ def eviction_cost(rj: RunningJob, notice_time: float, grace_s: float) -> Evictio
 
 def remaining_run_s(rj: RunningJob) -> float:
     """Wall time from (re)start to finish: restart cost (after a preemption) plus the work left."""
-    ck = rj.job.checkpointing
-    restart = ck.restart_s if (ck and rj.progress_before) else 0.0
-    return restart + rj.job.run_time - rj.progress_before
+    return restart_s(rj) + rj.job.run_time - rj.progress_before
