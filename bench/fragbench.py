@@ -29,8 +29,10 @@ from gpufleet.policies.fgd import OURS, POLICIES
 from gpufleet.sim.fragbench import Workload, run_policy
 from gpufleet.traces.openb import read_nodes, read_pods
 
-DATA = Path("/work/shared/data/openb")
-REFERENCE = Path("/work/shared/data/openb-reference/fgd_allo.csv")
+#: The shared data sits beside the checkout (../shared), as on every developer's machine and CI.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA = SHARED / "data" / "openb"
+REFERENCE = SHARED / "data" / "openb-reference" / "fgd_allo.csv"
 PUBLISHED_NAME = {"01-Random": "random", "02-DotProd": "dotprod", "03-GpuClustering": "gpuclustering",
                   "04-GpuPacking": "gpupacking", "05-BestFit": "bestfit", "06-FGD": "fgd"}
 
