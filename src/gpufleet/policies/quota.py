@@ -269,6 +269,9 @@ class AdmissionRecord:
     reason: str = ""
 
 
+ADMISSION_KEY = "quota.admission"
+
+
 class QuotaAdmitter:
     """Guaranteed quota plus borrowing (module docstring), in the given fair-share order.
 
@@ -280,11 +283,11 @@ class QuotaAdmitter:
         self.order = order or PriorityFifo()
         self.borrowing = borrowing
         self.name = "quota" if borrowing else "static-quota"
-        self._last: tuple[CycleContext, list[AdmissionRecord], QuotaLedger] | None = None
 
     def records(self, ctx: CycleContext) -> list[AdmissionRecord]:
-        """This cycle's admission records (empty when ``ctx`` is not the cycle admitted last)."""
-        return self._last[1] if self._last is not None and self._last[0] is ctx else []
+        """This cycle's admission records, kept in the cycle's scratch space (the policy object
+        itself holds no state between calls)."""
+        return ctx.scratch.get(ADMISSION_KEY, ([], None))[0]
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
@@ -337,5 +340,5 @@ class QuotaAdmitter:
             out = PendingJob(pinned, pj.bound)
             borrowing.append(out)
             records.append(AdmissionRecord(out, True, flavor))
-        self._last = (ctx, records, ledger)
+        ctx.scratch[ADMISSION_KEY] = (records, ledger)
         return guaranteed + borrowing
