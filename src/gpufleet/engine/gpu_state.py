@@ -85,7 +85,7 @@ class GpuColumns:
     def copy(self) -> GpuColumns:
         return GpuColumns(self.milli_free.copy(), self.mem_free.copy(), self.share_mode.copy(),
                           self.owner.copy(), self.mig_mask.copy(), self.mig_configured.copy(),
-                          self.idle_configured.copy(), self.valid, self.gpu_mem_gb, self.tenants,
+                          self.idle_configured.copy(), self.valid, self.gpu_mem_gb, list(self.tenants),
                           self.reconfigurations)
 
     def tenant_index(self, tenant: str) -> int:
