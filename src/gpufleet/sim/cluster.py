@@ -71,4 +71,6 @@ class SimulatedCluster:
 
     @property
     def busy_gpus(self) -> int:
-        return sum(b.request.gpus for rj in self.running.values() for b in rj.bindings)
+        """GPUs held by running jobs: every GPU not free, less those partial gangs hold idle (a GPU
+        hosting MIG instances or soft shares of a running job counts as working)."""
+        return self.table.gpus_allocated - self.held_by_partial_gangs
