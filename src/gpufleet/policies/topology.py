@@ -36,6 +36,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.fleet import Fabric
 from gpufleet.model.job import Job
+from gpufleet.model.units import duration
 from gpufleet.policies.gang import fit_gang, insufficiency_reason, unresolvable_reason
 from gpufleet.policies.shapes import FailedShapes
 from gpufleet.policies.steptime import DEFAULT_KNOBS, CommCostModel, StepKnobs, span_tier
@@ -92,17 +93,6 @@ def pods_in_rank_order(placement: Placement, layout: Layout) -> np.ndarray:
     return out
 
 
-def _fmt(seconds: float) -> str:
-    s = float(seconds)
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} d"
-
-
 @dataclass(frozen=True, slots=True)
 class Option:
     """One way to run the job: where, how slow, and when it would finish (seconds from now)."""
@@ -113,9 +103,9 @@ class Option:
     finish_s: float
 
     def describe(self) -> str:
-        when = "now" if self.wait_s <= 0 else f"in {_fmt(self.wait_s)}"
+        when = "now" if self.wait_s <= 0 else f"in {duration(self.wait_s)}"
         return (f"{self.label}: starts {when}, slowdown {self.slowdown:.2f}x, "
-                f"done in {_fmt(self.finish_s)}")
+                f"done in {duration(self.finish_s)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,19 +215,19 @@ class TopologyAware:
         gain = (s_now - s_ok) * t
         if budget <= 0:
             return Decision(now_opt, None, "start",
-                            f"the job has waited {_fmt(ctx.now - job.submit_time)}, past the "
-                            f"{_fmt(self.max_wait_s)} bound")
+                            f"the job has waited {duration(ctx.now - job.submit_time)}, past the "
+                            f"{duration(self.max_wait_s)} bound")
         w = self.expected_wait(job, table, ctx, k, level, min(budget, gain))
         if w is None:
             return Decision(now_opt, None, "start",
-                            f"no TP-intact placement expected within {_fmt(min(budget, gain))}: the "
-                            f"slowdown costs {_fmt(gain)}, the bound leaves {_fmt(budget)}")
+                            f"no TP-intact placement expected within {duration(min(budget, gain))}: the "
+                            f"slowdown costs {duration(gain)}, the bound leaves {duration(budget)}")
         wait_opt = Option("TP groups whole in NVLink domains", s_ok, w, w + s_ok * t)
         if w < gain:
             return Decision(now_opt, wait_opt, "wait",
-                            f"waiting {_fmt(w)} costs less than the slowdown's {_fmt(gain)}")
+                            f"waiting {duration(w)} costs less than the slowdown's {duration(gain)}")
         return Decision(now_opt, wait_opt, "start",
-                        f"waiting {_fmt(w)} costs more than the slowdown's {_fmt(gain)}")
+                        f"waiting {duration(w)} costs more than the slowdown's {duration(gain)}")
 
     # ---- fit and place ---------------------------------------------------------------------------
 

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
+from gpufleet.model.units import duration
 
-def duration(seconds: float) -> str:
-    s = float(seconds)
-    if s < 60:
-        return f"{s:.0f} s"
-    if s < 3600:
-        return f"{s / 60:.1f} min"
-    if s < 86400:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} d"
+__all__ = ["duration", "pct"]
 
 
 def pct(x: float) -> str:

@@ -153,8 +153,8 @@ def test_a_long_tp8_job_waits_for_a_whole_node_when_the_wait_costs_less_than_the
     assert isinstance(st, Status) and st.code is StatusCode.WAIT
     text = st.explain()
     assert "start now" in text and "slowdown 2.34x, done in 23.4 h" in text
-    assert "wait — TP groups whole in NVLink domains: starts in 10 min" in text
-    assert "choice: wait (waiting 10 min costs less than the slowdown's 13.4 h)" in text
+    assert "wait — TP groups whole in NVLink domains: starts in 10.0 min" in text
+    assert "choice: wait (waiting 10.0 min costs less than the slowdown's 13.4 h)" in text
     assert st.estimated_start == pytest.approx(600)
 
 
