@@ -28,7 +28,7 @@ def build(rows):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=workloads, policy=st.sampled_from(["gang-easy", "gang-conservative"]))
+@given(rows=workloads, policy=st.sampled_from(["gang-easy", "gang-conservative", "topology-easy"]))
 def test_backfill_never_delays_a_reservation(rows, policy):
     f = fleet().leaves(2, nodes=2).build()
     r = simulate(f, build(rows), profile(policy))

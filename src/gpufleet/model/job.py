@@ -147,7 +147,8 @@ class Job:
         parallelism are part of the key when present (they change where a gang may go)."""
         key = tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
                     for ps in self.pod_sets)
-        if self.topology_required or self.topology_preferred or self.parallelism is not None:
+        if (self.topology_required or self.topology_preferred or self.parallelism is not None
+                or self.training is not None):
             key += ((-1, ("topology", self.topology_required, self.topology_preferred,
-                          self.parallelism)),)
+                          self.parallelism, self.training)),)
         return key

@@ -233,6 +233,9 @@ class ReservationBackfill:
             scan.tests += 1
             ctx.considered += 1
             fitted = _fit(ctx, job, view(mode))
+            if isinstance(fitted, Status) and fitted.code is StatusCode.WAIT:
+                scan.wait(k, fitted)  # the placer's own choice for this job: not a class verdict
+                continue
             if isinstance(fitted, Status):
                 if mode > 0 and not isinstance(_fit(ctx, job, view(0)), Status):
                     r = protected[0][0]
@@ -300,6 +303,7 @@ class _Scan:
         self.why: dict[int, Status] = {}
         self.done = np.zeros(cls.size, bool)
         self.was_started = np.zeros(cls.size, bool)
+        self.own: dict[int, Status] = {}
         self.alive_idx = np.arange(cls.size)
         self.pos = 0
         self.tests = 0
@@ -345,6 +349,11 @@ class _Scan:
         self.done[k] = True
         self.was_started[k] = True
 
+    def wait(self, k: int, status: Status) -> None:
+        """This candidate chose to wait (its own pricing); others of its class stay alive."""
+        self.done[k] = True
+        self.own[k] = status
+
     def write_statuses(self, jobs: list, statuses: dict, estimated: set[str]) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
@@ -360,6 +369,8 @@ class _Scan:
         ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
                else [jobs[k].id for k in waiting.tolist()])
         statuses.update(zip(ids, verdicts.tolist(), strict=True))
+        for k, status in self.own.items():
+            statuses[jobs[k].id] = status
         for j, old in prior.items():
             statuses[j] = _keep_estimate(statuses[j], old)
         return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))

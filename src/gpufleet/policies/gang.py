@@ -164,28 +164,25 @@ def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ct
         if defer:
             out.blocked.append(pj)
             continue
-        known = failed.known_failure(job)
-        if known is not None:
+        status = failed.known_failure(job)
+        if status is not None:
             ctx.skipped_by_class += 1
-            ctx.statuses[job.id] = known
-            out.blocked.append(pj)
-            if stop_at_first_blocked and known.code is not StatusCode.UNRESOLVABLE:
-                out.blocked.extend(ordered[i + 1:])
-                return out
-            continue
-        ctx.considered += 1
-        fitted = placer.fit(job, plan.table, ctx)
-        if isinstance(fitted, Status):
-            failed.record(job, fitted)
-            ctx.statuses[job.id] = fitted
-            out.blocked.append(pj)
-            if stop_at_first_blocked and fitted.code is not StatusCode.UNRESOLVABLE:
-                out.blocked.extend(ordered[i + 1:])
-                return out
-            continue
-        for b in fitted:
-            plan.bind(b)
-        out.started.append(job.id)
+        else:
+            ctx.considered += 1
+            fitted = placer.fit(job, plan.table, ctx)
+            if not isinstance(fitted, Status):
+                for b in fitted:
+                    plan.bind(b)
+                out.started.append(job.id)
+                continue
+            status = fitted
+            if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
+                failed.record(job, status)
+        ctx.statuses[job.id] = status
+        out.blocked.append(pj)
+        if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
+            out.blocked.extend(ordered[i + 1:])
+            return out
     return out
 
 

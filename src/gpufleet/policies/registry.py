@@ -38,6 +38,7 @@ PROFILES: dict[str, Callable[[], Profile]] = {
         backfiller=ReservationBackfill("conservative")),
     "topology-aware": lambda: Profile("topology-aware", placer=TopologyAware()),
     "topology-blind": lambda: Profile("topology-blind", placer=TopologyBlind()),
+    "topology-easy": lambda: topology_easy(None),
     # Multi-tenant admission (CycleInput.tenancy carries the quotas): policies/quota.py et al.
     "tenancy": lambda: tenancy_profile("tenancy"),
     "tenancy-easy": lambda: tenancy_profile("tenancy-easy", backfill=True),
@@ -71,9 +72,19 @@ def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "che
                    backfiller=ReservationBackfill(), preemptor=TenancyPreemptor(admitter, victims))
 
 
+def topology_easy(fabric: Fabric | None) -> Profile:
+    """Topology-aware placement with a reservation for the head job and EASY backfill: the
+    reservation is found with the topology placer's own ``fit``, so it holds a TP-intact slot."""
+    placer = TopologyAware(stop_at_first_blocked=True) if fabric is None else \
+        TopologyAware(fabric=fabric, stop_at_first_blocked=True)
+    return Profile("topology-easy", placer=placer, reserver=ShadowReserver(protect=1),
+                   backfiller=ReservationBackfill())
+
+
 #: Profiles whose placer prices placements with the fleet's fabric (link speeds, oversubscription).
 FABRIC_PROFILES: dict[str, Callable[[Fabric], Profile]] = {
     "topology-aware": lambda f: Profile("topology-aware", placer=TopologyAware(fabric=f)),
+    "topology-easy": lambda f: topology_easy(f),
 }
 
 

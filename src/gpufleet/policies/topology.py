@@ -37,8 +37,7 @@ from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.fleet import Fabric
 from gpufleet.model.job import Job
 from gpufleet.model.units import duration
-from gpufleet.policies.gang import fit_gang, insufficiency_reason, unresolvable_reason
-from gpufleet.policies.shapes import FailedShapes
+from gpufleet.policies.gang import fit_gang, insufficiency_reason, place_in_order, unresolvable_reason
 from gpufleet.policies.steptime import DEFAULT_KNOBS, CommCostModel, StepKnobs, span_tier
 from gpufleet.policies.topology_search import LEVEL_RANK, LEVELS, Placement, largest_group_atoms, search
 
@@ -295,40 +294,8 @@ class TopologyAware:
                            f"{ps.replicas} pods now")
         return tuple(reasons)
 
-    def topology_class(self, job: Job) -> tuple:
-        """Jobs that share a class may share a failure: same required level, same atom rule."""
-        par = job.parallelism
-        return (job.topology_required, par.tp if par else 0, job.training is not None)
-
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
-        """``place_in_order`` with failure classes split by topology, and WAIT never generalised.
-
-        A shape that failed stands for every larger shape *of the same topology class* (a job
-        that must stay in one leaf fails where an unconstrained job of that shape fits), and a
-        WAIT is a job-specific pricing decision, so it is not remembered for other jobs.
-        """
-        out = PlaceOutcome()
-        failed: dict[tuple, FailedShapes] = {}
-        for i, pj in enumerate(ordered):
-            job = pj.job
-            shapes = failed.setdefault(self.topology_class(job), FailedShapes())
-            status = shapes.known_failure(job)
-            if status is not None:
-                ctx.skipped_by_class += 1
-            else:
-                ctx.considered += 1
-                fitted = self.fit(job, plan.table, ctx)
-                if not isinstance(fitted, Status):
-                    for b in fitted:
-                        plan.bind(b)
-                    out.started.append(job.id)
-                    continue
-                status = fitted
-                if status.code is not StatusCode.WAIT:
-                    shapes.record(job, status)
-            ctx.statuses[job.id] = status
-            out.blocked.append(pj)
-            if self.stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
-                out.blocked.extend(ordered[i + 1:])
-                return out
-        return out
+        """The shared in-order pass (``place_in_order``): a job's shape key carries its topology
+        constraint, parallelism and training profile, so a failure generalises only within that
+        class, and a WAIT (this job's own wait-or-start pricing) is never generalised."""
+        return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)
