@@ -186,9 +186,10 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
                     rec.event(t, "preempt-notice", p.job, f"for {p.for_job}: {p.reason}")
                     disruptions.append((t, cluster.running[p.job].job.total_gpu_equivalents))
                     frag.moved(t, cluster.running[p.job].job, p.for_job)
-            for jid, st in result.statuses.items():
-                if st.estimated_start is not None and jid not in estimates:
-                    estimates[jid] = st.estimated_start
+            started_now = set(result.started)
+            for res in result.reservations:  # the schedule's start estimates (Status.estimated_start)
+                if res.job not in started_now:
+                    estimates.setdefault(res.job, res.start)
             for b in result.bindings:
                 cluster.bind(b)
                 if not profile.gang:
