@@ -136,7 +136,8 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
 @one_line_errors
 def simulate(
     scenario: Annotated[str | None, typer.Argument(
-        help="Scenario YAML file, or a bundled name (default, deadlock). Default: 'default'.")] = None,
+        help="Scenario YAML file, or a bundled name (default, deadlock, tenancy, training, "
+        "fractional). Default: 'default'.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help=f"Policy to run (repeatable): {', '.join(PROFILES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, report.html, event logs.")]
