@@ -21,15 +21,24 @@ class SimulatedCluster:
     running: dict[JobId, RunningJob] = field(default_factory=dict)
     #: Checkpointed progress (seconds of work) of jobs that were preempted and requeued.
     progress: dict[JobId, float] = field(default_factory=dict)
+    #: The engine's view of each pending job, kept across cycles (a 100,000-job queue is not
+    #: rebuilt every cycle); jobs whose pods were bound since are refreshed on demand.
+    _views: dict[JobId, PendingJob] = field(default_factory=dict, repr=False)
+    _stale: set[JobId] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.table = NodeTable.from_fleet(self.fleet)
 
     def submit(self, job: Job) -> None:
         self.pending[job.id] = job
+        self._views[job.id] = PendingJob(job)
 
     def pending_view(self) -> list[PendingJob]:
-        return [PendingJob(j, tuple(self.partial.get(jid, ()))) for jid, j in self.pending.items()]
+        for jid in self._stale:
+            if jid in self.pending:
+                self._views[jid] = PendingJob(self.pending[jid], tuple(self.partial.get(jid, ())))
+        self._stale.clear()
+        return list(self._views.values())
 
     def running_view(self) -> list[RunningJob]:
         return list(self.running.values())
@@ -37,9 +46,12 @@ class SimulatedCluster:
     def bind(self, b: PodBinding) -> None:
         self.table.take(b.node, b.request, slot=b.slot)
         self.partial.setdefault(b.job, []).append(b)
+        self._stale.add(b.job)
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
+        self._views.pop(jid, None)
+        self._stale.discard(jid)
         rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
                         resumed=jid in self.progress)
         assert len(rj.bindings) == job.total_pods, f"job {jid} started with a partial gang"
@@ -63,6 +75,7 @@ class SimulatedCluster:
             self.table.give(b.node, b.request, slot=b.slot)
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
+        self._views[jid] = PendingJob(rj.job)
         return rj
 
     @property
