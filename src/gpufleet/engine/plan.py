@@ -56,8 +56,5 @@ class Plan:
             node, req, slot = self._released.pop()
             self.table.take(node, req, slot=slot)
 
-    def bindings_since(self, mark: tuple[int, int]) -> tuple[PodBinding, ...]:
-        return tuple(self._journal[mark[0]:])
-
     def commit(self) -> tuple[PodBinding, ...]:
         return tuple(self._journal)

@@ -94,7 +94,6 @@ class CycleStats:
     pending: int = 0
     considered: int = 0
     skipped_by_class: int = 0
-    shape_classes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -194,11 +194,12 @@ class GangFitter(Protocol):
         ...
 
 
-def gang_feasible(job: Job, table: NodeTable) -> bool:
-    """Could every pod of ``job`` be placed on ``table``? Exact for one pod set; pod sets of one
-    job are checked together against the same capacity only when there is one."""
-    if len(job.pod_sets) != 1:
-        return False
+def gang_feasible(job: Job, table: NodeTable) -> bool | None:
+    """Could every pod of ``job`` be placed on ``table``? Exact for one whole-GPU pod set; None
+    (only ``fit`` can tell) for several pod sets, which share the capacity they are checked
+    against, and for fractional requests, which whole-GPU placers refuse."""
+    if len(job.pod_sets) != 1 or job.pod_sets[0].request.is_fractional:
+        return None
     ps = job.pod_sets[0]
     if table.cannot_fit(ps.request, ps.replicas):
         return False
@@ -216,7 +217,7 @@ class GangBestFit:
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         """A cheap yes/no for search loops (reservation); None when only ``fit`` can tell."""
-        return gang_feasible(job, table) if len(job.pod_sets) == 1 else None
+        return gang_feasible(job, table)
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         return fit_gang(job, table, ctx, self.name)

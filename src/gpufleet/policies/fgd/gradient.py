@@ -23,14 +23,19 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
+def _candidates(state: ClusterState, pod: PodRequest, cand: IntArray, table: FragTable | None
+                ) -> tuple[FragTable, IntArray, IntArray, FloatArray, IntArray]:
+    """Per candidate: free milli per GPU, GPU model, CPU left after the pod, and its table row."""
+    table = table or state.table
+    model = state.model_idx[cand]
+    cpu_after = state.cpu_left[cand] - pod.cpu
+    return table, state.gpu_free[cand], model, cpu_after, table.row(model, cpu_after)
+
+
 def frag_after_share(state: ClusterState, pod: PodRequest, cand: IntArray,
                      table: FragTable | None = None) -> FloatArray:
     """F_{n'}(M) for a sharing pod on each (candidate, GPU j); +inf where GPU j lacks room."""
-    table = table or state.table
-    free = state.gpu_free[cand]
-    model = state.model_idx[cand]
-    cpu_after = state.cpu_left[cand] - pod.cpu
-    row = table.row(model, cpu_after)
+    table, free, model, cpu_after, row = _candidates(state, pod, cand, table)
     w_now = table.w1_at(row, free)
     base = (free * w_now).sum(axis=1)
     fits = free >= pod.milli
@@ -51,11 +56,7 @@ def frag_after_share(state: ClusterState, pod: PodRequest, cand: IntArray,
 def frag_after_whole(state: ClusterState, pod: PodRequest, cand: IntArray,
                      table: FragTable | None = None) -> FloatArray:
     """F_{n'}(M) for a whole-GPU pod (k GPUs of 1000) or a CPU-only pod (k = 0) on each candidate."""
-    table = table or state.table
-    free = state.gpu_free[cand]
-    model = state.model_idx[cand]
-    cpu_after = state.cpu_left[cand] - pod.cpu
-    row = table.row(model, cpu_after)
+    table, free, model, cpu_after, row = _candidates(state, pod, cand, table)
     taken = pod.count * MILLI
     usable = (free * table.w1_at(row, free)).sum(axis=1) - taken * table.w1_flat[row + MILLI]
     n_at = {r: (free >= r).sum(axis=1) - pod.count for r, _, _ in table.multi}

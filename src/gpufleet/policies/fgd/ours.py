@@ -64,13 +64,22 @@ class FgdBalancePolicy:
         slack = self._slack(state, pod, cand)
         if pod.count == 0:
             return int(cand[int(np.argmax(slack))]), np.empty(0, np.int64)
-        scores = fgd_score(gradient(state, pod, cand)).astype(np.float64)
-        if pod.is_share:
-            best_gpu = np.argmax(scores, axis=1)
-            scores = scores[np.arange(len(cand)), best_gpu]
-        imbalance = DEFICIT_WEIGHT * np.maximum(-slack, 0.0) + np.maximum(slack, 0.0)
-        at = int(np.argmax(scores - TIE_SCALE * imbalance))
-        node = int(cand[at])
-        if pod.is_share:
-            return node, np.array([best_gpu[at]], dtype=np.int64)
-        return node, first_fitting_gpus(state, node, pod)
+        return pick_balanced(state, pod, cand, slack)
+
+
+def pick_balanced(state: ClusterState, pod: PodRequest, cand: IntArray, slack: FloatArray,
+                  penalty: FloatArray | float = 0.0) -> tuple[int, IntArray]:
+    """FGD's integer score (best GPU per node for a share) minus ``penalty``, ties broken towards
+    CPU/GPU balance: a CPU deficit (negative ``slack``) weighs DEFICIT_WEIGHT× a surplus.
+    Returns the node and the GPUs the pod takes there."""
+    scores = fgd_score(gradient(state, pod, cand)).astype(np.float64)
+    best_gpu = None
+    if pod.is_share:
+        best_gpu = np.argmax(scores, axis=1)
+        scores = scores[np.arange(len(cand)), best_gpu]
+    imbalance = DEFICIT_WEIGHT * np.maximum(-slack, 0.0) + np.maximum(slack, 0.0)
+    at = int(np.argmax(scores - penalty - TIE_SCALE * imbalance))
+    node = int(cand[at])
+    if best_gpu is not None:
+        return node, np.array([best_gpu[at]], dtype=np.int64)
+    return node, first_fitting_gpus(state, node, pod)

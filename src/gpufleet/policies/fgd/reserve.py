@@ -50,17 +50,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpufleet.policies.fgd.cluster import ClusterState, PodRequest, first_fitting_gpus
-from gpufleet.policies.fgd.gradient import fgd_score, gradient
+from gpufleet.policies.fgd.cluster import ClusterState, PodRequest
 from gpufleet.policies.fgd.measure import MILLI, FragTable
-from gpufleet.policies.fgd.ours import cpu_per_gpu_milli
+from gpufleet.policies.fgd.ours import cpu_per_gpu_milli, pick_balanced
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 SCARCITY_POINTS = 5.0
 RESERVE_FACTOR = 4.0
-DEFICIT_WEIGHT = 10.0
-TIE_SCALE = 1e-9
 
 
 def model_pressure(table: FragTable, models: tuple[str, ...], gpus_per_model: FloatArray) -> FloatArray:
@@ -115,15 +112,5 @@ class FgdReservePolicy:
         if pod.count == 0:
             spare = cpu_after - self.reserve_factor * kappa * gpu_after
             return int(cand[int(np.argmax(spare))]), np.empty(0, np.int64)
-        scores = fgd_score(gradient(state, pod, cand)).astype(np.float64)
-        if pod.is_share:
-            best_gpu = np.argmax(scores, axis=1)
-            scores = scores[np.arange(len(cand)), best_gpu]
-        scores -= self.scarcity_points * pressure[state.model_idx[cand]] * (pod.total_milli / MILLI)
-        slack = cpu_after - kappa * gpu_after
-        imbalance = DEFICIT_WEIGHT * np.maximum(-slack, 0.0) + np.maximum(slack, 0.0)
-        at = int(np.argmax(scores - TIE_SCALE * imbalance))
-        node = int(cand[at])
-        if pod.is_share:
-            return node, np.array([best_gpu[at]], dtype=np.int64)
-        return node, first_fitting_gpus(state, node, pod)
+        reserve = self.scarcity_points * pressure[state.model_idx[cand]] * (pod.total_milli / MILLI)
+        return pick_balanced(state, pod, cand, cpu_after - kappa * gpu_after, reserve)
