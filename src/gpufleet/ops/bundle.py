@@ -67,7 +67,7 @@ CONTENT_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sys-class-infiniband", re.compile(r"/sys/class/infiniband/")),
     ("nccl-tests", re.compile(r"# Avg bus bandwidth")),
     ("nccl-log", re.compile(r"NCCL (INFO|WARN)")),
-    ("node-json", re.compile(r'"kind"\s*:\s*"(Node|List)"')),
+    ("node-json", re.compile(r'"kind"\s*:\s*"(Node|List)"|^kind: Node|^status:\n\s+addresses:', re.M)),
     ("kubectl-describe-node", re.compile(r"^Taints:|^Allocatable:", re.M)),
     ("pod-events", re.compile(r"UnexpectedAdmissionError|Allocate failed|^Events:", re.M)),
     ("lspci-vvv", re.compile(r"LnkSta:")),

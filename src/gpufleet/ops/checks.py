@@ -360,7 +360,10 @@ def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]
 
 def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has_gpus: bool) -> None:
     cap, alloc = node.capacity.get(GPU_RESOURCE), node.allocatable.get(GPU_RESOURCE)
-    line = next((i for i, ln in enumerate(src.lines, 1) if GPU_RESOURCE in ln), 1)
+    gpu_lines = [
+        i for i, ln in enumerate(src.lines, 1) if GPU_RESOURCE + ":" in ln or f'"{GPU_RESOURCE}"' in ln
+    ]
+    line = gpu_lines[0] if gpu_lines else 1
     if cap is not None and alloc is not None and cap.isdigit() and alloc.isdigit():
         c, a = int(cap), int(alloc)
         if c > 0 and a == 0:
@@ -371,7 +374,7 @@ def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has
                     "recently or marked every GPU unhealthy",
                     "restart_device_plugin",
                     "kubectl -n gpu-operator get pods -o wide | grep device-plugin",
-                    [_ev(src, line)],
+                    [_ev(src, ln) for ln in gpu_lines[:4]],
                     "alloc-zero",
                 )
             )
@@ -382,7 +385,7 @@ def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has
                     f"{c - a} of {c} GPUs marked unhealthy by the device plugin",
                     "restart_device_plugin",
                     "kubectl logs <device-plugin pod> | grep -i unhealthy",
-                    [_ev(src, line)],
+                    [_ev(src, ln) for ln in gpu_lines[:4]],
                     "alloc-short",
                 )
             )

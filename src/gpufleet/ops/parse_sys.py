@@ -10,6 +10,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import yaml
+
 
 @dataclass
 class PciDev:
@@ -141,13 +143,19 @@ class K8sNode:
 
 
 def parse_node_json(lines: list[str]) -> list[K8sNode]:
-    """``kubectl get node -o json`` (one Node or a List). Line numbers are those of the matching text."""
+    """``kubectl get node -o json`` or ``-o yaml`` (one Node, a List, or just its ``status:`` part).
+    Line numbers are those of the matching text."""
     text = "\n".join(lines)
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"not valid JSON (line {e.lineno}: {e.msg})") from None
-    items = doc.get("items", [doc]) if isinstance(doc, dict) else []
+        try:
+            doc = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ValueError(f"neither valid JSON (line {e.lineno}: {e.msg}) nor YAML") from None
+    if not isinstance(doc, dict):
+        raise ValueError("expected a Kubernetes Node object or List")
+    items = doc.get("items", [doc])
     out = []
     for it in items:
         if not isinstance(it, dict):

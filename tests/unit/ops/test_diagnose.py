@@ -38,6 +38,7 @@ EXPECTED = {
     "plugin-nvml-not-injected": ("container_toolkit", "fix_runtime_config", "device-plugin.log"),
     "ib-port-polling": ("network_rdma", "reseat_or_replace_cable", "ibstat.txt"),
     "nccl-socket-fallback": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
+    "allocatable-stuck-at-zero": ("device_plugin", "restart_device_plugin", "node.yaml"),
 }
 HEALTHY = [
     "healthy-h100",
@@ -184,3 +185,11 @@ def test_any_mix_of_real_files_gives_a_verdict_whose_evidence_is_verbatim(tmp_pa
             continue
         name, line, text = e.split(":", 2)
         assert (root / name).read_text().splitlines()[int(line) - 1].strip() == text.strip()
+
+
+def test_capacity_without_allocatable_quotes_both_lines_of_the_node_object():
+    """kubelet keeps capacity at N and writes allocatable 0 when the plugin's devices are all unhealthy
+    (ops-reference §2.5); both numbers are the evidence."""
+    d = diagnose(DATA / "allocatable-stuck-at-zero")
+    assert d.evidence == ['node.yaml:13: nvidia.com/gpu: "0"', 'node.yaml:21: nvidia.com/gpu: "16"']
+    assert "capacity 16 GPUs but allocatable 0" in d.failure
