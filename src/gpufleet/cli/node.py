@@ -16,6 +16,7 @@ import typer
 
 from gpufleet.cli.common import console, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.ops.collect import Record, collect
 from gpufleet.ops.diagnose import Diagnosis, diagnose
 from gpufleet.ops.verdict import health_event
 
@@ -74,3 +75,32 @@ def diagnose_cmd(
         console.print_json(json.dumps(doc))
     else:
         _print_diagnosis(d)
+
+
+@node_app.command("collect")
+@one_line_errors
+def collect_cmd(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the bundle into (created).")],
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per command.")] = 20.0,
+    node: Annotated[
+        str | None, typer.Option(help="Kubernetes node name (default: this host's name).")
+    ] = None,
+    docker_image: Annotated[
+        str | None, typer.Option(help="Also run `docker run --gpus all IMAGE nvidia-smi` (pulls the image).")
+    ] = None,
+) -> None:
+    """Run the diagnosis commands on this node and write their outputs as a bundle."""
+
+    def show(r: Record) -> None:
+        mark = {"ok": "[green]ok[/]", "absent": "[dim]absent[/]", "skipped": "[dim]skipped[/]"}.get(
+            r.status, f"[yellow]{r.status}[/]"
+        )
+        note = f"  ({r.note})" if r.note else ""
+        console.print(f"{mark:<22} {r.file:<44}{note}", highlight=False, soft_wrap=True)
+
+    records = collect(out, timeout=timeout, node=node, docker_image=docker_image, progress=show)
+    got = sum(r.status in ("ok", "failed", "timeout") and (out / r.file).exists() for r in records)
+    console.print(
+        f"{got} files written to {out} (MANIFEST.json lists every step); next: gpufleet node diagnose {out}",
+        highlight=False,
+    )

@@ -142,6 +142,8 @@ def load_bundle(root: Path) -> Bundle:
     bundle = Bundle(root=root if root.is_dir() else root.parent)
     for path in paths[:MAX_FILES]:
         rel = str(path.relative_to(bundle.root))
+        if path.name == "MANIFEST.json":  # written by `node collect`: what ran, not what it said
+            continue
         try:
             size = path.stat().st_size
             with path.open("rb") as fh:

@@ -11,6 +11,7 @@ trying again, not a recovery.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -156,13 +157,30 @@ def _clip(ev: list[Evidence]) -> list[str]:
     )
 
 
+def _speaking_kinds(bundle: Bundle) -> dict[str, set[str]]:
+    """Per layer, the source kinds that can vouch for it. A kernel log speaks for the GPU layers only
+    if it mentions the NVIDIA driver at all, for RDMA only if it mentions an RDMA driver: a clean
+    dmesg from a machine with no GPU proves nothing about GPUs."""
+    dmesg = "\n".join("\n".join(s.lines) for s in bundle.of("dmesg"))
+    gpu_dmesg = bool(re.search(r"NVRM|nvidia", dmesg))
+    rdma_dmesg = bool(re.search(r"mlx5|ib_core|infiniband", dmesg, re.I))
+    fm_present = not any(
+        "could not be found" in "\n".join(s.lines) for s in bundle.of("systemctl-fabricmanager")
+    )
+    out: dict[str, set[str]] = {}
+    for layer in LAYER_ORDER:
+        kinds = set(LAYER_SOURCES[layer] & bundle.kinds)
+        if "dmesg" in kinds and not (rdma_dmesg if layer == "network_rdma" else gpu_dmesg):
+            kinds.discard("dmesg")
+        if "systemctl-fabricmanager" in kinds and not fm_present:
+            kinds.discard("systemctl-fabricmanager")
+        out[layer] = kinds
+    return out
+
+
 def diagnose_bundle(bundle: Bundle) -> Diagnosis:
-    checked = [
-        layer
-        for layer in LAYER_ORDER
-        if LAYER_SOURCES[layer] & bundle.kinds
-        or ("other" in bundle.kinds and layer in ("kernel_driver", "gpu_xid"))
-    ]
+    speaking = _speaking_kinds(bundle)
+    checked = [layer for layer in LAYER_ORDER if speaking[layer]]
     sources = {s.name: s.kind + (" (tail only)" if s.truncated else "") for s in bundle.sources}
     if not bundle.sources:
         return Diagnosis("none", NOTHING, "none", [], "", [], [], sources=sources, skipped=bundle.skipped)
@@ -191,6 +209,8 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     root_layer = next((layer for layer in LAYER_ORDER if any(f.layer == layer for f in current)), None)
     if root_layer is None:
         failure = "no fault found" if found_any or checked else NOTHING
+        if not checked and bundle.sources:
+            failure = f"{NOTHING} (no NVIDIA GPU, driver or RDMA evidence in them)"
         return Diagnosis("none", failure, "none", [], "", checked, [], [], notes, sources, bundle.skipped)
 
     in_root = sorted((f for f in current if f.layer == root_layer), key=lambda f: -ACTION_WEIGHT[f.action])

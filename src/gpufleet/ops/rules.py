@@ -189,6 +189,15 @@ RULES: tuple[Rule, ...] = (
         normal=True,
     ),
     _r(
+        "fm-not-installed",
+        r"Unit nvidia-fabricmanager\.service could not be found",
+        "nvlink_fabric",
+        "fabric manager is not installed (needed only on NVSwitch systems)",
+        "none",
+        "lspci -nn | grep -i nvswitch",
+        normal=True,
+    ),
+    _r(
         "cuda-802",
         r"Error 802|system not yet initialized|cudaErrorSystemNotReady",
         "nvlink_fabric",

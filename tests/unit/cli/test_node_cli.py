@@ -43,3 +43,17 @@ def test_node_diagnose_of_a_missing_folder_is_one_line_and_exit_2(tmp_path):
 def test_node_diagnose_rejects_an_unknown_output_format():
     res = runner.invoke(app, ["node", "diagnose", str(DATA / "healthy-h100"), "--output", "yaml"])
     assert res.exit_code == 2 and "text" in res.output and "json" in res.output
+
+
+def test_node_collect_writes_a_bundle_and_points_to_diagnose(tmp_path):
+    res = runner.invoke(app, ["node", "collect", "--out", str(tmp_path / "b"), "--timeout", "5"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "b" / "MANIFEST.json").exists()
+    assert "gpufleet node diagnose" in res.output
+
+
+def test_node_collect_into_a_file_is_one_line_and_exit_2(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    res = runner.invoke(app, ["node", "collect", "--out", str(f)])
+    assert res.exit_code == 2 and "is not a folder" in res.output
