@@ -85,6 +85,9 @@ def parse_smi_q(lines: list[str]) -> tuple[dict[str, str], list[QGpu]]:
             gpus.append(QGpu(m.group(1), i))
             stack = []
             continue
+        if not gpus and line[:1].isspace() and line.strip():
+            # an excerpt (`nvidia-smi -q -d ROW_REMAPPER | grep -A4 …`) without its "GPU …" header
+            gpus.append(QGpu("?", i))
         if not gpus:
             if ":" in line:
                 k, _, v = line.partition(":")

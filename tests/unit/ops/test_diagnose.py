@@ -39,6 +39,7 @@ EXPECTED = {
     "ib-port-polling": ("network_rdma", "reseat_or_replace_cable", "ibstat.txt"),
     "nccl-socket-fallback": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
     "allocatable-stuck-at-zero": ("device_plugin", "restart_device_plugin", "node.yaml"),
+    "remap-pending-smi-q": ("gpu_xid", "reset_gpu", "nvidia-smi-q.txt"),
 }
 HEALTHY = [
     "healthy-h100",

@@ -1,0 +1,49 @@
+"""`gpufleet preflight run|plan` from the command line."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from gpufleet.cli.main import app
+
+runner = CliRunner()
+
+
+def test_preflight_run_json_lists_every_quick_check_and_passes_when_nothing_failed(tmp_path):
+    res = runner.invoke(app, ["preflight", "run", "--quick", "--storage", str(tmp_path), "-o", "json"])
+    doc = json.loads(res.output)
+    assert [c["name"] for c in doc["checks"]] == [
+        "nic",
+        "nvlink",
+        "storage",
+        "dcgm_quick",
+        "hbm",
+        "gemm",
+        "nccl",
+    ]
+    assert doc["checks"][2]["status"] == "pass"
+    assert res.exit_code == (0 if doc["passed"] else 1)
+
+
+def test_preflight_run_exits_1_when_a_check_fails(tmp_path):
+    res = runner.invoke(app, ["preflight", "run", "--storage", str(tmp_path / "nope")])
+    assert res.exit_code == 1 and "FAILED: storage" in res.output
+
+
+def test_preflight_run_rejects_quick_and_long_together():
+    res = runner.invoke(app, ["preflight", "run", "--quick", "--long"])
+    assert res.exit_code == 2
+
+
+def test_preflight_plan_prints_the_arithmetic_and_json_has_the_options():
+    res = runner.invoke(app, ["preflight", "plan"])
+    assert res.exit_code == 0 and "1 − (1 − 0.02)^64 = 0.726" in res.output
+    doc = json.loads(runner.invoke(app, ["preflight", "plan", "-o", "json"]).output)
+    assert [o["name"] for o in doc["options"]] == ["none", "two-minute gate", "long diagnostic"]
+
+
+def test_preflight_plan_bad_rate_is_one_line():
+    res = runner.invoke(app, ["preflight", "plan", "--bad-node-rate", "nan"])
+    assert res.exit_code == 2 and "--bad-node-rate" in res.output
