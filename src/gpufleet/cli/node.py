@@ -16,8 +16,13 @@ import typer
 
 from gpufleet.cli.common import console, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.model.errors import InputError
 from gpufleet.ops.collect import Record, collect
 from gpufleet.ops.diagnose import Diagnosis, diagnose
+from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
+from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pods
+from gpufleet.ops.parse_smi import parse_topo
+from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
 from gpufleet.ops.verdict import health_event
 
 node_app = typer.Typer(
@@ -104,3 +109,115 @@ def collect_cmd(
         f"{got} files written to {out} (MANIFEST.json lists every step); next: gpufleet node diagnose {out}",
         highlight=False,
     )
+
+
+@node_app.command("operator-status")
+@one_line_errors
+def operator_status_cmd(
+    labels: Annotated[
+        Path, typer.Option(help="Node labels: `kubectl get node -o json|yaml`, key: value or key=value.")
+    ],
+    pods: Annotated[
+        Path | None, typer.Option(help="`kubectl get pods -n gpu-operator` output (optional).")
+    ] = None,
+    nodes: Annotated[
+        int, typer.Option(help="Nodes to bring up, for the by-hand vs operator arithmetic.")
+    ] = 16,
+    minutes_per_node: Annotated[float, typer.Option(help="By-hand minutes per node (assumption).")] = 60.0,
+    engineers: Annotated[int, typer.Option(help="Engineers working in parallel by hand.")] = 1,
+    operator_minutes: Annotated[
+        float, typer.Option(help="Operator bring-up minutes, any N (assumption).")
+    ] = 20.0,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+) -> None:
+    """What the GPU Operator should run on this node, in what order, and what blocks it."""
+    _check_output(output)
+    if not (1 <= nodes <= 100_000) or not (1 <= engineers <= 10_000):
+        raise typer.BadParameter("--nodes and --engineers must be positive (nodes ≤ 100000)")
+    if not (0 < minutes_per_node < 1e5) or not (0 < operator_minutes < 1e5):
+        raise typer.BadParameter("minutes must be positive numbers")
+    lab = parse_labels(_read_text(labels))
+    pod_states = parse_pods(_read_text(pods)) if pods else None
+    st = chain_status(lab, pod_states)
+    b = bringup(nodes, minutes_per_node, engineers, operator_minutes)
+    if output == "json":
+        doc = st.to_dict() | {"bringup": b.__dict__}
+        console.print_json(json.dumps(doc))
+        return
+    console.print(f"GPU node: {'yes' if st.gpu_node else 'no'} — {st.gpu_node_why}", highlight=False)
+    for i, s in enumerate(st.steps, 1):
+        mark = "run " if s.should_run else "skip"
+        extra = f"  BLOCKED behind {s.blocked_by}" if s.blocked_by else ""
+        extra = "  ← BLOCKS the chain" if st.blocker == s.operand else extra
+        console.print(
+            f"{i}. {mark} {s.operand:<22} state={s.state:<12} waits for {s.waits_for or '-':<18} "
+            f"({s.why}){extra}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if st.blocker:
+        blk = next(s for s in st.steps if s.operand == st.blocker)
+        console.print(
+            f"blocker: {blk.operand} ({blk.state}); what comes after it waits for: {blk.produces}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    for p in st.problems:
+        console.print(f"problem: {p}", highlight=False)
+    console.print(
+        f"bring-up of {b.nodes} nodes: by hand ceil({nodes}/{engineers})×{minutes_per_node:g} min = "
+        f"{b.by_hand_minutes:,.0f} min; with the operator ≈ {b.operator_minutes:g} min (daemonsets run on "
+        f"all nodes at once); a driver upgrade at maxParallelUpgrades=1 walks them one by one: "
+        f"{b.nodes}×15 = {b.upgrade_minutes:,.0f} min",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _read_text(path: Path) -> str:
+    if not path.is_file():
+        raise InputError(str(path), "", "no such file")
+    raw = path.read_bytes()
+    if b"\x00" in raw[:8192]:
+        raise InputError(str(path), "", "binary file, expected text")
+    return raw.decode("utf-8", errors="replace")
+
+
+@node_app.command("nccl-env")
+@one_line_errors
+def nccl_env_cmd(
+    topo: Annotated[Path, typer.Option(help="`nvidia-smi topo -m` output.")],
+    nccl_log: Annotated[Path | None, typer.Option(help="An NCCL_DEBUG=INFO log to check.")] = None,
+    ib: Annotated[
+        Path | None, typer.Option(help="ibstat or sys-class-infiniband.txt output to check.")
+    ] = None,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+) -> None:
+    """NCCL_IB_HCA, NIC per GPU and GDR level from the topology; half-bandwidth failures from logs."""
+    _check_output(output)
+    t = parse_topo(_read_text(topo).splitlines())
+    if t is None:
+        raise InputError(
+            str(topo), "", "not an `nvidia-smi topo -m` output (no 'GPU0 … CPU Affinity' header)"
+        )
+    env = derive(t)
+    hcas = env.env.get("NCCL_IB_HCA", "=").lstrip("=").split(",") if env.env else []
+    if ib:
+        lines = _read_text(ib).splitlines()
+        ports = parse_ibstat(lines) or parse_sysfs_ib(lines)
+        env.problems += check_ports(ports, ib.name)
+    if nccl_log:
+        env.problems += check_nccl_log(
+            _read_text(nccl_log).splitlines(), [h for h in hcas if h], nccl_log.name
+        )
+    if output == "json":
+        console.print_json(json.dumps(env.to_dict()))
+        return
+    for p in env.pairs:
+        console.print(f"{p.gpu:<6} → {p.nic:<10} {p.link}", highlight=False)
+    for k, v in env.env.items():
+        console.print(f"export {k}='{v}'", highlight=False)
+    for p in env.problems:
+        console.print(f"problem: {p}", highlight=False, soft_wrap=True)
+    for n in env.notes:
+        console.print(f"note: {n}", highlight=False, soft_wrap=True)

@@ -57,3 +57,58 @@ def test_node_collect_into_a_file_is_one_line_and_exit_2(tmp_path):
     f.write_text("x")
     res = runner.invoke(app, ["node", "collect", "--out", str(f)])
     assert res.exit_code == 2 and "is not a folder" in res.output
+
+
+OPS = DATA.parent
+
+
+def test_node_operator_status_names_the_blocker_and_the_bringup_arithmetic():
+    res = runner.invoke(
+        app,
+        [
+            "node",
+            "operator-status",
+            "--labels",
+            str(OPS / "operator/labels-a100-mig.yaml"),
+            "--pods",
+            str(OPS / "operator/pods-toolkit-validation-stuck.txt"),
+            "--nodes",
+            "8",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "BLOCKS the chain" in res.output and "operator-validator" in res.output
+    assert "ceil(8/1)×60 min = 480 min" in res.output
+
+
+def test_node_operator_status_json_and_a_binary_labels_file(tmp_path):
+    res = runner.invoke(
+        app, ["node", "operator-status", "--labels", str(OPS / "operator/labels-nfd-t4.txt"), "-o", "json"]
+    )
+    assert json.loads(res.output)["gpu_node"] is True
+    b = tmp_path / "bin"
+    b.write_bytes(b"\x00\x01" * 50)
+    res = runner.invoke(app, ["node", "operator-status", "--labels", str(b)])
+    assert res.exit_code == 2 and "binary file" in res.output
+
+
+def test_node_nccl_env_prints_exports_and_problems():
+    res = runner.invoke(
+        app,
+        [
+            "node",
+            "nccl-env",
+            "--topo",
+            str(OPS / "nccl/topo-h100-9nic.txt"),
+            "--ib",
+            str(OPS / "bundles/ib-port-polling/ibstat.txt"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert "export NCCL_IB_HCA='=NIC1,NIC2,NIC3,NIC4,NIC5,NIC6,NIC7,NIC8'" in res.output
+    assert "mlx5_10 port 1 is Down / Polling" in res.output
+
+
+def test_node_nccl_env_rejects_a_file_that_is_not_a_topology():
+    res = runner.invoke(app, ["node", "nccl-env", "--topo", str(OPS / "bundles/ib-port-polling/ibstat.txt")])
+    assert res.exit_code == 2 and "topo -m" in res.output

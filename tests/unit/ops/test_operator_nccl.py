@@ -1,0 +1,128 @@
+"""The GPU Operator chain and the NCCL environment, on published outputs (tests/data/ops/PROVENANCE.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
+from gpufleet.ops.operator_chain import CHAIN, bringup, chain_status, parse_labels, parse_pods
+from gpufleet.ops.parse_smi import parse_topo
+from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "ops"
+
+
+def _text(rel: str) -> str:
+    return (DATA / rel).read_text()
+
+
+def test_nfd_pci_0302_label_makes_a_gpu_node_even_without_pci_10de():
+    """gpu-operator#78: NFD wrote pci-0302_10de.present (3D controller) but not pci-10de.present; the
+    operator's gpuNodeLabels accept either (ops-reference §3.4)."""
+    st = chain_status(parse_labels(_text("operator/labels-nfd-t4.txt")))
+    assert st.gpu_node and "pci-0302_10de" in st.gpu_node_why
+    assert [s.operand for s in st.steps if s.should_run] == [
+        "driver",
+        "container-toolkit",
+        "operator-validator",
+        "device-plugin",
+        "dcgm-exporter",
+        "gpu-feature-discovery",
+    ]  # dcgm is off by default, mig-manager needs a MIG-capable GPU
+
+
+def test_a_node_without_nfd_gpu_labels_runs_nothing():
+    st = chain_status({"kubernetes.io/os": "linux"})
+    assert not st.gpu_node and not any(s.should_run for s in st.steps)
+
+
+def test_deploy_labels_decide_what_runs_and_mig_manager_runs_when_labelled():
+    st = chain_status(parse_labels(_text("operator/labels-a100-mig.yaml")))
+    runs = {s.operand: s.should_run for s in st.steps}
+    assert runs["mig-manager"] and runs["device-plugin"] and not runs["dcgm"]
+
+
+def test_mig_reconfiguration_pauses_the_plugin():
+    labels = parse_labels(_text("operator/labels-a100-mig.yaml"))
+    labels["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
+    plugin = next(s for s in chain_status(labels).steps if s.operand == "device-plugin")
+    assert not plugin.should_run and "MIG reconfiguration" in plugin.why
+
+
+def test_operands_stuck_in_init_are_blamed_on_the_validator_that_writes_toolkit_ready():
+    """gpu-operator#1518: toolkit Running, plugin/exporter/GFD in Init waiting for toolkit-ready,
+    which the operator-validator writes after validating the toolkit."""
+    pods = parse_pods(_text("operator/pods-toolkit-validation-stuck.txt"))
+    assert pods["container-toolkit"][0] == "Running" and pods["device-plugin"][0] == "Init:0/1"
+    st = chain_status(parse_labels(_text("operator/labels-a100-mig.yaml")), pods)
+    assert st.blocker == "operator-validator"
+    blocked = {s.operand for s in st.steps if s.blocked_by == "operator-validator"}
+    assert {"device-plugin", "dcgm-exporter", "gpu-feature-discovery"} <= blocked
+    driver = next(s for s in st.steps if s.operand == "driver")
+    assert driver.state == "not listed" and not driver.blocked_by  # toolkit Running: driver evidently fine
+
+
+def test_running_pods_leave_no_blocker_behind_them():
+    pods = parse_pods(_text("operator/pods-running.txt"))
+    assert pods["gpu-feature-discovery"][0] == "Running" and "driver" not in pods
+    st = chain_status(parse_labels(_text("operator/labels-nfd-t4.txt")), pods)
+    assert st.blocker not in ("container-toolkit", "gpu-feature-discovery")
+
+
+def test_bringup_arithmetic_by_hand_vs_operator():
+    """ceil(16/3) = 6 rounds × 60 min = 360 min by hand; the operator's daemonsets run everywhere at
+    once; a driver upgrade at maxParallelUpgrades=1 is 16 × 15 = 240 min."""
+    b = bringup(16, 60, 3, 20, 15)
+    assert (b.by_hand_minutes, b.operator_minutes, b.upgrade_minutes) == (360, 20, 240)
+
+
+def test_chain_order_is_the_state_manager_order():
+    assert [o.name for o in CHAIN][:4] == [
+        "driver",
+        "container-toolkit",
+        "operator-validator",
+        "device-plugin",
+    ]
+
+
+def test_labels_that_are_not_labels_are_rejected():
+    with pytest.raises(ValueError):
+        parse_labels("just some words")
+
+
+def test_each_gpu_gets_its_pix_nic_and_the_unattached_nic_is_left_out():
+    """nccl#1453: GPU0's PIX NIC is NIC8 … GPU7's is NIC1; NIC0 is SYS to every GPU."""
+    env = derive(parse_topo(_text("nccl/topo-h100-9nic.txt").splitlines()))
+    assert {p.gpu: p.nic for p in env.pairs}["GPU0"] == "NIC8"
+    assert all(p.link == "PIX" for p in env.pairs) and not env.problems
+    assert env.env["NCCL_IB_HCA"] == "=NIC1,NIC2,NIC3,NIC4,NIC5,NIC6,NIC7,NIC8"
+    assert any("NIC0" in n for n in env.notes)
+
+
+def test_a_gpu_whose_nearest_nic_is_across_the_cpu_is_a_half_bandwidth_pair():
+    lines = _text("nccl/topo-h100-9nic.txt").splitlines()
+    # GPU0 row with its PIX NIC (NIC8) unplugged from the matrix: what remains nearest is NODE
+    lines[1] = lines[1].replace("\tPIX\t0-79", "\tSYS\t0-79")
+    env = derive(parse_topo(lines))
+    assert any(p.startswith("GPU0: nearest NIC NIC5 is NODE") for p in env.problems)
+
+
+def test_nccl_falling_back_to_sockets_is_detected():
+    out = check_nccl_log(_text("nccl/nccl-socket-fallback.log").splitlines(), [], "log")
+    assert out and "fell back to sockets" in out[0]
+
+
+def test_nccl_using_fewer_hcas_than_the_topology_offers_is_detected():
+    out = check_nccl_log(_text("nccl/nccl-ib-one-hca.log").splitlines(), ["mlx5_0", "mlx5_1"], "log")
+    assert out == ["log: NCCL used 1 HCA(s), not mlx5_1: a port down or filtered by NCCL_IB_HCA"]
+
+
+def test_down_ports_and_healthy_ports_from_ibstat_and_sysfs():
+    assert (
+        "Down / Polling"
+        in check_ports(parse_ibstat(_text("bundles/ib-port-polling/ibstat.txt").splitlines()), "ibstat")[0]
+    )
+    healthy = parse_sysfs_ib(_text("bundles/healthy-h100/sys-class-infiniband.txt").splitlines())
+    assert len(healthy) == 9 and check_ports(healthy, "sysfs") == []  # 8×400 IB + a 200 Gb/s Ethernet bond
