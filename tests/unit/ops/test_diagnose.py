@@ -40,6 +40,10 @@ EXPECTED = {
     "nccl-socket-fallback": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
     "allocatable-stuck-at-zero": ("device_plugin", "restart_device_plugin", "node.yaml"),
     "remap-pending-smi-q": ("gpu_xid", "reset_gpu", "nvidia-smi-q.txt"),
+    "nvlink-links-inactive": ("nvlink_fabric", "reboot", "nvidia-smi-nvlink-status.txt"),
+    "node-cordoned": ("kubernetes", "remove_taint", "kubectl-describe-node.txt"),
+    "nouveau-owns-gpu": ("kernel_driver", "reinstall_driver", "dmesg.txt"),
+    "xid74-nvlink": ("nvlink_fabric", "reboot", "dmesg.txt"),
 }
 HEALTHY = [
     "healthy-h100",
