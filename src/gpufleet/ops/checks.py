@@ -11,28 +11,16 @@ from __future__ import annotations
 import re
 
 from gpufleet.ops.bundle import Bundle, Source
+from gpufleet.ops.checks_node import check_ib, check_k8s
 from gpufleet.ops.layers import Evidence, Finding
 from gpufleet.ops.parse_smi import parse_nvlink_status, parse_smi_q, parse_smi_table
 from gpufleet.ops.parse_sys import (
-    IbPort,
-    K8sNode,
     parse_describe_node,
     parse_ibstat,
     parse_lsmod,
     parse_lspci,
     parse_node_json,
     parse_sysfs_ib,
-)
-
-GPU_RESOURCE = "nvidia.com/gpu"
-# Taints that say the node itself is in trouble (kubelet / node lifecycle controller).
-TROUBLE_TAINTS = (
-    "node.kubernetes.io/not-ready",
-    "node.kubernetes.io/unreachable",
-    "node.kubernetes.io/unschedulable",
-    "node.kubernetes.io/network-unavailable",
-    "node.kubernetes.io/memory-pressure",
-    "node.kubernetes.io/disk-pressure",
 )
 
 
@@ -317,149 +305,6 @@ def check_lsmod(src: Source, out: list[Finding], now: set[str]) -> None:
         )
     elif "nvidia" in mods:
         now.add("kernel_driver")
-
-
-def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]) -> None:
-    if not ports:
-        return
-    down = [p for p in ports if not p.active]
-    for p in down:
-        out.append(
-            Finding(
-                "network_rdma",
-                f"{p.device} port {p.port} is {p.state or '?'} / {p.phys_state or '?'}",
-                "reseat_or_replace_cable",
-                f"ibstat {p.device}; mlxlink -d {p.device} -p {p.port}",
-                [_ev(src, p.line)],
-                "ib-down",
-            )
-        )
-    by_layer: dict[str, list[IbPort]] = {}
-    for p in ports:
-        if p.active and p.rate_gbps:
-            by_layer.setdefault(p.link_layer, []).append(p)
-    slow = []
-    for same in by_layer.values():
-        top = max(p.rate_gbps or 0 for p in same)
-        slow += [p for p in same if (p.rate_gbps or 0) < top]
-    for p in slow:
-        out.append(
-            Finding(
-                "network_rdma",
-                f"{p.device} port {p.port} at {p.rate_gbps:g} Gb/s, below its peers "
-                "(half-width or half-rate link)",
-                "reseat_or_replace_cable",
-                f"mlxlink -d {p.device} -p {p.port}; ibstat {p.device}",
-                [_ev(src, p.line)],
-                "ib-slow",
-            )
-        )
-    if not down and not slow:
-        now.add("network_rdma")
-
-
-def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has_gpus: bool) -> None:
-    cap, alloc = node.capacity.get(GPU_RESOURCE), node.allocatable.get(GPU_RESOURCE)
-    gpu_lines = [
-        i for i, ln in enumerate(src.lines, 1) if GPU_RESOURCE + ":" in ln or f'"{GPU_RESOURCE}"' in ln
-    ]
-    line = gpu_lines[0] if gpu_lines else 1
-    if cap is not None and alloc is not None and cap.isdigit() and alloc.isdigit():
-        c, a = int(cap), int(alloc)
-        if c > 0 and a == 0:
-            out.append(
-                Finding(
-                    "device_plugin",
-                    f"capacity {c} GPUs but allocatable 0: the device plugin died "
-                    "recently or marked every GPU unhealthy",
-                    "restart_device_plugin",
-                    "kubectl -n gpu-operator get pods -o wide | grep device-plugin",
-                    [_ev(src, ln) for ln in gpu_lines[:4]],
-                    "alloc-zero",
-                )
-            )
-        elif a < c:
-            out.append(
-                Finding(
-                    "device_plugin",
-                    f"{c - a} of {c} GPUs marked unhealthy by the device plugin",
-                    "restart_device_plugin",
-                    "kubectl logs <device-plugin pod> | grep -i unhealthy",
-                    [_ev(src, ln) for ln in gpu_lines[:4]],
-                    "alloc-short",
-                )
-            )
-        elif c == 0 and has_gpus:
-            out.append(
-                Finding(
-                    "device_plugin",
-                    "capacity 0 GPUs: the device plugin has been gone for over 5 minutes",
-                    "restart_device_plugin",
-                    "kubectl -n gpu-operator get pods | grep plugin",
-                    [_ev(src, line)],
-                    "cap-zero",
-                )
-            )
-    elif cap is None and has_gpus and node.capacity:
-        out.append(
-            Finding(
-                "device_plugin",
-                "the node has GPUs but no nvidia.com/gpu resource: the device plugin never registered",
-                "restart_device_plugin",
-                "kubectl -n gpu-operator get pods -o wide",
-                [_ev(src, 1)],
-                "no-resource",
-            )
-        )
-    if node.unschedulable:
-        out.append(
-            Finding(
-                "kubernetes",
-                "node is cordoned (spec.unschedulable)",
-                "remove_taint",
-                f"kubectl uncordon {node.name or '<node>'}  (after the cause is fixed)",
-                [_ev(src, node.unschedulable_line)],
-                "cordon",
-            )
-        )
-    for taint, ln in node.taints:
-        if taint.startswith(TROUBLE_TAINTS):
-            if taint.startswith("node.kubernetes.io/unschedulable") and node.unschedulable:
-                continue
-            out.append(
-                Finding(
-                    "kubernetes",
-                    f"taint {taint}",
-                    "remove_taint",
-                    "kubectl describe node | grep -A3 Taints",
-                    [_ev(src, ln)],
-                    "taint",
-                )
-            )
-        elif taint.startswith(GPU_RESOURCE):
-            out.append(
-                Finding(
-                    "kubernetes",
-                    f"taint {taint}: the usual GPU-node taint (GPU pods tolerate it)",
-                    "none",
-                    "",
-                    [_ev(src, ln)],
-                    "gpu-taint",
-                    normal=True,
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "kubernetes",
-                    f"taint {taint}: a deliberate dedication, not a fault",
-                    "none",
-                    "",
-                    [_ev(src, ln)],
-                    "other-taint",
-                    normal=True,
-                )
-            )
 
 
 def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:

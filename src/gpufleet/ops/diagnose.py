@@ -18,15 +18,8 @@ from pathlib import Path
 from gpufleet.ops.bundle import Bundle, Source, load_bundle
 from gpufleet.ops.checks import run_checks
 from gpufleet.ops.layers import ACTION_WEIGHT, LAYER_ORDER, LAYER_SOURCES, Evidence, Finding
-from gpufleet.ops.rules import (
-    BOOT_MARKER,
-    RECOVERY_ACTION,
-    RECOVERY_RE,
-    RESTART_MARKERS,
-    RULES,
-    XID_RE,
-    xid_layer,
-)
+from gpufleet.ops.rules import BOOT_MARKER, RESTART_MARKERS, RULES
+from gpufleet.ops.xid import RECOVERY_ACTION, RECOVERY_RE, XID_RE, xid_layer
 
 MAX_EVIDENCE = 6
 NOTHING = "nothing found in these files"

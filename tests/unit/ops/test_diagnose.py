@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpufleet.ops import rules
+from gpufleet.ops import rules, xid
 from gpufleet.ops.bundle import load_bundle
 from gpufleet.ops.diagnose import NOTHING, diagnose
 from gpufleet.ops.layers import LAYER_ORDER
@@ -157,12 +157,12 @@ def test_adding_an_xid_is_one_row_in_the_catalog(tmp_path, monkeypatch):
     line = (DATA / "xid48-row-remap-pending" / "dmesg.txt").read_text().splitlines()[0]
     (tmp_path / "dmesg.txt").write_text(line.replace("): 48,", "): 999,") + "\n")
     assert diagnose(tmp_path).action == "reset_gpu"  # unknown Xid: conservative default
-    monkeypatch.setitem(rules.XID, 999, rules.XidInfo("TEST_ONLY", "gpu_xid", "drain_and_rma", "test row"))
+    monkeypatch.setitem(xid.XID, 999, xid.XidInfo("TEST_ONLY", "gpu_xid", "drain_and_rma", "test row"))
     assert diagnose(tmp_path).action == "drain_and_rma"
 
 
 def test_the_xid_code_is_not_confused_with_the_pci_domain():
-    m = rules.XID_RE.search("NVRM: Xid (PCI:0002:00:00): 13, pid=2519562, name=python3, Graphics Exception")
+    m = xid.XID_RE.search("NVRM: Xid (PCI:0002:00:00): 13, pid=2519562, name=python3, Graphics Exception")
     assert m and m.group(2) == "13"
 
 
@@ -170,7 +170,7 @@ def test_every_rule_and_xid_names_a_known_layer_and_action():
     layers = set(LAYER_ORDER)
     for r in rules.RULES:
         assert r.layer in layers and r.action in ACTION_EVENTS, r.id
-    for code, info in rules.XID.items():
+    for code, info in xid.XID.items():
         assert info.layer in layers and info.action in ACTION_EVENTS, code
 
 
