@@ -13,7 +13,7 @@ import re
 from gpufleet.ops.bundle import Bundle, Source
 from gpufleet.ops.checks_node import check_ib, check_k8s
 from gpufleet.ops.layers import Evidence, Finding
-from gpufleet.ops.parse_smi import parse_nvlink_status, parse_smi_q, parse_smi_table
+from gpufleet.ops.parse_smi import parse_nvlink_status, parse_smi_L, parse_smi_q, parse_smi_table
 from gpufleet.ops.parse_sys import (
     parse_describe_node,
     parse_ibstat,
@@ -307,6 +307,33 @@ def check_lsmod(src: Source, out: list[Finding], now: set[str]) -> None:
         now.add("kernel_driver")
 
 
+def check_smi_L(src: Source, out: list[Finding], now: set[str]) -> int:
+    """``nvidia-smi -L`` listing GPUs: PCI and driver work now. Returns the GPU count."""
+    gpus = parse_smi_L(src.lines)
+    if gpus:
+        now.update({"hardware_pci", "kernel_driver"})
+    return len(gpus)
+
+
+REGISTERED = re.compile(r"Registered device plugin for '[^']+' with Kubelet")
+UNHEALTHY = re.compile(r"device marked unhealthy|the device will go unhealthy|Failed to initialize NVML")
+
+
+def check_plugin_log(src: Source, out: list[Finding], now: set[str]) -> None:
+    """The plugin registered with the kubelet after its last failure line: it works now."""
+    last_ok = max((i for i, ln in enumerate(src.lines) if REGISTERED.search(ln)), default=-1)
+    last_bad = max((i for i, ln in enumerate(src.lines) if UNHEALTHY.search(ln)), default=-1)
+    if last_ok > last_bad:
+        now.add("device_plugin")
+
+
+def check_ctk_info(src: Source, out: list[Finding], now: set[str]) -> None:
+    """``nvidia-container-cli info`` that lists a device: the toolkit reaches the driver."""
+    text = "\n".join(src.lines)
+    if re.search(r"^NVRM version:", text, re.M) and re.search(r"^Device Index:", text, re.M):
+        now.add("container_toolkit")
+
+
 def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:
     out: list[Finding] = []
     now: set[str] = set()
@@ -315,8 +342,15 @@ def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:
         check_smi_table(src, out, now)
         n = len(parse_smi_table(src.lines).gpus)
         smi_count = n if n else smi_count
+    for src in bundle.of("nvidia-smi-L"):
+        n = check_smi_L(src, out, now)
+        smi_count = n if n else smi_count
     for src in bundle.of("nvidia-smi-q"):
         check_smi_q(src, out, now)
+    for src in bundle.of("device-plugin"):
+        check_plugin_log(src, out, now)
+    for src in bundle.of("nvidia-container-cli-info"):
+        check_ctk_info(src, out, now)
     for src in bundle.of("nvidia-smi-nvlink-status"):
         check_nvlink(src, out, now)
     for src in bundle.of("lspci-vvv", "lspci-nn"):

@@ -415,7 +415,9 @@ RULES: tuple[Rule, ...] = (
 # Lines that mark a restart of the component that wrote the file: what came before is history.
 RESTART_MARKERS: dict[str, re.Pattern[str]] = {
     "dmesg": re.compile(r"Linux version \d|NVRM: loading NVIDIA UNIX"),
-    "device-plugin": re.compile(r"Starting NVIDIA Device Plugin|Starting FS watcher|^\S+ \S+ Loading NVML$"),
+    "device-plugin": re.compile(
+        r"Starting NVIDIA Device Plugin|Starting FS watcher|Starting Plugins\.|^\S+ \S+ Loading NVML$"
+    ),
     "fabricmanager": re.compile(r"Fabric Manager version|Starting NVIDIA fabric manager"),
     "systemctl-fabricmanager": re.compile(r"Started NVIDIA fabric manager"),
     "nv-hostengine": re.compile(r"Started host engine|nv-hostengine version"),
