@@ -414,7 +414,7 @@ RULES: tuple[Rule, ...] = (
 
 # Lines that mark a restart of the component that wrote the file: what came before is history.
 RESTART_MARKERS: dict[str, re.Pattern[str]] = {
-    "dmesg": re.compile(r"Linux version \d|NVRM: loading NVIDIA UNIX"),
+    "dmesg": re.compile(r"Linux version \d|NVRM: loading NVIDIA UNIX|^-- Boot [0-9a-f]+ --$|^-- Reboot --$"),
     "device-plugin": re.compile(
         r"Starting NVIDIA Device Plugin|Starting FS watcher|Starting Plugins\.|^\S+ \S+ Loading NVML$"
     ),
@@ -423,4 +423,4 @@ RESTART_MARKERS: dict[str, re.Pattern[str]] = {
     "nv-hostengine": re.compile(r"Started host engine|nv-hostengine version"),
 }
 # A kernel *boot* clears everything before it; a driver reload clears it only if a live check agrees.
-BOOT_MARKER = re.compile(r"Linux version \d")
+BOOT_MARKER = re.compile(r"Linux version \d|^-- Boot [0-9a-f]+ --$|^-- Reboot --$")

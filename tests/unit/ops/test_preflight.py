@@ -109,3 +109,23 @@ def test_a_gate_never_makes_a_start_more_likely_to_fail(rate, nodes, hours):
     p = plan(rate, nodes, 8, hours)
     assert all(o.p_fail_start <= p.p_fail_no_gate + 1e-12 for o in p.options)
     assert all(o.saving_gpu_h >= -1e-9 for o in p.options)
+
+
+def test_the_gpu_benchmark_child_says_why_it_cannot_run_here():
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "gpufleet.ops.gpubench", "gemm", "--seconds", "0.1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    first = json.loads(out.splitlines()[0])
+    if importlib.util.find_spec("torch") is None:
+        assert first == {"skipped": "torch not installed"}
+    else:
+        assert "skipped" in first or first["value"] > 0
