@@ -13,7 +13,13 @@ import re
 from gpufleet.ops.bundle import Bundle, Source
 from gpufleet.ops.checks_node import check_ib, check_k8s
 from gpufleet.ops.layers import Evidence, Finding
-from gpufleet.ops.parse_smi import parse_nvlink_status, parse_smi_L, parse_smi_q, parse_smi_table
+from gpufleet.ops.parse_smi import (
+    parse_mig_lgi,
+    parse_nvlink_status,
+    parse_smi_L,
+    parse_smi_q,
+    parse_smi_table,
+)
 from gpufleet.ops.parse_sys import (
     parse_describe_node,
     parse_ibstat,
@@ -334,6 +340,33 @@ def check_ctk_info(src: Source, out: list[Finding], now: set[str]) -> None:
         now.add("container_toolkit")
 
 
+def check_mig(src: Source, out: list[Finding], now: set[str]) -> None:
+    """The MIG layout, reported as a note: per GPU its instances and compute slices used of 7. Two
+    instances sharing memory slices, or more than 7 compute slices, cannot come from a working driver
+    (ops-reference §4.2) and mean the file is not one GPU's state."""
+    inst = parse_mig_lgi(src.lines)
+    by_gpu: dict[int, list] = {}
+    for m in inst:
+        by_gpu.setdefault(m.gpu, []).append(m)
+    for gpu, ms in sorted(by_gpu.items()):
+        used = sum(m.compute_slices for m in ms)
+        slots = [s for m in ms for s in range(m.start, m.start + m.size)]
+        layout = ", ".join(f"{m.profile}@{m.start}:{m.size}" for m in sorted(ms, key=lambda m: m.start))
+        ok = used <= 7 and len(slots) == len(set(slots))
+        out.append(
+            Finding(
+                "gpu_xid",
+                f"GPU {gpu} MIG layout {layout} ({used}/7 compute slices)"
+                + ("" if ok else ": impossible layout (overlapping or > 7 slices)"),
+                "none",
+                "",
+                [_ev(src, ms[0].line)],
+                "mig-layout",
+                normal=True,
+            )
+        )
+
+
 def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:
     out: list[Finding] = []
     now: set[str] = set()
@@ -349,6 +382,8 @@ def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:
         check_smi_q(src, out, now)
     for src in bundle.of("device-plugin"):
         check_plugin_log(src, out, now)
+    for src in bundle.of("nvidia-smi-mig"):
+        check_mig(src, out, now)
     for src in bundle.of("nvidia-container-cli-info"):
         check_ctk_info(src, out, now)
     for src in bundle.of("nvidia-smi-nvlink-status"):

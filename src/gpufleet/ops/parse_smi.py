@@ -193,3 +193,32 @@ def parse_topo(lines: list[str]) -> Topo | None:
             continue
         matrix[parts[0]] = dict(zip(cols, cells, strict=True))
     return Topo(cols, matrix, legend)
+
+
+_MIG_ROW = re.compile(r"^\|\s+(\d+)\s+MIG (\S+)\s+(\d+)\s+(\d+)\s+(\d+):(\d+)\s+\|")
+
+
+@dataclass
+class MigInstance:
+    gpu: int
+    profile: str
+    profile_id: int
+    instance_id: int
+    start: int
+    size: int
+    line: int
+
+    @property
+    def compute_slices(self) -> int:
+        return int(self.profile.split("g.")[0])
+
+
+def parse_mig_lgi(lines: list[str]) -> list[MigInstance]:
+    """``nvidia-smi mig -lgi``: one GPU instance per row (GPU, profile, IDs, memory-slice placement)."""
+    return [
+        MigInstance(
+            int(m.group(1)), m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5)), int(m.group(6)), i
+        )
+        for i, ln in enumerate(lines, 1)
+        if (m := _MIG_ROW.match(ln))
+    ]

@@ -198,3 +198,14 @@ def test_capacity_without_allocatable_quotes_both_lines_of_the_node_object():
     d = diagnose(DATA / "allocatable-stuck-at-zero")
     assert d.evidence == ['node.yaml:13: nvidia.com/gpu: "0"', 'node.yaml:21: nvidia.com/gpu: "16"']
     assert "capacity 16 GPUs but allocatable 0" in d.failure
+
+
+def test_the_mig_layout_is_read_and_reported_as_a_note():
+    """DCGM#138: each H100 carries 1g.10gb@2:1, 1g.10gb@3:1, 2g.20gb@0:2, 3g.40gb@4:4 —
+    1 + 1 + 2 + 3 = 7 compute slices, memory slices 0–7 each used once."""
+    d = diagnose(DATA / "mig-layout-h100")
+    assert d.layer == "none"
+    assert any(
+        "GPU 0 MIG layout 2g.20gb@0:2, 1g.10gb@2:1, 1g.10gb@3:1, 3g.40gb@4:4 (7/7 compute slices)" in n
+        for n in d.notes
+    )
