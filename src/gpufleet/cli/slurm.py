@@ -58,12 +58,16 @@ def import_conf(
     gres: Annotated[Path | None, typer.Option(
         "--gres", help="gres.conf (default: the one next to slurm.conf)")] = None,
     topology: Annotated[list[Path] | None, typer.Option(
-        "--topology", help="topology.conf, tree or block form; repeat for both")] = None,
+        "--topology", help="topology.conf, tree or block form; repeat for both (default: "
+        "topology.conf and topology-block.conf next to slurm.conf)")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU model for nodes with an untyped gpu GRES")] = None,
 ) -> None:
     """Read slurm.conf (+ gres.conf, topology.conf) into a gpufleet fleet file."""
-    result = read_fleet(slurm_conf, gres, topology or [], default_gpu=gpu)
+    if topology is None:
+        beside = (slurm_conf.with_name("topology.conf"), slurm_conf.with_name("topology-block.conf"))
+        topology = [p for p in beside if p.is_file()]
+    result = read_fleet(slurm_conf, gres, topology, default_gpu=gpu)
     out.write_text(yaml.safe_dump(fleet_to_yaml(result.fleet), sort_keys=False))
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)

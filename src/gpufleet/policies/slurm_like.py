@@ -16,8 +16,10 @@ what this module copies:
   a job's age does not grow. ``age_ticks`` copies that: age is measured at the last tick
   ``phase + k · period`` at or before ``now``. Fair share and QOS are left out: with one account
   and one QOS they add the same amount to every job. Ties: Slurm sorts by job id, i.e. submission
-  order — here submit time, then our id. (Checked against real ``InitPrio``: 2 nodes, 2 tasks on 8
-  nodes of 64 CPUs, W_size = W_part = 1000 → 1000 + int(1000 · (2/8 + 2/512) / 2) = 1126.)
+  order — here submit time, then the job id read as Slurm's number (``slurm_id_key``: ``5`` before
+  ``10``; array task ``123_4`` and het-job component ``123+1`` after ``123``, by task/offset).
+  (Checked against real ``InitPrio``: 2 nodes, 2 tasks on 8 nodes of 64 CPUs, W_size = W_part
+  = 1000 → 1000 + int(1000 · (2/8 + 2/512) / 2) = 1126.)
 
 * **Placement** (``OneTaskPerNode``). ``sbatch --nodes=R --ntasks-per-node=1 --gres=gpu:G`` puts
   its R tasks on R *different* nodes, G GPUs on each. Our gang placer would stack two 2-GPU pods
@@ -32,6 +34,7 @@ what this module copies:
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,9 +66,16 @@ class SlurmPriority:
     favor_small: bool = False
 
     def size_factor(self, job: Job) -> float:
+        """Requested nodes and CPUs: the ``slurm.req_nodes`` / ``slurm.req_cpus`` labels of a job
+        read from sacct (ReqTRES), else one node per task and at least one CPU per task."""
+        labels = dict(job.labels)
         tasks = job.total_pods
         cpus = sum(ps.replicas * max(1, math.ceil(ps.request.cpus)) for ps in job.pod_sets)
         nodes = tasks  # one task per node (``--ntasks-per-node=1``)
+        if labels.get("slurm.req_cpus", "").isdigit():
+            cpus = int(labels["slurm.req_cpus"])
+        if labels.get("slurm.req_nodes", "").isdigit():
+            nodes = int(labels["slurm.req_nodes"])
         factor = (nodes / self.nodes + cpus / self.cpus) / 2
         return 1.0 - factor if self.favor_small else factor
 
@@ -81,8 +91,24 @@ class SlurmPriority:
         return int(self.weight_partition + self.weight_size * self.size_factor(job) + self.weight_age * age)
 
 
+_SLURM_ID = re.compile(r"(\d+)(?:([_+])(\d+))?")
+
+
+def slurm_id_key(job: Job) -> tuple[int, int, int, str]:
+    """Sort key of a job's Slurm id (label ``slurm.job_id``, else the job id) as Slurm orders it.
+
+    ``5`` < ``10`` < ``10_2`` < ``10_10`` < ``11``; het-job components ``123+0``, ``123+1`` by
+    offset. Ids that are not Slurm numbers (``j0001``) sort after all numeric ones, as text.
+    """
+    text = dict(job.labels).get("slurm.job_id", str(job.id))
+    m = _SLURM_ID.fullmatch(text)
+    if m is None:
+        return (1, 0, 0, text)
+    return (0, int(m.group(1)), int(m.group(3)) + 1 if m.group(3) else 0, "")
+
+
 class SlurmMultifactor:
-    """Order by Slurm's multifactor priority (high first), then submit time, then id."""
+    """Order by Slurm's multifactor priority (high first), then submit time, then Slurm's job id."""
 
     name = "slurm-multifactor"
 
@@ -91,7 +117,7 @@ class SlurmMultifactor:
 
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         prio = self.prio.priority
-        return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, p.job.id))
+        return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, slurm_id_key(p.job)))
 
 
 class _OnePodPerNode:
@@ -131,13 +157,35 @@ class OneTaskPerNode:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)
 
 
-def slurm_like_profile(priority: SlurmPriority, backfill: str = "conservative", depth: int = 1000) -> Profile:
+@dataclass(frozen=True)
+class SlurmBackfillPlan(ShadowReserver):
+    """Slurm's backfill plan: no job is planned past ``bf_window``, planned starts fall on
+    ``bf_resolution`` boundaries (Slurm's plan is a list of time slots of that length)."""
+
+    window_s: float = math.inf
+    resolution_s: float = 0.0
+
+    def _earliest(self, pj, avail, holds, ctx, first, prev):  # type: ignore[no-untyped-def]
+        found = super()._earliest(pj, avail, holds, ctx, first, prev)
+        if found is None or found[0] <= ctx.now:
+            return found
+        start = found[0]
+        if self.resolution_s > 0:
+            start = math.ceil(start / self.resolution_s) * self.resolution_s
+        if start - ctx.now > self.window_s:
+            return None
+        return start, found[1]
+
+
+def slurm_like_profile(priority: SlurmPriority, backfill: str = "conservative", depth: int = 1000,
+                       window_s: float = math.inf, resolution_s: float = 0.0) -> Profile:
     """Slurm's order and task placement with ``conservative`` (Slurm's) or ``easy`` backfill.
 
     The place step is Slurm's main scheduler (priority order, stop at the first job that does not
     fit); reserve + backfill are its backfill scheduler: ``depth`` (``bf_max_job_test``) blocked
     jobs get a planned start, all of them protected with ``conservative``, the first only with
-    ``easy``; a later job starts now only if it delays none of them.
+    ``easy``; a later job starts now only if it delays none of them. ``window_s`` (``bf_window``)
+    and ``resolution_s`` (``bf_resolution``) shape that plan (``SlurmBackfillPlan``).
     """
     orderer = SlurmMultifactor(priority)
     if backfill not in ("conservative", "easy"):
@@ -145,6 +193,7 @@ def slurm_like_profile(priority: SlurmPriority, backfill: str = "conservative", 
     protect = depth if backfill == "conservative" else 1
     return Profile(f"slurm-like-{backfill}", placer=OneTaskPerNode(stop_at_first_blocked=True),
                    orderer=orderer,
-                   reserver=ShadowReserver("slurm-backfill-plan", protect=protect, depth=depth,
-                                           keep_promises=False),
+                   reserver=SlurmBackfillPlan("slurm-backfill-plan", protect=protect, depth=depth,
+                                              keep_promises=False, window_s=window_s,
+                                              resolution_s=resolution_s),
                    backfiller=ReservationBackfill(backfill))

@@ -101,3 +101,38 @@ def write_report(cmp: Comparison, meta: dict[str, Any], out: Path) -> tuple[Path
                         "sim": f.sim_start} for f in cmp.facts]}
     json_path.write_text(json.dumps(data, indent=1, sort_keys=True))
     return html_path, json_path
+
+
+def actual_vs_simulated(actual: dict[str, Any], starts: dict[str, dict[str, float]]
+                        ) -> list[list[object]]:
+    """Rows (who, jobs, wait median / p95 / mean in s, pairs in Slurm's order) for what Slurm did
+    with a trace's jobs and for each simulated policy, over the jobs that started on both sides.
+
+    ``actual``: job id -> ActualRun (traces/slurm_sacct.read_actual); ``starts``: policy -> job id ->
+    simulated start. Wait = start − submit; pair agreement as in adapters/slurm/compare.py.
+    """
+    from gpufleet.adapters.slurm.compare import kendall_tau_b, pair_agreement
+
+    def stats(waits: np.ndarray) -> list[object]:
+        if not len(waits):
+            return ["-", "-", "-"]
+        return [f"{np.median(waits):.0f}", f"{np.percentile(waits, 95):.0f}", f"{waits.mean():.0f}"]
+
+    all_ids = sorted(actual)
+    rows: list[list[object]] = [["Slurm (what it did)", len(all_ids),
+                                 *stats(np.array([actual[j].start - actual[j].submit for j in all_ids])),
+                                 "1.000", "100%"]]
+    for name, sim in starts.items():
+        ids = [j for j in all_ids if j in sim]
+        real = np.array([actual[j].start for j in ids])
+        ours = np.array([sim[j] for j in ids])
+        waits = ours - np.array([actual[j].submit for j in ids])
+        tau = kendall_tau_b(real, ours) if len(ids) > 1 else float("nan")
+        agree = pair_agreement(real, ours) if len(ids) > 1 else float("nan")
+        rows.append([name, len(ids), *stats(waits), "-" if np.isnan(tau) else f"{tau:.3f}",
+                     "-" if np.isnan(agree) else f"{agree:.0%}"])
+    return rows
+
+
+ACTUAL_COLUMNS = ("schedule", "jobs", "wait p50 s", "wait p95 s", "wait mean s", "Kendall tau vs Slurm",
+                  "pairs in Slurm's order")

@@ -71,3 +71,48 @@ def test_explain_of_a_job_not_in_the_queue_says_where_to_look() -> None:
     res = runner.invoke(app, ["slurm", "explain", "99", "--from", str(DATA)])
     assert res.exit_code == 2
     assert "job 99: not in the queue" in res.output
+
+
+def test_import_conf_reads_the_topology_conf_beside_slurm_conf_without_being_told(tmp_path: Path) -> None:
+    """tests/data/slurm/topology.conf puts gpu[001-008] on leaf01 and gpu[009-016] on leaf02."""
+    out = tmp_path / "fleet.yaml"
+    res = runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "2 leaves" in res.output
+    assert [n.leaf for n in load_fleet(out).nodes] == ["leaf01"] * 8 + ["leaf02"] * 8
+
+
+def _trace(tmp_path: Path) -> Path:
+    fleet_file, trace = tmp_path / "fleet.yaml", tmp_path / "trace.jsonl"
+    assert runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(fleet_file)]
+                         ).exit_code == 0
+    assert runner.invoke(app, ["slurm", "import-sacct", str(DATA / "sacct.txt"), "--out", str(trace)]
+                         ).exit_code == 0
+    return trace
+
+
+def test_simulate_replays_a_sacct_trace_with_slurms_policy_and_shows_what_slurm_did(tmp_path: Path) -> None:
+    """The captured sacct has 15 jobs that ran; Slurm's own row ranks itself perfectly (tau 1.000)."""
+    import json
+
+    trace = _trace(tmp_path)
+    res = runner.invoke(app, ["simulate", "--fleet", str(tmp_path / "fleet.yaml"), "--trace", str(trace),
+                              "--policy", "slurm", "--slurm-conf", str(DATA / "slurm.conf"),
+                              "--no-progress", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert list(summary["policies"]) == ["slurm"]
+    assert summary["policies"]["slurm"]["jobs_finished"] == 15
+    rows = {r["schedule"]: r for r in summary["slurm_actual"]}
+    assert rows["Slurm (what it did)"]["jobs"] == 15 and rows["slurm"]["jobs"] == 15
+    assert rows["Slurm (what it did)"]["Kendall tau vs Slurm"] == "1.000"
+    assert 0.0 <= float(rows["slurm"]["Kendall tau vs Slurm"]) <= 1.0
+
+
+def test_simulate_policy_slurm_without_a_conf_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    trace = _trace(tmp_path)
+    res = runner.invoke(app, ["simulate", "--fleet", str(tmp_path / "fleet.yaml"), "--trace", str(trace),
+                              "--policy", "slurm", "--no-progress", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "--policy slurm: expected --slurm-conf FILE" in res.output
+    assert "Traceback" not in res.output

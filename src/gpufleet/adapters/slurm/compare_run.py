@@ -27,11 +27,12 @@ from gpufleet.adapters.slurm.compare import Agreement, JobFacts, agreement, fact
 from gpufleet.adapters.slurm.conf import SlurmConf, read_slurm_conf
 from gpufleet.adapters.slurm.fleet_conf import read_fleet
 from gpufleet.adapters.slurm.reader import Runner, SlurmReader
+from gpufleet.adapters.slurm.settings import profile_from_conf
 from gpufleet.adapters.slurm.writer import SlurmWriter
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
-from gpufleet.policies.slurm_like import SlurmPriority, slurm_like_profile
+from gpufleet.policies.slurm_like import SlurmPriority
 from gpufleet.sim.runner import SimResult, simulate
 from gpufleet.traces.slurm_sacct import SacctTrace
 
@@ -55,40 +56,6 @@ def compare_workload(n: int, seed: int = 1, account: str = "research", max_nodes
                         pod_sets=(PodSet("main", nodes, PodRequest(gpus=gpus)),), submit_time=0.0,
                         run_time=float(run), run_time_estimate=limit))
     return jobs
-
-
-def _setting_s(conf: SlurmConf, key: str, default_s: float, unit_s: float = 60.0) -> float:
-    """A slurm.conf duration: ``[D-]HH:MM:SS``, ``MM:SS`` or a bare number of ``unit_s``."""
-    text = (conf.setting(key) or "").strip()
-    if not text:
-        return default_s
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
-    if not m:
-        return default_s
-    days, a, b, c = m.groups()
-    if b is None:
-        return int(days or 0) * 86400 + int(a) * (3600 if days else unit_s)
-    if c is None:
-        return int(days or 0) * 86400 + int(a) * 60 + int(b)
-    return int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
-
-
-def priority_from_conf(conf: SlurmConf, fleet: Fleet, phase_s: float = 0.0) -> SlurmPriority:
-    """Slurm's multifactor weights from slurm.conf; zero weights when multifactor is off."""
-    multifactor = (conf.setting("PriorityType") or "").endswith("multifactor")
-
-    def weight(key: str) -> float:
-        return float(conf.setting(key) or 0) if multifactor else 0.0
-
-    return SlurmPriority(
-        nodes=len(fleet.nodes), cpus=sum(n.cpus for n in fleet.nodes),
-        weight_size=weight("PriorityWeightJobSize"), weight_age=weight("PriorityWeightAge"),
-        weight_partition=weight("PriorityWeightPartition"),
-        max_age_s=_setting_s(conf, "PriorityMaxAge", 7 * 86400.0),
-        calc_period_s=_setting_s(conf, "PriorityCalcPeriod", 300.0),
-        phase_s=phase_s,
-        favor_small=(conf.setting("PriorityFavorSmall") or "NO").upper() in ("YES", "TRUE", "1"),
-    )
 
 
 @dataclass(frozen=True)
@@ -153,15 +120,6 @@ class Comparison:
 SUBMIT_OFFSET_S = 0.5
 
 
-def bf_interval_s(conf: SlurmConf) -> float:
-    """``SchedulerParameters=bf_interval=N`` (Slurm's default: 30 s)."""
-    for item in (conf.setting("SchedulerParameters") or "").split(","):
-        key, _, value = item.partition("=")
-        if key.strip() == "bf_interval" and value.strip().isdigit():
-            return float(value)
-    return 30.0
-
-
 def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[str, JobFacts]]:
     """Our jobs with Slurm's submit times, observed run times and limits; facts per job."""
     by_slurm = {str(j.id): (j, r) for j, r in zip(slurm.trace.jobs, slurm.trace.records, strict=True)}
@@ -194,9 +152,9 @@ def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
     phase = 0.0
     if slurm.ctld_since is not None and origin is not None:
         phase = slurm.ctld_since - origin.timestamp()
-    prio = priority_from_conf(conf, fleet, phase_s=phase)
-    profile = slurm_like_profile(prio, backfill)
-    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=bf_interval_s(conf))
+    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase)
+    prio, profile = setup.priority, setup.profile
+    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=setup.cycle_interval_s)
     slurm_starts = {j: f.slurm_start for j, f in info.items()}
     facts = facts_from(slurm_starts, result.starts, info)
     rate = len(jobs) / max(slurm.submit_s + slurm.drain_s, 1e-9)
