@@ -20,6 +20,7 @@ import typer
 import yaml
 
 from gpufleet.adapters.slurm.conf import read_text
+from gpufleet.adapters.slurm.controller import NoController, check_controller
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.queue import explain as explain_job
@@ -142,8 +143,9 @@ def explain(
         if from_dir is not None:
             snapshot = captured_snapshot(from_dir)
         else:
+            check_controller(slurm_conf)
             snapshot = SlurmReader(SlurmCli(slurm_conf, timeout)).snapshot()
-    except SlurmCommandError as e:
+    except (SlurmCommandError, NoController) as e:
         raise fail(str(e)) from None
     if snapshot.job(job_id) is None:
         raise fail(f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})")
@@ -179,6 +181,10 @@ def compare(
     if jobs < 2:
         raise fail("--jobs: expected at least 2 jobs")
     fleet, conf = read_cluster(slurm_conf)
+    try:
+        check_controller(slurm_conf)
+    except NoController as e:
+        raise fail(str(e)) from None
     workload = compare_workload(jobs, seed=seed, account=account)
     started = time.monotonic()
     try:

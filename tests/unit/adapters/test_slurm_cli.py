@@ -54,9 +54,11 @@ def test_bad_input_ends_with_one_line_and_exit_code_2(tmp_path: Path) -> None:
 
 def test_explain_without_slurm_says_so_in_one_line(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("SLURM_CONF", raising=False)
     res = runner.invoke(app, ["slurm", "explain", "1"])
     assert res.exit_code == 2
-    assert "squeue: command not found" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert "no slurm.conf there (pass --slurm-conf or set SLURM_CONF)" in res.output
 
 
 def test_explain_reads_a_captured_queue_and_prints_both_start_estimates() -> None:
@@ -116,3 +118,46 @@ def test_simulate_policy_slurm_without_a_conf_is_one_line_and_exit_2(tmp_path: P
     assert res.exit_code == 2
     assert "--policy slurm: expected --slurm-conf FILE" in res.output
     assert "Traceback" not in res.output
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _conf_without_controller(tmp_path: Path) -> Path:
+    text = (DATA / "slurm.conf").read_text()
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(text + f"SlurmctldHost=nowhere(127.0.0.1)\nSlurmctldPort={_closed_port()}\n")
+    for name in ("gres.conf", "topology.conf"):
+        (tmp_path / name).write_text((DATA / name).read_text())
+    return conf
+
+
+def test_compare_without_a_controller_says_so_in_a_second_with_how_to_start_one(tmp_path: Path) -> None:
+    import time
+
+    conf = _conf_without_controller(tmp_path)
+    started = time.monotonic()
+    res = runner.invoke(app, ["slurm", "compare", "--slurm-conf", str(conf), "--out", str(tmp_path / "o")])
+    assert time.monotonic() - started < 10
+    assert res.exit_code == 2
+    assert "no slurmctld answers (127.0.0.1:" in res.output
+    assert "slurm-emulated-cluster.sh up" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_explain_without_a_slurm_conf_names_the_missing_file_and_the_test_cluster(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["slurm", "explain", "12", "--slurm-conf", str(tmp_path / "none.conf")])
+    assert res.exit_code == 2
+    assert "none.conf: no slurm.conf there" in res.output and "slurm-emulated-cluster.sh" in res.output
+
+
+def test_explain_with_a_silent_controller_is_one_line_not_slurms_error(tmp_path: Path) -> None:
+    conf = _conf_without_controller(tmp_path)
+    res = runner.invoke(app, ["slurm", "explain", "12", "--slurm-conf", str(conf)])
+    assert res.exit_code == 2
+    assert "no slurmctld answers" in res.output and "Traceback" not in res.output

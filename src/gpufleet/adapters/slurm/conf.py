@@ -10,7 +10,8 @@ tests/integration/test_slurm_conf_parsing.py):
 * a key given twice takes its **last** value (``setting``), so appended overrides and included
   site files win over the defaults above them;
 * ``Include FILE`` (a line starting with the word, then whitespace) reads FILE in place; a
-  relative FILE is found beside the including file; glob patterns expand in sorted order;
+  relative FILE is found in slurm.conf's directory (also from a nested include, as Slurm's
+  ``get_extra_conf_path`` does); glob patterns expand in sorted order;
 * ``SchedulerParameters`` is one comma-separated string (its last value wins as a whole); the
   backfill plugin finds each option with a case-insensitive substring search, so inside that
   string the *first* ``bf_interval=`` counts (``scheduler_params``);
@@ -219,7 +220,7 @@ def included_lines(text: str, source: str, base: Path | None,
         if not paths:
             raise InputError(source, f"line {lineno}: Include", f"no file matches {str(target)!r}")
         for path in paths:
-            out += included_lines(read_text(path), path, Path(path).parent, depth + 1)
+            out += included_lines(read_text(path), path, base, depth + 1)
     return out
 
 
