@@ -21,9 +21,9 @@ import yaml
 
 from gpufleet.adapters.slurm.conf import read_text
 from gpufleet.adapters.slurm.controller import NoController, check_controller
+from gpufleet.adapters.slurm.explain import explain as explain_job
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
-from gpufleet.adapters.slurm.queue import explain as explain_job
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
 from gpufleet.cli.common import console, fail, one_line_errors
 from gpufleet.cli.main import app
@@ -138,18 +138,46 @@ def explain(
     from_dir: Annotated[Path | None, typer.Option(
         "--from", help="explain from captured output (squeue.json, scontrol-nodes.txt, ...) in DIR")] = None,
 ) -> None:
-    """Why a job waits, what blocks it and when it would start (Slurm's plan and ours)."""
+    """Why a job waits, what blocks it and when it would start (Slurm's plan and the engine's)."""
+    from gpufleet.adapters.slurm.compare_run import read_cluster
+    from gpufleet.adapters.slurm.controller import conf_path
+
+    reader = None
     try:
         if from_dir is not None:
             snapshot = captured_snapshot(from_dir)
+            cluster_conf = from_dir / "slurm.conf"
         else:
             check_controller(slurm_conf)
-            snapshot = SlurmReader(SlurmCli(slurm_conf, timeout)).snapshot()
+            reader = SlurmReader(SlurmCli(slurm_conf, timeout))
+            snapshot = reader.snapshot()
+            cluster_conf = conf_path(slurm_conf)
     except (SlurmCommandError, NoController) as e:
         raise fail(str(e)) from None
     if snapshot.job(job_id) is None:
-        raise fail(f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})")
-    console.print(explain_job(snapshot, job_id).text(), highlight=False, markup=False, soft_wrap=True)
+        raise fail(finished_line(reader, job_id))
+    fleet, conf = read_cluster(cluster_conf) if cluster_conf.is_file() else (None, None)
+    text = explain_job(snapshot, job_id, fleet, conf).text()
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def finished_line(reader: SlurmReader | None, job_id: str) -> str:
+    """One line for a job that is not in the queue: how it ended, from sacct when we can ask."""
+    if reader is not None:
+        try:
+            trace = reader.sacct([job_id])
+        except (SlurmCommandError, InputError):
+            trace = None
+        if trace is not None:
+            for rec in trace.records:
+                if rec.job_id == job_id:
+                    return (f"job {job_id}: not in the queue: it ended {rec.state} after "
+                            f"{(rec.end or rec.start or 0) - (rec.start or 0):.0f} s on "
+                            f"{rec.node_list or '-'} (sacct -j {job_id})")
+            for left in (*trace.unfinished, *trace.not_started):
+                if left.job_id == job_id:
+                    return f"job {job_id}: not in the queue; sacct says {left.state}: {left.why}"
+    return f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})"
 
 
 @slurm_app.command("compare")

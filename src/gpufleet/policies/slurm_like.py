@@ -120,6 +120,17 @@ class SlurmMultifactor:
         return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, slurm_id_key(p.job)))
 
 
+class SlurmObservedPriority:
+    """Order by the priority Slurm itself computed (``Job.priority``, from squeue), then Slurm's
+    job id: what ``slurm explain`` uses, since the live queue carries Slurm's own numbers
+    (fair share and QOS included), which no recomputation from the weights could match."""
+
+    name = "slurm-observed-priority"
+
+    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        return sorted(admitted, key=lambda p: (-p.job.priority, slurm_id_key(p.job)))
+
+
 class _OnePodPerNode:
     """A view of a NodeTable in which a node takes at most one pod of any shape."""
 
@@ -159,41 +170,41 @@ class OneTaskPerNode:
 
 @dataclass(frozen=True)
 class SlurmBackfillPlan(ShadowReserver):
-    """Slurm's backfill plan: no job is planned past ``bf_window``, planned starts fall on
-    ``bf_resolution`` boundaries (Slurm's plan is a list of time slots of that length)."""
+    """Slurm's backfill plan: no job is planned to start later than ``bf_window`` from now.
+
+    (``bf_resolution`` is read too but does not move planned starts: the emulated 22.05 cluster
+    reports a planned start at a running job's exact limit, 1796045598, not rounded to 60 s.)
+    """
 
     window_s: float = math.inf
-    resolution_s: float = 0.0
 
     def _earliest(self, pj, avail, holds, ctx, first, prev):  # type: ignore[no-untyped-def]
         found = super()._earliest(pj, avail, holds, ctx, first, prev)
-        if found is None or found[0] <= ctx.now:
-            return found
-        start = found[0]
-        if self.resolution_s > 0:
-            start = math.ceil(start / self.resolution_s) * self.resolution_s
-        if start - ctx.now > self.window_s:
+        if found is not None and found[0] - ctx.now > self.window_s:
             return None
-        return start, found[1]
+        return found
 
 
-def slurm_like_profile(priority: SlurmPriority, backfill: str = "conservative", depth: int = 1000,
-                       window_s: float = math.inf, resolution_s: float = 0.0) -> Profile:
+def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conservative", depth: int = 1000,
+                       window_s: float = math.inf,
+                       orderer: SlurmMultifactor | SlurmObservedPriority | None = None) -> Profile:
     """Slurm's order and task placement with ``conservative`` (Slurm's) or ``easy`` backfill.
 
     The place step is Slurm's main scheduler (priority order, stop at the first job that does not
     fit); reserve + backfill are its backfill scheduler: ``depth`` (``bf_max_job_test``) blocked
     jobs get a planned start, all of them protected with ``conservative``, the first only with
     ``easy``; a later job starts now only if it delays none of them. ``window_s`` (``bf_window``)
-    and ``resolution_s`` (``bf_resolution``) shape that plan (``SlurmBackfillPlan``).
+    bounds that plan (``SlurmBackfillPlan``).
     """
-    orderer = SlurmMultifactor(priority)
+    if orderer is None:
+        if priority is None:
+            raise ValueError("slurm_like_profile: give the priority weights or an orderer")
+        orderer = SlurmMultifactor(priority)
     if backfill not in ("conservative", "easy"):
         raise ValueError(f"unknown backfill {backfill!r}; expected 'conservative' or 'easy'")
     protect = depth if backfill == "conservative" else 1
     return Profile(f"slurm-like-{backfill}", placer=OneTaskPerNode(stop_at_first_blocked=True),
                    orderer=orderer,
                    reserver=SlurmBackfillPlan("slurm-backfill-plan", protect=protect, depth=depth,
-                                              keep_promises=False, window_s=window_s,
-                                              resolution_s=resolution_s),
+                                              keep_promises=False, window_s=window_s),
                    backfiller=ReservationBackfill(backfill))

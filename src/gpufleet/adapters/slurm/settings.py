@@ -7,8 +7,9 @@ What is read (defaults are Slurm 22.05's, from slurm.conf(5)):
   ``PriorityFavorSmall`` (NO), ``PriorityMaxAge`` (7-0, i.e. 7 days), ``PriorityCalcPeriod``
   (5 minutes); durations in ``[D-]HH:MM:SS``, ``D-HH``, ``MM:SS`` or bare minutes;
 * the backfill scheduler's ``SchedulerParameters``: ``bf_interval`` (30 s between passes),
-  ``bf_window`` (1440 minutes: no job is planned further ahead), ``bf_resolution`` (60 s: planned
-  times are whole multiples of it), ``bf_max_job_test`` (500 jobs planned per pass).
+  ``bf_window`` (1440 minutes: no job is planned further ahead), ``bf_resolution`` (60 s; read and
+  reported, not modelled: see policies/slurm_like.SlurmBackfillPlan), ``bf_max_job_test`` (500 jobs
+  planned per pass).
 
 ``profile_from_conf`` is what ``gpufleet simulate --policy slurm --slurm-conf FILE`` and
 ``gpufleet slurm compare`` run: ``bf_interval`` becomes the cycle interval, ``bf_max_job_test``
@@ -118,6 +119,5 @@ def profile_from_conf(conf: SlurmConf, fleet: Fleet, *, backfill: str = "conserv
     """The Slurm-like profile configured by ``conf`` (see the module docstring)."""
     prio = priority_from_conf(conf, fleet, phase_s)
     bf = BackfillSettings.from_conf(conf)
-    profile = slurm_like_profile(prio, backfill, depth=bf.max_job_test, window_s=bf.window_s,
-                                 resolution_s=bf.resolution_s)
+    profile = slurm_like_profile(prio, backfill, depth=bf.max_job_test, window_s=bf.window_s)
     return SlurmSetup(profile, bf.interval_s, prio, bf)
