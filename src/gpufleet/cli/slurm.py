@@ -155,14 +155,19 @@ def explain(
     except (SlurmCommandError, NoController) as e:
         raise fail(str(e)) from None
     if snapshot.job(job_id) is None:
-        raise fail(finished_line(reader, job_id))
+        line, found = finished_line(reader, job_id)
+        if not found:
+            raise fail(line)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return
     fleet, conf = read_cluster(cluster_conf) if cluster_conf.is_file() else (None, None)
     text = explain_job(snapshot, job_id, fleet, conf).text()
     console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
-def finished_line(reader: SlurmReader | None, job_id: str) -> str:
-    """One line for a job that is not in the queue: how it ended, from sacct when we can ask."""
+def finished_line(reader: SlurmReader | None, job_id: str) -> tuple[str, bool]:
+    """One line for a job that is not in the queue: how it ended, from sacct when we can ask
+    (True), or where to look (False: an error)."""
     if reader is not None:
         try:
             trace = reader.sacct([job_id])
@@ -173,11 +178,11 @@ def finished_line(reader: SlurmReader | None, job_id: str) -> str:
                 if rec.job_id == job_id:
                     return (f"job {job_id}: not in the queue: it ended {rec.state} after "
                             f"{(rec.end or rec.start or 0) - (rec.start or 0):.0f} s on "
-                            f"{rec.node_list or '-'} (sacct -j {job_id})")
+                            f"{rec.node_list or '-'} (sacct -j {job_id})"), True
             for left in (*trace.unfinished, *trace.not_started):
                 if left.job_id == job_id:
-                    return f"job {job_id}: not in the queue; sacct says {left.state}: {left.why}"
-    return f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})"
+                    return f"job {job_id}: not in the queue; sacct says {left.state}: {left.why}", True
+    return f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})", False
 
 
 @slurm_app.command("compare")

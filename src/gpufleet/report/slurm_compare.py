@@ -55,6 +55,9 @@ def summary_rows(cmp: Comparison, meta: dict[str, Any]) -> list[list[object]]:
         ["mean signed difference (sim − Slurm)", f"{a.waits.mean_signed:+.1f} s"],
         ["starts within 1 s / 5 s", f"{a.within_1s:.0%} / {a.within_5s:.0%}"],
         ["makespan Slurm / simulated", f"{cmp.slurm_makespan_s:.0f} / {cmp.sim_makespan_s:.0f} s"],
+        ["jobs Slurm did not end COMPLETED", "; ".join(f"{k}: {len(v)} ({', '.join(v[:5])}"
+                                                       + (", ..." if len(v) > 5 else "") + ")"
+                                                       for k, v in cmp.slurm_states.items()) or "none"],
         ["policy", cmp.profile],
         ["wall time (submit + drain + replay)", f"{meta.get('wall_s', 0):.1f} s"],
     ]
@@ -96,6 +99,7 @@ def write_report(cmp: Comparison, meta: dict[str, Any], out: Path) -> tuple[Path
     html_path, json_path = out / "report.html", out / "compare.json"
     html_path.write_text(build_html(cmp, meta))
     data = {**cmp.agreement.as_dict(), "policy": cmp.profile, "slurm_makespan_s": cmp.slurm_makespan_s,
+            "slurm_states": {k: list(v) for k, v in cmp.slurm_states.items()},
             "sim_makespan_s": cmp.sim_makespan_s, "left_out": list(cmp.left_out), **meta,
             "starts": [{"job": f.job_id, "slurm_id": f.slurm_id, "submit": f.submit, "slurm": f.slurm_start,
                         "sim": f.sim_start} for f in cmp.facts]}

@@ -112,6 +112,8 @@ class Comparison:
     slurm_makespan_s: float
     sim_makespan_s: float
     left_out: tuple[str, ...] = ()
+    #: Jobs Slurm did not end COMPLETED, by state (NODE_FAIL, TIMEOUT, FAILED, ...): our ids.
+    slurm_states: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 #: sacct's Submit is a whole second; the job arrived somewhere in that second. Without our own
@@ -161,8 +163,15 @@ def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
     agree = agreement(facts, top=top, launch_rate=rate)
     left = tuple(sorted(set(str(j.id) for j in jobs) - {f.job_id for f in facts}))
     slurm_end = max((r.end or 0.0) for r in slurm.trace.records) if slurm.trace.records else 0.0
+    state_of = {r.job_id: r.state for r in slurm.trace.records}
+    states: dict[str, list[str]] = {}
+    for ours, sid in sorted(slurm.ids.items()):
+        state = state_of.get(sid)
+        if state is not None and state != "COMPLETED":
+            states.setdefault(state, []).append(ours)
     return Comparison(agree, tuple(facts), result, profile.name, prio, slurm_end,
-                      max(result.finishes.values(), default=0.0), left)
+                      max(result.finishes.values(), default=0.0), left,
+                      {k: tuple(v) for k, v in sorted(states.items())})
 
 
 def cluster_files(slurm_conf: str | Path) -> tuple[Path, Path | None, list[Path]]:
