@@ -41,7 +41,7 @@ def test_a_blocked_gang_names_its_blockers_and_gets_slurms_and_our_start(slurm) 
     assert abs(got.our_start - got.slurm_start) <= 120
     # the engine plans the gang on the nodes the blocker frees plus the two idle ones
     assert got.engine is not None and len(set(got.engine.planned_nodes)) == 4
-    assert "engine (slurm-like-conservative): UNSCHEDULABLE" in text
+    assert ": UNSCHEDULABLE: " in text and "reserved to start at" in text
     assert explain(snap, held).reason is WaitReason.HELD
 
 

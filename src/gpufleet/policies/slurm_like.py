@@ -147,14 +147,56 @@ class _OnePodPerNode:
         return getattr(self._table, name)
 
 
+def cons_tres_choice(job: Job, table: NodeTable) -> tuple[PodBinding, ...] | None:
+    """Nodes as select/cons_tres with topology/tree picks them, for a one-pod-set whole-GPU job.
+
+    Slurm's topology guide: find the lowest-level switch that can satisfy the request, then
+    allocate on its leaf switches best fit; slurm.conf(5) ``Weight``: lowest weight first, then the
+    order of the nodes in slurm.conf. Here (all weights equal, as on the emulated cluster): the
+    leaf with the *fewest* usable nodes that still holds all R tasks, its first R nodes in table
+    (slurm.conf) order; when no leaf can, the spine likewise, filling its fullest leaves first.
+    It does not look for the node with the fewest free GPUs, which our gang best fit does (the
+    issue measured Slurm picking the tightest node for 40-52 % of one-node jobs, best fit 80-84 %).
+    None when the job is of another kind or does not fit now (the caller falls back).
+    """
+    if len(job.pod_sets) != 1:
+        return None
+    ps = job.pod_sets[0]
+    req = ps.request
+    if req.gpus < 1 or req.is_fractional:
+        return None
+    ok = np.minimum(table.slots(req), 1) > 0
+    need = ps.replicas
+    if int(ok.sum()) < need:
+        return None
+    for level in (table.leaf_idx, table.spine_idx):
+        counts = np.bincount(level[ok], minlength=int(level.max()) + 1 if len(level) else 0)
+        fitting = np.flatnonzero(counts >= need)
+        if not len(fitting):
+            continue
+        group = int(fitting[np.argmin(counts[fitting])])  # best fit: fewest usable nodes, first on ties
+        members = ok & (level == group)
+        if level is table.spine_idx:
+            leaf_counts = np.bincount(table.leaf_idx[members], minlength=int(table.leaf_idx.max()) + 1)
+            rank = {int(leaf): r for r, leaf in enumerate(np.argsort(-leaf_counts, kind="stable"))}
+            nodes = sorted(np.flatnonzero(members), key=lambda i: (rank[int(table.leaf_idx[i])], i))[:need]
+        else:
+            nodes = list(np.flatnonzero(members)[:need])
+        return tuple(PodBinding(job.id, ps.name, k, int(n), req) for k, n in enumerate(nodes))
+    return None
+
+
 class OneTaskPerNode:
-    """Gang best fit where each pod (Slurm task) of a pod set gets a node of its own."""
+    """Gang best fit where each pod (Slurm task) of a pod set gets a node of its own; with
+    ``slurm_nodes`` the nodes are those select/cons_tres would pick (``cons_tres_choice``)."""
 
     name = "one-task-per-node"
 
-    def __init__(self, stop_at_first_blocked: bool = False, defer: bool = False) -> None:
+    def __init__(self, stop_at_first_blocked: bool = False, defer: bool = False,
+                 slurm_nodes: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
         self.defer = defer
+        self.slurm_nodes = slurm_nodes
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         if len(job.pod_sets) != 1:
@@ -162,6 +204,10 @@ class OneTaskPerNode:
         return gang_feasible(job, _OnePodPerNode(table))  # type: ignore[arg-type]
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        if self.slurm_nodes:
+            chosen = cons_tres_choice(job, table)
+            if chosen is not None:
+                return chosen
         return fit_gang(job, _OnePodPerNode(table), ctx, self.name)  # type: ignore[arg-type]
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
@@ -187,7 +233,8 @@ class SlurmBackfillPlan(ShadowReserver):
 
 def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conservative", depth: int = 1000,
                        window_s: float = math.inf,
-                       orderer: SlurmMultifactor | SlurmObservedPriority | None = None) -> Profile:
+                       orderer: SlurmMultifactor | SlurmObservedPriority | None = None,
+                       slurm_nodes: bool = False) -> Profile:
     """Slurm's order and task placement with ``conservative`` (Slurm's) or ``easy`` backfill.
 
     The place step is Slurm's main scheduler (priority order, stop at the first job that does not
@@ -203,7 +250,8 @@ def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conserva
     if backfill not in ("conservative", "easy"):
         raise ValueError(f"unknown backfill {backfill!r}; expected 'conservative' or 'easy'")
     protect = depth if backfill == "conservative" else 1
-    return Profile(f"slurm-like-{backfill}", placer=OneTaskPerNode(stop_at_first_blocked=True),
+    placer = OneTaskPerNode(stop_at_first_blocked=True, slurm_nodes=slurm_nodes)
+    return Profile(f"slurm-like-{backfill}" + ("-cons-tres" if slurm_nodes else ""), placer=placer,
                    orderer=orderer,
                    reserver=SlurmBackfillPlan("slurm-backfill-plan", protect=protect, depth=depth,
                                               keep_promises=False, window_s=window_s),

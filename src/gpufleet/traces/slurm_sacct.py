@@ -202,6 +202,11 @@ def parse_sacct(text: str, source: str = "sacct") -> SacctTrace:
         state = row["State"].split(" ")[0]
         start = _time(row, "Start", source, no)
         end = _time(row, "End", source, no)
+        if state in WAITING_AGAIN:
+            # a requeued job (node failure, scontrol requeue) shows its latest record: pending again
+            unfinished.append(LeftOut(row["JobID"], state, "pending (again, if it was requeued after a node "
+                                      "failure): no run time yet; sacct -D lists its earlier runs"))
+            continue
         if start is None or _never_started(row, start):
             why = "cancelled before it started" if state == "CANCELLED" else "never started"
             not_started.append(LeftOut(row["JobID"], state, why))
@@ -220,6 +225,7 @@ def parse_sacct(text: str, source: str = "sacct") -> SacctTrace:
                       duplicates)
 
 
+WAITING_AGAIN = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
 INCOMPLETE = "accounting record incomplete: slurmdbd has not merged the job's own record yet"
 
 

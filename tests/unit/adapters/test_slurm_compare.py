@@ -77,3 +77,21 @@ def test_age_counts_only_at_the_recalculation_ticks() -> None:
     prio = SlurmPriority(nodes=8, cpus=512, weight_age=1000, max_age_s=600, calc_period_s=60)
     assert prio.priority(gang(1), now=59.0) == 0
     assert prio.priority(gang(1), now=61.0) == 100
+
+
+def _fact(jid: str, nodes: int, gpus: int, slurm: float, sim: float) -> JobFacts:
+    return JobFacts(jid, jid, nodes, gpus, 0.0, slurm, sim, 1.0, 60.0)
+
+
+def test_job_kinds_are_ranked_by_how_far_their_starts_are_from_slurms() -> None:
+    """The 3-node gang is 20 s early (−20), the 2-node gang 10 s late (+10), the two 1-GPU jobs
+    0 and +2 s off (median 1, mean +1, none > 5 s): ranked by median |diff|, 20 > 10 > 1."""
+    from gpufleet.adapters.slurm.compare import by_kind
+
+    kinds = by_kind([_fact("a", 2, 8, 0, 10), _fact("b", 3, 8, 30, 10), _fact("c", 1, 1, 5, 5),
+                     _fact("d", 1, 1, 5, 7)])
+    assert [(k.kind, k.jobs) for k in kinds] == [("3-node gang", 1), ("2-node gang", 1),
+                                                 ("1 node x 1 GPU", 2)]
+    assert (kinds[0].median_abs_s, kinds[0].mean_signed_s, kinds[0].off_by_5s) == (20.0, -20.0, 1.0)
+    assert (kinds[1].median_abs_s, kinds[1].mean_signed_s) == (10.0, 10.0)
+    assert (kinds[2].median_abs_s, kinds[2].mean_signed_s, kinds[2].off_by_5s) == (1.0, 1.0, 0.0)

@@ -106,3 +106,50 @@ def test_slurm_job_ids_sort_as_numbers_with_array_tasks_and_het_components_after
 def test_the_slurm_id_label_orders_a_job_whose_own_id_is_not_slurms() -> None:
     assert slurm_id_key(_job("z", "9")) < slurm_id_key(_job("a", "10"))
     assert slurm_id_key(_job("j0002")) > slurm_id_key(_job("999999"))
+
+
+def _table_two_leaves():
+    """gpu-style fleet of two leaves × 4 nodes × 8 GPUs (builders default), as a NodeTable."""
+    from gpufleet.engine.snapshot import NodeTable
+
+    return NodeTable.from_fleet(fleet().leaves(2, nodes=4).build())
+
+
+def _one_set(jid: str, replicas: int, gpus: int) -> Job:
+    return Job(id=JobId(jid), tenant=TenantId("t"),
+               pod_sets=(PodSet("main", replicas, PodRequest(gpus=gpus)),), submit_time=0.0, run_time=1.0)
+
+
+def test_cons_tres_takes_the_first_node_in_conf_order_not_the_tightest_one() -> None:
+    """Node 1 has 1 GPU free, node 0 all 8: best fit would pick node 1 for a 1-GPU job; Slurm,
+    with every leaf able to host it and equal weights, takes leaf 0's first node, node 0."""
+    from gpufleet.policies.slurm_like import cons_tres_choice
+
+    table = _table_two_leaves()
+    table.take(1, PodRequest(gpus=7))
+    chosen = cons_tres_choice(_one_set("a", 1, 1), table)
+    assert chosen is not None and [b.node for b in chosen] == [0]
+
+
+def test_cons_tres_puts_a_gang_on_the_leaf_with_the_fewest_usable_nodes_that_still_holds_it() -> None:
+    """Leaf 0 (nodes 0-3) has node 1 busy: 3 usable nodes for 8 GPUs; leaf 1 has 4. A 2-node gang
+    goes best fit to leaf 0, on its first two usable nodes (0 and 2); a 4-node gang to leaf 1."""
+    from gpufleet.policies.slurm_like import cons_tres_choice
+
+    table = _table_two_leaves()
+    table.take(1, PodRequest(gpus=8))
+    two = cons_tres_choice(_one_set("g2", 2, 8), table)
+    four = cons_tres_choice(_one_set("g4", 4, 8), table)
+    assert two is not None and [b.node for b in two] == [0, 2]
+    assert four is not None and [b.node for b in four] == [4, 5, 6, 7]
+
+
+def test_cons_tres_spans_leaves_fullest_first_when_no_leaf_can_hold_the_gang() -> None:
+    """5 nodes × 8 GPUs cannot fit under one leaf of 4: the spine holds all 7 usable nodes; its
+    fuller leaf (leaf 1, 4 usable) is filled first, then leaf 0 from its first usable node."""
+    from gpufleet.policies.slurm_like import cons_tres_choice
+
+    table = _table_two_leaves()
+    table.take(1, PodRequest(gpus=8))
+    five = cons_tres_choice(_one_set("g5", 5, 8), table)
+    assert five is not None and [b.node for b in five] == [4, 5, 6, 7, 0]

@@ -188,3 +188,16 @@ def test_a_negative_count_a_non_number_or_an_end_before_the_start_is_one_error_n
         tres: str, start: str, end: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         parse_sacct(HEADER + "\n" + ROW.format(tres=tres, start=start, end=end))
+
+
+def test_a_node_failure_keeps_the_failed_gang_and_lists_the_requeued_one() -> None:
+    """Captured on the emulated cluster (tests/data/slurm/README.md): job 1 ended NODE_FAIL after
+    31 s on gpu[007-008]; job 2 went back to the queue (PENDING, no start)."""
+    got = read_sacct(DATA / "sacct-node-fail.txt")
+    failed = by_id(got, "1")
+    assert dict(failed.labels)["slurm.state"] == "NODE_FAIL" and failed.run_time == 31.0
+    assert [(ps.replicas, ps.request.gpus) for ps in failed.pod_sets] == [(2, 4)]
+    assert sorted(j.id for j in got.jobs) == ["1", "3"]
+    assert [(x.job_id, x.state) for x in got.unfinished] == [("2", "PENDING")]
+    assert "requeued after a node failure" in got.unfinished[0].why
+    assert got.not_started == ()
