@@ -196,6 +196,9 @@ def compare(
     seed: Annotated[int, typer.Option(help="workload seed")] = 1,
     account: Annotated[str, typer.Option(help="Slurm account every job is charged to")] = "research",
     backfill: Annotated[str, typer.Option(help="our side: conservative (Slurm's) or easy")] = "conservative",
+    node_choice: Annotated[str, typer.Option(
+        help="our side's nodes: best-fit (gang best fit) or cons-tres (Slurm's lowest-switch best fit, "
+        "then slurm.conf order)")] = "best-fit",
     timeout: Annotated[float, typer.Option(help="seconds to wait for the jobs to finish")] = 300.0,
 ) -> None:
     """Run a workload on a real Slurm and in our simulator; report how close the schedules are."""
@@ -213,18 +216,23 @@ def compare(
         raise fail("--slurm-conf: expected the cluster's slurm.conf (or SLURM_CONF set)")
     if jobs < 2:
         raise fail("--jobs: expected at least 2 jobs")
+    if node_choice not in ("best-fit", "cons-tres"):
+        raise fail(f"--node-choice: expected best-fit or cons-tres, got {node_choice!r}")
+    if backfill not in ("conservative", "easy"):
+        raise fail(f"--backfill: expected conservative or easy, got {backfill!r}")
     fleet, conf = read_cluster(slurm_conf)
     try:
         check_controller(slurm_conf)
     except NoController as e:
         raise fail(str(e)) from None
-    workload = compare_workload(jobs, seed=seed, account=account)
+    workload = compare_workload(jobs, seed=seed, account=account, max_nodes=min(4, len(fleet)),
+                                max_gpus=min(n.gpus for n in fleet.nodes))
     started = time.monotonic()
     try:
         run = run_on_slurm(SlurmCli(slurm_conf), workload, timeout_s=timeout)
     except (SlurmCommandError, TimeoutError) as e:
         raise fail(str(e)) from None
-    cmp = replay(fleet, conf, workload, run, backfill)
+    cmp = replay(fleet, conf, workload, run, backfill, slurm_nodes=node_choice == "cons-tres")
     meta = {"wall_s": round(time.monotonic() - started, 1), "submit_s": round(run.submit_s, 1),
             "drain_s": round(run.drain_s, 1),
             "cluster": f"{len(fleet)} nodes, {fleet.total_gpus} GPUs ({slurm_conf})",

@@ -38,18 +38,22 @@ from gpufleet.traces.slurm_sacct import SacctTrace
 
 
 def compare_workload(n: int, seed: int = 1, account: str = "research", max_nodes: int = 4,
-                     run_s: tuple[int, int] = (1, 6)) -> list[Job]:
-    """``n`` jobs ``j0001``… of R nodes × G GPUs: R ≤ ``max_nodes`` (1 most often), G in 1, 2, 4, 8.
+                     run_s: tuple[int, int] = (1, 6), max_gpus: int = 8) -> list[Job]:
+    """``n`` jobs ``j0001``… of R nodes × G GPUs: R ≤ ``max_nodes`` (1 most often), G in 1, 2, 4, 8
+    up to ``max_gpus`` (a node's GPUs: a larger request could never start).
 
     Limits: 1 minute for most, 2 for a quarter — different limits are what backfill plans with.
     """
     rng = np.random.default_rng(seed)
     nodes_p = np.array([0.45, 0.25, 0.15, 0.15])[:max_nodes]
     nodes_p = nodes_p / nodes_p.sum()
+    sizes = [g for g in (1, 2, 4, 8) if g <= max_gpus] or [1]
+    sizes_p = np.array([0.35, 0.2, 0.2, 0.25])[:len(sizes)]
+    sizes_p = sizes_p / sizes_p.sum()
     jobs = []
     for i in range(n):
         nodes = int(rng.choice(np.arange(1, len(nodes_p) + 1), p=nodes_p))
-        gpus = int(rng.choice([1, 2, 4, 8], p=[0.35, 0.2, 0.2, 0.25]))
+        gpus = int(rng.choice(sizes, p=sizes_p))
         run = int(rng.integers(run_s[0], run_s[1] + 1))
         limit = 120.0 if rng.random() < 0.25 else 60.0
         jobs.append(Job(id=JobId(f"j{i + 1:04d}"), tenant=TenantId(account),
@@ -147,14 +151,14 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
 
 
 def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
-           backfill: str = "conservative", top: int = 12) -> Comparison:
+           backfill: str = "conservative", top: int = 12, slurm_nodes: bool = False) -> Comparison:
     """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules."""
     sim_jobs, info = replay_jobs(jobs, slurm)
     origin = slurm.trace.origin
     phase = 0.0
     if slurm.ctld_since is not None and origin is not None:
         phase = slurm.ctld_since - origin.timestamp()
-    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase)
+    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase, slurm_nodes=slurm_nodes)
     prio, profile = setup.priority, setup.profile
     result = simulate(fleet, sim_jobs, profile, cycle_interval_s=setup.cycle_interval_s)
     slurm_starts = {j: f.slurm_start for j, f in info.items()}

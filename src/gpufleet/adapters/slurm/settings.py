@@ -115,9 +115,11 @@ class SlurmSetup:
 
 
 def profile_from_conf(conf: SlurmConf, fleet: Fleet, *, backfill: str = "conservative",
-                      phase_s: float = 0.0) -> SlurmSetup:
-    """The Slurm-like profile configured by ``conf`` (see the module docstring)."""
+                      phase_s: float = 0.0, slurm_nodes: bool = False) -> SlurmSetup:
+    """The Slurm-like profile configured by ``conf`` (see the module docstring); ``slurm_nodes``
+    picks nodes as select/cons_tres does instead of gang best fit."""
     prio = priority_from_conf(conf, fleet, phase_s)
     bf = BackfillSettings.from_conf(conf)
-    profile = slurm_like_profile(prio, backfill, depth=bf.max_job_test, window_s=bf.window_s)
+    profile = slurm_like_profile(prio, backfill, depth=bf.max_job_test, window_s=bf.window_s,
+                                 slurm_nodes=slurm_nodes)
     return SlurmSetup(profile, bf.interval_s, prio, bf)
