@@ -106,6 +106,45 @@ def import_sacct(
     console.print(f"wrote {out}: {trace.summary()}", highlight=False)
 
 
+@slurm_app.command("import-tenancy")
+@one_line_errors
+def import_tenancy(
+    slurm_conf: Annotated[Path, typer.Argument(
+        help="the cluster's slurm.conf (fleet, partitions, half-life)")],
+    out: Annotated[Path, typer.Option("--out", help="YAML file to write, with one 'tenancy:' section")],
+    assoc: Annotated[Path | None, typer.Option(
+        help="saved 'sacctmgr -P show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES,QOS' "
+        "(default: ask sacctmgr)")] = None,
+    qos: Annotated[Path | None, typer.Option(
+        help="saved 'sacctmgr -P show qos format=Name,Priority,Preempt,PreemptMode,GrpTRES,MaxTRESPU' "
+        "(default: ask sacctmgr)")] = None,
+) -> None:
+    """Accounts (fair share, GPU caps), QOS and partitions of a Slurm cluster as a tenancy config."""
+    from gpufleet.adapters.slurm.compare_run import read_cluster
+    from gpufleet.adapters.slurm.tenancy_import import ASSOC_FORMAT, QOS_FORMAT, tenancy_from_slurm
+    from gpufleet.model.tenancy_config import TenancySpec
+
+    fleet, conf = read_cluster(slurm_conf)
+    cli = SlurmCli(str(slurm_conf))
+    try:
+        assoc_text = read_text(assoc) if assoc else cli(["sacctmgr", "-P", "show", "assoc",
+                                                         f"format={ASSOC_FORMAT}"])
+        qos_text = read_text(qos) if qos else cli(["sacctmgr", "-P", "show", "qos", f"format={QOS_FORMAT}"])
+    except SlurmCommandError as e:
+        raise fail(f"{e}; or pass --assoc and --qos files") from None
+    got = tenancy_from_slurm(assoc_text, qos_text, conf, fleet, str(assoc or "sacctmgr assoc"),
+                             str(qos or "sacctmgr qos"))
+    spec = TenancySpec.model_validate(got.spec)
+    problem = spec.problem()
+    if problem is not None:
+        raise fail(f"{out}: {problem[0]}: {problem[1]}")
+    out.write_text(yaml.safe_dump({"tenancy": got.spec}, sort_keys=False))
+    for note in got.notes:
+        console.print(f"note: {note}", highlight=False)
+    console.print(f"wrote {out}: {len(spec.tenants)} tenants, {len(spec.cohorts)} cohorts, "
+                  f"{len(spec.priority_classes)} priority classes", highlight=False)
+
+
 CAPTURED = ("squeue.json", "scontrol-nodes.txt", "squeue-start.txt", "scontrol-jobs.txt")
 
 
