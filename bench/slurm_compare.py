@@ -4,8 +4,10 @@ For each shape (``NODESxGPUS/LEAF``) this brings up the emulated Slurm (tools/sl
 cluster.sh, root, its own directory and ports), whose slurm.conf appends and includes overrides
 as sites do (the included SchedulerParameters sets bf_interval=2, appended lines change the age
 and job-size weights), submits the compare workload of each seed once, and replays that one Slurm
-run four ways: the conf read as Slurm reads it (last value wins) with gang best fit and with
-select/cons_tres node choice, and the conf read first-wins (the reader before issue 18) with both.
+run five ways: the conf read as Slurm reads it (last value wins) with gang best fit, with
+select/cons_tres node choice, and with passes at the period slurmctld achieved (sdiag) instead of
+exactly bf_interval; and the conf read first-wins (the reader before issue 18) with both node
+choices.
 Prints one JSON line per (shape, seed, replay) and a markdown table; purges each cluster after.
 
     sudo .venv/bin/python bench/slurm_compare.py --shapes 8x8/4,12x4/6 --seeds 1,2,3 --jobs 100
@@ -84,25 +86,29 @@ def main() -> None:
                 jobs = compare_workload(args.jobs, seed=seed, max_gpus=int(gpus))
                 t0 = time.monotonic()
                 run = run_on_slurm(cli, jobs, timeout_s=900)
-                for reading, c in (("last-wins", conf), ("first-wins", first_wins)):
-                    for nodes in ("best-fit", "cons-tres"):
-                        cmp = replay(fleet, c, jobs, run, slurm_nodes=nodes == "cons-tres")
-                        a = cmp.agreement
-                        row = {"shape": shape, "seed": seed, "conf": reading, "nodes": nodes, "jobs": a.jobs,
-                               "kendall_tau_b": round(a.kendall_tau_b, 3),
-                               "pairs": round(a.pair_agreement, 3),
-                               "wait_diff_median_s": round(a.waits.median_abs, 1),
-                               "slurm_s": round(time.monotonic() - t0, 1)}
-                        rows.append(row)
-                        print(json.dumps(row), flush=True)
+                variants = [("last-wins", conf, "best-fit", False), ("last-wins", conf, "cons-tres", False),
+                            ("last-wins", conf, "best-fit", True),
+                            ("first-wins", first_wins, "best-fit", False),
+                            ("first-wins", first_wins, "cons-tres", False)]
+                for reading, c, nodes, timing in variants:
+                    cmp = replay(fleet, c, jobs, run, slurm_nodes=nodes == "cons-tres", pass_timing=timing)
+                    a = cmp.agreement
+                    passes = f"sdiag {run.bf_period_s:.2f} s" if timing and run.bf_period_s else "bf_interval"
+                    row = {"shape": shape, "seed": seed, "conf": reading, "nodes": nodes, "passes": passes,
+                           "jobs": a.jobs, "kendall_tau_b": round(a.kendall_tau_b, 3),
+                           "pairs": round(a.pair_agreement, 3),
+                           "wait_diff_median_s": round(a.waits.median_abs, 1),
+                           "slurm_s": round(time.monotonic() - t0, 1)}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
                 subprocess.run(["scancel", "--user=root"], env=env, capture_output=True, check=False)
         finally:
             script("purge", env)
-    print("| shape (nodes×GPUs/leaf) | seed | conf read | nodes | jobs | Kendall tau "
+    print("| shape (nodes×GPUs/leaf) | seed | conf read | nodes | pass cadence | jobs | Kendall tau "
           "| pairs in Slurm's order |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['shape']} | {r['seed']} | {r['conf']} | {r['nodes']} | {r['jobs']} "
+        print(f"| {r['shape']} | {r['seed']} | {r['conf']} | {r['nodes']} | {r['passes']} | {r['jobs']} "
               f"| {r['kendall_tau_b']:.3f} | {r['pairs']:.1%} |")
 
 

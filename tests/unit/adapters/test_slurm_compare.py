@@ -95,3 +95,17 @@ def test_job_kinds_are_ranked_by_how_far_their_starts_are_from_slurms() -> None:
     assert (kinds[0].median_abs_s, kinds[0].mean_signed_s, kinds[0].off_by_5s) == (20.0, -20.0, 1.0)
     assert (kinds[1].median_abs_s, kinds[1].mean_signed_s) == (10.0, 10.0)
     assert (kinds[2].median_abs_s, kinds[2].mean_signed_s, kinds[2].off_by_5s) == (1.0, 1.0, 0.0)
+
+
+def test_the_backfill_pass_period_comes_from_two_sdiag_readings() -> None:
+    """Captured 20 s apart (tests/data/slurm/README.md): passes 41 → 50, last pass at 1796062637
+    → 1796062655; from the first reading's last pass, (1796062655 − 1796062637) / 9 = 2.0 s."""
+    from pathlib import Path
+
+    from gpufleet.adapters.slurm.compare_run import bf_period
+
+    data = Path(__file__).parents[2] / "data" / "slurm"
+    before, after = (data / "sdiag-before.txt").read_text(), (data / "sdiag-after.txt").read_text()
+    assert bf_period(before, after, since=1796062637.0) == pytest.approx(2.0)
+    assert bf_period(before, before, since=1796062637.0) is None
+    assert bf_period("", after, since=0.0) is None

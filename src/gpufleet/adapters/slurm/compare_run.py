@@ -72,6 +72,8 @@ class SlurmRun:
     ctld_since: float | None
     #: Epoch seconds at which each sbatch returned (sub-second; sacct's Submit is whole seconds).
     sent: dict[str, float] = field(default_factory=dict)
+    #: Seconds between two backfill passes as slurmctld ran them (sdiag; see ``bf_period``).
+    bf_period_s: float | None = None
 
 
 def ctld_since(run: Runner) -> float | None:
@@ -83,9 +85,43 @@ def ctld_since(run: Runner) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def _bf_stats(sdiag_text: str) -> tuple[int, float] | None:
+    """(Total cycles, Last cycle when) of sdiag's "Backfilling stats"."""
+    section = sdiag_text.split("Backfilling stats", 1)
+    if len(section) < 2:
+        return None
+    cycles = re.search(r"Total cycles:\s*(\d+)", section[1])
+    last = re.search(r"Last cycle when:.*\((\d+)\)", section[1])
+    if cycles is None:
+        return None
+    return int(cycles.group(1)), float(last.group(1)) if last else 0.0
+
+
+def bf_period(before: str, after: str, since: float) -> float | None:
+    """Mean seconds from one backfill pass to the next while our jobs were queued: (time of the
+    last pass − ``since``, the first submission) / passes run since, from sdiag's "Backfilling
+    stats" taken before and after. Slurm sleeps ``bf_interval`` after a pass ends and wakes on
+    whole seconds, so with bf_interval=2 its passes came ~3 s apart on the emulated cluster (30
+    in 89 s) where a fixed-interval replay runs one every 2 s. None when sdiag says too little.
+    """
+    b, a = _bf_stats(before), _bf_stats(after)
+    if b is None or a is None or a[0] - b[0] < 2:
+        return None
+    period = (a[1] - since) / (a[0] - b[0])
+    return period if period > 0 else None
+
+
+def _sdiag(run: Runner) -> str:
+    try:
+        return run(["sdiag"])
+    except Exception:  # noqa: BLE001 - without sdiag: no phase for the age ticks, no pass period
+        return ""
+
+
 def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, poll_s: float = 1.0) -> SlurmRun:
     """Submit ``jobs`` in order, then wait until ``sacct`` has a complete record of each."""
-    since = ctld_since(run)
+    before = _sdiag(run)
+    since = ctld_since(lambda argv: before)
     t0 = time.monotonic()
     writer = SlurmWriter(run, gpus_per_node=None)
     ids, sent = {}, {}
@@ -103,7 +139,8 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
             raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after "
                                f"{timeout_s:.0f} s ({trace.summary()})")
         time.sleep(poll_s)
-    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent)
+    period = bf_period(before, _sdiag(run), min(sent.values())) if sent else None
+    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent, period)
 
 
 @dataclass(frozen=True)
@@ -151,8 +188,11 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
 
 
 def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
-           backfill: str = "conservative", top: int = 12, slurm_nodes: bool = False) -> Comparison:
-    """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules."""
+           backfill: str = "conservative", top: int = 12, slurm_nodes: bool = False,
+           pass_timing: bool = False) -> Comparison:
+    """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules;
+    ``pass_timing`` schedules at the pass period slurmctld achieved (``SlurmRun.bf_period_s``)
+    instead of exactly every ``bf_interval``."""
     sim_jobs, info = replay_jobs(jobs, slurm)
     origin = slurm.trace.origin
     phase = 0.0
@@ -160,7 +200,10 @@ def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
         phase = slurm.ctld_since - origin.timestamp()
     setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase, slurm_nodes=slurm_nodes)
     prio, profile = setup.priority, setup.profile
-    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=setup.cycle_interval_s)
+    interval = setup.cycle_interval_s
+    if pass_timing and slurm.bf_period_s is not None:
+        interval = max(interval, slurm.bf_period_s)
+    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=interval)
     slurm_starts = {j: f.slurm_start for j, f in info.items()}
     facts = facts_from(slurm_starts, result.starts, info)
     rate = len(jobs) / max(slurm.submit_s + slurm.drain_s, 1e-9)
