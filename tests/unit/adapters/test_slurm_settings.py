@@ -153,3 +153,12 @@ def test_cons_tres_spans_leaves_fullest_first_when_no_leaf_can_hold_the_gang() -
     table.take(1, PodRequest(gpus=8))
     five = cons_tres_choice(_one_set("g5", 5, 8), table)
     assert five is not None and [b.node for b in five] == [4, 5, 6, 7, 0]
+
+
+@pytest.mark.parametrize("option", ["bf_interval=0", "bf_interval=99999999999999999999", "bf_window=nan",
+                                    "bf_resolution=7200", "bf_max_job_test=-5"])
+def test_a_backfill_option_outside_slurms_range_is_one_error_naming_it(option: str) -> None:
+    conf = parse_slurm_conf(f"SchedulerParameters=bf_continue,{option}\n" + NODE)
+    key = option.split("=")[0]
+    with pytest.raises(InputError, match=f"SchedulerParameters: {key}: expected a whole number"):
+        BackfillSettings.from_conf(conf)

@@ -69,20 +69,23 @@ class BackfillSettings:
     def from_conf(cls, conf: SlurmConf) -> BackfillSettings:
         params = conf.scheduler_params()
 
-        def number(key: str, default: float, low: int = 1) -> float:
+        def number(key: str, default: float, high: int) -> float:
             if key not in params:
                 return default
             value = params[key]
-            # atoi(): leading digits; Slurm rejects values below its minimum and keeps the default
+            # atoi(): leading digits; Slurm logs values outside its range and keeps the default
             m = re.match(r"\s*(\d+)", value)
-            if not m or int(m.group(1)) < low:
+            if not m or not 1 <= int(m.group(1)) <= high:
                 raise InputError("slurm.conf", f"SchedulerParameters: {key}",
-                                 f"expected a whole number ≥ {low}, got {value!r}")
+                                 f"expected a whole number from 1 to {high}, got {value!r}")
             return float(m.group(1))
 
-        return cls(interval_s=number("bf_interval", 30.0), window_s=number("bf_window", 1440.0) * 60.0,
-                   resolution_s=number("bf_resolution", 60.0),
-                   max_job_test=int(number("bf_max_job_test", 500)),
+        # upper bounds: Slurm 22.05's backfill.c (MAX_BACKFILL_INTERVAL 10800 s, bf_window 43200
+        # min, bf_resolution 3600 s); bf_max_job_test is unbounded there, one million here
+        return cls(interval_s=number("bf_interval", 30.0, 10800),
+                   window_s=number("bf_window", 1440.0, 43200) * 60.0,
+                   resolution_s=number("bf_resolution", 60.0, 3600),
+                   max_job_test=int(number("bf_max_job_test", 500, 1_000_000)),
                    continue_="bf_continue" in params)
 
 
