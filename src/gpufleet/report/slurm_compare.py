@@ -153,8 +153,8 @@ def actual_vs_simulated(actual: dict[str, Any], starts: dict[str, dict[str, floa
         real = np.array([actual[j].start for j in ids])
         ours = np.array([sim[j] for j in ids])
         waits = ours - np.array([actual[j].submit for j in ids])
-        tau = kendall_tau_b(real, ours) if len(ids) > 1 else float("nan")
-        agree = pair_agreement(real, ours) if len(ids) > 1 else float("nan")
+        tau = kendall_tau_b(real.tolist(), ours.tolist()) if len(ids) > 1 else float("nan")
+        agree = pair_agreement(real.tolist(), ours.tolist()) if len(ids) > 1 else float("nan")
         rows.append([name, len(ids), *stats(waits), "-" if np.isnan(tau) else f"{tau:.3f}",
                      "-" if np.isnan(agree) else f"{agree:.0%}"])
     return rows
