@@ -109,3 +109,29 @@ def test_the_backfill_pass_period_comes_from_two_sdiag_readings() -> None:
     assert bf_period(before, after, since=1796062637.0) == pytest.approx(2.0)
     assert bf_period(before, before, since=1796062637.0) is None
     assert bf_period("", after, since=0.0) is None
+
+
+def test_the_report_of_a_captured_run_names_the_worst_job_kind_and_how_slurm_ended_jobs(tmp_path) -> None:
+    """The captured sacct (tests/data/slurm) replayed against itself: 15 jobs, of which Slurm ended
+    5 CANCELLED (12-15 and 5), 1 FAILED (4) and 1 TIMEOUT (7)."""
+    import json
+    from pathlib import Path
+
+    from gpufleet.adapters.slurm.compare_run import SlurmRun, read_cluster, replay
+    from gpufleet.report.slurm_compare import write_report
+    from gpufleet.traces.slurm_sacct import read_sacct
+
+    data = Path(__file__).parents[2] / "data" / "slurm"
+    fleet, conf = read_cluster(data / "slurm.conf")
+    trace = read_sacct(data / "sacct.txt")
+    run = SlurmRun({str(j.id): str(j.id) for j in trace.jobs}, trace, 1.0, 60.0, None)
+    cmp = replay(fleet, conf, list(trace.jobs), run)
+    assert cmp.slurm_states == {"CANCELLED": ("12", "13", "14", "15", "5"), "FAILED": ("4",),
+                                "TIMEOUT": ("7",)}
+    html, js = write_report(cmp, {"wall_s": 1.0}, tmp_path)
+    text = html.read_text()
+    assert "Which job kinds disagree most" in text and "4-node gang" in text
+    kinds = json.loads(js.read_text())["by_kind"]
+    assert sum(k["jobs"] for k in kinds) == 15
+    assert {k["kind"] for k in kinds} == {"1 node x 1 GPU", "1 node x 2 GPUs", "1 node x 4 GPUs",
+                                          "1 node x 8 GPUs", "2-node gang", "4-node gang"}
