@@ -118,6 +118,8 @@ def import_tenancy(
     qos: Annotated[Path | None, typer.Option(
         help="saved 'sacctmgr -P show qos format=Name,Priority,Preempt,PreemptMode,GrpTRES,MaxTRESPU' "
         "(default: ask sacctmgr)")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="the cluster's rows to read (default: slurm.conf's ClusterName)")] = None,
 ) -> None:
     """Accounts (fair share, GPU caps), QOS and partitions of a Slurm cluster as a tenancy config."""
     from gpufleet.adapters.slurm.compare_run import read_cluster
@@ -133,16 +135,16 @@ def import_tenancy(
     except SlurmCommandError as e:
         raise fail(f"{e}; or pass --assoc and --qos files") from None
     got = tenancy_from_slurm(assoc_text, qos_text, conf, fleet, str(assoc or "sacctmgr assoc"),
-                             str(qos or "sacctmgr qos"))
+                             str(qos or "sacctmgr qos"), cluster=cluster)
     spec = TenancySpec.model_validate(got.spec)
     problem = spec.problem()
     if problem is not None:
         raise fail(f"{out}: {problem[0]}: {problem[1]}")
     out.write_text(yaml.safe_dump({"tenancy": got.spec}, sort_keys=False))
     for note in got.notes:
-        console.print(f"note: {note}", highlight=False)
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
     console.print(f"wrote {out}: {len(spec.tenants)} tenants, {len(spec.cohorts)} cohorts, "
-                  f"{len(spec.priority_classes)} priority classes", highlight=False)
+                  f"{len(spec.priority_classes)} priority classes", highlight=False, soft_wrap=True)
 
 
 CAPTURED = ("squeue.json", "scontrol-nodes.txt", "squeue-start.txt", "scontrol-jobs.txt")

@@ -84,7 +84,10 @@ def tenancy_from_slurm(assoc_text: str, qos_text: str, conf: SlurmConf, fleet: F
     cluster = cluster or conf.cluster_name
     accounts = [r for r in rows if not r["User"].strip() and r.get("Cluster", cluster) in (cluster, "")]
     if not accounts:
-        raise InputError(assoc_source, "Account", "expected account rows (User empty), found none")
+        found = sorted({r.get("Cluster", "") for r in rows if not r["User"].strip()} - {""})
+        hint = f"; the file has {', '.join(found)} (pass --cluster)" if found else ", found none"
+        raise InputError(assoc_source, "Cluster",
+                         f"expected account rows (User empty) of cluster {cluster}{hint}")
     parent = {r["Account"]: (r["ParentName"] or None) for r in accounts}
     children = {p for p in parent.values() if p}
     per_model: dict[str, int] = {}
