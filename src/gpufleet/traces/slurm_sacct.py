@@ -308,6 +308,9 @@ def read_sacct(path: str | Path) -> SacctTrace:
         text = path.read_text()
     except OSError as e:
         raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"byte {e.start}", "expected sacct's text output, got binary data") \
+            from None
     return parse_sacct(text, str(path))
 
 

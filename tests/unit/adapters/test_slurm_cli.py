@@ -162,3 +162,13 @@ def test_explain_with_a_silent_controller_is_one_line_not_slurms_error(tmp_path:
     res = runner.invoke(app, ["slurm", "explain", "12", "--slurm-conf", str(conf)])
     assert res.exit_code == 2
     assert "no slurmctld answers" in res.output and "Traceback" not in res.output
+
+
+def test_binary_files_get_one_line_naming_the_file(tmp_path: Path) -> None:
+    binary = tmp_path / "slurm.conf"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\xd0\xff\xfe" * 10)
+    for args in (["slurm", "import-conf", str(binary), "--out", str(tmp_path / "f.yaml")],
+                 ["slurm", "import-sacct", str(binary), "--out", str(tmp_path / "t.jsonl")]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2
+        assert f"{binary}: byte 8: expected" in res.output and "binary data" in res.output

@@ -294,6 +294,9 @@ def read_text(path: str | Path) -> str:
         return path.read_text()
     except OSError as e:
         raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"byte {e.start}", "expected a UTF-8 text file, got binary data") \
+            from None
 
 
 def read_slurm_conf(path: str | Path, gres_path: str | Path | None = None) -> SlurmConf:
