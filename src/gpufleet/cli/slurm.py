@@ -12,6 +12,7 @@ node names, leaves and NVLink domains from a real cluster rarely fit the compact
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,6 +37,8 @@ slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue;
                         no_args_is_help=True)
 app.add_typer(slurm_app, name="slurm")
 
+#: Each compare job is one sbatch on the emulated cluster (≈45 jobs/s launched): 10,000 is minutes.
+MAX_COMPARE_JOBS = 10_000
 NODE_FIELDS = ("id", "gpu", "gpus", "cpus", "memory_gb", "zone", "spine", "leaf", "nvlink_domain", "health")
 
 
@@ -183,6 +186,8 @@ def explain(
     from gpufleet.adapters.slurm.compare_run import read_cluster
     from gpufleet.adapters.slurm.controller import conf_path
 
+    if not math.isfinite(timeout) or not 0 < timeout <= 3600:
+        raise fail(f"--timeout: expected seconds in (0, 3600], got {timeout}")
     reader = None
     try:
         if from_dir is not None:
@@ -255,8 +260,10 @@ def compare(
 
     if not slurm_conf:
         raise fail("--slurm-conf: expected the cluster's slurm.conf (or SLURM_CONF set)")
-    if jobs < 2:
-        raise fail("--jobs: expected at least 2 jobs")
+    if not 2 <= jobs <= MAX_COMPARE_JOBS:
+        raise fail(f"--jobs: expected 2 to {MAX_COMPARE_JOBS} jobs, got {jobs}")
+    if not math.isfinite(timeout) or not 0 < timeout <= 86400:
+        raise fail(f"--timeout: expected seconds in (0, 86400], got {timeout}")
     if node_choice not in ("best-fit", "cons-tres"):
         raise fail(f"--node-choice: expected best-fit or cons-tres, got {node_choice!r}")
     if backfill not in ("conservative", "easy"):

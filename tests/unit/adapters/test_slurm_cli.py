@@ -172,3 +172,12 @@ def test_binary_files_get_one_line_naming_the_file(tmp_path: Path) -> None:
         res = runner.invoke(app, args)
         assert res.exit_code == 2
         assert f"{binary}: byte 8: expected" in res.output and "binary data" in res.output
+
+
+def test_compare_refuses_unbounded_sizes_before_asking_slurm(tmp_path: Path) -> None:
+    for flag, value, message in (("--jobs", "100000000", "--jobs: expected 2 to 10000 jobs"),
+                                 ("--timeout", "nan", "--timeout: expected seconds in (0, 86400]"),
+                                 ("--timeout", "inf", "--timeout: expected seconds in (0, 86400]")):
+        res = runner.invoke(app, ["slurm", "compare", "--slurm-conf", str(DATA / "slurm.conf"), flag, value,
+                                  "--out", str(tmp_path / "o")])
+        assert res.exit_code == 2 and message in res.output, res.output
