@@ -67,7 +67,7 @@ def test_explain_reads_a_captured_queue_and_prints_both_start_estimates() -> Non
     assert "Slurm reason: Priority -> priority" in res.output
     assert "Slurm's planned start: 2026-11-30" in res.output
     assert "engine (slurm-like-conservative): UNSCHEDULABLE: reserved to start" in res.output
-    assert "estimated start 2026-11-30" in res.output and "on gpu[010-011]" in res.output
+    assert "estimated start 2026-11-30" in res.output and "on gpu[009-010]" in res.output  # Slurm's plan
 
 
 def test_explain_of_a_job_not_in_the_queue_says_where_to_look() -> None:

@@ -89,15 +89,15 @@ def test_node_state_counts_allocated_gpus_and_drained_nodes_are_unschedulable(sn
 
 def test_a_job_behind_higher_priority_jobs_names_them_and_gets_both_start_estimates(snap) -> None:
     """Job 17 (2 nodes × 8 GPUs) waits behind 18 and 16. Slurm planned it at RUNNING_END on
-    gpu[009-010]; the engine, from the same state, at the same second on two nodes of leaf02 that the
-    training jobs free then (16 and 18 are planned on gpu[001-009])."""
+    gpu[009-010]; the engine, from the same state, plans the same second on the same nodes (16 takes
+    gpu[001-008] then; 18 is not planned, see the next test)."""
     got = explain(snap, "17", FLEET, CONF)
     assert got.reason is WaitReason.PRIORITY
     assert [j.job_id for j in jobs_ahead(snap, snap.job("17"))] == ["18", "16"]
     assert got.slurm_start == RUNNING_END == 1796045598.0
     assert got.our_start == RUNNING_END
-    assert got.engine is not None and got.engine.planned_nodes == ("gpu010", "gpu011")
-    assert got.engine.status is not None and got.engine.status.policy == "slurm-like-conservative"
+    assert got.engine is not None and got.engine.planned_nodes == snap.job("17").planned_nodes \
+        == ("gpu009", "gpu010")
     text = got.text()
     assert "2 eligible job(s) ahead of it: 18 (72 GPUs, prio 1285), 16 (64 GPUs, prio 1253)" in text
     assert "held by job 12 (train-1, prod): gpu[001-002,006-007], 32 GPUs" in text
@@ -132,16 +132,18 @@ def test_jobs_that_wait_for_something_else_than_capacity_say_what(snap, job_id: 
     assert "held by job" not in got.text()
 
 
-def test_the_engine_plans_the_big_job_after_the_higher_priority_wide_job_it_cannot_pass(snap) -> None:
-    """Job 18 (9 nodes, prio 1285) is ahead of 16 (8 nodes, prio 1253); the engine gives 18
-    gpu[001-009] from RUNNING_END for its 60-min limit, so 16 starts at RUNNING_END + 3600 on
-    gpu[001-008]. (Slurm planned 16 at RUNNING_END: it holds 18 to one switch, which 9 nodes on
-    leaves of 8 cannot meet within its 5-min max-wait; the engine does not model --switches.)"""
+def test_the_engine_plans_the_big_job_where_slurm_did_because_the_wide_job_waits_for_one_switch(snap) -> None:
+    """Job 18 (9 nodes, prio 1285, --switches=1@00:05:00) is ahead of 16 (8 nodes, prio 1253), but
+    no leaf has 9 nodes (two leaves of 8), so within its 5-min wait neither Slurm nor the engine plans
+    it; 16 then gets gpu[001-008] at RUNNING_END — Slurm's own plan, node for node."""
     got = explain(snap, "16", FLEET, CONF)
-    assert got.our_start == RUNNING_END + 3600
-    assert got.engine is not None and got.engine.planned_nodes == tuple(f"gpu{i:03d}" for i in range(1, 9))
-    expected = f"reserved to start at t={RUNNING_END + 3600:.0f}s"
-    assert f"engine (slurm-like-conservative): UNSCHEDULABLE: {expected}" in got.text()
+    assert got.our_start == got.slurm_start == RUNNING_END
+    assert got.engine is not None and got.engine.planned_nodes == snap.job("16").planned_nodes \
+        == tuple(f"gpu{i:03d}" for i in range(1, 9))
+    wide = explain(snap, "18", FLEET, CONF)
+    assert wide.our_start is None and wide.slurm_start is None
+    assert "engine: not planned while --switches=1@00:05:00 binds: no leaf switch has 9 usable nodes" \
+        in wide.text()
 
 
 def test_without_slurm_conf_the_engine_reads_gpu_counts_from_scontrol_and_agrees_on_job_17(snap) -> None:

@@ -11,6 +11,9 @@ From a ``QueueSnapshot`` (squeue + scontrol) and the fleet of slurm.conf:
 * **pending**: the jobs that wait for capacity or priority (Slurm's ``Resources``, ``Priority``,
   ``None``; also ``ReqNodeNotAvail``, which capacity can resolve) as one pod per node, with
   Slurm's own current priority, ordered as Slurm orders them (priority, then job id);
+* **--switches**: a job held to one switch (``Switches=1@WAIT``) that no leaf can hold whole is
+  left unplanned until its wait runs out, as Slurm leaves it (captured: job 18, 9 nodes on leaves
+  of 8, Reason=Resources and no planned start; the job behind it got the slot);
 * **profile**: the Slurm-like profile (one task per node, conservative backfill, ``bf_max_job_test``
   / ``bf_window`` from slurm.conf when one is given).
 
@@ -21,7 +24,10 @@ and (for a job the backfill plan reached) its estimated start and planned nodes.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot
@@ -36,6 +42,7 @@ from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
 from gpufleet.model.ids import JobId, NodeId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.slurm_like import SlurmObservedPriority, slurm_like_profile
+from gpufleet.traces.slurm_sacct import parse_duration
 
 #: A job without a time limit (UNLIMITED) is planned as running this long: beyond any bf_window.
 NO_LIMIT_S = 365 * 86400.0
@@ -51,6 +58,8 @@ class EngineReading:
     status: Status | None
     starts_now: bool
     planned_nodes: tuple[str, ...] = ()
+    #: Left unplanned: its ``--switches=1`` cannot be met yet (``held_to_one_switch``).
+    held_to_switch: bool = False
 
     @property
     def estimated_start(self) -> float | None:
@@ -83,6 +92,18 @@ def _job(q: QueuedJob) -> Job:
                labels=(("slurm.job_id", q.job_id),))
 
 
+def held_to_one_switch(q: QueuedJob, table: NodeTable, now: float, default_wait_s: float = 300.0) -> bool:
+    """True while ``--switches=1@WAIT`` binds and no leaf has as many usable nodes as the job needs."""
+    m = re.fullmatch(r"\s*(\d+)(?:@(\S+))?\s*", q.switches or "")
+    if m is None or int(m.group(1)) != 1 or q.nodes <= 1:
+        return False
+    wait = parse_duration(m.group(2)) if m.group(2) else default_wait_s
+    if wait is not None and q.submit + wait <= now:
+        return False
+    usable = np.bincount(table.leaf_idx[table.schedulable], minlength=1)
+    return q.nodes > int(usable.max(initial=0))
+
+
 def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None) -> CycleInput:
     """The engine's input for the snapshot (see the module docstring)."""
     table = NodeTable.from_fleet(fleet)
@@ -102,7 +123,8 @@ def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None
             bindings.append(PodBinding(job.id, "main", k, i, PodRequest(gpus=take)))
         start = q.start if q.start is not None else snap.taken_at
         running.append(RunningJob(job, start, tuple(bindings)))
-    pending = [PendingJob(_job(q)) for q in snap.jobs if q.pending and q.wait_reason in WAITS_FOR_CAPACITY]
+    pending = [PendingJob(_job(q)) for q in snap.jobs if q.pending and q.wait_reason in WAITS_FOR_CAPACITY
+               and not held_to_one_switch(q, table, snap.taken_at)]
     bf = BackfillSettings.from_conf(conf) if conf is not None else BackfillSettings()
     profile = slurm_like_profile(None, depth=bf.max_job_test, window_s=bf.window_s,
                                  orderer=SlurmObservedPriority())
@@ -114,7 +136,9 @@ def engine_reading(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,
     """One engine cycle over the snapshot; the explained job's Status, and whether it starts now."""
     inp = cycle_input(snap, fleet_from_snapshot(snap, fleet), conf)
     if not any(p.job.id == job_id for p in inp.pending):
-        return EngineReading(None, False)
+        q = snap.job(job_id)
+        held = q is not None and q.pending and held_to_one_switch(q, inp.nodes, snap.taken_at)
+        return EngineReading(None, False, held_to_switch=held)
     result = run_cycle(inp)
     if job_id in result.started:
         return EngineReading(None, True)

@@ -102,6 +102,9 @@ def _engine_line(snap: QueueSnapshot, job: QueuedJob, reason: WaitReason, fleet:
         return None, (f"engine: it cannot start until its required node(s) {compress(unavailable)} "
                       "return to service")
     reading = engine_reading(snap, job.job_id, fleet, conf)
+    if reading.held_to_switch:
+        return reading, (f"engine: not planned while --switches={job.switches} binds: no leaf switch has "
+                         f"{job.nodes} usable nodes (Slurm relaxes it when the wait runs out)")
     if reading.starts_now:
         return reading, ("engine: it fits now; Slurm's next scheduling pass (or bf_interval) should "
                          "start it")
