@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
-from gpufleet.cli.slurm_sim import actual_rows, print_actual, slurm_profiles
+from gpufleet.cli.slurm_sim import actual_rows, actual_section, print_actual, slurm_profiles
 from gpufleet.engine.profile import Profile
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.estimates import estimate_section
@@ -192,6 +192,8 @@ def simulate(
             results, summaries, scn.horizon or max(r.end_time for r in results.values())))
     out.mkdir(parents=True, exist_ok=True)
     actual = actual_rows(trace, results)
+    if actual:
+        extra.insert(0, actual_section(actual))
     (out / "summary.json").write_text(json.dumps(
         {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries,
          **({"slurm_actual": actual} if actual else {})}, indent=2))

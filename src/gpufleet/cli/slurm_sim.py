@@ -10,6 +10,7 @@ from rich.table import Table
 from gpufleet.cli.common import console, fail
 from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
+from gpufleet.report.html import Section, table
 from gpufleet.sim.runner import SimResult
 
 SLURM_POLICY = "slurm"
@@ -44,6 +45,13 @@ def actual_rows(trace: Path | None, results: dict[str, SimResult]) -> list[dict[
         return []
     rows = actual_vs_simulated(actual, {name: r.starts for name, r in results.items()})
     return [dict(zip(ACTUAL_COLUMNS, row, strict=True)) for row in rows]
+
+
+def actual_section(rows: list[dict[str, object]]) -> Section:
+    """The same rows for report.html."""
+    note = ("<p>Slurm's row is what it did with these jobs (sacct's Start − Submit); each policy's row is "
+            "its simulated schedule of the same jobs, and how close its start order comes to Slurm's.</p>")
+    return Section("What Slurm did", table(list(rows[0]), [list(r.values()) for r in rows]) + note)
 
 
 def print_actual(rows: list[dict[str, object]]) -> None:

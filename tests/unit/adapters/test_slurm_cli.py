@@ -110,6 +110,8 @@ def test_simulate_replays_a_sacct_trace_with_slurms_policy_and_shows_what_slurm_
     assert rows["Slurm (what it did)"]["jobs"] == 15 and rows["slurm"]["jobs"] == 15
     assert rows["Slurm (what it did)"]["Kendall tau vs Slurm"] == "1.000"
     assert 0.0 <= float(rows["slurm"]["Kendall tau vs Slurm"]) <= 1.0
+    report = (tmp_path / "o" / "report.html").read_text()
+    assert "What Slurm did" in report and "Slurm (what it did)" in report
 
 
 def test_simulate_policy_slurm_without_a_conf_is_one_line_and_exit_2(tmp_path: Path) -> None:
