@@ -41,6 +41,8 @@
 #   SLURMTEST_SLURMD_TIMEOUT=60 (a killed slurmd => node DOWN after this many seconds)
 #   SLURMTEST_EXTRA_CONF="..." lines appended to slurm.conf (e.g. another PartitionName=,
 #                              PreemptType=...), newline-separated
+#   SLURMTEST_INCLUDE_CONF="..." lines written to etc/site.conf, which slurm.conf reads with
+#                              "Include site.conf" just before the SLURMTEST_EXTRA_CONF lines
 #
 # After "up":  export SLURM_CONF=$SLURMTEST_DIR/etc/slurm.conf  and use sbatch/squeue/... as usual.
 set -euo pipefail
@@ -65,6 +67,7 @@ ENFORCE=${SLURMTEST_ENFORCE-associations,limits,qos}   # slurmdbd mode only
 KEEP_DB=${SLURMTEST_KEEP_DB:-0}        # 1: keep accounts/QOS/job history across 'up'
 SLURMD_TIMEOUT=${SLURMTEST_SLURMD_TIMEOUT:-60}
 EXTRA_CONF=${SLURMTEST_EXTRA_CONF:-}     # appended to slurm.conf verbatim
+INCLUDE_CONF=${SLURMTEST_INCLUDE_CONF:-} # etc/site.conf, included before EXTRA_CONF
 DBPASS=slurmtest-db-pass
 MARK="SLURMTEST_OWNER=$B"            # env marker put on every daemon we start
 
@@ -124,7 +127,7 @@ check_bins() {
 
 # ---------------------------------------------------------------------------- config
 settings_sig() {   # any change of settings or of this script => full restart on 'up'
-  echo "$(sha1sum < "$SELF" | cut -c1-12) $NODES $GPUS $CPUS $MEM $GPU_TYPE $LEAF $PODSZ $ACCT $ENFORCE $KEEP_DB $SLURMD_TIMEOUT $(printf %s "$EXTRA_CONF" | sha1sum | cut -c1-8) $CTLD_PORT $DBD_PORT $MYSQL_PORT $NODE_PORT_BASE $CLUSTER $DEBUG $(hostname -s)"
+  echo "$(sha1sum < "$SELF" | cut -c1-12) $NODES $GPUS $CPUS $MEM $GPU_TYPE $LEAF $PODSZ $ACCT $ENFORCE $KEEP_DB $SLURMD_TIMEOUT $(printf %s "$EXTRA_CONF" | sha1sum | cut -c1-8) $(printf %s "$INCLUDE_CONF" | sha1sum | cut -c1-8) $CTLD_PORT $DBD_PORT $MYSQL_PORT $NODE_PORT_BASE $CLUSTER $DEBUG $(hostname -s)"
 }
 
 write_config() {
@@ -233,6 +236,11 @@ EOF
   cat >> "$B/etc/slurm.conf" <<EOF
 PartitionName=gpu Nodes=$all Default=YES DefaultTime=00:10:00 MaxTime=INFINITE State=UP PriorityJobFactor=1
 EOF
+  # a site file read with Include (relative: Slurm looks in slurm.conf's directory)
+  if [ -n "$INCLUDE_CONF" ]; then
+    printf "%s\n" "$INCLUDE_CONF" > "$B/etc/site.conf"
+    echo "Include site.conf" >> "$B/etc/slurm.conf"
+  fi
   # extra lines (more partitions, preemption, QOS-related settings...) appended verbatim
   if [ -n "$EXTRA_CONF" ]; then printf "%s\n" "$EXTRA_CONF" >> "$B/etc/slurm.conf"; fi
 

@@ -27,11 +27,22 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "slurm-emulated-cluster.sh"
 NODES = 8
+#: Overrides as sites write them: a SchedulerParameters line in an included file replaces the
+#: generated one (bf_interval=2, as in issue 18), and lines appended after it override a weight
+#: again in another case. Slurm reads the last value of each key (test_slurm_conf_parsing.py).
+INCLUDED = ("SchedulerParameters=bf_interval=2,bf_continue,bf_resolution=60,bf_window=1440,"
+            "bf_max_job_test=1000,default_queue_depth=1000,sched_min_interval=100000\n"
+            "PriorityWeightAge=500")
+APPENDED = "priorityweightage=2000\nPriorityWeightJobSize=1500"
 SETTINGS = {
     "SLURMTEST_NODES": str(NODES),
     "SLURMTEST_NODES_PER_LEAF": "4",
     "SLURMTEST_ACCOUNTING": "slurmdbd",
     "SLURMTEST_CLUSTER": "gfit",
+    "SLURMTEST_INCLUDE_CONF": INCLUDED,
+    "SLURMTEST_EXTRA_CONF": APPENDED,
+    # a killed slurmd marks its node DOWN after this many seconds (test_slurm_node_fail.py)
+    "SLURMTEST_SLURMD_TIMEOUT": "20",
 }
 
 
@@ -91,6 +102,15 @@ class SlurmCluster:
                 raise AssertionError(f"condition not met within {timeout:.0f} s")
             time.sleep(every)
 
+    def node_kill(self, node: str) -> None:
+        """Crash one emulated node: SIGKILL its slurmd (the script's node-kill, by pid file)."""
+        done = _script("node-kill", self.env, timeout=30, arg=node)
+        assert done.returncode == 0, done.stderr
+
+    def node_start(self, node: str) -> None:
+        done = _script("node-start", self.env, timeout=60, arg=node)
+        assert done.returncode == 0, done.stderr
+
     def queue_ids(self) -> list[str]:
         return self.run("squeue", "-h", "-o", "%i").split()
 
@@ -104,9 +124,10 @@ class SlurmCluster:
             time.sleep(0.3)
 
 
-def _script(action: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPT), action], env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def _script(action: str, env: dict[str, str], timeout: float, arg: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    argv = ["bash", str(SCRIPT), action, *([arg] if arg else [])]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="session")

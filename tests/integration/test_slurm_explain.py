@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.adapters.slurm.queue import explain
+from gpufleet.adapters.slurm.compare_run import read_cluster
+from gpufleet.adapters.slurm.explain import explain
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmReader
 from gpufleet.adapters.slurm.reasons import WaitReason
 
@@ -30,13 +31,17 @@ def test_a_blocked_gang_names_its_blockers_and_gets_slurms_and_our_start(slurm) 
         return snap if job and job.reason == "Resources" and job.start else None
 
     snap = slurm.wait_until(planned, timeout=30)
-    got = explain(snap, gang)
+    fleet, conf = read_cluster(slurm.slurm_conf)
+    got = explain(snap, gang, fleet, conf)
     assert got.reason is WaitReason.RESOURCES
     text = got.text()
     assert f"held by job {blocker} (blocker, research)" in text
     assert "needs 4 node(s) with 8 free GPUs, 2 such node(s) now" in text
     assert got.slurm_start is not None and got.our_start is not None
     assert abs(got.our_start - got.slurm_start) <= 120
+    # the engine plans the gang on the nodes the blocker frees plus the two idle ones
+    assert got.engine is not None and len(set(got.engine.planned_nodes)) == 4
+    assert ": UNSCHEDULABLE: " in text and "reserved to start at" in text
     assert explain(snap, held).reason is WaitReason.HELD
 
 

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.slurm_sim import actual_rows, actual_section, print_actual, slurm_profiles
+from gpufleet.engine.profile import Profile
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.estimates import estimate_section
 from gpufleet.report.fmt import duration
@@ -46,7 +48,11 @@ def resolve_scenario(arg: str | None, fleet: Path | None = None, trace: Path | N
 
 
 def run_policies(scn: Scenario, policies: list[str], seed: int | None,
-                 show_progress: bool = True) -> dict[str, SimResult]:
+                 show_progress: bool = True,
+                 custom: dict[str, tuple[Profile, float]] | None = None) -> dict[str, SimResult]:
+    """Each policy by name; ``custom`` gives (profile, cycle interval) for names outside the
+    registry (``slurm``: the Slurm-like profile configured by a slurm.conf)."""
+    custom = custom or {}
     jobs = scn.jobs(seed)
     horizon = scn.horizon
     end_guess = horizon or max((j.submit_time for j in jobs), default=1.0) or 1.0
@@ -60,8 +66,9 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
             def tick(t: float, task: int = task) -> None:
                 bar.update(task, completed=min(t, end_guess), day=f"day {t / 86400:5.1f}")
 
-            results[name] = run_simulation(scn.fleet, jobs, profile(name, scn.fleet.fabric), seed=seed or 0,
-                                           horizon=horizon, cycle_interval_s=scn.spec.cycle_interval_s,
+            prof, interval = custom.get(name) or (profile(name, scn.fleet.fabric), scn.spec.cycle_interval_s)
+            results[name] = run_simulation(scn.fleet, jobs, prof, seed=seed or 0,
+                                           horizon=horizon, cycle_interval_s=interval,
                                            progress=tick,
                                            runtime_model=runtime_model_for(scn.spec.runtime_model, scn.fleet),
                                            tenancy=scn.tenancy, usage_tracker=usage_tracker_for(scn))
@@ -149,14 +156,19 @@ def simulate(
     trace: Annotated[Path | None, typer.Option(
         help="Trace in gpufleet JSON lines (e.g. from `gpufleet slurm import-sacct`), with --fleet.")]
     = None,
+    slurm_conf: Annotated[Path | None, typer.Option(
+        "--slurm-conf", help="slurm.conf whose priority weights and backfill settings configure "
+        "--policy slurm (Slurm's multifactor order, one task per node, conservative backfill).")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
     scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
+    custom = slurm_profiles(policies, slurm_conf, scn.fleet)
     for p in policies:
-        if p not in PROFILES:
-            raise fail(f"--policy: unknown policy {p!r}; expected one of {', '.join(PROFILES)}")
-    results = run_policies(scn, policies, seed, progress)
+        if p not in PROFILES and p not in custom:
+            raise fail(f"--policy: unknown policy {p!r}; expected one of {', '.join(PROFILES)}, "
+                       "or slurm (with --slurm-conf)")
+    results = run_policies(scn, policies, seed, progress, custom)
     summaries = {n: summarize(r, scn.tenancy) for n, r in results.items()}
     extra = []
     if scn.name != "deadlock":
@@ -179,8 +191,12 @@ def simulate(
         extra.insert(0, fragmentation_section(
             results, summaries, scn.horizon or max(r.end_time for r in results.values())))
     out.mkdir(parents=True, exist_ok=True)
+    actual = actual_rows(trace, results)
+    if actual:
+        extra.insert(0, actual_section(actual))
     (out / "summary.json").write_text(json.dumps(
-        {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries}, indent=2))
+        {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries,
+         **({"slurm_actual": actual} if actual else {})}, indent=2))
     for n, r in results.items():
         r.recorder.write_log(out / f"events-{n}.jsonl")
     horizon = scn.horizon or max(r.end_time for r in results.values())
@@ -193,4 +209,6 @@ def simulate(
         print_tenants(summaries)
     if fractional:
         print_fragmentation(summaries)
+    if actual:
+        print_actual(actual)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

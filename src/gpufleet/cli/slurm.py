@@ -12,6 +12,7 @@ node names, leaves and NVLink domains from a real cluster rarely fit the compact
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,9 +21,10 @@ import typer
 import yaml
 
 from gpufleet.adapters.slurm.conf import read_text
+from gpufleet.adapters.slurm.controller import NoController, check_controller
+from gpufleet.adapters.slurm.explain import explain as explain_job
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
-from gpufleet.adapters.slurm.queue import explain as explain_job
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
 from gpufleet.cli.common import console, fail, one_line_errors
 from gpufleet.cli.main import app
@@ -35,6 +37,8 @@ slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue;
                         no_args_is_help=True)
 app.add_typer(slurm_app, name="slurm")
 
+#: Each compare job is one sbatch on the emulated cluster (≈45 jobs/s launched): 10,000 is minutes.
+MAX_COMPARE_JOBS = 10_000
 NODE_FIELDS = ("id", "gpu", "gpus", "cpus", "memory_gb", "zone", "spine", "leaf", "nvlink_domain", "health")
 
 
@@ -58,12 +62,16 @@ def import_conf(
     gres: Annotated[Path | None, typer.Option(
         "--gres", help="gres.conf (default: the one next to slurm.conf)")] = None,
     topology: Annotated[list[Path] | None, typer.Option(
-        "--topology", help="topology.conf, tree or block form; repeat for both")] = None,
+        "--topology", help="topology.conf, tree or block form; repeat for both (default: "
+        "topology.conf and topology-block.conf next to slurm.conf)")] = None,
     gpu: Annotated[str | None, typer.Option(
         "--gpu", help="GPU model for nodes with an untyped gpu GRES")] = None,
 ) -> None:
     """Read slurm.conf (+ gres.conf, topology.conf) into a gpufleet fleet file."""
-    result = read_fleet(slurm_conf, gres, topology or [], default_gpu=gpu)
+    if topology is None:
+        beside = (slurm_conf.with_name("topology.conf"), slurm_conf.with_name("topology-block.conf"))
+        topology = [p for p in beside if p.is_file()]
+    result = read_fleet(slurm_conf, gres, topology, default_gpu=gpu)
     out.write_text(yaml.safe_dump(fleet_to_yaml(result.fleet), sort_keys=False))
     for note in result.notes:
         console.print(f"note: {note}", highlight=False)
@@ -101,6 +109,47 @@ def import_sacct(
     console.print(f"wrote {out}: {trace.summary()}", highlight=False)
 
 
+@slurm_app.command("import-tenancy")
+@one_line_errors
+def import_tenancy(
+    slurm_conf: Annotated[Path, typer.Argument(
+        help="the cluster's slurm.conf (fleet, partitions, half-life)")],
+    out: Annotated[Path, typer.Option("--out", help="YAML file to write, with one 'tenancy:' section")],
+    assoc: Annotated[Path | None, typer.Option(
+        help="saved 'sacctmgr -P show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES,QOS' "
+        "(default: ask sacctmgr)")] = None,
+    qos: Annotated[Path | None, typer.Option(
+        help="saved 'sacctmgr -P show qos format=Name,Priority,Preempt,PreemptMode,GrpTRES,MaxTRESPU' "
+        "(default: ask sacctmgr)")] = None,
+    cluster: Annotated[str | None, typer.Option(
+        help="the cluster's rows to read (default: slurm.conf's ClusterName)")] = None,
+) -> None:
+    """Accounts (fair share, GPU caps), QOS and partitions of a Slurm cluster as a tenancy config."""
+    from gpufleet.adapters.slurm.compare_run import read_cluster
+    from gpufleet.adapters.slurm.tenancy_import import ASSOC_FORMAT, QOS_FORMAT, tenancy_from_slurm
+    from gpufleet.model.tenancy_config import TenancySpec
+
+    fleet, conf = read_cluster(slurm_conf)
+    cli = SlurmCli(str(slurm_conf))
+    try:
+        assoc_text = read_text(assoc) if assoc else cli(["sacctmgr", "-P", "show", "assoc",
+                                                         f"format={ASSOC_FORMAT}"])
+        qos_text = read_text(qos) if qos else cli(["sacctmgr", "-P", "show", "qos", f"format={QOS_FORMAT}"])
+    except SlurmCommandError as e:
+        raise fail(f"{e}; or pass --assoc and --qos files") from None
+    got = tenancy_from_slurm(assoc_text, qos_text, conf, fleet, str(assoc or "sacctmgr assoc"),
+                             str(qos or "sacctmgr qos"), cluster=cluster)
+    spec = TenancySpec.model_validate(got.spec)
+    problem = spec.problem()
+    if problem is not None:
+        raise fail(f"{out}: {problem[0]}: {problem[1]}")
+    out.write_text(yaml.safe_dump({"tenancy": got.spec}, sort_keys=False))
+    for note in got.notes:
+        console.print(f"note: {note}", highlight=False, soft_wrap=True)
+    console.print(f"wrote {out}: {len(spec.tenants)} tenants, {len(spec.cohorts)} cohorts, "
+                  f"{len(spec.priority_classes)} priority classes", highlight=False, soft_wrap=True)
+
+
 CAPTURED = ("squeue.json", "scontrol-nodes.txt", "squeue-start.txt", "scontrol-jobs.txt")
 
 
@@ -133,17 +182,53 @@ def explain(
     from_dir: Annotated[Path | None, typer.Option(
         "--from", help="explain from captured output (squeue.json, scontrol-nodes.txt, ...) in DIR")] = None,
 ) -> None:
-    """Why a job waits, what blocks it and when it would start (Slurm's plan and ours)."""
+    """Why a job waits, what blocks it and when it would start (Slurm's plan and the engine's)."""
+    from gpufleet.adapters.slurm.compare_run import read_cluster
+    from gpufleet.adapters.slurm.controller import conf_path
+
+    if not math.isfinite(timeout) or not 0 < timeout <= 3600:
+        raise fail(f"--timeout: expected seconds in (0, 3600], got {timeout}")
+    reader = None
     try:
         if from_dir is not None:
             snapshot = captured_snapshot(from_dir)
+            cluster_conf = from_dir / "slurm.conf"
         else:
-            snapshot = SlurmReader(SlurmCli(slurm_conf, timeout)).snapshot()
-    except SlurmCommandError as e:
+            check_controller(slurm_conf)
+            reader = SlurmReader(SlurmCli(slurm_conf, timeout))
+            snapshot = reader.snapshot()
+            cluster_conf = conf_path(slurm_conf)
+    except (SlurmCommandError, NoController) as e:
         raise fail(str(e)) from None
     if snapshot.job(job_id) is None:
-        raise fail(f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})")
-    console.print(explain_job(snapshot, job_id).text(), highlight=False, markup=False, soft_wrap=True)
+        line, found = finished_line(reader, job_id)
+        if not found:
+            raise fail(line)
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+        return
+    fleet, conf = read_cluster(cluster_conf) if cluster_conf.is_file() else (None, None)
+    text = explain_job(snapshot, job_id, fleet, conf).text()
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def finished_line(reader: SlurmReader | None, job_id: str) -> tuple[str, bool]:
+    """One line for a job that is not in the queue: how it ended, from sacct when we can ask
+    (True), or where to look (False: an error)."""
+    if reader is not None:
+        try:
+            trace = reader.sacct([job_id])
+        except (SlurmCommandError, InputError):
+            trace = None
+        if trace is not None:
+            for rec in trace.records:
+                if rec.job_id == job_id:
+                    return (f"job {job_id}: not in the queue: it ended {rec.state} after "
+                            f"{(rec.end or rec.start or 0) - (rec.start or 0):.0f} s on "
+                            f"{rec.node_list or '-'} (sacct -j {job_id})"), True
+            for left in (*trace.unfinished, *trace.not_started):
+                if left.job_id == job_id:
+                    return f"job {job_id}: not in the queue; sacct says {left.state}: {left.why}", True
+    return f"job {job_id}: not in the queue (finished jobs: see sacct -j {job_id})", False
 
 
 @slurm_app.command("compare")
@@ -157,6 +242,9 @@ def compare(
     seed: Annotated[int, typer.Option(help="workload seed")] = 1,
     account: Annotated[str, typer.Option(help="Slurm account every job is charged to")] = "research",
     backfill: Annotated[str, typer.Option(help="our side: conservative (Slurm's) or easy")] = "conservative",
+    node_choice: Annotated[str, typer.Option(
+        help="our side's nodes: best-fit (gang best fit) or cons-tres (Slurm's lowest-switch best fit, "
+        "then slurm.conf order)")] = "best-fit",
     timeout: Annotated[float, typer.Option(help="seconds to wait for the jobs to finish")] = 300.0,
 ) -> None:
     """Run a workload on a real Slurm and in our simulator; report how close the schedules are."""
@@ -172,16 +260,27 @@ def compare(
 
     if not slurm_conf:
         raise fail("--slurm-conf: expected the cluster's slurm.conf (or SLURM_CONF set)")
-    if jobs < 2:
-        raise fail("--jobs: expected at least 2 jobs")
+    if not 2 <= jobs <= MAX_COMPARE_JOBS:
+        raise fail(f"--jobs: expected 2 to {MAX_COMPARE_JOBS} jobs, got {jobs}")
+    if not math.isfinite(timeout) or not 0 < timeout <= 86400:
+        raise fail(f"--timeout: expected seconds in (0, 86400], got {timeout}")
+    if node_choice not in ("best-fit", "cons-tres"):
+        raise fail(f"--node-choice: expected best-fit or cons-tres, got {node_choice!r}")
+    if backfill not in ("conservative", "easy"):
+        raise fail(f"--backfill: expected conservative or easy, got {backfill!r}")
     fleet, conf = read_cluster(slurm_conf)
-    workload = compare_workload(jobs, seed=seed, account=account)
+    try:
+        check_controller(slurm_conf)
+    except NoController as e:
+        raise fail(str(e)) from None
+    workload = compare_workload(jobs, seed=seed, account=account, max_nodes=min(4, len(fleet)),
+                                max_gpus=min(n.gpus for n in fleet.nodes))
     started = time.monotonic()
     try:
         run = run_on_slurm(SlurmCli(slurm_conf), workload, timeout_s=timeout)
     except (SlurmCommandError, TimeoutError) as e:
         raise fail(str(e)) from None
-    cmp = replay(fleet, conf, workload, run, backfill)
+    cmp = replay(fleet, conf, workload, run, backfill, slurm_nodes=node_choice == "cons-tres")
     meta = {"wall_s": round(time.monotonic() - started, 1), "submit_s": round(run.submit_s, 1),
             "drain_s": round(run.drain_s, 1),
             "cluster": f"{len(fleet)} nodes, {fleet.total_gpus} GPUs ({slurm_conf})",

@@ -9,6 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from gpufleet.adapters.slurm.compare import by_kind
 from gpufleet.adapters.slurm.compare_run import Comparison
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.report.plots import COLORS, to_png_b64
@@ -55,9 +56,27 @@ def summary_rows(cmp: Comparison, meta: dict[str, Any]) -> list[list[object]]:
         ["mean signed difference (sim − Slurm)", f"{a.waits.mean_signed:+.1f} s"],
         ["starts within 1 s / 5 s", f"{a.within_1s:.0%} / {a.within_5s:.0%}"],
         ["makespan Slurm / simulated", f"{cmp.slurm_makespan_s:.0f} / {cmp.sim_makespan_s:.0f} s"],
+        ["jobs Slurm did not end COMPLETED", "; ".join(f"{k}: {len(v)} ({', '.join(v[:5])}"
+                                                       + (", ..." if len(v) > 5 else "") + ")"
+                                                       for k, v in cmp.slurm_states.items()) or "none"],
+        ["job kind that disagrees most", _worst_kind(cmp)],
         ["policy", cmp.profile],
         ["wall time (submit + drain + replay)", f"{meta.get('wall_s', 0):.1f} s"],
     ]
+
+
+def _worst_kind(cmp: Comparison) -> str:
+    kinds = by_kind(cmp.facts)
+    if not kinds:
+        return "-"
+    k = kinds[0]
+    return (f"{k.kind}: median |diff| {k.median_abs_s:.1f} s, {k.off_by_5s:.0%} of its {k.jobs} jobs "
+            f"more than 5 s off, mean {k.mean_signed_s:+.1f} s")
+
+
+def kind_rows(cmp: Comparison) -> list[list[object]]:
+    return [[k.kind, k.jobs, f"{k.median_abs_s:.1f}", f"{k.mean_signed_s:+.1f}", f"{k.off_by_5s:.0%}"]
+            for k in by_kind(cmp.facts)]
 
 
 def build_html(cmp: Comparison, meta: dict[str, Any]) -> str:
@@ -83,6 +102,9 @@ def build_html(cmp: Comparison, meta: dict[str, Any]) -> str:
         Section("Agreement", table(["measure", "value"], summary_rows(cmp, meta))),
         Section("Starts", img(start_scatter(cmp), "Slurm start vs simulated start")
                 + img(diff_histogram(cmp), "histogram of start differences")),
+        Section("Which job kinds disagree most", table(
+            ["job kind", "jobs", "median |diff| s", "mean diff s (sim − Slurm)", "> 5 s off"],
+            kind_rows(cmp))),
         Section("Biggest disagreements", table(["job", "Slurm id", "nodes×GPUs", "submit", "Slurm start",
                                                 "sim start", "diff s", "likely cause"], dis) + notes),
         Section("Setup", table(["", ""], setup)),
@@ -96,8 +118,47 @@ def write_report(cmp: Comparison, meta: dict[str, Any], out: Path) -> tuple[Path
     html_path, json_path = out / "report.html", out / "compare.json"
     html_path.write_text(build_html(cmp, meta))
     data = {**cmp.agreement.as_dict(), "policy": cmp.profile, "slurm_makespan_s": cmp.slurm_makespan_s,
+            "slurm_states": {k: list(v) for k, v in cmp.slurm_states.items()},
+            "by_kind": [{"kind": k.kind, "jobs": k.jobs, "median_abs_s": round(k.median_abs_s, 2),
+                         "mean_signed_s": round(k.mean_signed_s, 2), "off_by_5s": round(k.off_by_5s, 4)}
+                        for k in by_kind(cmp.facts)],
             "sim_makespan_s": cmp.sim_makespan_s, "left_out": list(cmp.left_out), **meta,
             "starts": [{"job": f.job_id, "slurm_id": f.slurm_id, "submit": f.submit, "slurm": f.slurm_start,
                         "sim": f.sim_start} for f in cmp.facts]}
     json_path.write_text(json.dumps(data, indent=1, sort_keys=True))
     return html_path, json_path
+
+
+def actual_vs_simulated(actual: dict[str, Any], starts: dict[str, dict[str, float]]
+                        ) -> list[list[object]]:
+    """Rows (who, jobs, wait median / p95 / mean in s, pairs in Slurm's order) for what Slurm did
+    with a trace's jobs and for each simulated policy, over the jobs that started on both sides.
+
+    ``actual``: job id -> ActualRun (traces/slurm_sacct.read_actual); ``starts``: policy -> job id ->
+    simulated start. Wait = start − submit; pair agreement as in adapters/slurm/compare.py.
+    """
+    from gpufleet.adapters.slurm.compare import kendall_tau_b, pair_agreement
+
+    def stats(waits: np.ndarray) -> list[object]:
+        if not len(waits):
+            return ["-", "-", "-"]
+        return [f"{np.median(waits):.0f}", f"{np.percentile(waits, 95):.0f}", f"{waits.mean():.0f}"]
+
+    all_ids = sorted(actual)
+    rows: list[list[object]] = [["Slurm (what it did)", len(all_ids),
+                                 *stats(np.array([actual[j].start - actual[j].submit for j in all_ids])),
+                                 "1.000", "100%"]]
+    for name, sim in starts.items():
+        ids = [j for j in all_ids if j in sim]
+        real = np.array([actual[j].start for j in ids])
+        ours = np.array([sim[j] for j in ids])
+        waits = ours - np.array([actual[j].submit for j in ids])
+        tau = kendall_tau_b(real.tolist(), ours.tolist()) if len(ids) > 1 else float("nan")
+        agree = pair_agreement(real.tolist(), ours.tolist()) if len(ids) > 1 else float("nan")
+        rows.append([name, len(ids), *stats(waits), "-" if np.isnan(tau) else f"{tau:.3f}",
+                     "-" if np.isnan(agree) else f"{agree:.0%}"])
+    return rows
+
+
+ACTUAL_COLUMNS = ("schedule", "jobs", "wait p50 s", "wait p95 s", "wait mean s", "Kendall tau vs Slurm",
+                  "pairs in Slurm's order")

@@ -3,7 +3,11 @@
 Mapping: Account -> tenant; TimelimitRaw (minutes) -> run_time_estimate; Elapsed -> run_time;
 Submit -> submit_time, in seconds after the earliest Submit in the file (``origin``); AllocTRES
 (ReqTRES for a job that never got an allocation) -> the request, one pod per node, split evenly
-(a remainder becomes a second pod set with one more GPU per pod). Job steps (``123.batch``,
+(a remainder becomes a second pod set with one more GPU per pod): what the job held on its nodes.
+What it *asked* for (ReqTRES ``cpu``, ``node``) is kept in the labels ``slurm.req_cpus`` and
+``slurm.req_nodes``, because Slurm's job-size priority counts requested CPUs (a 1-GPU job asking
+for 1 CPU is allocated 8 under DefCpuPerGPU=8). Counts must be whole and non-negative and End not
+before Start; otherwise the row is one error naming the line and field. Job steps (``123.batch``,
 ``123.0``) repeat their job's resources and are skipped and counted. Jobs that never started,
 and jobs still running, cannot give a run time: they are listed in ``not_started`` and
 ``unfinished`` rather than dropped silently. What Slurm did with each job (start, end, state)
@@ -126,12 +130,24 @@ def _gpu_models(tres: dict[str, str]) -> tuple[str, ...]:
     return tuple(sorted(set(models)))
 
 
-def pod_sets_from_tres(tres: dict[str, str], nodes: int) -> tuple[PodSet, ...]:
+def tres_count(tres: dict[str, str], key: str, source: str = "sacct", where: str = "TRES") -> int:
+    """A whole, non-negative TRES count (``gres/gpu=4``, ``cpu=8``); 0 when absent."""
+    text = (tres.get(key, "") or "0").strip()
+    if not text.isdigit():
+        raise InputError(source, f"{where}: {key}", f"expected a whole number ≥ 0, got {text!r}")
+    return int(text)
+
+
+def pod_sets_from_tres(tres: dict[str, str], nodes: int, source: str = "sacct",
+                       where: str = "AllocTRES") -> tuple[PodSet, ...]:
     """One pod per node; GPUs, CPUs and memory split evenly over the nodes."""
     nodes = max(nodes, 1)
-    gpus = int(float(tres.get("gres/gpu", "0") or 0))
-    cpus = float(tres.get("cpu", "0") or 0) / nodes
-    mem = memory_gb(tres.get("mem", "0")) / nodes
+    gpus = tres_count(tres, "gres/gpu", source, where)
+    cpus = tres_count(tres, "cpu", source, where) / nodes
+    mem_text = tres.get("mem", "0")
+    if not re.fullmatch(r"\d+(\.\d+)?[KMGTP]?", mem_text.strip(), re.IGNORECASE):
+        raise InputError(source, f"{where}: mem", f"expected a size such as 62.50G, got {mem_text!r}")
+    mem = memory_gb(mem_text) / nodes
     models = _gpu_models(tres)
     base, extra = divmod(gpus, nodes)
     sets = []
@@ -186,6 +202,11 @@ def parse_sacct(text: str, source: str = "sacct") -> SacctTrace:
         state = row["State"].split(" ")[0]
         start = _time(row, "Start", source, no)
         end = _time(row, "End", source, no)
+        if state in WAITING_AGAIN:
+            # a requeued job (node failure, scontrol requeue) shows its latest record: pending again
+            unfinished.append(LeftOut(row["JobID"], state, "pending (again, if it was requeued after a node "
+                                      "failure): no run time yet; sacct -D lists its earlier runs"))
+            continue
         if start is None or _never_started(row, start):
             why = "cancelled before it started" if state == "CANCELLED" else "never started"
             not_started.append(LeftOut(row["JobID"], state, why))
@@ -204,6 +225,7 @@ def parse_sacct(text: str, source: str = "sacct") -> SacctTrace:
                       duplicates)
 
 
+WAITING_AGAIN = ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
 INCOMPLETE = "accounting record incomplete: slurmdbd has not merged the job's own record yet"
 
 
@@ -241,10 +263,15 @@ def _seconds_after(t: datetime, origin: datetime) -> float:
 
 def _job(row: dict[str, str], state: str, origin: datetime, start: datetime, end: datetime,
          source: str, no: int) -> tuple[Job, SacctRecord]:
-    tres = parse_tres(row.get("AllocTRES", "")) or parse_tres(row.get("ReqTRES", ""))
+    alloc = parse_tres(row.get("AllocTRES", ""))
+    requested = parse_tres(row.get("ReqTRES", ""))
+    tres, tres_field = (alloc, "AllocTRES") if alloc else (requested, "ReqTRES")
     nodes_text = row.get("NNodes", "") or tres.get("node", "1")
-    if not nodes_text.isdigit():
-        raise InputError(source, f"line {no}: NNodes", f"expected a whole number, got {nodes_text!r}")
+    if not nodes_text.isdigit() or int(nodes_text) < 1:
+        raise InputError(source, f"line {no}: NNodes", f"expected a whole number ≥ 1, got {nodes_text!r}")
+    if end < start:
+        raise InputError(source, f"line {no}: End", f"expected End ≥ Start ({start.isoformat()}), "
+                         f"got {end.isoformat()}")
     elapsed = parse_duration(row.get("Elapsed", ""))
     if elapsed is None:
         elapsed = _seconds_after(end, start)
@@ -252,12 +279,18 @@ def _job(row: dict[str, str], state: str, origin: datetime, start: datetime, end
     estimate = float(limit) * 60 if limit.isdigit() else parse_duration(row.get("Timelimit", ""))
     priority = row.get("Priority", "").strip()
     submit = _seconds_after(_time(row, "Submit", source, no) or origin, origin)
+    # Job-size priority counts what the job asked for (ReqTRES), not what DefCpuPerGPU gave it
+    where = f"line {no}: ReqTRES"
+    req_cpus = str(tres_count(requested, "cpu", source, where)) if "cpu" in requested else ""
+    req_nodes = str(tres_count(requested, "node", source, where)) if "node" in requested else ""
     labels = tuple((k, v) for k, v in (("slurm.job_id", row["JobID"]), ("slurm.name", row.get("JobName", "")),
-                                       ("slurm.qos", row.get("QOS", "")), ("slurm.state", state)) if v)
+                                       ("slurm.qos", row.get("QOS", "")), ("slurm.state", state),
+                                       ("slurm.partition", row.get("Partition", "")),
+                                       ("slurm.req_cpus", req_cpus), ("slurm.req_nodes", req_nodes)) if v)
     job = Job(
         id=JobId(row["JobID"]),
         tenant=TenantId(row.get("Account", "") or DEFAULT_TENANT),
-        pod_sets=pod_sets_from_tres(tres, int(nodes_text)),
+        pod_sets=pod_sets_from_tres(tres, int(nodes_text), source, f"line {no}: {tres_field}"),
         submit_time=submit,
         run_time=elapsed,
         priority=int(priority) if priority.isdigit() else 0,
@@ -275,6 +308,9 @@ def read_sacct(path: str | Path) -> SacctTrace:
         text = path.read_text()
     except OSError as e:
         raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"byte {e.start}", "expected sacct's text output, got binary data") \
+            from None
     return parse_sacct(text, str(path))
 
 
@@ -317,3 +353,38 @@ def write_csv(trace: SacctTrace, path: str | Path) -> None:
                              ps.replicas, r.gpus, r.cpus, round(r.memory_gb, 3), "|".join(r.gpu_models),
                              rec.state, rec.start, rec.end])
     Path(path).write_text(buf.getvalue())
+
+
+@dataclass(frozen=True, slots=True)
+class ActualRun:
+    """What Slurm did with one job of a trace, in the trace's own seconds."""
+
+    submit: float
+    start: float
+    end: float | None
+    state: str
+
+
+def read_actual(path: str | Path) -> dict[str, ActualRun]:
+    """The ``slurm`` records ``import-sacct`` writes into a JSONL trace (empty for other traces).
+
+    Lines that are not JSON objects are left to the trace reader, which reports them.
+    """
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return {}
+    out: dict[str, ActualRun] = {}
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        rec = row.get("slurm") if isinstance(row, dict) else None
+        if not isinstance(rec, dict) or not isinstance(rec.get("start"), int | float):
+            continue
+        end = rec.get("end")
+        out[str(row.get("id"))] = ActualRun(float(row.get("submit_time", 0.0)), float(rec["start"]),
+                                            float(end) if isinstance(end, int | float) else None,
+                                            str(rec.get("state", "")))
+    return out

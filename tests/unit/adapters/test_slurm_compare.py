@@ -77,3 +77,61 @@ def test_age_counts_only_at_the_recalculation_ticks() -> None:
     prio = SlurmPriority(nodes=8, cpus=512, weight_age=1000, max_age_s=600, calc_period_s=60)
     assert prio.priority(gang(1), now=59.0) == 0
     assert prio.priority(gang(1), now=61.0) == 100
+
+
+def _fact(jid: str, nodes: int, gpus: int, slurm: float, sim: float) -> JobFacts:
+    return JobFacts(jid, jid, nodes, gpus, 0.0, slurm, sim, 1.0, 60.0)
+
+
+def test_job_kinds_are_ranked_by_how_far_their_starts_are_from_slurms() -> None:
+    """The 3-node gang is 20 s early (−20), the 2-node gang 10 s late (+10), the two 1-GPU jobs
+    0 and +2 s off (median 1, mean +1, none > 5 s): ranked by median |diff|, 20 > 10 > 1."""
+    from gpufleet.adapters.slurm.compare import by_kind
+
+    kinds = by_kind([_fact("a", 2, 8, 0, 10), _fact("b", 3, 8, 30, 10), _fact("c", 1, 1, 5, 5),
+                     _fact("d", 1, 1, 5, 7)])
+    assert [(k.kind, k.jobs) for k in kinds] == [("3-node gang", 1), ("2-node gang", 1),
+                                                 ("1 node x 1 GPU", 2)]
+    assert (kinds[0].median_abs_s, kinds[0].mean_signed_s, kinds[0].off_by_5s) == (20.0, -20.0, 1.0)
+    assert (kinds[1].median_abs_s, kinds[1].mean_signed_s) == (10.0, 10.0)
+    assert (kinds[2].median_abs_s, kinds[2].mean_signed_s, kinds[2].off_by_5s) == (1.0, 1.0, 0.0)
+
+
+def test_the_backfill_pass_period_comes_from_two_sdiag_readings() -> None:
+    """Captured 20 s apart (tests/data/slurm/README.md): passes 41 → 50, last pass at 1796062637
+    → 1796062655; from the first reading's last pass, (1796062655 − 1796062637) / 9 = 2.0 s."""
+    from pathlib import Path
+
+    from gpufleet.adapters.slurm.compare_run import bf_period
+
+    data = Path(__file__).parents[2] / "data" / "slurm"
+    before, after = (data / "sdiag-before.txt").read_text(), (data / "sdiag-after.txt").read_text()
+    assert bf_period(before, after, since=1796062637.0) == pytest.approx(2.0)
+    assert bf_period(before, before, since=1796062637.0) is None
+    assert bf_period("", after, since=0.0) is None
+
+
+def test_the_report_of_a_captured_run_names_the_worst_job_kind_and_how_slurm_ended_jobs(tmp_path) -> None:
+    """The captured sacct (tests/data/slurm) replayed against itself: 15 jobs, of which Slurm ended
+    5 CANCELLED (12-15 and 5), 1 FAILED (4) and 1 TIMEOUT (7)."""
+    import json
+    from pathlib import Path
+
+    from gpufleet.adapters.slurm.compare_run import SlurmRun, read_cluster, replay
+    from gpufleet.report.slurm_compare import write_report
+    from gpufleet.traces.slurm_sacct import read_sacct
+
+    data = Path(__file__).parents[2] / "data" / "slurm"
+    fleet, conf = read_cluster(data / "slurm.conf")
+    trace = read_sacct(data / "sacct.txt")
+    run = SlurmRun({str(j.id): str(j.id) for j in trace.jobs}, trace, 1.0, 60.0, None)
+    cmp = replay(fleet, conf, list(trace.jobs), run)
+    assert cmp.slurm_states == {"CANCELLED": ("12", "13", "14", "15", "5"), "FAILED": ("4",),
+                                "TIMEOUT": ("7",)}
+    html, js = write_report(cmp, {"wall_s": 1.0}, tmp_path)
+    text = html.read_text()
+    assert "Which job kinds disagree most" in text and "4-node gang" in text
+    kinds = json.loads(js.read_text())["by_kind"]
+    assert sum(k["jobs"] for k in kinds) == 15
+    assert {k["kind"] for k in kinds} == {"1 node x 1 GPU", "1 node x 2 GPUs", "1 node x 4 GPUs",
+                                          "1 node x 8 GPUs", "2-node gang", "4-node gang"}

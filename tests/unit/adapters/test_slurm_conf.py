@@ -168,3 +168,42 @@ def test_bad_files_give_one_line_naming_file_field_and_expectation(conf: str, to
         fleet_from_conf(parse_slurm_conf(conf), parse_topology(topology))
     assert str(err.value).startswith(message)
     assert "\n" not in str(err.value)
+
+
+def test_gres_conf_listing_fewer_device_files_than_gres_says_is_an_error() -> None:
+    """slurm.conf promises 8 GPUs, gres.conf lists /dev/nvidia[0-3]: slurmd would register 4 and
+    Slurm would drain the node, so the fleet cannot have 8 there."""
+    conf = replace(parse_slurm_conf("NodeName=n1 CPUs=8 RealMemory=1024 Gres=gpu:h100:8\n"),
+                   gres_devices=parse_gres_conf("NodeName=n1 Name=gpu Type=h100 File=/dev/nvidia[0-3]\n"))
+    with pytest.raises(InputError, match=r"gres.conf: NodeName=n1: expected 8 gpu device\(s\) as "
+                                         r"slurm.conf's Gres= says, got 4"):
+        fleet_from_conf(conf)
+
+
+def test_topology_conf_naming_a_node_slurm_conf_lacks_is_an_error() -> None:
+    conf = parse_slurm_conf("NodeName=n[1-2] CPUs=8 RealMemory=1024 Gres=gpu:h100:8\n")
+    with pytest.raises(InputError, match=r"topology.conf: SwitchName: expected nodes that slurm.conf "
+                                         r"defines, got n\[3-4\]"):
+        fleet_from_conf(conf, parse_topology("SwitchName=leaf1 Nodes=n[1-4]\n"))
+
+
+@pytest.mark.parametrize("bad", ["gpu 001", "a=b", "n#1", "n,1"])
+def test_export_refuses_a_node_name_slurm_would_read_differently(tmp_path: Path, bad: str) -> None:
+    f = fleet().leaves(1, nodes=2).build()
+    f = replace(f, nodes=(replace(f.nodes[0], id=bad), f.nodes[1]))
+    with pytest.raises(InputError, match="expected a Slurm name"):
+        write_fleet(f, tmp_path)
+    assert not (tmp_path / "slurm.conf").exists()
+
+
+def test_export_refuses_two_nodes_of_the_same_name(tmp_path: Path) -> None:
+    f = fleet().leaves(1, nodes=2).build()
+    f = replace(f, nodes=(f.nodes[0], replace(f.nodes[1], id=f.nodes[0].id)))
+    with pytest.raises(InputError, match="conflicting NodeName= lines"):
+        write_fleet(f, tmp_path)
+
+
+def test_export_refuses_a_cluster_name_with_a_blank(tmp_path: Path) -> None:
+    f = replace(fleet().leaves(1, nodes=2).build(), name="my cluster")
+    with pytest.raises(InputError, match="fleet: name: expected a Slurm name"):
+        write_fleet(f, tmp_path)

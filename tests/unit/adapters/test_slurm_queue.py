@@ -4,13 +4,17 @@ from pathlib import Path
 
 import pytest
 
-from gpufleet.adapters.slurm.queue import estimate_start, explain, jobs_ahead
+from gpufleet.adapters.slurm.compare_run import read_cluster
+from gpufleet.adapters.slurm.explain import explain
+from gpufleet.adapters.slurm.queue import jobs_ahead
 from gpufleet.adapters.slurm.reader import SlurmReader, build_snapshot, parse_scontrol_kv
 from gpufleet.adapters.slurm.reasons import WaitReason, map_reason
 from gpufleet.engine.status import StatusCode
 
 DATA = Path(__file__).parents[2] / "data" / "slurm"
 TAKEN_AT = 1796043801.0  # shortly after the running jobs of the capture started
+RUNNING_END = 1796043798.0 + 1800  # the three 4-node training jobs: start + 30-min limit
+FLEET, CONF = read_cluster(DATA / "slurm.conf")
 
 
 def captured(name: str) -> str:
@@ -49,8 +53,19 @@ def test_slurm_reasons_map_to_our_codes(slurm: str, ours: WaitReason, status: St
     assert ours.explanation
 
 
-def test_every_reason_has_a_plain_explanation() -> None:
-    assert all(len(r.explanation) > 20 for r in WaitReason)
+@pytest.mark.parametrize(("reason", "phrase"), [
+    (WaitReason.RESOURCES, "running jobs release them"), (WaitReason.PRIORITY, "higher priority"),
+    (WaitReason.NODES_UNAVAILABLE, "down, drained or reserved"), (WaitReason.QUOTA, "QOS or account limit"),
+    (WaitReason.DEPENDENCY, "--dependency"), (WaitReason.DEPENDENCY_NEVER, "can never satisfy"),
+    (WaitReason.BEGIN_TIME, "--begin"), (WaitReason.HELD, "until released"),
+    (WaitReason.RESERVATION, "advance reservation"), (WaitReason.PARTITION_LIMIT, "more than the partition"),
+    (WaitReason.PARTITION_DOWN, "partition is down"), (WaitReason.LICENSES, "licenses"),
+    (WaitReason.BAD_REQUEST, "cannot be satisfied"), (WaitReason.SCHEDULER, "has not looked at it"),
+    (WaitReason.UNKNOWN, "does not classify"),
+])
+def test_every_reason_has_a_plain_explanation_of_its_own(reason: WaitReason, phrase: str) -> None:
+    assert phrase in reason.explanation
+    assert sum(r.explanation == reason.explanation for r in WaitReason) == 1
 
 
 def test_the_snapshot_holds_the_running_and_pending_jobs_of_the_capture(snap) -> None:
@@ -73,11 +88,16 @@ def test_node_state_counts_allocated_gpus_and_drained_nodes_are_unschedulable(sn
 
 
 def test_a_job_behind_higher_priority_jobs_names_them_and_gets_both_start_estimates(snap) -> None:
-    got = explain(snap, "17")
+    """Job 17 (2 nodes × 8 GPUs) waits behind 18 and 16. Slurm planned it at RUNNING_END on
+    gpu[009-010]; the engine, from the same state, plans the same second on the same nodes (16 takes
+    gpu[001-008] then; 18 is not planned, see the next test)."""
+    got = explain(snap, "17", FLEET, CONF)
     assert got.reason is WaitReason.PRIORITY
     assert [j.job_id for j in jobs_ahead(snap, snap.job("17"))] == ["18", "16"]
-    assert got.slurm_start == 1796045598.0
-    assert got.our_start == 1796045598.0
+    assert got.slurm_start == RUNNING_END == 1796045598.0
+    assert got.our_start == RUNNING_END
+    assert got.engine is not None and got.engine.planned_nodes == snap.job("17").planned_nodes \
+        == ("gpu009", "gpu010")
     text = got.text()
     assert "2 eligible job(s) ahead of it: 18 (72 GPUs, prio 1285), 16 (64 GPUs, prio 1253)" in text
     assert "held by job 12 (train-1, prod): gpu[001-002,006-007], 32 GPUs" in text
@@ -85,10 +105,11 @@ def test_a_job_behind_higher_priority_jobs_names_them_and_gets_both_start_estima
 
 
 def test_a_job_pinned_to_a_drained_node_cannot_start_until_the_node_returns(snap) -> None:
-    got = explain(snap, "22")
+    got = explain(snap, "22", FLEET, CONF)
     assert got.reason is WaitReason.NODES_UNAVAILABLE
     assert got.our_start is None
     assert "it requires gpu016; not schedulable now: gpu016 (idle+drain: fabric check)" in got.text()
+    assert "engine: it cannot start until its required node(s) gpu016 return to service" in got.text()
 
 
 @pytest.mark.parametrize(
@@ -111,9 +132,26 @@ def test_jobs_that_wait_for_something_else_than_capacity_say_what(snap, job_id: 
     assert "held by job" not in got.text()
 
 
-def test_our_estimate_without_the_queue_ahead_is_when_the_running_jobs_end(snap) -> None:
-    start, nodes = estimate_start(snap, snap.job("16"), with_jobs_ahead=False)
-    assert start == 1796043798.0 + 1800 and len(nodes) == 8
+def test_the_engine_plans_the_big_job_where_slurm_did_because_the_wide_job_waits_for_one_switch(snap) -> None:
+    """Job 18 (9 nodes, prio 1285, --switches=1@00:05:00) is ahead of 16 (8 nodes, prio 1253), but
+    no leaf has 9 nodes (two leaves of 8), so within its 5-min wait neither Slurm nor the engine plans
+    it; 16 then gets gpu[001-008] at RUNNING_END — Slurm's own plan, node for node."""
+    got = explain(snap, "16", FLEET, CONF)
+    assert got.our_start == got.slurm_start == RUNNING_END
+    assert got.engine is not None and got.engine.planned_nodes == snap.job("16").planned_nodes \
+        == tuple(f"gpu{i:03d}" for i in range(1, 9))
+    wide = explain(snap, "18", FLEET, CONF)
+    assert wide.our_start is None and wide.slurm_start is None
+    assert "engine: not planned while --switches=1@00:05:00 binds: no leaf switch has 9 usable nodes" \
+        in wide.text()
+
+
+def test_without_slurm_conf_the_engine_reads_gpu_counts_from_scontrol_and_agrees_on_job_17(snap) -> None:
+    assert explain(snap, "17").our_start == RUNNING_END
+
+
+def test_a_node_drained_under_no_job_is_named_for_a_job_waiting_for_resources(snap) -> None:
+    assert "not schedulable now: gpu016 (idle+drain: fabric check)" in explain(snap, "18", FLEET, CONF).text()
 
 
 def test_a_running_job_is_explained_as_not_waiting(snap) -> None:

@@ -157,3 +157,47 @@ def test_the_same_job_once_its_record_is_merged_has_its_time_limit_and_priority(
     )
     (gang,) = parse_sacct(text).jobs
     assert (gang.run_time_estimate, gang.priority, dict(gang.labels)["slurm.name"]) == (120.0, 1126, "gang")
+
+
+def test_requested_cpus_and_nodes_are_kept_for_slurms_job_size_priority(trace) -> None:
+    """Job 1 asked for 1 CPU (ReqTRES cpu=1) and was given 8 (AllocTRES cpu=8, DefCpuPerGPU=8): the
+    pod holds 8, the priority counts 1, so its size factor is (1/16 + 1/1024) / 2 on 16 × 64 CPUs."""
+    from gpufleet.policies.slurm_like import SlurmPriority
+
+    job = by_id(trace, "1")
+    assert job.pod_sets[0].request.cpus == 8.0
+    assert (dict(job.labels)["slurm.req_cpus"], dict(job.labels)["slurm.req_nodes"]) == ("1", "1")
+    prio = SlurmPriority(nodes=16, cpus=16 * 64, weight_size=1000)
+    assert prio.size_factor(job) == pytest.approx((1 / 16 + 1 / 1024) / 2)
+
+
+ROW = "1|j|acct|{tres}|2026-11-30T13:00:00|{start}|{end}|00:00:02|2|COMPLETED|1"
+
+
+@pytest.mark.parametrize(("tres", "start", "end", "message"), [
+    ("cpu=8,gres/gpu=-2,node=1", "2026-11-30T13:00:01", "2026-11-30T13:00:03",
+     "line 2: AllocTRES: gres/gpu: expected a whole number ≥ 0, got '-2'"),
+    ("cpu=nan,gres/gpu=1,node=1", "2026-11-30T13:00:01", "2026-11-30T13:00:03",
+     "line 2: AllocTRES: cpu: expected a whole number ≥ 0, got 'nan'"),
+    ("cpu=8,gres/gpu=1,mem=infG,node=1", "2026-11-30T13:00:01", "2026-11-30T13:00:03",
+     "line 2: AllocTRES: mem: expected a size"),
+    ("cpu=8,gres/gpu=1,node=1", "2026-11-30T13:00:05", "2026-11-30T13:00:03",
+     "line 2: End: expected End ≥ Start"),
+])
+def test_a_negative_count_a_non_number_or_an_end_before_the_start_is_one_error_naming_line_and_field(
+        tres: str, start: str, end: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        parse_sacct(HEADER + "\n" + ROW.format(tres=tres, start=start, end=end))
+
+
+def test_a_node_failure_keeps_the_failed_gang_and_lists_the_requeued_one() -> None:
+    """Captured on the emulated cluster (tests/data/slurm/README.md): job 1 ended NODE_FAIL after
+    31 s on gpu[007-008]; job 2 went back to the queue (PENDING, no start)."""
+    got = read_sacct(DATA / "sacct-node-fail.txt")
+    failed = by_id(got, "1")
+    assert dict(failed.labels)["slurm.state"] == "NODE_FAIL" and failed.run_time == 31.0
+    assert [(ps.replicas, ps.request.gpus) for ps in failed.pod_sets] == [(2, 4)]
+    assert sorted(j.id for j in got.jobs) == ["1", "3"]
+    assert [(x.job_id, x.state) for x in got.unfinished] == [("2", "PENDING")]
+    assert "requeued after a node failure" in got.unfinished[0].why
+    assert got.not_started == ()

@@ -180,3 +180,34 @@ def facts_from(starts_slurm: Mapping[str, float], starts_sim: Mapping[str, float
             out.append(JobFacts(base.job_id, base.slurm_id, base.nodes, base.gpus_per_node, base.submit,
                                 starts_slurm[jid], starts_sim[jid], base.run_s, base.limit_s))
     return out
+
+
+def job_kind(f: JobFacts) -> str:
+    """The kind a job is compared under: one-node jobs by GPU count (partial or whole node), gangs
+    by node count."""
+    if f.nodes == 1:
+        return f"1 node x {f.gpus_per_node} GPU" + ("s" if f.gpus_per_node > 1 else "")
+    return f"{f.nodes}-node gang"
+
+
+@dataclass(frozen=True)
+class KindDisagreement:
+    kind: str
+    jobs: int
+    median_abs_s: float
+    mean_signed_s: float
+    off_by_5s: float
+
+
+def by_kind(facts: Sequence[JobFacts]) -> list[KindDisagreement]:
+    """Per job kind: how many, median |start difference|, mean signed difference (sim − Slurm) and
+    the share of jobs more than 5 s off; the kind that disagrees most first (by median, then share)."""
+    groups: dict[str, list[float]] = {}
+    for f in facts:
+        groups.setdefault(job_kind(f), []).append(f.diff)
+    out = []
+    for kind, diffs in groups.items():
+        d = np.asarray(diffs, float)
+        out.append(KindDisagreement(kind, len(d), float(np.median(np.abs(d))), float(d.mean()),
+                                    float((np.abs(d) > 5.0).mean())))
+    return sorted(out, key=lambda k: (-k.median_abs_s, -k.off_by_5s, k.kind))

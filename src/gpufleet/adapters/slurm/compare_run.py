@@ -27,68 +27,39 @@ from gpufleet.adapters.slurm.compare import Agreement, JobFacts, agreement, fact
 from gpufleet.adapters.slurm.conf import SlurmConf, read_slurm_conf
 from gpufleet.adapters.slurm.fleet_conf import read_fleet
 from gpufleet.adapters.slurm.reader import Runner, SlurmReader
+from gpufleet.adapters.slurm.settings import profile_from_conf
 from gpufleet.adapters.slurm.writer import SlurmWriter
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
-from gpufleet.policies.slurm_like import SlurmPriority, slurm_like_profile
+from gpufleet.policies.slurm_like import SlurmPriority
 from gpufleet.sim.runner import SimResult, simulate
 from gpufleet.traces.slurm_sacct import SacctTrace
 
 
 def compare_workload(n: int, seed: int = 1, account: str = "research", max_nodes: int = 4,
-                     run_s: tuple[int, int] = (1, 6)) -> list[Job]:
-    """``n`` jobs ``j0001``… of R nodes × G GPUs: R ≤ ``max_nodes`` (1 most often), G in 1, 2, 4, 8.
+                     run_s: tuple[int, int] = (1, 6), max_gpus: int = 8) -> list[Job]:
+    """``n`` jobs ``j0001``… of R nodes × G GPUs: R ≤ ``max_nodes`` (1 most often), G in 1, 2, 4, 8
+    up to ``max_gpus`` (a node's GPUs: a larger request could never start).
 
     Limits: 1 minute for most, 2 for a quarter — different limits are what backfill plans with.
     """
     rng = np.random.default_rng(seed)
     nodes_p = np.array([0.45, 0.25, 0.15, 0.15])[:max_nodes]
     nodes_p = nodes_p / nodes_p.sum()
+    sizes = [g for g in (1, 2, 4, 8) if g <= max_gpus] or [1]
+    sizes_p = np.array([0.35, 0.2, 0.2, 0.25])[:len(sizes)]
+    sizes_p = sizes_p / sizes_p.sum()
     jobs = []
     for i in range(n):
         nodes = int(rng.choice(np.arange(1, len(nodes_p) + 1), p=nodes_p))
-        gpus = int(rng.choice([1, 2, 4, 8], p=[0.35, 0.2, 0.2, 0.25]))
+        gpus = int(rng.choice(sizes, p=sizes_p))
         run = int(rng.integers(run_s[0], run_s[1] + 1))
         limit = 120.0 if rng.random() < 0.25 else 60.0
         jobs.append(Job(id=JobId(f"j{i + 1:04d}"), tenant=TenantId(account),
                         pod_sets=(PodSet("main", nodes, PodRequest(gpus=gpus)),), submit_time=0.0,
                         run_time=float(run), run_time_estimate=limit))
     return jobs
-
-
-def _setting_s(conf: SlurmConf, key: str, default_s: float, unit_s: float = 60.0) -> float:
-    """A slurm.conf duration: ``[D-]HH:MM:SS``, ``MM:SS`` or a bare number of ``unit_s``."""
-    text = (conf.setting(key) or "").strip()
-    if not text:
-        return default_s
-    m = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", text)
-    if not m:
-        return default_s
-    days, a, b, c = m.groups()
-    if b is None:
-        return int(days or 0) * 86400 + int(a) * (3600 if days else unit_s)
-    if c is None:
-        return int(days or 0) * 86400 + int(a) * 60 + int(b)
-    return int(days or 0) * 86400 + int(a) * 3600 + int(b) * 60 + int(c)
-
-
-def priority_from_conf(conf: SlurmConf, fleet: Fleet, phase_s: float = 0.0) -> SlurmPriority:
-    """Slurm's multifactor weights from slurm.conf; zero weights when multifactor is off."""
-    multifactor = (conf.setting("PriorityType") or "").endswith("multifactor")
-
-    def weight(key: str) -> float:
-        return float(conf.setting(key) or 0) if multifactor else 0.0
-
-    return SlurmPriority(
-        nodes=len(fleet.nodes), cpus=sum(n.cpus for n in fleet.nodes),
-        weight_size=weight("PriorityWeightJobSize"), weight_age=weight("PriorityWeightAge"),
-        weight_partition=weight("PriorityWeightPartition"),
-        max_age_s=_setting_s(conf, "PriorityMaxAge", 7 * 86400.0),
-        calc_period_s=_setting_s(conf, "PriorityCalcPeriod", 300.0),
-        phase_s=phase_s,
-        favor_small=(conf.setting("PriorityFavorSmall") or "NO").upper() in ("YES", "TRUE", "1"),
-    )
 
 
 @dataclass(frozen=True)
@@ -101,6 +72,8 @@ class SlurmRun:
     ctld_since: float | None
     #: Epoch seconds at which each sbatch returned (sub-second; sacct's Submit is whole seconds).
     sent: dict[str, float] = field(default_factory=dict)
+    #: Seconds between two backfill passes as slurmctld ran them (sdiag; see ``bf_period``).
+    bf_period_s: float | None = None
 
 
 def ctld_since(run: Runner) -> float | None:
@@ -112,9 +85,43 @@ def ctld_since(run: Runner) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def _bf_stats(sdiag_text: str) -> tuple[int, float] | None:
+    """(Total cycles, Last cycle when) of sdiag's "Backfilling stats"."""
+    section = sdiag_text.split("Backfilling stats", 1)
+    if len(section) < 2:
+        return None
+    cycles = re.search(r"Total cycles:\s*(\d+)", section[1])
+    last = re.search(r"Last cycle when:.*\((\d+)\)", section[1])
+    if cycles is None:
+        return None
+    return int(cycles.group(1)), float(last.group(1)) if last else 0.0
+
+
+def bf_period(before: str, after: str, since: float) -> float | None:
+    """Mean seconds from one backfill pass to the next while our jobs were queued: (time of the
+    last pass − ``since``, the first submission) / passes run since, from sdiag's "Backfilling
+    stats" taken before and after. Slurm sleeps ``bf_interval`` after a pass ends and wakes on
+    whole seconds, so with bf_interval=2 its passes came ~3 s apart on the emulated cluster (30
+    in 89 s) where a fixed-interval replay runs one every 2 s. None when sdiag says too little.
+    """
+    b, a = _bf_stats(before), _bf_stats(after)
+    if b is None or a is None or a[0] - b[0] < 2:
+        return None
+    period = (a[1] - since) / (a[0] - b[0])
+    return period if period > 0 else None
+
+
+def _sdiag(run: Runner) -> str:
+    try:
+        return run(["sdiag"])
+    except Exception:  # noqa: BLE001 - without sdiag: no phase for the age ticks, no pass period
+        return ""
+
+
 def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, poll_s: float = 1.0) -> SlurmRun:
     """Submit ``jobs`` in order, then wait until ``sacct`` has a complete record of each."""
-    since = ctld_since(run)
+    before = _sdiag(run)
+    since = ctld_since(lambda argv: before)
     t0 = time.monotonic()
     writer = SlurmWriter(run, gpus_per_node=None)
     ids, sent = {}, {}
@@ -132,7 +139,8 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
             raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after "
                                f"{timeout_s:.0f} s ({trace.summary()})")
         time.sleep(poll_s)
-    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent)
+    period = bf_period(before, _sdiag(run), min(sent.values())) if sent else None
+    return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent, period)
 
 
 @dataclass(frozen=True)
@@ -145,21 +153,14 @@ class Comparison:
     slurm_makespan_s: float
     sim_makespan_s: float
     left_out: tuple[str, ...] = ()
+    #: Jobs Slurm did not end COMPLETED, by state (NODE_FAIL, TIMEOUT, FAILED, ...): our ids.
+    slurm_states: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 #: sacct's Submit is a whole second; the job arrived somewhere in that second. Without our own
 #: clock reading, half a second in: a 1 s scheduling cadence takes it at the next whole second,
 #: as Slurm's first pass after the submission does (its start is also recorded in whole seconds).
 SUBMIT_OFFSET_S = 0.5
-
-
-def bf_interval_s(conf: SlurmConf) -> float:
-    """``SchedulerParameters=bf_interval=N`` (Slurm's default: 30 s)."""
-    for item in (conf.setting("SchedulerParameters") or "").split(","):
-        key, _, value = item.partition("=")
-        if key.strip() == "bf_interval" and value.strip().isdigit():
-            return float(value)
-    return 30.0
 
 
 def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[str, JobFacts]]:
@@ -187,24 +188,37 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
 
 
 def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
-           backfill: str = "conservative", top: int = 12) -> Comparison:
-    """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules."""
+           backfill: str = "conservative", top: int = 12, slurm_nodes: bool = False,
+           pass_timing: bool = False) -> Comparison:
+    """Simulate ``jobs`` as Slurm saw them and measure the agreement of the two schedules;
+    ``pass_timing`` schedules at the pass period slurmctld achieved (``SlurmRun.bf_period_s``)
+    instead of exactly every ``bf_interval``."""
     sim_jobs, info = replay_jobs(jobs, slurm)
     origin = slurm.trace.origin
     phase = 0.0
     if slurm.ctld_since is not None and origin is not None:
         phase = slurm.ctld_since - origin.timestamp()
-    prio = priority_from_conf(conf, fleet, phase_s=phase)
-    profile = slurm_like_profile(prio, backfill)
-    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=bf_interval_s(conf))
+    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase, slurm_nodes=slurm_nodes)
+    prio, profile = setup.priority, setup.profile
+    interval = setup.cycle_interval_s
+    if pass_timing and slurm.bf_period_s is not None:
+        interval = max(interval, slurm.bf_period_s)
+    result = simulate(fleet, sim_jobs, profile, cycle_interval_s=interval)
     slurm_starts = {j: f.slurm_start for j, f in info.items()}
     facts = facts_from(slurm_starts, result.starts, info)
     rate = len(jobs) / max(slurm.submit_s + slurm.drain_s, 1e-9)
     agree = agreement(facts, top=top, launch_rate=rate)
     left = tuple(sorted(set(str(j.id) for j in jobs) - {f.job_id for f in facts}))
     slurm_end = max((r.end or 0.0) for r in slurm.trace.records) if slurm.trace.records else 0.0
+    state_of = {r.job_id: r.state for r in slurm.trace.records}
+    states: dict[str, list[str]] = {}
+    for ours, sid in sorted(slurm.ids.items()):
+        state = state_of.get(sid)
+        if state is not None and state != "COMPLETED":
+            states.setdefault(state, []).append(ours)
     return Comparison(agree, tuple(facts), result, profile.name, prio, slurm_end,
-                      max(result.finishes.values(), default=0.0), left)
+                      max(result.finishes.values(), default=0.0), left,
+                      {k: tuple(v) for k, v in sorted(states.items())})
 
 
 def cluster_files(slurm_conf: str | Path) -> tuple[Path, Path | None, list[Path]]:

@@ -2,16 +2,28 @@
 
 Only what a fleet needs is interpreted (NodeName, PartitionName, ClusterName, GresTypes, the
 gres.conf device lines); every other ``Key=Value`` line is kept verbatim in ``settings`` so a
-caller can look at it, but nothing here tries to be a full slurm.conf validator. Keys are
-case-insensitive, as in Slurm; ``NodeName=DEFAULT`` / ``PartitionName=DEFAULT`` lines set the
-defaults for the lines after them.
+caller can look at it, but nothing here tries to be a full slurm.conf validator. Read as Slurm
+reads it (slurm.conf(5), checked against ``scontrol show config`` on the emulated 22.05 cluster,
+tests/integration/test_slurm_conf_parsing.py):
+
+* keys are case-insensitive; node and partition names are not;
+* a key given twice takes its **last** value (``setting``), so appended overrides and included
+  site files win over the defaults above them;
+* ``Include FILE`` (a line starting with the word, then whitespace) reads FILE in place; a
+  relative FILE is found in slurm.conf's directory (also from a nested include, as Slurm's
+  ``get_extra_conf_path`` does); glob patterns expand in sorted order;
+* ``SchedulerParameters`` is one comma-separated string (its last value wins as a whole); the
+  backfill plugin finds each option with a case-insensitive substring search, so inside that
+  string the *first* ``bf_interval=`` counts (``scheduler_params``);
+* ``NodeName=DEFAULT`` / ``PartitionName=DEFAULT`` lines set the defaults for the lines after them.
 """
 
 from __future__ import annotations
 
+import glob
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpufleet.adapters.slurm.hostlist import HostlistError, expand
@@ -69,10 +81,22 @@ class SlurmConf:
     gres_devices: dict[str, tuple[GresDevice, ...]] = field(default_factory=dict)
 
     def setting(self, key: str) -> str | None:
-        for k, v in self.settings:
+        """The value of ``key`` (any case) as Slurm uses it: the last one given, or None."""
+        for k, v in reversed(self.settings):
             if k.lower() == key.lower():
                 return v
         return None
+
+    def scheduler_params(self) -> dict[str, str]:
+        """``SchedulerParameters`` options, lower-case name -> value ('' for a flag such as
+        bf_continue); an option repeated inside the string keeps its first value, as Slurm's
+        substring search does."""
+        out: dict[str, str] = {}
+        for item in (self.setting("SchedulerParameters") or "").split(","):
+            key, _, value = item.strip().partition("=")
+            if key and key.lower() not in out:
+                out[key.lower()] = value.strip()
+        return out
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
@@ -169,14 +193,46 @@ def _node_records(kv: list[tuple[str, str]], defaults: dict[str, str], source: s
     return [SlurmNode(n, cpus, memory, gres, features, state, weight) for n in names]
 
 
-def parse_slurm_conf(text: str, source: str = "slurm.conf") -> SlurmConf:
-    """Node, partition and plain settings lines of a slurm.conf, in file order."""
+MAX_INCLUDE_DEPTH = 16
+_INCLUDE = re.compile(r"include\s+(\S.*)$", re.IGNORECASE)
+
+
+def included_lines(text: str, source: str, base: Path | None,
+                   depth: int = 0) -> list[tuple[str, int, str]]:
+    """(file, line number, text) of ``text`` with every ``Include FILE`` line replaced by FILE's lines."""
+    out: list[tuple[str, int, str]] = []
+    for lineno, line in logical_lines(text):
+        m = _INCLUDE.match(line)
+        if not m:
+            out.append((source, lineno, line))
+            continue
+        if depth >= MAX_INCLUDE_DEPTH:
+            raise InputError(source, f"line {lineno}: Include",
+                             f"expected at most {MAX_INCLUDE_DEPTH} nested includes (a loop?)")
+        target = Path(m.group(1).strip().strip('"'))
+        if not target.is_absolute():
+            if base is None:
+                raise InputError(source, f"line {lineno}: Include",
+                                 f"cannot resolve relative path {str(target)!r} without the file's directory")
+            target = base / target
+        paths = sorted(glob.glob(str(target))) if glob.has_magic(str(target)) \
+            else [str(target)] if target.is_file() else []
+        if not paths:
+            raise InputError(source, f"line {lineno}: Include", f"no file matches {str(target)!r}")
+        for path in paths:
+            out += included_lines(read_text(path), path, base, depth + 1)
+    return out
+
+
+def parse_slurm_conf(text: str, source: str = "slurm.conf", base: Path | None = None) -> SlurmConf:
+    """Node, partition and plain settings lines of a slurm.conf (includes read in place), in order."""
     nodes: dict[str, SlurmNode] = {}
     partitions: list[SlurmPartition] = []
     settings: list[tuple[str, str]] = []
     node_defaults: dict[str, str] = {}
     part_defaults: dict[str, str] = {}
-    for lineno, line in logical_lines(text):
+    for src, lineno, line in included_lines(text, source, base):
+        source = src
         kv = pairs(line, source, lineno)
         head = kv[0][0].lower()
         if head == "nodename":
@@ -204,8 +260,8 @@ def parse_slurm_conf(text: str, source: str = "slurm.conf") -> SlurmConf:
             continue
         else:
             settings.extend(kv)
-    cluster = next((v for k, v in settings if k.lower() == "clustername"), "cluster")
-    return SlurmConf(cluster, tuple(nodes.values()), tuple(partitions), tuple(settings))
+    conf = SlurmConf("cluster", tuple(nodes.values()), tuple(partitions), tuple(settings))
+    return replace(conf, cluster_name=conf.setting("ClusterName") or "cluster")
 
 
 def parse_gres_conf(text: str, source: str = "gres.conf") -> dict[str, tuple[GresDevice, ...]]:
@@ -238,10 +294,13 @@ def read_text(path: str | Path) -> str:
         return path.read_text()
     except OSError as e:
         raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), f"byte {e.start}", "expected a UTF-8 text file, got binary data") \
+            from None
 
 
 def read_slurm_conf(path: str | Path, gres_path: str | Path | None = None) -> SlurmConf:
-    conf = parse_slurm_conf(read_text(path), str(path))
+    conf = parse_slurm_conf(read_text(path), str(path), Path(path).parent)
     if gres_path is None:
         sibling = Path(path).with_name("gres.conf")
         gres_path = sibling if sibling.is_file() else None
