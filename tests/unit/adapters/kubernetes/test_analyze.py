@@ -1,0 +1,113 @@
+"""The analysis of a snapshot: the assembled cluster in tests/data/k8s/cluster (real nodes,
+published manifests), and copies of the real GPU node changed as each test says."""
+
+import copy
+from datetime import UTC, datetime
+
+from gpufleet.adapters.kubernetes.analyze import analyze
+from gpufleet.adapters.kubernetes.snapshot import Snapshot, load
+
+from .conftest import real
+
+
+def epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+
+
+def gang(a, key):
+    return next(g for g in a.gangs if g.gang.key == key)
+
+
+def test_a_gpu_pod_behind_a_running_one_waits_for_it_to_end(cluster_dir):
+    """gpu-pod holds nori's only GPU since 2025-03-19T22:00:05Z; with a 24 h run-time assumption
+    it ends at 2025-03-20T22:00:05Z, the engine's estimated start for gpu-pod-2."""
+    a = analyze(load(cluster_dir), assume_runtime_s=24 * 3600)
+    g = gang(a, "default/gpu-pod-2")
+    assert g.code == "UNSCHEDULABLE"
+    assert g.estimated_start == epoch("2025-03-20T22:00:05Z")
+    assert g.blockers == ["default/gpu-pod on nori"]
+    assert g.reasons == {"no GPUs": 3, "too few free GPUs": 1}
+    assert "3 nodes: no GPUs; 1: too few free GPUs" in " ".join(g.chain)
+
+
+def test_a_podgroup_no_node_can_hold_is_unresolvable_with_the_cpu_named(cluster_dir):
+    """nginx pods ask 3 CPUs; the AKS nodes allocate 1900m and nori 2 CPUs: none fits, ever."""
+    a = analyze(load(cluster_dir))
+    g = gang(a, "default/nginx")
+    assert g.code == "UNRESOLVABLE" and not g.fits_empty
+    assert g.reasons == {"too little free CPU": 4}
+    assert g.gang.min_member == 3
+
+
+def test_totals_count_allocated_against_usable(cluster_dir):
+    t = analyze(load(cluster_dir)).totals
+    assert (t["physical"], t["allocatable"], t["usable"], t["allocated"], t["free_usable"]) == (1, 1, 1, 1, 0)
+    assert (t["pending_pods"], t["pending_gpus"]) == (7, 1)
+
+
+def _snap(nodes, pods):
+    s = Snapshot()
+    for o in nodes + pods:
+        s.add(o, "test")
+    return s
+
+
+def _gpu_pod(name, gpus="1", cpu=None, tolerate=True):
+    res = {"nvidia.com/gpu": gpus, **({"cpu": cpu} if cpu else {})}
+    spec = {"containers": [{"name": "c", "resources": {"limits": res, "requests": res}}]}
+    if tolerate:
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t"}, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+def _eight_gpu(nori, name):
+    """nori with 8 allocatable GPUs (as an 8-GPU node would show), renamed."""
+    n = copy.deepcopy(nori)
+    n["metadata"]["name"] = name
+    for k in ("capacity", "allocatable"):
+        n["status"][k]["nvidia.com/gpu"] = "8"
+    return n
+
+
+def test_free_gpus_no_pending_pod_can_use_are_stranded_with_the_reason(nori):
+    """Node a: 8 free GPUs, 2 CPUs. The only pending pod asks 1 GPU + 3 CPUs: CPU is exhausted
+    on a, so its 8 GPUs are stranded."""
+    a = analyze(_snap([_eight_gpu(nori, "a")], [_gpu_pod("p", cpu="3")]))
+    assert [(s.node, s.gpus, s.reason) for s in a.stranded] == [("a", 8, "CPU exhausted on the node")]
+    assert a.totals["stranded"] == 8
+
+
+def test_a_taint_the_pod_does_not_tolerate_is_counted_per_node(nori):
+    """Both nodes carry nvidia.com/gpu:NoSchedule; a pod without the toleration fits neither."""
+    nodes = [_eight_gpu(nori, "a"), _eight_gpu(nori, "b")]
+    for n in nodes:
+        n["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    a = analyze(_snap(nodes, [_gpu_pod("p", tolerate=False), _gpu_pod("q")]))
+    assert gang(a, "t/p").reasons == {"untolerated taint nvidia.com/gpu": 2}
+    assert gang(a, "t/q").code == "SCHEDULED"
+
+
+def test_a_gang_too_big_for_free_gpus_but_not_the_cluster_waits_and_names_the_gpu_layer_down(nori):
+    """Two 8-GPU nodes, one with its device plugin paused for a MIG change: a 2 × 8-GPU gang
+    fits an empty cluster of two healthy nodes only, so it waits and the chain names the layer."""
+    a_node, b_node = _eight_gpu(nori, "a"), _eight_gpu(nori, "b")
+    b_node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
+    pods = [dict(_gpu_pod(f"w{i}", gpus="8"), metadata={"name": f"w{i}", "namespace": "t",
+                 "labels": {"jobset.sigs.k8s.io/jobset-name": "train"}}) for i in range(2)]
+    a = analyze(_snap([a_node, b_node], pods))
+    g = gang(a, "t/train")
+    assert g.gang.kind == "JobSet" and len(g.gang.pods) == 2
+    assert g.code != "SCHEDULED"
+    assert g.reasons == {"GPU layer down: device-plugin": 1, "fits": 1}
+    assert any("device-plugin: nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change" in line
+               for line in g.chain)
+
+
+def test_the_real_nodes_alone_give_an_empty_pending_list_and_no_stranded_gpu():
+    a = analyze(load_real_gpu_nodes())
+    assert a.gangs == [] and a.stranded == [] and a.totals["gpu_nodes"] == 1
+
+
+def load_real_gpu_nodes():
+    return _snap(real("nodes-rke2-gpu.json")["items"], [])

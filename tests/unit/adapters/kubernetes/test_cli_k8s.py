@@ -1,0 +1,50 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli.main import app
+
+from .conftest import DATA
+
+runner = CliRunner()
+
+
+def test_analyze_prints_the_chain_and_writes_the_report(tmp_path, cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", str(cluster_dir), "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "3 nodes: no GPUs; 1: too few free GPUs" in r.output
+    assert "skipped kinds (not read): ReplicaSet (apps/v1) x1" in r.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Nodes and the four GPU layers" in html and "default/gpu-pod-2" in html
+    data = json.loads((tmp_path / "analysis.json").read_text())
+    assert data["pending"][0]["estimated_start"] == "2025-03-20T22:00:05+00:00"
+
+
+def test_analyze_json_output_is_parseable_json(cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", str(cluster_dir), "--output", "json"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["gpus"]["allocated"] == 1
+
+
+@pytest.mark.parametrize("content, args, expected", [
+    (b"", [], "empty file"),
+    (b"\x00\xff", [], "binary file"),
+    (b'{"apiVersion": "v1", "kind": "List", "items": []}', [], "no Node objects"),
+    (None, ["--assume-runtime-h", "nan"], "--assume-runtime-h"),
+    (None, ["--assume-runtime-h", "1e12"], "--assume-runtime-h"),
+], ids=["empty", "binary", "no nodes", "NaN hours", "huge hours"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content, args, expected):
+    p = tmp_path / "s.json"
+    if content is None:
+        p = DATA / "nodes-aks.json"
+    else:
+        p.write_bytes(content)
+    r = runner.invoke(app, ["k8s", "analyze", str(p), *args])
+    assert r.exit_code == 2 and expected in r.output
+    assert "Traceback" not in r.output
+
+
+def test_help_reads(cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", "--help"])
+    assert r.exit_code == 0 and "kubectl" in r.output
