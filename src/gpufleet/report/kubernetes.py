@@ -92,7 +92,7 @@ def html_report(a: Analysis) -> str:
         + f"</ol><p>estimated start: {escape(_when(g.estimated_start, a.now) or 'none')}</p>"
         for g in a.gangs) or "<p>Nothing is pending.</p>"
     skipped = ("<p>Skipped (kinds this report does not read): "
-               + escape(", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items()))) + "</p>"
+               + str(escape(", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))) + "</p>"
                if a.skipped else "")
     notes = "".join(f"<p>note: {escape(n)}</p>" for n in a.notes)
     style = ("<style>.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}"

@@ -17,6 +17,7 @@ def test_analyze_prints_the_chain_and_writes_the_report(tmp_path, cluster_dir):
     assert "skipped kinds (not read): ReplicaSet (apps/v1) x1" in r.output
     html = (tmp_path / "report.html").read_text()
     assert "Nodes and the four GPU layers" in html and "default/gpu-pod-2" in html
+    assert "&lt;table" not in html and "&lt;style" not in html
     data = json.loads((tmp_path / "analysis.json").read_text())
     assert data["pending"][0]["estimated_start"] == "2025-03-20T22:00:05+00:00"
 
