@@ -48,7 +48,7 @@ def text_lines(a: Analysis) -> list[str]:
            f"{t['allocated']} allocated, {t['free_usable']} free, {t['stranded']} stranded",
            f"nodes: {t['nodes']} ({t['gpu_nodes']} with GPUs); pending: {t['pending_pods']} pod(s) "
            f"asking {t['pending_gpus']} GPU(s)"]
-    down = [n for n in a.nodes if n.blocker is not None and n.gpu.is_gpu_node]
+    down = [n for n in a.nodes if n.blocker is not None and n.has_gpus]
     for n in down:
         out.append(f"GPU node {n.name}: {n.blocker.name} layer down: {n.blocker.detail}")
     for s in a.stranded:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
@@ -27,6 +28,7 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet, NodeHealth
 from gpufleet.model.ids import JobId
+from gpufleet.model.job import PodRequest
 from gpufleet.policies.registry import profile as named_profile
 
 PROFILE = "gang-conservative"
@@ -100,12 +102,16 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
             now: float | None = None) -> Analysis:
     topo = topology or TopologyLabels()
-    nodes = [read_node(o, topo) for o in snap.of("Node")]
+    dra = read_dra(snap)
+    nodes = [read_node(o, topo, dra_gpus=dra.gpu_devices(str((o.get("metadata") or {}).get("name"))))
+             for o in snap.of("Node")]
     pods = [read_pod(o) for o in snap.of("Pod")]
+    pods = [replace(p, gpus=p.gpus + dra.gpus_of(p)) if p.claims else p for p in pods]
     podgroups = {pg.key: pg for pg in (read_podgroup(o) for o in snap.of("PodGroup"))}
-    notes: list[str] = []
+    notes: list[str] = list(dra.notes)
     t_now = now if now is not None else _now(snap, pods)
     used = _usage(nodes, pods, notes)
+    held = _claims_without_pods(nodes, used, dra)
     sched = {n.name: n.node.health.schedulable for n in nodes}
     free = {n.name: ((n.node.gpus - used[n.name][0], n.node.cpus - used[n.name][1],
                       n.node.memory_gb - used[n.name][2]) if sched[n.name] else (0.0, 0.0, 0.0))
@@ -113,9 +119,9 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending = [p for p in pods if p.pending]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
-    results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s)
-    reports = [_report(g, nodes, free, results.get(g.key), t_now) for g in pending_gangs]
-    stranded = _stranded(nodes, free, pending)
+    results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
+    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    stranded = _stranded(nodes, free, pending, dra)
     totals = _totals(nodes, used, free, stranded, pending)
     if any(p.mig for p in pending):
         notes.append("MIG requests are checked by the node filters; the engine estimate covers "
@@ -123,12 +129,28 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s)
 
 
-def _eligible(gang: Gang, nodes: list[KubeNode]) -> frozenset[str]:
-    return frozenset(n.name for n in nodes if all(static_reason(p, n) is None for p in gang.pods))
+def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> dict[str, int]:
+    """GPUs held by allocated claims beyond what bound pods account for, per DRA node (a claim
+    allocated before its pod binds, or one the snapshot's pods do not name). Added to usage."""
+    out = {}
+    for n in nodes:
+        if n.gpu.capacity:
+            continue
+        taken = sum(1 for d in dra.devices.get(n.name, ()) if d.key in dra.used
+                    and d.attributes.get("gpu.nvidia.com/type") == "gpu")
+        extra = taken - int(used[n.name][0])
+        if extra > 0:
+            out[n.name] = extra
+            used[n.name][0] += extra
+    return out
+
+
+def _eligible(gang: Gang, nodes: list[KubeNode], dra: DraState) -> frozenset[str]:
+    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
 
 
 def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float,
-            run_s: float) -> dict[str, tuple]:
+            run_s: float, dra: DraState, held: dict[str, int]) -> dict[str, tuple]:
     """Per pending gang key: (Status, reservation or None, running jobs, node names)."""
     index = {n.name: i for i, n in enumerate(nodes)}
     running_jobs: list[RunningJob] = []
@@ -141,7 +163,7 @@ def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now
         running_jobs.append(RunningJob(job, start, bindings))
     classes: dict[frozenset[str], list[Gang]] = {}
     for g in pending:
-        classes.setdefault(_eligible(g, nodes), []).append(g)
+        classes.setdefault(_eligible(g, nodes, dra), []).append(g)
     order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
                                                     min(g.submitted for g in kv[1])))
     extra: list[PodBinding] = []
@@ -158,6 +180,10 @@ def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now
             if (table.gpu_free[b.node] >= req.gpus and table.cpu_free[b.node] >= req.cpus - 1e-9
                     and table.mem_free[b.node] >= req.memory_gb - 1e-9):
                 table.take(b.node, req)
+        for name, k in held.items():
+            i = index[name]
+            if table.gpu_free[i] >= k:
+                table.take(i, PodRequest(gpus=k))
         jobs = [PendingJob(to_job(_minimum(g), run_s)) for g in gangs]
         result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
                                       running=tuple(running_jobs), seed=0))
@@ -185,14 +211,15 @@ def _engine_text(status) -> str:
     return f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
 
 
-def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float) -> GangReport:
+def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float,
+            dra: DraState) -> GangReport:
     reasons: Counter[str] = Counter()
     for p in g.pods[:1]:  # the gang's pods share a spec as a rule; the first speaks for them
-        reasons = node_reasons(p, nodes, free)
-    fits_empty = any(all(static_reason(p, n) is None and capacity_reason(
+        reasons = node_reasons(p, nodes, free, dra)
+    fits_empty = any(all(static_reason(p, n, dra) is None and capacity_reason(
         p, n.node.gpus, n.node.cpus, n.node.memory_gb) is None for p in g.pods[:1]) for n in nodes)
     layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
-                     if n.blocker is not None and n.gpu.is_gpu_node)
+                     if n.blocker is not None and n.has_gpus)
     code, engine, start, blockers = "UNKNOWN", "not examined", None, []
     if result is not None:
         status, res, running, placed, names = result
@@ -222,11 +249,11 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
     return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain)
 
 
-def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod]) -> list[Stranded]:
+def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod], dra: DraState) -> list[Stranded]:
     out = []
     shapes = {(p.gpus, p.cpus, p.memory_gb, p.gpu_models, tuple(p.tolerations),
                tuple(p.node_selector.items())): p
-              for p in pending if p.gpus}
+              for p in pending if p.gpus and not p.claims}
     for n in nodes:
         g, c, m = free[n.name]
         if g < 1 or not n.node.health.schedulable:
@@ -235,7 +262,7 @@ def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod]) -> list
             continue  # idle, not stranded: nothing pending asks for a GPU
         why: Counter[str] = Counter()
         for p in shapes.values():
-            r = static_reason(p, n) or capacity_reason(p, g, c, m)
+            r = static_reason(p, n, dra) or capacity_reason(p, g, c, m)
             if r is None:
                 break
             why[STRANDED_WORDS.get(r.split(",")[0], r)] += 1
@@ -246,12 +273,12 @@ def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod]) -> list
 
 def _totals(nodes: list[KubeNode], used: dict, free: dict, stranded: list[Stranded],
             pending: list[KubePod]) -> dict[str, int]:
-    gpu_nodes = [n for n in nodes if n.gpu.is_gpu_node]
+    gpu_nodes = [n for n in nodes if n.has_gpus]
     return {
         "nodes": len(nodes), "gpu_nodes": len(gpu_nodes),
-        "physical": sum(max(n.gpu.physical, n.gpu.capacity) for n in gpu_nodes),
-        "registered": sum(n.gpu.capacity for n in gpu_nodes),
-        "allocatable": sum(n.gpu.allocatable for n in gpu_nodes),
+        "physical": sum(max(n.gpu.physical, n.gpu.capacity, n.node.gpus) for n in gpu_nodes),
+        "registered": sum(n.gpu.capacity or n.node.gpus for n in gpu_nodes),   # DRA: published devices
+        "allocatable": sum(n.gpu.allocatable or n.node.gpus for n in gpu_nodes),
         "usable": sum(n.node.gpus for n in gpu_nodes if n.node.health.schedulable),
         "allocated": int(sum(used[n.name][0] for n in gpu_nodes)),
         "free_usable": int(sum(free[n.name][0] for n in gpu_nodes)),

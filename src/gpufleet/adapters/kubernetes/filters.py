@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpufleet.adapters.kubernetes.claims import DraState
 from gpufleet.adapters.kubernetes.nodes import KubeNode
 from gpufleet.adapters.kubernetes.pods import PRODUCT_LABEL, KubePod
 
@@ -24,7 +25,7 @@ def untolerated(pod: KubePod, node: KubeNode) -> str | None:
     return None
 
 
-def static_reason(pod: KubePod, node: KubeNode) -> str | None:
+def static_reason(pod: KubePod, node: KubeNode, dra: DraState | None = None) -> str | None:
     """The reason that does not depend on what runs on the node (None: the node is eligible)."""
     blocker = node.blocker
     if blocker is not None and blocker.name != "allocatable":
@@ -37,7 +38,11 @@ def static_reason(pod: KubePod, node: KubeNode) -> str | None:
     taint = untolerated(pod, node)
     if taint is not None:
         return f"untolerated taint {taint}"
-    if (pod.gpus or pod.mig) and not node.gpu.is_gpu_node:
+    if pod.claims:
+        if dra is None:
+            return "DRA claims but no ResourceSlices in the snapshot"
+        return dra.reason(pod, node.name, now=False)
+    if (pod.gpus or pod.mig) and not node.has_gpus:
         return "no GPUs"
     return None
 
@@ -57,15 +62,16 @@ def capacity_reason(pod: KubePod, free_gpu: float, free_cpu: float, free_mem: fl
     return ", ".join(short) or None
 
 
-def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]]
-                 ) -> Counter[str]:
+def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]],
+                 dra: DraState | None = None) -> Counter[str]:
     """Per reason, how many nodes fail this pod (eligible nodes with room count as "fits")."""
     out: Counter[str] = Counter()
     for n in nodes:
-        why = static_reason(pod, n)
+        why = static_reason(pod, n, dra)
         if why is None:
             g, c, m = free[n.name]
-            why = capacity_reason(pod, g, c, m) or "fits"
+            why = ((dra.reason(pod, n.name, now=True) if pod.claims and dra is not None else None)
+                   or capacity_reason(pod, g, c, m) or "fits")
         out[why] += 1
     return out
 

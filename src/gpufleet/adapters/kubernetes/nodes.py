@@ -54,12 +54,16 @@ class KubeNode:
     def blocker(self) -> Layer | None:
         return first_failure(self.layers)
 
+    @property
+    def has_gpus(self) -> bool:
+        return self.gpu.is_gpu_node or len(self.layers) > 1
+
 
 def _first(labels: dict[str, str], keys: tuple[str, ...]) -> str:
     return next((labels[k] for k in keys if labels.get(k)), "")
 
 
-def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot") -> KubeNode:
+def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot", dra_gpus: int = 0) -> KubeNode:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -74,7 +78,7 @@ def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot") -> Kube
         raise InputError(source, f"{where}.status.allocatable", str(e)) from None
     gpu = gpu_facts(labels, capacity, allocatable)
     unschedulable = bool(spec.get("unschedulable"))
-    layers = readiness(labels, status.get("conditions") or [], unschedulable, gpu)
+    layers = readiness(labels, status.get("conditions") or [], unschedulable, gpu, dra_gpus)
     taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))
                    for t in spec.get("taints") or [] if isinstance(t, dict))
     blocker = first_failure(layers)
@@ -88,7 +92,9 @@ def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot") -> Kube
     block = _first(labels, topo.block) or zone
     rack = _first(labels, topo.rack) or block
     domain = _first(labels, topo.nvlink) or name
-    node = Node(id=NodeId(name), gpu=gpu.model or "none", gpus=gpu.allocatable, cpus=int(cpus),
+    gpus = gpu.allocatable if gpu.allocatable or not dra_gpus else dra_gpus
+    model = gpu.model or ("dra-gpu" if dra_gpus else "none")
+    node = Node(id=NodeId(name), gpu=model, gpus=gpus, cpus=int(cpus),
                 memory_gb=int(mem), zone=zone, spine=f"{zone}/{block}", leaf=f"{zone}/{block}/{rack}",
                 nvlink_domain=domain, health=health)
     return KubeNode(name, node, gpu, layers, taints, labels)

@@ -85,7 +85,9 @@ class KubePod:
     gpu_models: tuple[str, ...]
     node_selector: dict[str, str] = field(hash=False)
     tolerations: tuple[Toleration, ...] = ()
-    claims: tuple[str, ...] = ()
+    #: (kind, name) per spec.resourceClaims entry: ("claim", name) or ("template", name); a
+    #: template whose claim was generated names that claim (status.resourceClaimStatuses).
+    claims: tuple[tuple[str, str], ...] = ()
     gang: tuple[str, str] = ("", "")       # (kind, key)
     message: str = ""                      # PodScheduled=False message, when present
 
@@ -143,6 +145,16 @@ def _gang(meta: dict, ns: str) -> tuple[str, str]:
     return "", ""
 
 
+def _claim_ref(entry: dict, status: dict) -> tuple[str, str]:
+    if entry.get("resourceClaimName"):
+        return "claim", str(entry["resourceClaimName"])
+    generated = next((s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []
+                      if s.get("name") == entry.get("name") and s.get("resourceClaimName")), None)
+    if generated:
+        return "claim", str(generated)
+    return "template", str(entry.get("resourceClaimTemplateName") or entry.get("name"))
+
+
 def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     name, ns = meta.get("name"), meta.get("namespace") or "default"
@@ -173,8 +185,7 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
         gpus=gpus, mig=mig, cpus=cpus, memory_gb=mem, gpu_models=_models(spec),
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         tolerations=tolerations,
-        claims=tuple(str(c.get("resourceClaimName") or c.get("resourceClaimTemplateName") or c.get("name"))
-                     for c in spec.get("resourceClaims") or [] if isinstance(c, dict)),
+        claims=tuple(_claim_ref(c, status) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)),
         gang=_gang(meta, ns), message=str(cond.get("message") or ""),
     )
 

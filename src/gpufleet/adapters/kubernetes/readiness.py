@@ -40,8 +40,11 @@ def _paused(value: str | None) -> bool:
 
 
 def readiness(labels: dict[str, str], conditions: list[dict], unschedulable: bool,
-              gpu: GpuFacts) -> tuple[Layer, ...]:
-    """One ``Layer`` per step, in order; a GPU-less node reports the node layer only."""
+              gpu: GpuFacts, dra_gpus: int = 0) -> tuple[Layer, ...]:
+    """One ``Layer`` per step, in order; a GPU-less node reports the node layer only.
+
+    ``dra_gpus``: GPU devices the node's DRA driver publishes in ResourceSlices; on a DRA node
+    the driver's kubelet plugin plays the device plugin's part and nothing is in capacity."""
     ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     if ready is None:
         node = Layer("node", False, "no Ready condition reported")
@@ -53,7 +56,7 @@ def readiness(labels: dict[str, str], conditions: list[dict], unschedulable: boo
         node = Layer("node", False, "cordoned (spec.unschedulable=true)")
     else:
         node = Layer("node", True, "Ready")
-    if not gpu.is_gpu_node:
+    if not gpu.is_gpu_node and not dra_gpus:
         return (node,)
     layers = [node]
 
@@ -90,6 +93,11 @@ def readiness(labels: dict[str, str], conditions: list[dict], unschedulable: boo
                             f"MIG reconfiguration: nvidia.com/mig.config.state={mig_state}"))
     elif plugin == "false":
         layers.append(Layer("device-plugin", False, "nvidia.com/gpu.deploy.device-plugin=false"))
+    elif registered == 0 and dra_gpus:
+        layers.append(Layer("device-plugin", True, f"{dra_gpus} GPU device(s) published in ResourceSlices "
+                            "by the DRA driver"))
+        layers.append(Layer("allocatable", True, f"{dra_gpus} allocatable through DRA claims"))
+        return tuple(layers)
     elif registered == 0:
         layers.append(Layer("device-plugin", False, "no nvidia.com/gpu in status.capacity: the device "
                             "plugin has not registered any GPU"))

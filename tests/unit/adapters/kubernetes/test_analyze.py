@@ -111,3 +111,38 @@ def test_the_real_nodes_alone_give_an_empty_pending_list_and_no_stranded_gpu():
 
 def load_real_gpu_nodes():
     return _snap(real("nodes-rke2-gpu.json")["items"], [])
+
+
+def _dra_snapshot(nori, allocated: bool = False):
+    """nori renamed to ipp1-0033 (the node of the published ResourceSlice) with nvidia.com/gpu
+    removed from capacity and allocatable: on a DRA node the driver, not the device plugin,
+    publishes the GPUs. With ``allocated``, a ResourceClaim holding gpu-0 is added."""
+    n = copy.deepcopy(nori)
+    n["metadata"]["name"] = "ipp1-0033"
+    del n["status"]["capacity"]["nvidia.com/gpu"], n["status"]["allocatable"]["nvidia.com/gpu"]
+    objs = [n, *real("dra/deviceclasses.json")["items"], *real("dra/resourceslice-nvidia.json")["items"],
+            *real("dra/claimtemplates.json")["items"], *real("dra/pods.json")["items"]]
+    if allocated:
+        objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": "other", "namespace": "gpu-example"},
+                     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                         "deviceClassName": "gpu.nvidia.com"}}]}},
+                     "status": {"allocation": {"devices": {"results": [{
+                         "request": "gpu", "driver": "gpu.nvidia.com", "pool": "ipp1-0033",
+                         "device": "gpu-0"}]}}}})
+    return _snap(objs, [])
+
+
+def test_a_dra_pod_fits_the_gpu_its_claim_template_selects(nori):
+    a = analyze(_dra_snapshot(nori))
+    g = gang(a, "gpu-example/gpu-pod")
+    assert g.code == "SCHEDULED" and g.gang.gpus == 1
+    node = next(n for n in a.nodes if n.name == "ipp1-0033")
+    assert node.node.gpus == 1 and "published in ResourceSlices" in node.layers[3].detail
+
+
+def test_a_dra_pod_whose_only_gpu_is_allocated_waits_with_the_claim_named(nori):
+    a = analyze(_dra_snapshot(nori, allocated=True))
+    g = gang(a, "gpu-example/gpu-pod")
+    assert g.code != "SCHEDULED"
+    assert g.reasons == {"DRA claim single-gpu: request gpu: 0 free matching device(s), needs 1": 1}
