@@ -74,3 +74,31 @@ def analyze(
             console.print(line, highlight=False, soft_wrap=True)
         if out is not None:
             console.print(f"wrote {out / 'report.html'} and {out / 'analysis.json'}", highlight=False)
+
+
+@k8s_app.command("export-claims")
+@one_line_errors
+def export_claims_cmd(
+    trace: Annotated[Path, typer.Argument(help="our jobs, one JSON object per line (gpufleet trace JSONL)")],
+    out: Annotated[Path | None, typer.Option("--out", help="file for the List of templates (default stdout)")]
+    = None,
+    namespace: Annotated[str, typer.Option(help="namespace of the templates")] = "default",
+    output: Annotated[Output, typer.Option("--output", "-o", help="json, or text for YAML")] = Output.JSON,
+) -> None:
+    """Write a DRA ResourceClaimTemplate (resource.k8s.io/v1) for every GPU pod set of our jobs."""
+    import yaml
+
+    from gpufleet.adapters.kubernetes.export import dns_name, export_claims
+    from gpufleet.traces.jsonl import read_jobs
+
+    if dns_name(namespace) != namespace:
+        raise fail(f"--namespace: expected a DNS label (a-z, 0-9, -), got {namespace!r}")
+    doc, notes = export_claims(read_jobs(trace), namespace)
+    text = json.dumps(doc, indent=2) if output is Output.JSON else yaml.safe_dump(doc, sort_keys=True)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text)
+        console.print(f"wrote {out}: {len(doc['items'])} ResourceClaimTemplate(s)", highlight=False)
+    for n in notes:
+        console.print(f"note: {n}", highlight=False)

@@ -3,6 +3,7 @@ the same ``Analysis`` so the three never disagree."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +38,9 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "fits_empty_cluster": g.fits_empty, "node_reasons": dict(g.reasons.most_common()),
                      "engine": g.engine, "estimated_start": datetime.fromtimestamp(g.estimated_start, UTC)
                      .isoformat() if g.estimated_start is not None else None,
-                     "blocked_by": g.blockers, "chain": g.chain} for g in a.gangs],
+                     "blocked_by": g.blockers, "chain": g.chain,
+                     "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None}
+                    for g in a.gangs],
     }
 
 

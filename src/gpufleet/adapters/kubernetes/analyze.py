@@ -21,6 +21,7 @@ from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_j
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
 from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
+from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -48,6 +49,7 @@ class GangReport:
     blockers: list[str]
     layers_down: Counter[str]
     chain: list[str] = field(default_factory=list)
+    counts_vs_claims: CountsVsClaims | None = None
 
 
 @dataclass
@@ -246,7 +248,23 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
     if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE)):
         chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
                      + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
-    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain)
+    cvc = _counts_vs_claims(g, dra)
+    if cvc is not None:
+        chain.append(f"counts vs claims: of {cvc.qualifying} free GPU(s) this claim accepts, a count request "
+                     f"(nvidia.com/gpu + node selector) leaves {cvc.unusable_counts} unusable "
+                     f"({cvc.mixed_nodes} mixed node(s)), the claim {cvc.unusable_claims}; "
+                     f"pods that fit: {cvc.pods_counts} vs {cvc.pods_claims}")
+    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain, cvc)
+
+
+def _counts_vs_claims(g: Gang, dra: DraState) -> CountsVsClaims | None:
+    """The stranding arithmetic for the gang's first whole-GPU claim request (stranding.py)."""
+    claims, _ = dra.pod_claims(g.pods[0]) if g.pods and g.pods[0].claims else ([], [])
+    req = next((r for c in claims for r in c.requests
+                if r.device_class == "gpu.nvidia.com" and r.mode == "ExactCount"), None)
+    if req is None or not dra.devices:
+        return None
+    return counts_vs_claims(dra.devices, req, dra.classes, dra.used)
 
 
 def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod], dra: DraState) -> list[Stranded]:

@@ -49,3 +49,39 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, content, args, expected):
 def test_help_reads(cluster_dir):
     r = runner.invoke(app, ["k8s", "analyze", "--help"])
     assert r.exit_code == 0 and "kubectl" in r.output
+
+
+def test_export_claims_writes_templates_our_allocator_can_place(tmp_path):
+    """A 2-GPU H100 pod set becomes a template of 2 gpu.nvidia.com devices whose selector and
+    matchAttribute the allocator evaluates; the documented A100 device does not match it."""
+    pytest.importorskip("celpy")
+    from gpufleet.adapters.kubernetes.allocator import allocate
+    from gpufleet.adapters.kubernetes.dra import read_claim, read_classes, read_slices
+
+    from .conftest import real
+    trace = tmp_path / "jobs.jsonl"
+    trace.write_text(json.dumps({"id": "Train_1", "tenant": "t", "submit_time": 0, "run_time": 60,
+                                 "pod_sets": [{"name": "w", "replicas": 2, "gpus": 2,
+                                               "gpu_models": ["H100-80GB"]}]}) + "\n")
+    out = tmp_path / "claims.json"
+    r = runner.invoke(app, ["k8s", "export-claims", str(trace), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (t,) = json.loads(out.read_text())["items"]
+    assert t["metadata"]["name"] == "train-1-w"
+    claim = read_claim(t)
+    assert claim.requests[0].count == 2
+    assert claim.match_attributes == ((("gpus",), "gpu.nvidia.com/productName"),)
+    devices, counters, _ = read_slices(real("dra/resourceslice-nvidia.json")["items"])
+    classes = read_classes(real("dra/deviceclasses.json")["items"])
+    assert not allocate(claim, devices, classes, set(), counters).ok
+    import copy
+    sl = real("dra/resourceslice-nvidia.json")["items"][0]
+    gpu = sl["spec"]["devices"][0]
+    sl["spec"]["devices"] = []
+    for i, product in enumerate(["NVIDIA A100-PCIE-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"]):
+        d = copy.deepcopy(gpu)
+        d["name"], d["attributes"]["productName"]["string"] = f"gpu-{i}", product
+        sl["spec"]["devices"].append(d)
+    devices, counters, _ = read_slices([sl])
+    got = allocate(claim, devices, classes, set(), counters)
+    assert got.ok and [d.name for d in got.devices["gpus"]] == ["gpu-1", "gpu-2"]

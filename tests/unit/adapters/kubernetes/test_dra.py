@@ -121,3 +121,32 @@ def test_only_the_newest_generation_of_a_pool_counts_and_an_incomplete_pool_is_n
     devices, _, notes = read_slices([old, new])
     assert [d.name for d in devices] == ["gpu-1"]
     assert notes == ["pool gpu.nvidia.com/ipp1-0033: 1 of 2 slices present (incomplete; the scheduler waits)"]
+
+
+def test_counts_strand_the_qualifying_gpus_of_mixed_nodes_that_claims_use():
+    """Node a: 8 GPUs of 80Gi. Node b: 4 of 80Gi + 4 of 40Gi. Pods want 2 GPUs of > 40Gi.
+    Claims: a 8//2 = 4 pods, b 4//2 = 2 pods, 0 unusable. Counts: b is mixed (a count could be
+    handed a 40Gi GPU), so its 4 qualifying GPUs are unusable: 4 pods, 4 GPUs stranded."""
+    from gpufleet.adapters.kubernetes.dra import Request
+    from gpufleet.adapters.kubernetes.stranding import counts_vs_claims
+    sl = nvidia_slice()
+    gpu = sl["spec"]["devices"][0]
+    devs = []
+    for node, mems in (("a", ["80Gi"] * 8), ("b", ["80Gi"] * 4 + ["40Gi"] * 4)):
+        for i, mem in enumerate(mems):
+            d = copy.deepcopy(gpu)
+            d["name"], d["capacity"]["memory"]["value"] = f"gpu-{i}", mem
+            s = copy.deepcopy(sl)
+            s["spec"]["nodeName"], s["spec"]["pool"]["name"], s["spec"]["devices"] = node, node, [d]
+            devs.append(s)
+    for s in devs:
+        s["spec"]["pool"]["resourceSliceCount"] = 8
+    devices, _, _ = read_slices(devs)
+    by_node = {}
+    for d in devices:
+        by_node.setdefault(d.node, []).append(d)
+    req = Request("gpus", "gpu.nvidia.com",
+                  ("device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('40Gi'))",), count=2)
+    r = counts_vs_claims(by_node, req, classes(), set())
+    assert (r.qualifying, r.unusable_counts, r.unusable_claims, r.mixed_nodes) == (12, 4, 0, 1)
+    assert (r.pods_counts, r.pods_claims) == (4, 6)
