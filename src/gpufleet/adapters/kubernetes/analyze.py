@@ -50,6 +50,8 @@ class GangReport:
     layers_down: Counter[str]
     chain: list[str] = field(default_factory=list)
     counts_vs_claims: CountsVsClaims | None = None
+    #: (pod key, node) for every pod the engine would bind now (empty when the gang waits).
+    assignments: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -102,7 +104,9 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
-            now: float | None = None) -> Analysis:
+            now: float | None = None, scheduler: str | None = None) -> Analysis:
+    """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
+    that one are decided (the others still hold what they are bound to)."""
     topo = topology or TopologyLabels()
     dra = read_dra(snap)
     nodes = [read_node(o, topo, dra_gpus=dra.gpu_devices(str((o.get("metadata") or {}).get("name"))))
@@ -118,7 +122,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     free = {n.name: ((n.node.gpus - used[n.name][0], n.node.cpus - used[n.name][1],
                       n.node.memory_gb - used[n.name][2]) if sched[n.name] else (0.0, 0.0, 0.0))
             for n in nodes}
-    pending = [p for p in pods if p.pending]
+    pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
     results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
@@ -186,7 +190,8 @@ def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now
             i = index[name]
             if table.gpu_free[i] >= k:
                 table.take(i, PodRequest(gpus=k))
-        jobs = [PendingJob(to_job(_minimum(g), run_s)) for g in gangs]
+        cores = {g.key: _minimum(g) for g in gangs}
+        jobs = [PendingJob(to_job(cores[g.key], run_s)) for g in gangs]
         result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
                                       running=tuple(running_jobs), seed=0))
         extra += list(result.bindings)
@@ -194,9 +199,11 @@ def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now
         started = set(result.started)
         for g in gangs:
             jid = JobId(g.key)
-            where = sorted({table.names[b.node] for b in result.bindings if b.job == jid})
+            mine = [b for b in result.bindings if b.job == jid] if jid in started else []
+            members = pod_set_members(jobs[[j.job.id for j in jobs].index(jid)].job, cores[g.key])
+            pairs = [(members[b.pod_set][b.replica].key, table.names[b.node]) for b in mine]
             out[g.key] = (result.statuses.get(jid), reservations.get(jid), running_jobs,
-                          where if jid in started else [], table.names)
+                          sorted({n for _, n in pairs}), table.names, pairs)
     return out
 
 
@@ -222,9 +229,9 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
         p, n.node.gpus, n.node.cpus, n.node.memory_gb) is None for p in g.pods[:1]) for n in nodes)
     layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
                      if n.blocker is not None and n.has_gpus)
-    code, engine, start, blockers = "UNKNOWN", "not examined", None, []
+    code, engine, start, blockers, assignments = "UNKNOWN", "not examined", None, [], []
     if result is not None:
-        status, res, running, placed, names = result
+        status, res, running, placed, names, assignments = result
         if placed:
             code, engine, start = "SCHEDULED", f"fits now: would bind on {', '.join(placed)}", now
         elif status is not None:
@@ -254,7 +261,8 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                      f"(nvidia.com/gpu + node selector) leaves {cvc.unusable_counts} unusable "
                      f"({cvc.mixed_nodes} mixed node(s)), the claim {cvc.unusable_claims}; "
                      f"pods that fit: {cvc.pods_counts} vs {cvc.pods_claims}")
-    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain, cvc)
+    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain, cvc,
+                      assignments)
 
 
 def _counts_vs_claims(g: Gang, dra: DraState) -> CountsVsClaims | None:
