@@ -102,3 +102,52 @@ def export_claims_cmd(
         console.print(f"wrote {out}: {len(doc['items'])} ResourceClaimTemplate(s)", highlight=False)
     for n in notes:
         console.print(f"note: {n}", highlight=False)
+
+
+@k8s_app.command("scheduler")
+@one_line_errors
+def scheduler_cmd(
+    name: Annotated[str, typer.Option("--name", help="schedulerName of the pods this scheduler places")]
+    = "gpufleet",
+    kubeconfig: Annotated[str | None, typer.Option(
+        "--kubeconfig", help="kubeconfig file (default: in-cluster, then ~/.kube/config)")] = None,
+    identity: Annotated[str, typer.Option(help="this replica's name in the leader Lease")] = "gpufleet-0",
+    lease_namespace: Annotated[str, typer.Option(help="namespace of the leader Lease")] = "kube-system",
+    interval_s: Annotated[float, typer.Option("--interval-s", help="seconds between cycles")] = 5.0,
+    assume_runtime_h: Annotated[float, typer.Option(
+        "--assume-runtime-h", help="hours a pod runs, for start estimates")] = 24.0,
+    metrics_port: Annotated[int, typer.Option(help="port for /metrics (0: none)")] = 0,
+    once: Annotated[bool, typer.Option("--once", help="run one cycle, print what it did, exit")] = False,
+) -> None:
+    """Run gpufleet as a secondary scheduler: bind whole gangs of pods with schedulerName NAME,
+    explain the others as Events and PodScheduled conditions."""
+    if not math.isfinite(interval_s) or not 0.1 <= interval_s <= 3600:
+        raise fail(f"--interval-s: expected seconds in [0.1, 3600], got {interval_s}")
+    if not math.isfinite(assume_runtime_h) or not 0 < assume_runtime_h <= 24 * 365:
+        raise fail(f"--assume-runtime-h: expected hours in (0, 8760], got {assume_runtime_h}")
+    if not 0 <= metrics_port <= 65535:
+        raise fail(f"--metrics-port: expected 0..65535, got {metrics_port}")
+    try:
+        from gpufleet.live.k8s_scheduler import KubeScheduler, SchedulerConfig
+        from gpufleet.live.kube_api import OfficialKubeApi
+    except ImportError as e:
+        raise fail(f"the scheduler needs the extra: pip install 'gpufleet[k8s]' ({e.name} missing)") from None
+    try:
+        api = OfficialKubeApi(kubeconfig)
+    except Exception as e:  # the client raises ConfigException and friends
+        raise fail(f"cannot load a Kubernetes configuration: {str(e).splitlines()[0]}") from None
+    sched = KubeScheduler(api, SchedulerConfig(name=name, identity=identity, lease_namespace=lease_namespace,
+                                               assume_runtime_s=assume_runtime_h * 3600))
+    if metrics_port and sched.metrics.registry is not None:
+        from prometheus_client import start_http_server
+        start_http_server(metrics_port, registry=sched.metrics.registry)
+    if once:
+        r = sched.tick()
+        console.print(f"leader: {r.leader}; bound {len(r.bound)} pod(s); {len(r.waiting)} waiting; "
+                      f"{len(r.rolled_back)} gang(s) rolled back", highlight=False)
+        for pod, node in r.bound:
+            console.print(f"bound {pod} -> {node}", highlight=False)
+        for pod, why in sorted(r.waiting.items()):
+            console.print(f"waiting {pod}: {why}", highlight=False)
+        return
+    sched.run(interval_s, stop=lambda: False)
