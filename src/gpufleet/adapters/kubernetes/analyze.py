@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
@@ -27,6 +28,7 @@ from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet, NodeHealth
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import PodRequest
@@ -108,12 +110,13 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
     that one are decided (the others still hold what they are bound to)."""
     topo = topology or TopologyLabels()
-    dra = read_dra(snap)
-    nodes = [read_node(o, topo, dra_gpus=dra.gpu_devices(str((o.get("metadata") or {}).get("name"))))
+    dra = _guard("DRA objects", read_dra, snap)
+    nodes = [_guard(_name("Node", o), read_node, o, topo, dra_gpus=dra.gpu_devices(_name("", o).strip()))
              for o in snap.of("Node")]
-    pods = [read_pod(o) for o in snap.of("Pod")]
+    pods = [_guard(_name("Pod", o), read_pod, o) for o in snap.of("Pod")]
     pods = [replace(p, gpus=p.gpus + dra.gpus_of(p)) if p.claims else p for p in pods]
-    podgroups = {pg.key: pg for pg in (read_podgroup(o) for o in snap.of("PodGroup"))}
+    podgroups = {pg.key: pg for pg in (_guard(_name("PodGroup", o), read_podgroup, o)
+                                       for o in snap.of("PodGroup"))}
     notes: list[str] = list(dra.notes)
     t_now = now if now is not None else _now(snap, pods)
     used = _usage(nodes, pods, notes)
@@ -133,6 +136,23 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
         notes.append("MIG requests are checked by the node filters; the engine estimate covers "
                      "whole-GPU pods and single MIG instances")
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s)
+
+
+def _name(kind: str, obj: dict) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return f"{kind} {meta.get('name', '?')}"
+
+
+def _guard(what: str, fn, *args, **kw):
+    """Call a reader; a field of the wrong type (a list where a map belongs, a string for a
+    number) becomes one ``InputError`` naming the object, never a traceback."""
+    try:
+        return fn(*args, **kw)
+    except (InputError, SelectorError):
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise InputError("snapshot", what, f"unexpected field type or value ({type(e).__name__}: {e})"
+                         ) from None
 
 
 def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> dict[str, int]:

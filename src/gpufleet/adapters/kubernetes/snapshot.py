@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpufleet.adapters.kubernetes import shapes
 from gpufleet.model.errors import InputError
 
 #: Kinds the analysis reads. PodGroup covers scheduler-plugins (scheduling.x-k8s.io) and
@@ -40,6 +41,7 @@ class Snapshot:
         if not isinstance(kind, str) or not kind:
             raise InputError(source, "kind", "every object needs a kind (is this kubectl -o json output?)")
         if kind in KNOWN_KINDS:
+            shapes.check(obj, kind)
             self.objects.setdefault(kind, []).append(obj)
         else:
             api = obj.get("apiVersion", "")

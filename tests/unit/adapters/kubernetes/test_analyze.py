@@ -146,3 +146,41 @@ def test_a_dra_pod_whose_only_gpu_is_allocated_waits_with_the_claim_named(nori):
     g = gang(a, "gpu-example/gpu-pod")
     assert g.code != "SCHEDULED"
     assert g.reasons == {"DRA claim single-gpu: request gpu: 0 free matching device(s), needs 1": 1}
+
+
+def _paths(obj, prefix=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield (*prefix, k)
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:2]):
+            yield (*prefix, i)
+            yield from _paths(v, (*prefix, i))
+
+
+def test_a_field_of_the_wrong_type_anywhere_is_an_input_error_not_a_crash(cluster_dir):
+    """Every field of the real GPU node and of a pending pod, in turn, replaced by a value of
+    another JSON type: the analysis either copes or raises one InputError."""
+    from gpufleet.model.errors import InputError
+    base = load(cluster_dir)
+    node = base.of("Node")[0]
+    pod = next(p for p in base.of("Pod") if p["metadata"]["name"] == "gpu-pod-2")
+    checked = 0
+    for target in (node, pod):
+        for path in [p for p in _paths(target) if p[0] in ("metadata", "spec", "status")][:200]:
+            for bad in ([1, 2], "x", 7, None, {"a": 1}):
+                obj = copy.deepcopy(target)
+                parent = obj
+                for k in path[:-1]:
+                    parent = parent[k]
+                parent[path[-1]] = bad
+                try:
+                    s = Snapshot()
+                    for o in base.of("Node") + base.of("Pod"):
+                        s.add(obj if o is target else o, "t")
+                    analyze(s)
+                except InputError as e:
+                    assert "\n" not in str(e)
+                checked += 1
+    assert checked > 500
