@@ -39,7 +39,9 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "engine": g.engine, "estimated_start": datetime.fromtimestamp(g.estimated_start, UTC)
                      .isoformat() if g.estimated_start is not None else None,
                      "blocked_by": g.blockers, "chain": g.chain,
-                     "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None}
+                     "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None,
+                     "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
+                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments]}
                     for g in a.gangs],
     }
 

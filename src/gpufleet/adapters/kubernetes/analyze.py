@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
+from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
 from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
@@ -52,6 +53,7 @@ class GangReport:
     layers_down: Counter[str]
     chain: list[str] = field(default_factory=list)
     counts_vs_claims: CountsVsClaims | None = None
+    fixes: list[Fix] = field(default_factory=list)
     #: (pod key, node) for every pod the engine would bind now (empty when the gang waits).
     assignments: list[tuple[str, str]] = field(default_factory=list)
 
@@ -130,6 +132,12 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending_gangs = group(pending, podgroups)
     results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
     reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    for r in reports:
+        if r.code not in ("SCHEDULED",):
+            r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
+            if r.fixes:
+                r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
+                    f"{i}) {f.what}: {f.displaced_gpu_h:g} GPU-h" for i, f in enumerate(r.fixes[:3], 1)))
     stranded = _stranded(nodes, free, pending, dra)
     totals = _totals(nodes, used, free, stranded, pending)
     if any(p.mig for p in pending):
@@ -281,8 +289,8 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                      f"(nvidia.com/gpu + node selector) leaves {cvc.unusable_counts} unusable "
                      f"({cvc.mixed_nodes} mixed node(s)), the claim {cvc.unusable_claims}; "
                      f"pods that fit: {cvc.pods_counts} vs {cvc.pods_claims}")
-    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain, cvc,
-                      assignments)
+    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain,
+                      counts_vs_claims=cvc, assignments=assignments)
 
 
 def _counts_vs_claims(g: Gang, dra: DraState) -> CountsVsClaims | None:

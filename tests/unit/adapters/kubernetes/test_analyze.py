@@ -30,6 +30,13 @@ def test_a_gpu_pod_behind_a_running_one_waits_for_it_to_end(cluster_dir):
     assert "3 nodes: no GPUs; 1: too few free GPUs" in " ".join(g.chain)
 
 
+def test_the_cheapest_fix_for_a_blocked_gpu_pod_names_the_work_it_would_move(cluster_dir):
+    """gpu-pod has run from 22:00:05 to the snapshot's 23:18:09 (4,684 s = 1.30 h) on 1 GPU:
+    evicting it displaces 1 × 1.30 = 1.3 GPU-hours."""
+    g = gang(analyze(load(cluster_dir)), "default/gpu-pod-2")
+    assert [(f.what, f.displaced_gpu_h) for f in g.fixes] == [("evict default/gpu-pod to place on nori", 1.3)]
+
+
 def test_a_podgroup_no_node_can_hold_is_unresolvable_with_the_cpu_named(cluster_dir):
     """nginx pods ask 3 CPUs; the AKS nodes allocate 1900m and nori 2 CPUs: none fits, ever."""
     a = analyze(load(cluster_dir))
@@ -85,6 +92,8 @@ def test_a_taint_the_pod_does_not_tolerate_is_counted_per_node(nori):
         n["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
     a = analyze(_snap(nodes, [_gpu_pod("p", tolerate=False), _gpu_pod("q")]))
     assert gang(a, "t/p").reasons == {"untolerated taint nvidia.com/gpu": 2}
+    assert gang(a, "t/p").fixes[0].what == "tolerate taint nvidia.com/gpu (opens 2 node(s))"
+    assert gang(a, "t/p").fixes[0].displaced_gpu_h == 0
     assert gang(a, "t/q").code == "SCHEDULED"
 
 
