@@ -20,6 +20,7 @@ from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
+from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
 from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
@@ -132,6 +133,11 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending_gangs = group(pending, podgroups)
     results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
     reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    workloads = [read_workload(o) for o in snap.of("Workload") if is_kueue(o)]
+    for r in reports:
+        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
+        if w is not None:
+            r.chain[1] = w.quota_line()
     for r in reports:
         if r.code not in ("SCHEDULED",):
             r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)

@@ -90,6 +90,8 @@ class KubePod:
     claims: tuple[tuple[str, str], ...] = ()
     gang: tuple[str, str] = ("", "")       # (kind, key)
     message: str = ""                      # PodScheduled=False message, when present
+    owners: tuple[tuple[str, str], ...] = ()   # (kind, name) of metadata.ownerReferences
+    labels: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -187,6 +189,9 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
         tolerations=tolerations,
         claims=tuple(_claim_ref(c, status) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)),
         gang=_gang(meta, ns), message=str(cond.get("message") or ""),
+        owners=tuple((str(o.get("kind", "")), str(o.get("name", "")))
+                     for o in meta.get("ownerReferences") or [] if isinstance(o, dict)),
+        labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
     )
 
 

@@ -193,3 +193,18 @@ def test_a_field_of_the_wrong_type_anywhere_is_an_input_error_not_a_crash(cluste
                     assert "\n" not in str(e)
                 checked += 1
     assert checked > 500
+
+
+def test_a_pod_of_a_job_kueue_has_not_admitted_shows_kueues_reason_as_the_quota_step(aks_nodes):
+    """The Kueue docs' pending Workload for Job my-job: its pods' chain starts with Kueue's
+    QuotaReserved=False reason instead of "not checked"."""
+    wl = real("kueue/workloads.json")["items"]
+    pods = [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"my-job-{i}", "namespace": "my-namespace",
+                          "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "my-job"}]},
+             "spec": {"containers": [{"name": "container", "resources": {"requests": {"cpu": "1"}}}]},
+             "status": {"phase": "Pending"}} for i in range(1)]
+    a = analyze(_snap(aks_nodes + wl, pods))
+    line = gang(a, "my-namespace/my-job-0").chain[1]
+    assert line.startswith("quota: Kueue Workload my-namespace/job-my-job-19797 (LocalQueue user-queue) "
+                           "has no quota: Pending: couldn't assign flavors")
