@@ -151,3 +151,55 @@ def scheduler_cmd(
             console.print(f"waiting {pod}: {why}", highlight=False)
         return
     sched.run(interval_s, stop=lambda: False)
+
+
+@k8s_app.command("hybrid")
+@one_line_errors
+def hybrid_cmd(
+    nodes: Annotated[int, typer.Option(help="nodes in the fleet (8 GPUs each)")] = 32,
+    days: Annotated[float, typer.Option(help="days of arrivals")] = 3.0,
+    slurm_share: Annotated[float, typer.Option(help="static split: fraction of nodes in the Slurm partition")]
+    = 0.6,
+    training_load: Annotated[float, typer.Option(help="offered GPU load of training gangs (0-1)")] = 0.45,
+    service_load: Annotated[float, typer.Option(help="mean offered GPU load of services (0-1)")] = 0.30,
+    drain_min: Annotated[float, typer.Option(help="minutes to hand a drained node to the other side")] = 15.0,
+    rebalance_min: Annotated[float, typer.Option(help="minutes between dynamic-split decisions")] = 30.0,
+    seed: Annotated[int, typer.Option(help="workload seed")] = 0,
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
+) -> None:
+    """Slurm partition for training gangs + Kubernetes pool for services on one fleet: static split,
+    dynamic split (nodes lent on demand, each move drained) and all-Kubernetes, same workload."""
+    from rich.table import Table
+
+    from gpufleet.sim.hybrid import HybridSpec, compare
+
+    checks = [(1 <= nodes <= 512, f"--nodes: expected 1..512, got {nodes}"),
+              (math.isfinite(days) and 0 < days <= 30, f"--days: expected (0, 30], got {days}"),
+              (math.isfinite(slurm_share) and 0 <= slurm_share <= 1,
+               f"--slurm-share: expected 0..1, got {slurm_share}"),
+              (math.isfinite(training_load) and 0 <= training_load <= 2,
+               f"--training-load: expected 0..2, got {training_load}"),
+              (math.isfinite(service_load) and 0 <= service_load <= 2,
+               f"--service-load: expected 0..2, got {service_load}"),
+              (math.isfinite(drain_min) and 0 <= drain_min <= 1440,
+               f"--drain-min: expected 0..1440, got {drain_min}"),
+              (math.isfinite(rebalance_min) and 1 <= rebalance_min <= 1440,
+               f"--rebalance-min: expected 1..1440, got {rebalance_min}")]
+    for ok, msg in checks:
+        if not ok:
+            raise fail(msg)
+    spec = HybridSpec(nodes=nodes, days=days, slurm_share=slurm_share, training_load=training_load,
+                      service_load=service_load, drain_s=drain_min * 60, rebalance_s=rebalance_min * 60,
+                      seed=seed)
+    result = compare(spec)
+    if output is Output.JSON:
+        typer.echo(json.dumps({"spec": spec.__dict__, "arms": result}, indent=2))
+        return
+    table = Table(title=f"{nodes} nodes x 8 GPUs, {days:g} days, static split {slurm_share:.0%} Slurm")
+    table.add_column("")
+    for arm in result:
+        table.add_column(arm, justify="right")
+    for key in next(iter(result.values())):
+        table.add_row(key, *(f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key])
+                             for r in result.values()))
+    console.print(table)

@@ -95,3 +95,18 @@ def test_export_claims_writes_templates_our_allocator_can_place(tmp_path):
 def test_the_scheduler_refuses_bad_flags_and_a_missing_cluster_in_one_line(args, expected):
     r = runner.invoke(app, ["k8s", "scheduler", *args])
     assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
+
+
+def test_hybrid_compares_the_three_arms_as_json():
+    r = runner.invoke(app, ["k8s", "hybrid", "--nodes", "4", "--days", "0.25", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    arms = json.loads(r.stdout)["arms"]
+    assert list(arms) == ["static", "dynamic", "all-k8s"]
+    assert arms["static"]["node_moves"] == 0 and arms["all-k8s"]["node_moves"] == 0
+
+
+@pytest.mark.parametrize("args", [["--nodes", "0"], ["--days", "nan"], ["--slurm-share", "1.5"],
+                                  ["--drain-min", "-1"]], ids=lambda a: " ".join(a))
+def test_hybrid_refuses_bad_flags_in_one_line(args):
+    r = runner.invoke(app, ["k8s", "hybrid", *args])
+    assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output
