@@ -47,5 +47,6 @@ class Metrics:
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes."""
         if self.registry is None:
-            return "".join(f"gpufleet_{k}_total {v}\n" for k, v in sorted(self.values.items())).encode()
+            lines = [f"gpufleet_{k}_total {v}" for k, v in sorted(self.values.items())]
+            return "\n".join([*lines, f"gpufleet_pending_pods {self.pending}", ""]).encode()
         return generate_latest(self.registry)
