@@ -28,8 +28,11 @@ def untolerated(pod: KubePod, node: KubeNode) -> str | None:
 def static_reason(pod: KubePod, node: KubeNode, dra: DraState | None = None) -> str | None:
     """The reason that does not depend on what runs on the node (None: the node is eligible)."""
     blocker = node.blocker
-    if blocker is not None and blocker.name != "allocatable":
-        return "node not ready" if blocker.name == "node" else f"GPU layer down: {blocker.name}"
+    wants_gpu = bool(pod.gpus or pod.mig or pod.claims)
+    if blocker is not None and blocker.name == "node":
+        return "node not ready"
+    if blocker is not None and blocker.name != "allocatable" and wants_gpu:
+        return f"GPU layer down: {blocker.name}"
     if pod.gpu_models and node.node.gpu not in pod.gpu_models:
         return "wrong GPU model"
     for k, v in pod.node_selector.items():

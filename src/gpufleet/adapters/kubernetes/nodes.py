@@ -84,15 +84,14 @@ def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot", dra_gpu
     blocker = first_failure(layers)
     if layers[0].ok is False:
         health = NodeHealth.DRAINING if unschedulable else NodeHealth.DOWN
-    elif blocker is not None and blocker.name in ("driver", "container-toolkit", "device-plugin"):
-        health = NodeHealth.DOWN
     else:
-        health = NodeHealth.HEALTHY
+        health = NodeHealth.HEALTHY   # a GPU layer down takes the GPUs away (below), not the node
+    gpu_down = blocker is not None and blocker.name in ("driver", "container-toolkit", "device-plugin")
     zone = _first(labels, ZONE_LABELS) or "zone-unlabelled"
     block = _first(labels, topo.block) or zone
     rack = _first(labels, topo.rack) or block
     domain = _first(labels, topo.nvlink) or name
-    gpus = gpu.allocatable if gpu.allocatable or not dra_gpus else dra_gpus
+    gpus = 0 if gpu_down else gpu.allocatable if gpu.allocatable or not dra_gpus else dra_gpus
     model = gpu.model or ("dra-gpu" if dra_gpus else "none")
     node = Node(id=NodeId(name), gpu=model, gpus=gpus, cpus=int(cpus),
                 memory_gb=int(mem), zone=zone, spine=f"{zone}/{block}", leaf=f"{zone}/{block}/{rack}",

@@ -208,3 +208,16 @@ def test_a_pod_of_a_job_kueue_has_not_admitted_shows_kueues_reason_as_the_quota_
     line = gang(a, "my-namespace/my-job-0").chain[1]
     assert line.startswith("quota: Kueue Workload my-namespace/job-my-job-19797 (LocalQueue user-queue) "
                            "has no quota: Pending: couldn't assign flavors")
+
+
+def test_a_node_whose_gpu_layer_is_down_still_runs_cpu_pods_but_offers_no_gpu(nori):
+    """nori with its device plugin paused for a MIG change: a 1-CPU pod binds there, a 1-GPU pod
+    is told the device-plugin layer is down."""
+    nori["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
+    cpu = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cpu", "namespace": "t"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+           "status": {"phase": "Pending"}}
+    a = analyze(_snap([nori], [cpu, _gpu_pod("g")]))
+    assert gang(a, "t/cpu").code == "SCHEDULED"
+    assert gang(a, "t/g").reasons == {"GPU layer down: device-plugin": 1}
+    assert a.totals["usable"] == 0

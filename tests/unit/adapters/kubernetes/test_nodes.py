@@ -35,7 +35,7 @@ def test_without_driver_labels_the_driver_layer_is_the_one_named(nori):
         del nori["metadata"]["labels"][k]
     n = read_node(nori, TopologyLabels())
     assert n.blocker.name == "driver" and "could not load the driver" in n.blocker.detail
-    assert not n.node.health.schedulable
+    assert n.node.gpus == 0 and n.node.health.schedulable   # CPU pods may still run there
 
 
 def test_a_mig_change_pauses_the_device_plugin_layer(nori):
