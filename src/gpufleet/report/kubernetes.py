@@ -25,6 +25,7 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
         "snapshot_time": datetime.fromtimestamp(a.now, UTC).isoformat() if a.now else None,
         "assumed_runtime_hours": a.assume_runtime_s / 3600,
         "gpus": a.totals,
+        "fragmentation": {f"{k}-gpu pods": round(v, 4) for k, v in a.fragmentation.items()},
         "skipped_kinds": dict(sorted(a.skipped.items())),
         "notes": a.notes,
         "nodes": [{"name": n.name, "gpu": n.node.gpu, "gpus_allocatable": n.gpu.allocatable,
@@ -53,6 +54,9 @@ def text_lines(a: Analysis) -> list[str]:
            f"{t['allocated']} allocated, {t['free_usable']} free, {t['stranded']} stranded",
            f"nodes: {t['nodes']} ({t['gpu_nodes']} with GPUs); pending: {t['pending_pods']} pod(s) "
            f"asking {t['pending_gpus']} GPU(s)"]
+    if t["free_usable"]:
+        out.append("free GPUs a pod cannot use (fragmentation): " + ", ".join(
+            f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()))
     down = [n for n in a.nodes if n.blocker is not None and n.has_gpus]
     for n in down:
         out.append(f"GPU node {n.name}: {n.blocker.name} layer down: {n.blocker.detail}")
@@ -89,7 +93,10 @@ def html_report(a: Analysis) -> str:
                   [[n.name, n.node.gpu, f"{n.gpu.allocatable} / {n.gpu.physical}",
                     "yes" if n.node.health.schedulable else "no", _layers_cell(n),
                     f"{n.blocker.name}: {n.blocker.detail}" if n.blocker else "-"] for n in a.nodes])
-    stranded = (table(["node", "GPUs", "why"], [[s.node, s.gpus, s.reason] for s in a.stranded])
+    frag = ("<p>Free GPUs a pod of each size cannot use (fragmentation): "
+            + ", ".join(f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()) + "</p>"
+            if t["free_usable"] else "")
+    stranded = frag + (table(["node", "GPUs", "why"], [[s.node, s.gpus, s.reason] for s in a.stranded])
                 if a.stranded else "<p>No free GPU is stranded.</p>")
     gangs = "".join(
         f"<h3>{escape(g.gang.key)} <small>({escape(g.gang.kind)}, {escape(g.code)})</small></h3><ol>"

@@ -19,6 +19,7 @@ from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
+from gpufleet.adapters.kubernetes.fragmentation import fragmentation
 from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
 from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
@@ -77,6 +78,8 @@ class Analysis:
     skipped: Counter[str]
     notes: list[str]
     assume_runtime_s: float
+    #: pod size (GPUs) -> share of free GPUs a pod of that size cannot use (fragmentation.py)
+    fragmentation: dict[int, float] = field(default_factory=dict)
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> float:
@@ -125,7 +128,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     used = _usage(nodes, pods, notes)
     held = _claims_without_pods(nodes, used, dra)
     sched = {n.name: n.node.health.schedulable for n in nodes}
-    free = {n.name: ((n.node.gpus - used[n.name][0], n.node.cpus - used[n.name][1],
+    free = {n.name: ((max(0.0, n.node.gpus - used[n.name][0]), n.node.cpus - used[n.name][1],
                       n.node.memory_gb - used[n.name][2]) if sched[n.name] else (0.0, 0.0, 0.0))
             for n in nodes}
     pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
@@ -149,7 +152,9 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     if any(p.mig for p in pending):
         notes.append("MIG requests are checked by the node filters; the engine estimate covers "
                      "whole-GPU pods and single MIG instances")
-    return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s)
+    frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
+    return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
+                    frag)
 
 
 def _name(kind: str, obj: dict) -> str:

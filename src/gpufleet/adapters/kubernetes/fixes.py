@@ -12,7 +12,9 @@ Two kinds:
   nodes (one pod per node here, distinct evictions counted once).
 
 The cheapest set per node is found by trying running gangs on that node in order of cost per
-freed GPU (a greedy cover, exact when every gang frees the same number of GPUs there).
+freed GPU (a greedy cover, exact when every gang frees the same number of GPUs there). When
+the evicted pods fit in free GPUs on other nodes (first-fit decreasing), the fix is a defrag
+move — the work is restarted elsewhere at once — and is tagged so.
 """
 
 from __future__ import annotations
@@ -75,5 +77,20 @@ def rank_fixes(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict
         evicted = sorted({k for _, (_, ks) in picks for k in ks})
         cost = sum(c for _, (c, _) in picks)
         where = ", ".join(name for name, _ in picks)
-        out.append(Fix(f"evict {', '.join(evicted)} to place on {where}", round(cost, 2)))
+        moved = [p.gpus for rg in running if rg.key in evicted for p in rg.pods]
+        room = sorted((int(free[n.name][0]) for n in nodes
+                       if n.name not in dict(picks) and n.node.health.schedulable), reverse=True)
+        tag = " (a defrag move: they fit in free GPUs elsewhere now)" if _packs(moved, room) else ""
+        out.append(Fix(f"evict {', '.join(evicted)} to place on {where}{tag}", round(cost, 2)))
     return sorted(out, key=lambda f: (f.displaced_gpu_h, f.what))
+
+
+def _packs(items: list[int], bins: list[int]) -> bool:
+    """First-fit decreasing: can these pods' GPU counts go into these free-GPU bins?"""
+    left = list(bins)
+    for size in sorted(items, reverse=True):
+        i = next((i for i, b in enumerate(left) if b >= size), None)
+        if i is None:
+            return False
+        left[i] -= size
+    return True

@@ -221,3 +221,21 @@ def test_a_node_whose_gpu_layer_is_down_still_runs_cpu_pods_but_offers_no_gpu(no
     assert gang(a, "t/cpu").code == "SCHEDULED"
     assert gang(a, "t/g").reasons == {"GPU layer down: device-plugin": 1}
     assert a.totals["usable"] == 0
+
+
+def test_an_eviction_whose_pods_fit_elsewhere_is_offered_as_a_defrag_move(nori):
+    """Nodes a and b have 8 GPUs. A running 4-GPU pod on each leaves 4 + 4 free: an 8-GPU pod
+    fits nowhere, though 8 GPUs are free. Evicting a's pod (4 GPUs, 1 h = 4 GPU-h) frees a, and
+    that pod fits in b's 4 free GPUs: a defrag move."""
+    a_node, b_node = _eight_gpu(nori, "a"), _eight_gpu(nori, "b")
+    run = []
+    for node, start in (("a", "2025-03-19T22:18:09Z"), ("b", "2025-03-19T21:18:09Z")):
+        p = _gpu_pod(f"r-{node}", gpus="4")
+        p["spec"]["nodeName"] = node
+        p["status"] = {"phase": "Running", "startTime": start}
+        run.append(p)
+    an = analyze(_snap([a_node, b_node], [*run, _gpu_pod("big", gpus="8")]))
+    fix = gang(an, "t/big").fixes[0]
+    assert fix.what == "evict t/r-a to place on a (a defrag move: they fit in free GPUs elsewhere now)"
+    assert fix.displaced_gpu_h == 4.0
+    assert an.fragmentation[8] == 1.0 and an.fragmentation[4] == 0.0
