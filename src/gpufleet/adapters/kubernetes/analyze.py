@@ -1,0 +1,352 @@
+"""``gpufleet k8s analyze``: a cluster snapshot → allocated vs usable, stranded GPUs, and for
+every pending pod or gang the chain of what holds it back, with the engine's start estimate.
+
+The engine decides: pending gangs become our jobs, bound pods become running jobs whose
+``PodBinding``s hold capacity on a ``NodeTable.from_fleet`` table, and ``run_cycle`` with the
+``gang-conservative`` profile (reservations for the first 16 blocked jobs) says who would start
+now and when the others would. Kubernetes filters that our table does not model (taints, node
+selectors, a failed GPU layer) are applied at the edge: gangs that may use the same nodes form
+one eligibility class, and each class runs on a fleet where the other nodes are not schedulable;
+classes run in priority order, each seeing the bindings of the classes before it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+
+from gpufleet.adapters.kubernetes.cel import SelectorError
+from gpufleet.adapters.kubernetes.claims import DraState, read_dra
+from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
+from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
+from gpufleet.adapters.kubernetes.fragmentation import fragmentation
+from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
+from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
+from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
+from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
+from gpufleet.adapters.kubernetes.snapshot import Snapshot
+from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.errors import InputError
+from gpufleet.model.fleet import Fleet, NodeHealth
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import PodRequest
+from gpufleet.policies.registry import profile as named_profile
+
+PROFILE = "gang-conservative"
+STRANDED_WORDS = {"too few free GPUs": "wrong shape (fewer free GPUs than any pending pod asks)",
+                  "too little free CPU": "CPU exhausted on the node", "too little free memory":
+                  "memory exhausted on the node", "wrong GPU model": "wrong GPU model for every pending pod"}
+
+
+@dataclass
+class GangReport:
+    gang: Gang
+    reasons: Counter[str]
+    fits_empty: bool
+    code: str
+    engine: str
+    estimated_start: float | None
+    blockers: list[str]
+    layers_down: Counter[str]
+    chain: list[str] = field(default_factory=list)
+    counts_vs_claims: CountsVsClaims | None = None
+    fixes: list[Fix] = field(default_factory=list)
+    #: (pod key, node) for every pod the engine would bind now (empty when the gang waits).
+    assignments: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Stranded:
+    node: str
+    gpus: int
+    reason: str
+
+
+@dataclass
+class Analysis:
+    now: float
+    nodes: list[KubeNode]
+    pods: list[KubePod]
+    gangs: list[GangReport]
+    stranded: list[Stranded]
+    totals: dict[str, int]
+    skipped: Counter[str]
+    notes: list[str]
+    assume_runtime_s: float
+    #: pod size (GPUs) -> share of free GPUs a pod of that size cannot use (fragmentation.py)
+    fragmentation: dict[int, float] = field(default_factory=dict)
+
+
+def _now(snap: Snapshot, pods: list[KubePod]) -> float:
+    """The snapshot's time: the latest timestamp it holds (pod creations and starts, node heartbeats)."""
+    times = [t for p in pods for t in (p.created, p.started) if t is not None]
+    for n in snap.of("Node"):
+        for c in (n.get("status") or {}).get("conditions") or []:
+            t = timestamp(c.get("lastHeartbeatTime"))
+            if t is not None:
+                times.append(t)
+    return max(times, default=0.0)
+
+
+def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict[str, list[float]]:
+    used = {n.name: [0.0, 0.0, 0.0] for n in nodes}
+    orphans = 0
+    for p in pods:
+        if not p.holds_capacity:
+            continue
+        if p.node_name not in used:
+            orphans += 1
+            continue
+        u = used[p.node_name]
+        u[0] += p.gpus
+        u[1] += p.cpus
+        u[2] += p.memory_gb
+    if orphans:
+        notes.append(f"{orphans} bound pod(s) on nodes missing from the snapshot were left out of usage")
+    return used
+
+
+def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
+            now: float | None = None, scheduler: str | None = None) -> Analysis:
+    """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
+    that one are decided (the others still hold what they are bound to)."""
+    topo = topology or TopologyLabels()
+    dra = _guard("DRA objects", read_dra, snap)
+    nodes = [_guard(_name("Node", o), read_node, o, topo, dra_gpus=dra.gpu_devices(_name("", o).strip()))
+             for o in snap.of("Node")]
+    pods = [_guard(_name("Pod", o), read_pod, o) for o in snap.of("Pod")]
+    pods = [replace(p, gpus=p.gpus + dra.gpus_of(p)) if p.claims else p for p in pods]
+    podgroups = {pg.key: pg for pg in (_guard(_name("PodGroup", o), read_podgroup, o)
+                                       for o in snap.of("PodGroup"))}
+    notes: list[str] = list(dra.notes)
+    t_now = now if now is not None else _now(snap, pods)
+    used = _usage(nodes, pods, notes)
+    held = _claims_without_pods(nodes, used, dra)
+    sched = {n.name: n.node.health.schedulable for n in nodes}
+    free = {n.name: ((max(0.0, n.node.gpus - used[n.name][0]), n.node.cpus - used[n.name][1],
+                      n.node.memory_gb - used[n.name][2]) if sched[n.name] else (0.0, 0.0, 0.0))
+            for n in nodes}
+    pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
+    running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
+    pending_gangs = group(pending, podgroups)
+    results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
+    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    workloads = [read_workload(o) for o in snap.of("Workload") if is_kueue(o)]
+    for r in reports:
+        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
+        if w is not None:
+            r.chain[1] = w.quota_line()
+    for r in reports:
+        if r.code not in ("SCHEDULED",):
+            r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
+            if r.fixes:
+                r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
+                    f"{i}) {f.what}: {f.displaced_gpu_h:g} GPU-h" for i, f in enumerate(r.fixes[:3], 1)))
+    stranded = _stranded(nodes, free, pending, dra)
+    totals = _totals(nodes, used, free, stranded, pending)
+    if any(p.mig for p in pending):
+        notes.append("MIG requests are checked by the node filters; the engine estimate covers "
+                     "whole-GPU pods and single MIG instances")
+    frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
+    return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
+                    frag)
+
+
+def _name(kind: str, obj: dict) -> str:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return f"{kind} {meta.get('name', '?')}"
+
+
+def _guard(what: str, fn, *args, **kw):
+    """Call a reader; a field of the wrong type (a list where a map belongs, a string for a
+    number) becomes one ``InputError`` naming the object, never a traceback."""
+    try:
+        return fn(*args, **kw)
+    except (InputError, SelectorError):
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise InputError("snapshot", what, f"unexpected field type or value ({type(e).__name__}: {e})"
+                         ) from None
+
+
+def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> dict[str, int]:
+    """GPUs held by allocated claims beyond what bound pods account for, per DRA node (a claim
+    allocated before its pod binds, or one the snapshot's pods do not name). Added to usage."""
+    out = {}
+    for n in nodes:
+        if n.gpu.capacity:
+            continue
+        taken = sum(1 for d in dra.devices.get(n.name, ()) if d.key in dra.used
+                    and d.attributes.get("gpu.nvidia.com/type") == "gpu")
+        extra = taken - int(used[n.name][0])
+        if extra > 0:
+            out[n.name] = extra
+            used[n.name][0] += extra
+    return out
+
+
+def _eligible(gang: Gang, nodes: list[KubeNode], dra: DraState) -> frozenset[str]:
+    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
+
+
+def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float,
+            run_s: float, dra: DraState, held: dict[str, int]) -> dict[str, tuple]:
+    """Per pending gang key: (Status, reservation or None, running jobs, node names)."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    running_jobs: list[RunningJob] = []
+    for g in running:
+        job = to_job(g, run_s)
+        members = pod_set_members(job, g)
+        bindings = tuple(PodBinding(job.id, ps.name, r, index[p.node_name], ps.request)
+                         for ps in job.pod_sets for r, p in enumerate(members[ps.name]))
+        start = min((p.started or p.created or now for p in g.pods), default=now)
+        running_jobs.append(RunningJob(job, start, bindings))
+    classes: dict[frozenset[str], list[Gang]] = {}
+    for g in pending:
+        classes.setdefault(_eligible(g, nodes, dra), []).append(g)
+    order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
+                                                    min(g.submitted for g in kv[1])))
+    extra: list[PodBinding] = []
+    out: dict[str, tuple] = {}
+    prof = named_profile(PROFILE)
+    for eligible, gangs in order:
+        fleet = Fleet(tuple(n.node if n.name in eligible else replace(n.node, health=NodeHealth.DRAINING)
+                            for n in nodes))
+        if not fleet.nodes:
+            continue
+        table = NodeTable.from_fleet(fleet)
+        for b in [b for rj in running_jobs for b in rj.bindings] + extra:
+            req = b.request
+            if (table.gpu_free[b.node] >= req.gpus and table.cpu_free[b.node] >= req.cpus - 1e-9
+                    and table.mem_free[b.node] >= req.memory_gb - 1e-9):
+                table.take(b.node, req)
+        for name, k in held.items():
+            i = index[name]
+            if table.gpu_free[i] >= k:
+                table.take(i, PodRequest(gpus=k))
+        cores = {g.key: _minimum(g) for g in gangs}
+        jobs = [PendingJob(to_job(cores[g.key], run_s)) for g in gangs]
+        result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
+                                      running=tuple(running_jobs), seed=0))
+        extra += list(result.bindings)
+        reservations = {r.job: r for r in result.reservations}
+        started = set(result.started)
+        for g in gangs:
+            jid = JobId(g.key)
+            mine = [b for b in result.bindings if b.job == jid] if jid in started else []
+            members = pod_set_members(jobs[[j.job.id for j in jobs].index(jid)].job, cores[g.key])
+            pairs = [(members[b.pod_set][b.replica].key, table.names[b.node]) for b in mine]
+            out[g.key] = (result.statuses.get(jid), reservations.get(jid), running_jobs,
+                          sorted({n for _, n in pairs}), table.names, pairs)
+    return out
+
+
+def _minimum(g: Gang) -> Gang:
+    """The part of a gang that must start together: ``minMember`` pods of a PodGroup (the rest
+    may follow one by one), every pod of any other gang."""
+    if len(g.pods) > g.min_member:
+        return replace(g, pods=g.pods[:g.min_member])
+    return g
+
+
+def _engine_text(status) -> str:
+    reasons = list(dict.fromkeys(status.reasons))
+    return f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
+
+
+def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float,
+            dra: DraState) -> GangReport:
+    reasons: Counter[str] = Counter()
+    for p in g.pods[:1]:  # the gang's pods share a spec as a rule; the first speaks for them
+        reasons = node_reasons(p, nodes, free, dra)
+    fits_empty = any(all(static_reason(p, n, dra) is None and capacity_reason(
+        p, n.node.gpus, n.node.cpus, n.node.memory_gb) is None for p in g.pods[:1]) for n in nodes)
+    layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
+                     if n.blocker is not None and n.has_gpus)
+    code, engine, start, blockers, assignments = "UNKNOWN", "not examined", None, [], []
+    if result is not None:
+        status, res, running, placed, names, assignments = result
+        if placed:
+            code, engine, start = "SCHEDULED", f"fits now: would bind on {', '.join(placed)}", now
+        elif status is not None:
+            code, engine = str(status.code), _engine_text(status)
+            start = res.start if res is not None else status.estimated_start
+            if res is not None:
+                held = {names[i] for i in res.nodes}
+                for rj in running:
+                    on = sorted({names[b.node] for b in rj.bindings} & held)
+                    if on:
+                        blockers.append(f"{rj.job.id} on {', '.join(on)}")
+    chain = [f"{g.kind} {g.key}: {len(g.pods)} pending pod(s), {g.gpus} GPU(s)"
+             + (f", minMember {g.min_member}" if g.kind.endswith("PodGroup") else ""),
+             "quota: no Kueue Workload in the snapshot (not checked)",
+             "fit anywhere (cluster empty): "
+             + ("yes" if fits_empty else "no: no node could ever hold one pod"),
+             "per node now: " + (summary(reasons) or "no nodes")]
+    if layers:
+        chain.append("GPU readiness: " + "; ".join(f"{n} node(s) {r}" for r, n in layers.most_common(3)))
+    chain.append(f"engine: {engine}")
+    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE)):
+        chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
+                     + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
+    cvc = _counts_vs_claims(g, dra)
+    if cvc is not None:
+        chain.append(f"counts vs claims: of {cvc.qualifying} free GPU(s) this claim accepts, a count request "
+                     f"(nvidia.com/gpu + node selector) leaves {cvc.unusable_counts} unusable "
+                     f"({cvc.mixed_nodes} mixed node(s)), the claim {cvc.unusable_claims}; "
+                     f"pods that fit: {cvc.pods_counts} vs {cvc.pods_claims}")
+    return GangReport(g, reasons, fits_empty, code, engine, start, blockers, layers, chain,
+                      counts_vs_claims=cvc, assignments=assignments)
+
+
+def _counts_vs_claims(g: Gang, dra: DraState) -> CountsVsClaims | None:
+    """The stranding arithmetic for the gang's first whole-GPU claim request (stranding.py)."""
+    claims, _ = dra.pod_claims(g.pods[0]) if g.pods and g.pods[0].claims else ([], [])
+    req = next((r for c in claims for r in c.requests
+                if r.device_class == "gpu.nvidia.com" and r.mode == "ExactCount"), None)
+    if req is None or not dra.devices:
+        return None
+    return counts_vs_claims(dra.devices, req, dra.classes, dra.used)
+
+
+def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod], dra: DraState) -> list[Stranded]:
+    out = []
+    shapes = {(p.gpus, p.cpus, p.memory_gb, p.gpu_models, tuple(p.tolerations),
+               tuple(p.node_selector.items())): p
+              for p in pending if p.gpus and not p.claims}
+    for n in nodes:
+        g, c, m = free[n.name]
+        if g < 1 or not n.node.health.schedulable:
+            continue
+        if not shapes:
+            continue  # idle, not stranded: nothing pending asks for a GPU
+        why: Counter[str] = Counter()
+        for p in shapes.values():
+            r = static_reason(p, n, dra) or capacity_reason(p, g, c, m)
+            if r is None:
+                break
+            why[STRANDED_WORDS.get(r.split(",")[0], r)] += 1
+        else:
+            out.append(Stranded(n.name, int(g), why.most_common(1)[0][0]))
+    return out
+
+
+def _totals(nodes: list[KubeNode], used: dict, free: dict, stranded: list[Stranded],
+            pending: list[KubePod]) -> dict[str, int]:
+    gpu_nodes = [n for n in nodes if n.has_gpus]
+    return {
+        "nodes": len(nodes), "gpu_nodes": len(gpu_nodes),
+        "physical": sum(max(n.gpu.physical, n.gpu.capacity, n.node.gpus) for n in gpu_nodes),
+        "registered": sum(n.gpu.capacity or n.node.gpus for n in gpu_nodes),   # DRA: published devices
+        "allocatable": sum(n.gpu.allocatable or n.node.gpus for n in gpu_nodes),
+        "usable": sum(n.node.gpus for n in gpu_nodes if n.node.health.schedulable),
+        "allocated": int(sum(used[n.name][0] for n in gpu_nodes)),
+        "free_usable": int(sum(free[n.name][0] for n in gpu_nodes)),
+        "stranded": sum(s.gpus for s in stranded),
+        "pending_pods": len(pending), "pending_gpus": sum(p.gpus for p in pending),
+    }

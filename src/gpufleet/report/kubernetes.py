@@ -1,0 +1,121 @@
+"""The ``k8s analyze`` report: one data dict (JSON), terminal lines and an HTML page, all from
+the same ``Analysis`` so the three never disagree."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from gpufleet.adapters.kubernetes.analyze import Analysis
+from gpufleet.report.html import Section, render, table
+
+
+def _when(t: float | None, now: float) -> str | None:
+    if t is None:
+        return None
+    stamp = datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{stamp} (+{(t - now) / 3600:.1f} h)" if t > now else f"{stamp} (now)"
+
+
+def analysis_dict(a: Analysis) -> dict[str, Any]:
+    return {
+        "snapshot_time": datetime.fromtimestamp(a.now, UTC).isoformat() if a.now else None,
+        "assumed_runtime_hours": a.assume_runtime_s / 3600,
+        "gpus": a.totals,
+        "fragmentation": {f"{k}-gpu pods": round(v, 4) for k, v in a.fragmentation.items()},
+        "skipped_kinds": dict(sorted(a.skipped.items())),
+        "notes": a.notes,
+        "nodes": [{"name": n.name, "gpu": n.node.gpu, "gpus_allocatable": n.gpu.allocatable,
+                   "gpus_physical": n.gpu.physical, "schedulable": n.node.health.schedulable,
+                   "zone": n.node.zone, "nvlink_domain": n.node.nvlink_domain,
+                   "layers": [{"layer": la.name, "ok": la.ok, "detail": la.detail} for la in n.layers]}
+                  for n in a.nodes],
+        "stranded": [{"node": s.node, "gpus": s.gpus, "reason": s.reason} for s in a.stranded],
+        "pending": [{"gang": g.gang.key, "kind": g.gang.kind, "pods": [p.key for p in g.gang.pods],
+                     "gpus": g.gang.gpus, "min_member": g.gang.min_member, "code": g.code,
+                     "fits_empty_cluster": g.fits_empty, "node_reasons": dict(g.reasons.most_common()),
+                     "engine": g.engine, "estimated_start": datetime.fromtimestamp(g.estimated_start, UTC)
+                     .isoformat() if g.estimated_start is not None else None,
+                     "blocked_by": g.blockers, "chain": g.chain,
+                     "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None,
+                     "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
+                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments]}
+                    for g in a.gangs],
+    }
+
+
+def text_lines(a: Analysis) -> list[str]:
+    t = a.totals
+    out = [f"GPUs: {t['physical']} physical, {t['registered']} registered by the device plugin, "
+           f"{t['allocatable']} allocatable, {t['usable']} usable on schedulable nodes; "
+           f"{t['allocated']} allocated, {t['free_usable']} free, {t['stranded']} stranded",
+           f"nodes: {t['nodes']} ({t['gpu_nodes']} with GPUs); pending: {t['pending_pods']} pod(s) "
+           f"asking {t['pending_gpus']} GPU(s)"]
+    if t["free_usable"]:
+        out.append("free GPUs a pod cannot use (fragmentation): " + ", ".join(
+            f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()))
+    down = [n for n in a.nodes if n.blocker is not None and n.has_gpus]
+    for n in down:
+        out.append(f"GPU node {n.name}: {n.blocker.name} layer down: {n.blocker.detail}")
+    for s in a.stranded:
+        out.append(f"stranded: {s.gpus} GPU(s) on {s.node}: {s.reason}")
+    for g in a.gangs:
+        out.append("")
+        out += [g.chain[0]] + [f"  {line}" for line in g.chain[1:]]
+    if a.skipped:
+        out.append("")
+        out.append("skipped kinds (not read): "
+                   + ", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))
+    out += [f"note: {n}" for n in a.notes]
+    out.append(f"(running pods are assumed to end {a.assume_runtime_s / 3600:g} h after they started)")
+    return out
+
+
+def _layers_cell(n) -> Markup:
+    parts = []
+    for la in n.layers:
+        cls = "ok" if la.ok else "bad"
+        parts.append(f'<span class="{cls}" title="{escape(la.detail)}">{escape(la.name)}</span>')
+    return Markup(" → ".join(parts))
+
+
+def html_report(a: Analysis) -> str:
+    t = a.totals
+    summary = table(["physical", "registered", "allocatable", "usable", "allocated", "free", "stranded",
+                     "pending pods", "pending GPUs"],
+                    [[t["physical"], t["registered"], t["allocatable"], t["usable"], t["allocated"],
+                      t["free_usable"], t["stranded"], t["pending_pods"], t["pending_gpus"]]])
+    nodes = table(["node", "GPU", "allocatable / physical", "schedulable", "readiness (hover for detail)",
+                   "first failure"],
+                  [[n.name, n.node.gpu, f"{n.gpu.allocatable} / {n.gpu.physical}",
+                    "yes" if n.node.health.schedulable else "no", _layers_cell(n),
+                    f"{n.blocker.name}: {n.blocker.detail}" if n.blocker else "-"] for n in a.nodes])
+    frag = ("<p>Free GPUs a pod of each size cannot use (fragmentation): "
+            + ", ".join(f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()) + "</p>"
+            if t["free_usable"] else "")
+    stranded = frag + (table(["node", "GPUs", "why"], [[s.node, s.gpus, s.reason] for s in a.stranded])
+                if a.stranded else "<p>No free GPU is stranded.</p>")
+    gangs = "".join(
+        f"<h3>{escape(g.gang.key)} <small>({escape(g.gang.kind)}, {escape(g.code)})</small></h3><ol>"
+        + "".join(f"<li>{escape(line)}</li>" for line in g.chain[1:])
+        + f"</ol><p>estimated start: {escape(_when(g.estimated_start, a.now) or 'none')}</p>"
+        for g in a.gangs) or "<p>Nothing is pending.</p>"
+    skipped = ("<p>Skipped (kinds this report does not read): "
+               + str(escape(", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))) + "</p>"
+               if a.skipped else "")
+    notes = "".join(f"<p>note: {escape(n)}</p>" for n in a.notes)
+    style = ("<style>.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}"
+             "small{font-weight:400;color:#555}</style>")
+    sections = [
+        Section("GPUs: allocated vs usable", style + summary + skipped + notes
+                + f"<p>Running pods are assumed to end {a.assume_runtime_s / 3600:g} h after they "
+                  "started (Kubernetes records no run time).</p>"),
+        Section("Nodes and the four GPU layers", nodes),
+        Section("Stranded GPUs", stranded),
+        Section("Pending pods and gangs: why they wait", gangs),
+    ]
+    when = _when(a.now, a.now) or "unknown time"
+    return render("Kubernetes cluster analysis", f"snapshot of {when}", sections)

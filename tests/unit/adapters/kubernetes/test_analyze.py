@@ -1,0 +1,241 @@
+"""The analysis of a snapshot: the assembled cluster in tests/data/k8s/cluster (real nodes,
+published manifests), and copies of the real GPU node changed as each test says."""
+
+import copy
+from datetime import UTC, datetime
+
+from gpufleet.adapters.kubernetes.analyze import analyze
+from gpufleet.adapters.kubernetes.snapshot import Snapshot, load
+
+from .conftest import real
+
+
+def epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC).timestamp()
+
+
+def gang(a, key):
+    return next(g for g in a.gangs if g.gang.key == key)
+
+
+def test_a_gpu_pod_behind_a_running_one_waits_for_it_to_end(cluster_dir):
+    """gpu-pod holds nori's only GPU since 2025-03-19T22:00:05Z; with a 24 h run-time assumption
+    it ends at 2025-03-20T22:00:05Z, the engine's estimated start for gpu-pod-2."""
+    a = analyze(load(cluster_dir), assume_runtime_s=24 * 3600)
+    g = gang(a, "default/gpu-pod-2")
+    assert g.code == "UNSCHEDULABLE"
+    assert g.estimated_start == epoch("2025-03-20T22:00:05Z")
+    assert g.blockers == ["default/gpu-pod on nori"]
+    assert g.reasons == {"no GPUs": 3, "too few free GPUs": 1}
+    assert "3 nodes: no GPUs; 1: too few free GPUs" in " ".join(g.chain)
+
+
+def test_the_cheapest_fix_for_a_blocked_gpu_pod_names_the_work_it_would_move(cluster_dir):
+    """gpu-pod has run from 22:00:05 to the snapshot's 23:18:09 (4,684 s = 1.30 h) on 1 GPU:
+    evicting it displaces 1 × 1.30 = 1.3 GPU-hours."""
+    g = gang(analyze(load(cluster_dir)), "default/gpu-pod-2")
+    assert [(f.what, f.displaced_gpu_h) for f in g.fixes] == [("evict default/gpu-pod to place on nori", 1.3)]
+
+
+def test_a_podgroup_no_node_can_hold_is_unresolvable_with_the_cpu_named(cluster_dir):
+    """nginx pods ask 3 CPUs; the AKS nodes allocate 1900m and nori 2 CPUs: none fits, ever."""
+    a = analyze(load(cluster_dir))
+    g = gang(a, "default/nginx")
+    assert g.code == "UNRESOLVABLE" and not g.fits_empty
+    assert g.reasons == {"too little free CPU": 4}
+    assert g.gang.min_member == 3
+
+
+def test_totals_count_allocated_against_usable(cluster_dir):
+    t = analyze(load(cluster_dir)).totals
+    assert (t["physical"], t["allocatable"], t["usable"], t["allocated"], t["free_usable"]) == (1, 1, 1, 1, 0)
+    assert (t["pending_pods"], t["pending_gpus"]) == (7, 1)
+
+
+def _snap(nodes, pods):
+    s = Snapshot()
+    for o in nodes + pods:
+        s.add(o, "test")
+    return s
+
+
+def _gpu_pod(name, gpus="1", cpu=None, tolerate=True):
+    res = {"nvidia.com/gpu": gpus, **({"cpu": cpu} if cpu else {})}
+    spec = {"containers": [{"name": "c", "resources": {"limits": res, "requests": res}}]}
+    if tolerate:
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t"}, "spec": spec,
+            "status": {"phase": "Pending"}}
+
+
+def _eight_gpu(nori, name):
+    """nori with 8 allocatable GPUs (as an 8-GPU node would show), renamed."""
+    n = copy.deepcopy(nori)
+    n["metadata"]["name"] = name
+    for k in ("capacity", "allocatable"):
+        n["status"][k]["nvidia.com/gpu"] = "8"
+    return n
+
+
+def test_free_gpus_no_pending_pod_can_use_are_stranded_with_the_reason(nori):
+    """Node a: 8 free GPUs, 2 CPUs. The only pending pod asks 1 GPU + 3 CPUs: CPU is exhausted
+    on a, so its 8 GPUs are stranded."""
+    a = analyze(_snap([_eight_gpu(nori, "a")], [_gpu_pod("p", cpu="3")]))
+    assert [(s.node, s.gpus, s.reason) for s in a.stranded] == [("a", 8, "CPU exhausted on the node")]
+    assert a.totals["stranded"] == 8
+
+
+def test_a_taint_the_pod_does_not_tolerate_is_counted_per_node(nori):
+    """Both nodes carry nvidia.com/gpu:NoSchedule; a pod without the toleration fits neither."""
+    nodes = [_eight_gpu(nori, "a"), _eight_gpu(nori, "b")]
+    for n in nodes:
+        n["spec"]["taints"] = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    a = analyze(_snap(nodes, [_gpu_pod("p", tolerate=False), _gpu_pod("q")]))
+    assert gang(a, "t/p").reasons == {"untolerated taint nvidia.com/gpu": 2}
+    assert gang(a, "t/p").fixes[0].what == "tolerate taint nvidia.com/gpu (opens 2 node(s))"
+    assert gang(a, "t/p").fixes[0].displaced_gpu_h == 0
+    assert gang(a, "t/q").code == "SCHEDULED"
+
+
+def test_a_gang_too_big_for_free_gpus_but_not_the_cluster_waits_and_names_the_gpu_layer_down(nori):
+    """Two 8-GPU nodes, one with its device plugin paused for a MIG change: a 2 × 8-GPU gang
+    fits an empty cluster of two healthy nodes only, so it waits and the chain names the layer."""
+    a_node, b_node = _eight_gpu(nori, "a"), _eight_gpu(nori, "b")
+    b_node["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
+    pods = [dict(_gpu_pod(f"w{i}", gpus="8"), metadata={"name": f"w{i}", "namespace": "t",
+                 "labels": {"jobset.sigs.k8s.io/jobset-name": "train"}}) for i in range(2)]
+    a = analyze(_snap([a_node, b_node], pods))
+    g = gang(a, "t/train")
+    assert g.gang.kind == "JobSet" and len(g.gang.pods) == 2
+    assert g.code != "SCHEDULED"
+    assert g.reasons == {"GPU layer down: device-plugin": 1, "fits": 1}
+    assert any("device-plugin: nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change" in line
+               for line in g.chain)
+
+
+def test_the_real_nodes_alone_give_an_empty_pending_list_and_no_stranded_gpu():
+    a = analyze(load_real_gpu_nodes())
+    assert a.gangs == [] and a.stranded == [] and a.totals["gpu_nodes"] == 1
+
+
+def load_real_gpu_nodes():
+    return _snap(real("nodes-rke2-gpu.json")["items"], [])
+
+
+def _dra_snapshot(nori, allocated: bool = False):
+    """nori renamed to ipp1-0033 (the node of the published ResourceSlice) with nvidia.com/gpu
+    removed from capacity and allocatable: on a DRA node the driver, not the device plugin,
+    publishes the GPUs. With ``allocated``, a ResourceClaim holding gpu-0 is added."""
+    n = copy.deepcopy(nori)
+    n["metadata"]["name"] = "ipp1-0033"
+    del n["status"]["capacity"]["nvidia.com/gpu"], n["status"]["allocatable"]["nvidia.com/gpu"]
+    objs = [n, *real("dra/deviceclasses.json")["items"], *real("dra/resourceslice-nvidia.json")["items"],
+            *real("dra/claimtemplates.json")["items"], *real("dra/pods.json")["items"]]
+    if allocated:
+        objs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": "other", "namespace": "gpu-example"},
+                     "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                         "deviceClassName": "gpu.nvidia.com"}}]}},
+                     "status": {"allocation": {"devices": {"results": [{
+                         "request": "gpu", "driver": "gpu.nvidia.com", "pool": "ipp1-0033",
+                         "device": "gpu-0"}]}}}})
+    return _snap(objs, [])
+
+
+def test_a_dra_pod_fits_the_gpu_its_claim_template_selects(nori):
+    a = analyze(_dra_snapshot(nori))
+    g = gang(a, "gpu-example/gpu-pod")
+    assert g.code == "SCHEDULED" and g.gang.gpus == 1
+    node = next(n for n in a.nodes if n.name == "ipp1-0033")
+    assert node.node.gpus == 1 and "published in ResourceSlices" in node.layers[3].detail
+
+
+def test_a_dra_pod_whose_only_gpu_is_allocated_waits_with_the_claim_named(nori):
+    a = analyze(_dra_snapshot(nori, allocated=True))
+    g = gang(a, "gpu-example/gpu-pod")
+    assert g.code != "SCHEDULED"
+    assert g.reasons == {"DRA claim single-gpu: request gpu: 0 free matching device(s), needs 1": 1}
+
+
+def _paths(obj, prefix=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield (*prefix, k)
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj[:2]):
+            yield (*prefix, i)
+            yield from _paths(v, (*prefix, i))
+
+
+def test_a_field_of_the_wrong_type_anywhere_is_an_input_error_not_a_crash(cluster_dir):
+    """Every field of the real GPU node and of a pending pod, in turn, replaced by a value of
+    another JSON type: the analysis either copes or raises one InputError."""
+    from gpufleet.model.errors import InputError
+    base = load(cluster_dir)
+    node = base.of("Node")[0]
+    pod = next(p for p in base.of("Pod") if p["metadata"]["name"] == "gpu-pod-2")
+    checked = 0
+    for target in (node, pod):
+        for path in [p for p in _paths(target) if p[0] in ("metadata", "spec", "status")][:120]:
+            for bad in ([1, 2], "x", 7, None, {"a": 1}):
+                obj = copy.deepcopy(target)
+                parent = obj
+                for k in path[:-1]:
+                    parent = parent[k]
+                parent[path[-1]] = bad
+                try:
+                    s = Snapshot()
+                    for o in base.of("Node") + base.of("Pod"):
+                        s.add(obj if o is target else o, "t")
+                    analyze(s)
+                except InputError as e:
+                    assert "\n" not in str(e)
+                checked += 1
+    assert checked > 400
+
+
+def test_a_pod_of_a_job_kueue_has_not_admitted_shows_kueues_reason_as_the_quota_step(aks_nodes):
+    """The Kueue docs' pending Workload for Job my-job: its pods' chain starts with Kueue's
+    QuotaReserved=False reason instead of "not checked"."""
+    wl = real("kueue/workloads.json")["items"]
+    pods = [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"my-job-{i}", "namespace": "my-namespace",
+                          "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "my-job"}]},
+             "spec": {"containers": [{"name": "container", "resources": {"requests": {"cpu": "1"}}}]},
+             "status": {"phase": "Pending"}} for i in range(1)]
+    a = analyze(_snap(aks_nodes + wl, pods))
+    line = gang(a, "my-namespace/my-job-0").chain[1]
+    assert line.startswith("quota: Kueue Workload my-namespace/job-my-job-19797 (LocalQueue user-queue) "
+                           "has no quota: Pending: couldn't assign flavors")
+
+
+def test_a_node_whose_gpu_layer_is_down_still_runs_cpu_pods_but_offers_no_gpu(nori):
+    """nori with its device plugin paused for a MIG change: a 1-CPU pod binds there, a 1-GPU pod
+    is told the device-plugin layer is down."""
+    nori["metadata"]["labels"]["nvidia.com/gpu.deploy.device-plugin"] = "paused-for-mig-change"
+    cpu = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "cpu", "namespace": "t"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+           "status": {"phase": "Pending"}}
+    a = analyze(_snap([nori], [cpu, _gpu_pod("g")]))
+    assert gang(a, "t/cpu").code == "SCHEDULED"
+    assert gang(a, "t/g").reasons == {"GPU layer down: device-plugin": 1}
+    assert a.totals["usable"] == 0
+
+
+def test_an_eviction_whose_pods_fit_elsewhere_is_offered_as_a_defrag_move(nori):
+    """Nodes a and b have 8 GPUs. A running 4-GPU pod on each leaves 4 + 4 free: an 8-GPU pod
+    fits nowhere, though 8 GPUs are free. Evicting a's pod (4 GPUs, 1 h = 4 GPU-h) frees a, and
+    that pod fits in b's 4 free GPUs: a defrag move."""
+    a_node, b_node = _eight_gpu(nori, "a"), _eight_gpu(nori, "b")
+    run = []
+    for node, start in (("a", "2025-03-19T22:18:09Z"), ("b", "2025-03-19T21:18:09Z")):
+        p = _gpu_pod(f"r-{node}", gpus="4")
+        p["spec"]["nodeName"] = node
+        p["status"] = {"phase": "Running", "startTime": start}
+        run.append(p)
+    an = analyze(_snap([a_node, b_node], [*run, _gpu_pod("big", gpus="8")]))
+    fix = gang(an, "t/big").fixes[0]
+    assert fix.what == "evict t/r-a to place on a (a defrag move: they fit in free GPUs elsewhere now)"
+    assert fix.displaced_gpu_h == 4.0
+    assert an.fragmentation[8] == 1.0 and an.fragmentation[4] == 0.0

@@ -1,0 +1,112 @@
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli.main import app
+
+from .conftest import DATA
+
+runner = CliRunner()
+
+
+def test_analyze_prints_the_chain_and_writes_the_report(tmp_path, cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", str(cluster_dir), "--out", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert "3 nodes: no GPUs; 1: too few free GPUs" in r.output
+    assert "skipped kinds (not read): ReplicaSet (apps/v1) x1" in r.output
+    html = (tmp_path / "report.html").read_text()
+    assert "Nodes and the four GPU layers" in html and "default/gpu-pod-2" in html
+    assert "&lt;table" not in html and "&lt;style" not in html
+    data = json.loads((tmp_path / "analysis.json").read_text())
+    assert data["pending"][0]["estimated_start"] == "2025-03-20T22:00:05+00:00"
+
+
+def test_analyze_json_output_is_parseable_json(cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", str(cluster_dir), "--output", "json"])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["gpus"]["allocated"] == 1
+
+
+@pytest.mark.parametrize("content, args, expected", [
+    (b"", [], "empty file"),
+    (b"\x00\xff", [], "binary file"),
+    (b'{"apiVersion": "v1", "kind": "List", "items": []}', [], "no Node objects"),
+    (None, ["--assume-runtime-h", "nan"], "--assume-runtime-h"),
+    (None, ["--assume-runtime-h", "1e12"], "--assume-runtime-h"),
+], ids=["empty", "binary", "no nodes", "NaN hours", "huge hours"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, content, args, expected):
+    p = tmp_path / "s.json"
+    if content is None:
+        p = DATA / "nodes-aks.json"
+    else:
+        p.write_bytes(content)
+    r = runner.invoke(app, ["k8s", "analyze", str(p), *args])
+    assert r.exit_code == 2 and expected in r.output
+    assert "Traceback" not in r.output
+
+
+def test_help_reads(cluster_dir):
+    r = runner.invoke(app, ["k8s", "analyze", "--help"])
+    assert r.exit_code == 0 and "kubectl" in r.output
+
+
+def test_export_claims_writes_templates_our_allocator_can_place(tmp_path):
+    """A 2-GPU H100 pod set becomes a template of 2 gpu.nvidia.com devices whose selector and
+    matchAttribute the allocator evaluates; the documented A100 device does not match it."""
+    pytest.importorskip("celpy")
+    from gpufleet.adapters.kubernetes.allocator import allocate
+    from gpufleet.adapters.kubernetes.dra import read_claim, read_classes, read_slices
+
+    from .conftest import real
+    trace = tmp_path / "jobs.jsonl"
+    trace.write_text(json.dumps({"id": "Train_1", "tenant": "t", "submit_time": 0, "run_time": 60,
+                                 "pod_sets": [{"name": "w", "replicas": 2, "gpus": 2,
+                                               "gpu_models": ["H100-80GB"]}]}) + "\n")
+    out = tmp_path / "claims.json"
+    r = runner.invoke(app, ["k8s", "export-claims", str(trace), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    (t,) = json.loads(out.read_text())["items"]
+    assert t["metadata"]["name"] == "train-1-w"
+    claim = read_claim(t)
+    assert claim.requests[0].count == 2
+    assert claim.match_attributes == ((("gpus",), "gpu.nvidia.com/productName"),)
+    devices, counters, _ = read_slices(real("dra/resourceslice-nvidia.json")["items"])
+    classes = read_classes(real("dra/deviceclasses.json")["items"])
+    assert not allocate(claim, devices, classes, set(), counters).ok
+    import copy
+    sl = real("dra/resourceslice-nvidia.json")["items"][0]
+    gpu = sl["spec"]["devices"][0]
+    sl["spec"]["devices"] = []
+    for i, product in enumerate(["NVIDIA A100-PCIE-40GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"]):
+        d = copy.deepcopy(gpu)
+        d["name"], d["attributes"]["productName"]["string"] = f"gpu-{i}", product
+        sl["spec"]["devices"].append(d)
+    devices, counters, _ = read_slices([sl])
+    got = allocate(claim, devices, classes, set(), counters)
+    assert got.ok and [d.name for d in got.devices["gpus"]] == ["gpu-1", "gpu-2"]
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--interval-s", "nan"], "--interval-s"), (["--assume-runtime-h", "0"], "--assume-runtime-h"),
+    (["--metrics-port", "70000"], "--metrics-port"),
+    (["--once", "--kubeconfig", "/nonexistent/kubeconfig"], "Kubernetes configuration"),
+], ids=["NaN interval", "zero run time", "port out of range", "no cluster to reach"])
+def test_the_scheduler_refuses_bad_flags_and_a_missing_cluster_in_one_line(args, expected):
+    r = runner.invoke(app, ["k8s", "scheduler", *args])
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
+
+
+def test_hybrid_compares_the_three_arms_as_json():
+    r = runner.invoke(app, ["k8s", "hybrid", "--nodes", "4", "--days", "0.25", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    arms = json.loads(r.stdout)["arms"]
+    assert list(arms) == ["static", "dynamic", "all-k8s"]
+    assert arms["static"]["node_moves"] == 0 and arms["all-k8s"]["node_moves"] == 0
+
+
+@pytest.mark.parametrize("args", [["--nodes", "0"], ["--days", "nan"], ["--slurm-share", "1.5"],
+                                  ["--drain-min", "-1"]], ids=lambda a: " ".join(a))
+def test_hybrid_refuses_bad_flags_in_one_line(args):
+    r = runner.invoke(app, ["k8s", "hybrid", *args])
+    assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output

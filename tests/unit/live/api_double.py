@@ -1,0 +1,116 @@
+"""ApiServerDouble: a TEST DOUBLE of the Kubernetes API for the live scheduler, not a fake
+cluster. Its objects are the real recorded objects of tests/data/k8s (see PROVENANCE.md), and
+its watch events have the wire shape the API server streams (``{"type": ADDED|MODIFIED|DELETED,
+"object": {...}}``; an expired resource version is the 410 Gone the official client turns into
+an exception). What it models, and nothing more:
+
+- a global resourceVersion that every write bumps; ``list`` returns it, ``watch`` yields the
+  events after the version asked for and then ends (a watch with ``timeoutSeconds``);
+- ``compact()``: older versions expire, so a watch from before raises ``Gone`` (etcd compaction;
+  ``restart()`` does the same and forgets the Lease, as an API server restart would);
+- binding: sets ``spec.nodeName`` and ``PodScheduled=True``; 409 if already bound, 404 if gone;
+  ``fail_bind`` makes chosen pods' binds fail with a code;
+- events and status patches are recorded; the Lease is a holder and a renew time.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+
+from gpufleet.live.kube_api import KINDS, ApiError, Gone
+
+
+def _key(obj: dict) -> str:
+    m = obj.get("metadata") or {}
+    return f"{m.get('namespace') or ''}/{m.get('name')}"
+
+
+class ApiServerDouble:
+    def __init__(self, objects: list[dict]) -> None:
+        self.version = 100
+        self.oldest = 0
+        self.objects: dict[str, dict[str, dict]] = {k: {} for k in KINDS}
+        self.log: list[tuple[int, str, str, dict]] = []    # (version, kind, type, object)
+        self.events: list[dict] = []
+        self.status_patches: list[tuple[str, dict]] = []
+        self.binds: list[tuple[str, str]] = []
+        self.deleted: list[str] = []
+        self.fail_bind: dict[str, int] = {}
+        self.lease: dict | None = None
+        self.calls = 0
+        for o in objects:
+            if o.get("kind") in self.objects:
+                self._write(o["kind"], "ADDED", copy.deepcopy(o))
+
+    def _write(self, kind: str, type_: str, obj: dict) -> None:
+        self.version += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.version)
+        if type_ == "DELETED":
+            self.objects[kind].pop(_key(obj), None)
+        else:
+            self.objects[kind][_key(obj)] = obj
+        self.log.append((self.version, kind, type_, copy.deepcopy(obj)))
+
+    # what a test does to the cluster
+    def add(self, obj: dict) -> None:
+        self._write(obj["kind"], "ADDED", copy.deepcopy(obj))
+
+    def compact(self) -> None:
+        self.oldest = self.version
+
+    def restart(self) -> None:
+        self.compact()
+        self.lease = None
+
+    # KubeApi
+    def list(self, kind: str) -> tuple[list[dict], str]:
+        self.calls += 1
+        return [copy.deepcopy(o) for _, o in sorted(self.objects[kind].items())], str(self.version)
+
+    def watch(self, kind: str, resource_version: str, timeout_s: int) -> Iterator[dict]:
+        self.calls += 1
+        since = int(resource_version or 0)
+        if since < self.oldest:
+            raise Gone(f"too old resource version: {since} ({self.oldest})")
+        for v, k, t, o in list(self.log):
+            if v > since and k == kind:
+                yield {"type": t, "object": copy.deepcopy(o)}
+
+    def bind(self, namespace: str, pod: str, body: dict) -> None:
+        key = f"{namespace}/{pod}"
+        if key in self.fail_bind:
+            raise ApiError(self.fail_bind[key], "injected bind failure")
+        obj = self.objects["Pod"].get(key)
+        if obj is None:
+            raise ApiError(404, f"pods {pod!r} not found")
+        if (obj.get("spec") or {}).get("nodeName"):
+            raise ApiError(409, f"pod {pod} is already assigned to node {obj['spec']['nodeName']}")
+        obj = copy.deepcopy(obj)
+        obj["spec"]["nodeName"] = body["target"]["name"]
+        obj.setdefault("status", {})["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+        self._write("Pod", "MODIFIED", obj)
+        self.binds.append((key, body["target"]["name"]))
+
+    def delete_pod(self, namespace: str, pod: str) -> None:
+        key = f"{namespace}/{pod}"
+        obj = self.objects["Pod"].get(key)
+        if obj is None:
+            raise ApiError(404, "not found")
+        self._write("Pod", "DELETED", copy.deepcopy(obj))
+        self.deleted.append(key)
+
+    def create_event(self, namespace: str, body: dict) -> None:
+        self.events.append(body)
+
+    def patch_pod_status(self, namespace: str, pod: str, body: dict) -> None:
+        key = f"{namespace}/{pod}"
+        if key not in self.objects["Pod"]:
+            raise ApiError(404, "not found")
+        self.status_patches.append((key, body))
+
+    def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
+        if self.lease and self.lease["holder"] != identity and now - self.lease["renew"] < duration_s:
+            return False
+        self.lease = {"holder": identity, "renew": now}
+        return True

@@ -1,0 +1,146 @@
+"""The live scheduler against ApiServerDouble (a test double built from the real recorded
+objects in tests/data/k8s; see api_double.py for what it models)."""
+
+import copy
+import json
+import re
+from pathlib import Path
+
+from gpufleet.live.k8s_scheduler import KubeScheduler, SchedulerConfig
+
+from .api_double import ApiServerDouble
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "k8s"
+NOW = 1742426289.0   # 2025-03-19T23:18:09Z, the GPU node's last heartbeat
+
+
+def real_nodes() -> list[dict]:
+    return json.loads((DATA / "nodes-rke2-gpu.json").read_text())["items"]
+
+
+def eight_gpu_node(name: str) -> dict:
+    """The real node nori, renamed, with 8 GPUs in capacity and allocatable."""
+    n = copy.deepcopy(real_nodes()[0])
+    n["metadata"]["name"] = name
+    for k in ("capacity", "allocatable"):
+        n["status"][k]["nvidia.com/gpu"] = "8"
+        n["status"][k]["cpu"] = "64"
+    return n
+
+
+def gpu_pod(name: str, gpus: int = 8, gang: str | None = None, scheduler: str = "gpufleet") -> dict:
+    """The NVIDIA device-plugin README's gpu-pod, with our schedulerName and a JobSet label."""
+    labels = {"jobset.sigs.k8s.io/jobset-name": gang} if gang else {}
+    res = {"nvidia.com/gpu": str(gpus)}
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels,
+                         "creationTimestamp": "2025-03-19T23:10:00Z"},
+            "spec": {"schedulerName": scheduler, "restartPolicy": "Never",
+                     "containers": [{"name": "cuda-container",
+                                     "image": "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
+                                     "resources": {"limits": res, "requests": res}}],
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                      "effect": "NoSchedule"}]},
+            "status": {"phase": "Pending"}}
+
+
+def scheduler(api, **cfg) -> KubeScheduler:
+    return KubeScheduler(api, SchedulerConfig(**cfg), clock=lambda: NOW)
+
+
+def test_a_gang_that_fits_is_bound_whole_and_confirmed_by_the_watch():
+    api = ApiServerDouble([eight_gpu_node("a"), eight_gpu_node("b"),
+                           gpu_pod("w0", gang="train"), gpu_pod("w1", gang="train")])
+    s = scheduler(api)
+    r = s.tick()
+    assert sorted(r.bound) == sorted(api.binds)
+    assert {n for _, n in api.binds} == {"a", "b"} and len(api.binds) == 2
+    assert [e["reason"] for e in api.events] == ["Scheduled", "Scheduled"]
+    assert set(s.cache.assumed) == {"default/w0", "default/w1"}     # assumed until the watch says so
+    s.tick()
+    assert s.cache.assumed == {} and len(api.binds) == 2                 # confirmed, not bound again
+
+
+def test_pods_of_another_scheduler_are_left_alone():
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("x", scheduler="default-scheduler")])
+    r = scheduler(api).tick()
+    assert r.bound == [] and r.waiting == {} and api.binds == []
+
+
+def test_a_failed_bind_rolls_the_gang_back():
+    """w1's bind fails with 500 after w0 was bound: w0 is deleted (its controller recreates it),
+    nothing stays assumed, and every pod of the gang gets a Warning naming the failure."""
+    api = ApiServerDouble([eight_gpu_node("a"), eight_gpu_node("b"),
+                           gpu_pod("w0", gang="train"), gpu_pod("w1", gang="train")])
+    api.fail_bind["default/w1"] = 500
+    s = scheduler(api)
+    r = s.tick()
+    assert r.rolled_back == ["default/train"] and r.bound == []
+    assert api.deleted == ["default/w0"] and s.cache.assumed == {}
+    warnings = [e for e in api.events if e["type"] == "Warning"]
+    assert len(warnings) == 2 and "HTTP 500" in warnings[0]["note"]
+    assert s.metrics.values["gang_rollbacks"] == 1 and s.metrics.values["bind_failures"] == 1
+
+
+def test_a_waiting_gang_gets_one_event_and_condition_per_pod_until_its_reason_changes():
+    """One 8-GPU node, a 2 × 8-GPU gang: it can never fit; the reason is written once."""
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("w0", gang="big"), gpu_pod("w1", gang="big")])
+    s = scheduler(api)
+    r = s.tick()
+    assert set(r.waiting) == {"default/w0", "default/w1"}
+    assert "UNRESOLVABLE" in r.waiting["default/w0"]
+    assert len(api.status_patches) == 2
+    cond = api.status_patches[0][1]["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+    s.tick()
+    assert len(api.status_patches) == 2 and len(api.events) == 2      # unchanged reason: not repeated
+
+
+def test_an_expired_watch_relists_and_the_scheduler_carries_on():
+    """After etcd compaction a watch from the old version is 410 Gone: the kind is listed again,
+    and a pod added meanwhile is seen and bound."""
+    api = ApiServerDouble([eight_gpu_node("a")])
+    s = scheduler(api)
+    s.tick()
+    api.add(gpu_pod("late", gpus=4))
+    api.compact()
+    r = s.tick()
+    assert r.bound == [("default/late", "a")]
+    assert s.metrics.values["watch_restarts"] >= 1
+
+
+def test_an_api_server_restart_loses_the_lease_and_the_watches_and_both_come_back():
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p", gpus=2)])
+    s = scheduler(api)
+    s.tick()
+    api.restart()
+    api.add(gpu_pod("q", gpus=2))
+    r = s.tick()
+    assert r.leader and r.bound == [("default/q", "a")]
+
+
+def test_a_second_replica_does_nothing_while_the_first_holds_the_lease():
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p", gpus=2)])
+    assert scheduler(api, identity="one").tick().leader
+    other = scheduler(api, identity="two").tick()
+    assert not other.leader and len(api.binds) == 1
+
+
+def test_assumed_capacity_is_not_handed_out_twice_before_the_watch_confirms():
+    """Two 8-GPU pods, one 8-GPU node: the first is bound and assumed; the double's watch is not
+    read for pods in between (the bind's MODIFIED event is held back), yet the second waits."""
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p")])
+    s = scheduler(api)
+    assert s.tick().bound == [("default/p", "a")]
+    api.log = [e for e in api.log if not (e[1] == "Pod" and e[2] == "MODIFIED")]   # confirmation lost
+    api.add(gpu_pod("q"))
+    r = s.tick()
+    assert r.bound == [] and "default/q" in r.waiting
+
+
+def test_metrics_are_exposed_in_the_prometheus_text_format():
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p", gpus=2)])
+    s = scheduler(api)
+    s.tick()
+    text = s.metrics.exposition().decode()
+    assert re.search(r"^gpufleet_bindings_total 1(\.0)?$", text, re.M) and "gpufleet_pending_pods" in text
