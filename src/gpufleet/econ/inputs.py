@@ -1,0 +1,97 @@
+"""The planners' inputs: prices and hardware figures, read from YAML and validated with pydantic.
+
+Every figure lives in ``econ/defaults.yaml`` next to the source it came from (a dated price page,
+a paper, or the word ASSUMPTION). A user's ``--inputs FILE`` has the same shape and only the keys
+it changes; it is merged over the defaults, then validated, so a bad value gets one line naming
+the file and the field. No planner holds a price or a timing as a constant.
+"""
+
+from __future__ import annotations
+
+import math
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpufleet.model.errors import InputError, from_validation_error
+
+
+class _Section(BaseModel):
+    """A section of figures plus ``sources``: figure name -> where the number comes from."""
+
+    model_config = ConfigDict(extra="forbid")
+    sources: dict[str, str] = {}
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+
+class CapacityInputs(_Section):
+    od_price_per_gpu_hr: float = Field(gt=0, le=1000)
+    committed_ratio: float = Field(gt=0, le=1.5)
+    capacity_block_price_per_gpu_hr: float = Field(gt=0, le=1000)
+    capacity_block_days: int = Field(ge=1, le=182)
+    gpus_per_node: int = Field(ge=1, le=72)
+    term_hours: float = Field(gt=0, le=87600)
+    spot_eligible_fraction: float = Field(ge=0, le=1)
+
+
+class SpotInputs(_Section):
+    price_ratio: float = Field(gt=0, le=2)
+    checkpoint_write_min: float = Field(ge=0, le=1440)
+    restart_min: float = Field(ge=0, le=1440)
+    node_mtbi_h: float = Field(gt=0, le=100000)
+    notice_s: float = Field(ge=0, le=3600)
+
+
+class EconInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    capacity: CapacityInputs
+    spot: SpotInputs
+    coldstart: dict[str, Any] = {}
+    sandboxes: dict[str, Any] = {}
+    serving: dict[str, Any] = {}
+
+
+def default_data() -> dict[str, Any]:
+    text = resources.files("gpufleet.econ").joinpath("defaults.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge: mappings merge key by key, anything else in ``over`` replaces ``base``."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_inputs(path: str | Path | None = None) -> EconInputs:
+    """The defaults, with the user's file merged over them; one-line ``InputError`` when bad."""
+    data = default_data()
+    source = "econ/defaults.yaml"
+    if path is not None:
+        p = Path(path)
+        source = str(p)
+        try:
+            user = yaml.safe_load(p.read_text())
+        except FileNotFoundError:
+            raise InputError(source, "", "no such file") from None
+        except (UnicodeDecodeError, yaml.YAMLError) as e:
+            raise InputError(source, "", f"expected a YAML mapping of inputs ({type(e).__name__})") from None
+        if user is None:
+            raise InputError(source, "", "empty file; expected a YAML mapping such as 'capacity: {...}'")
+        if not isinstance(user, dict):
+            raise InputError(source, "", "expected a YAML mapping such as 'capacity: {...}'")
+        data = merge(data, user)
+    try:
+        return EconInputs.model_validate(data)
+    except ValidationError as e:
+        raise from_validation_error(source, e) from None

@@ -1,0 +1,84 @@
+"""`gpufleet plan …`: defaults run, JSON and HTML come out, bad input is one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.cli.main import app
+
+runner = CliRunner()
+
+
+def test_plan_capacity_runs_on_its_defaults_and_writes_json_and_html(tmp_path):
+    res = runner.invoke(app, ["plan", "capacity", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "capacity.json").read_text())
+    assert data["solution"]["cost"] < data["all_on_demand_cost"]
+    assert "<img" in (tmp_path / "capacity.html").read_text()
+
+
+def test_plan_capacity_json_output_is_parseable_and_names_the_solver():
+    res = runner.invoke(app, ["plan", "capacity", "--output", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["solution"]["solver"].startswith("HiGHS")
+    assert data["spot"]["largest_gang_nodes_on_spot"] >= 1
+
+
+def test_plan_capacity_reads_a_csv_demand_curve(tmp_path):
+    """Two hours: 10 GPUs then 0. With c = 0.6 the GPU used half the time is not committed."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("time_s,gpus\n0,10\n3600,0\n")
+    res = runner.invoke(app, ["plan", "capacity", "--demand", str(csv), "--no-spot", "--no-blocks",
+                              "--output", "json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["demand"]["hours"] == 2
+    assert data["solution"]["committed_gpus"] == 0
+    assert data["solution"]["gpu_hours"]["on_demand"] == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"", "empty file"),
+    (b"\x00\x01\xff\xfe\x00binary", "binary"),
+    (b"time_s,gpus\n0,nan\n", "line 2"),
+    (b"time_s,gpus\n0,1e30\n", "line 2"),
+    (b"when,how\n0,1\n", "header"),
+], ids=["empty file", "binary file", "NaN", "huge number", "wrong columns"])
+def test_plan_capacity_rejects_a_bad_demand_file_with_one_line(tmp_path, content, needle):
+    f = tmp_path / "bad.csv"
+    f.write_bytes(content)
+    res = runner.invoke(app, ["plan", "capacity", "--demand", str(f)])
+    assert res.exit_code == 2
+    assert needle in res.output
+    assert "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) <= 2
+
+
+@pytest.mark.parametrize(("yaml_text", "needle"), [
+    ("capacity: {committed_ratio: -1}\n", "capacity.committed_ratio"),
+    ("capacity: {od_price_per_gpu_hr: .nan}\n", "capacity.od_price_per_gpu_hr"),
+    ("capacity: {typo: 1}\n", "unknown field"),
+    ("- a list\n", "expected a YAML mapping"),
+], ids=["negative ratio", "NaN price", "unknown key", "not a mapping"])
+def test_plan_capacity_rejects_bad_inputs_naming_file_and_field(tmp_path, yaml_text, needle):
+    f = tmp_path / "in.yaml"
+    f.write_text(yaml_text)
+    res = runner.invoke(app, ["plan", "capacity", "--inputs", str(f)])
+    assert res.exit_code == 2
+    assert needle in res.output
+    assert str(f.name) in res.output
+
+
+def test_plan_capacity_rejects_an_unknown_flag_with_exit_2():
+    res = runner.invoke(app, ["plan", "capacity", "--bogus"])
+    assert res.exit_code == 2
+
+
+def test_plan_help_lists_every_planner():
+    res = runner.invoke(app, ["plan", "--help"])
+    assert res.exit_code == 0
+    assert "capacity" in res.output
