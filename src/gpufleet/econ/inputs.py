@@ -51,11 +51,35 @@ class SpotInputs(_Section):
     notice_s: float = Field(ge=0, le=3600)
 
 
+class ColdstartInputs(_Section):
+    model_params_b: float = Field(gt=0, le=10000)
+    bytes_per_param: float = Field(gt=0, le=8)
+    image_gb: float = Field(ge=0, le=1000)
+    image_pull_gb_per_s: float = Field(gt=0, le=1000)
+    lazy_pull_speedup: float = Field(gt=0, le=1)
+    container_start_s: float = Field(ge=0, le=3600)
+    weight_source_gb_per_s: float = Field(gt=0, le=1000)
+    local_cache_gb_per_s: float = Field(gt=0, le=1000)
+    engine_init_s: float = Field(ge=0, le=36000)
+    first_token_cold_s: float = Field(ge=0, le=3600)
+    first_token_warm_s: float = Field(ge=0, le=3600)
+    snapshot_gb: float = Field(ge=0, le=10000)
+    snapshot_restore_gb_per_s: float = Field(gt=0, le=1000)
+    arrival_rate_per_s: float = Field(gt=0, le=1000)
+    hold_s: float = Field(gt=0, le=86400)
+    target_cold_probability: float = Field(gt=0, lt=1)
+    gpu_price_per_hr: float = Field(gt=0, le=1000)
+
+    @property
+    def figures(self) -> dict[str, float]:
+        return self.model_dump(exclude={"sources"})
+
+
 class EconInputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     capacity: CapacityInputs
     spot: SpotInputs
-    coldstart: dict[str, Any] = {}
+    coldstart: ColdstartInputs
     sandboxes: dict[str, Any] = {}
     serving: dict[str, Any] = {}
 

@@ -82,3 +82,20 @@ def test_plan_help_lists_every_planner():
     res = runner.invoke(app, ["plan", "--help"])
     assert res.exit_code == 0
     assert "capacity" in res.output
+
+
+def test_plan_coldstart_runs_on_its_defaults_and_writes_its_page(tmp_path):
+    res = runner.invoke(app, ["plan", "coldstart", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "coldstart.json").read_text())
+    assert data["warm_pool"]["size_loss"] == 75
+    assert "<img" in (tmp_path / "coldstart.html").read_text()
+
+
+@pytest.mark.parametrize("args", [["--rate", "nan"], ["--rate", "-1"], ["--target", "2"],
+                                  ["--rate", "1e308"]],
+                         ids=["NaN rate", "negative rate", "probability above one", "huge rate"])
+def test_plan_coldstart_rejects_bad_numbers_with_one_line(args):
+    res = runner.invoke(app, ["plan", "coldstart", *args])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output
