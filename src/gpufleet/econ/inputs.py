@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -75,12 +75,49 @@ class ColdstartInputs(_Section):
         return self.model_dump(exclude={"sources"})
 
 
+class HostSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ram_gib: float = Field(gt=0, le=1e6)
+    vcpus: float = Field(gt=0, le=1e5)
+    gpus: int = Field(ge=0, le=1024)
+    price_per_hr: float = Field(gt=0, le=1e5)
+
+
+class TierSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    isolation: int = Field(ge=1, le=3)
+    overhead_mib: float = Field(ge=0, le=1e6)
+    start_ms: float | None = Field(default=None, ge=0, le=1e7)
+    gpu: tuple[Literal["whole", "mig", "timeslice", "vgpu"], ...] = ()
+    gpu_overhead_mib: float = Field(default=0.0, ge=0, le=1e7)
+
+
+class SessionClass(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    share: float = Field(gt=0, le=1e6)
+    memory_gib: float = Field(ge=0, le=1e5)
+    vcpus: float = Field(ge=0, le=1e4)
+    gpu: Literal["none", "whole", "mig", "timeslice", "vgpu"] = "none"
+    isolation: int = Field(ge=1, le=3)
+
+
+class SandboxInputs(_Section):
+    sessions: int = Field(ge=1, le=100_000_000)
+    cpu_host: HostSpec
+    gpu_host: HostSpec
+    usable_fraction: float = Field(gt=0, le=1)
+    mig_slices_per_gpu: int = Field(ge=1, le=7)
+    tiers: dict[str, TierSpec] = Field(min_length=1)
+    mix: list[SessionClass] = Field(min_length=1)
+
+
 class EconInputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     capacity: CapacityInputs
     spot: SpotInputs
     coldstart: ColdstartInputs
-    sandboxes: dict[str, Any] = {}
+    sandboxes: SandboxInputs
     serving: dict[str, Any] = {}
 
 

@@ -99,3 +99,27 @@ def test_plan_coldstart_rejects_bad_numbers_with_one_line(args):
     res = runner.invoke(app, ["plan", "coldstart", *args])
     assert res.exit_code == 2
     assert "Traceback" not in res.output
+
+
+def test_plan_sandboxes_runs_on_its_defaults_and_writes_its_page(tmp_path):
+    res = runner.invoke(app, ["plan", "sandboxes", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "sandboxes.json").read_text())
+    assert data["sessions"] == 50000
+    assert "<img" in (tmp_path / "sandboxes.html").read_text()
+
+
+def test_plan_sandboxes_rejects_a_mix_class_no_tier_can_take(tmp_path):
+    f = tmp_path / "in.yaml"
+    f.write_text("sandboxes:\n"
+                 "  mix:\n    - {name: vm, share: 1, memory_gib: 1, vcpus: 1, gpu: timeslice,"
+                 " isolation: 3}\n")
+    res = runner.invoke(app, ["plan", "sandboxes", "--inputs", str(f)])
+    assert res.exit_code == 2
+    assert "fits no tier" in res.output
+
+
+def test_plan_sandboxes_rejects_zero_sessions():
+    res = runner.invoke(app, ["plan", "sandboxes", "--sessions", "0"])
+    assert res.exit_code == 2
+    assert "sessions" in res.output
