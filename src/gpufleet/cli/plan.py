@@ -21,12 +21,13 @@ from gpufleet.cli.common import console, fail
 from gpufleet.cli.main import app
 from gpufleet.econ.inputs import EconInputs, load_inputs
 
-plan_app = typer.Typer(name="plan", help="Economics planners: capacity mix, cold starts, sandbox tiers.",
-                       no_args_is_help=True, add_completion=False)
+plan_app = typer.Typer(name="plan", no_args_is_help=True,
+                       help="Economics planners: capacity mix, cold starts, sandboxes, the serving floor.",
+                       add_completion=False)
 app.add_typer(plan_app, name="plan")
 
 #: Planner modules, cli/plan_<name>.py; each registers its own `plan <name>` command.
-PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes")
+PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving")
 
 
 class OutputFormat(StrEnum):

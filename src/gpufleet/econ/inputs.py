@@ -112,13 +112,34 @@ class SandboxInputs(_Section):
     mix: list[SessionClass] = Field(min_length=1)
 
 
+class ServingInputs(_Section):
+    trace: str | None = None
+    gpu: str = Field(min_length=1)
+    gpus_per_node: int = Field(ge=1, le=72)
+    days: float = Field(gt=0, le=31)
+    start_day: float = Field(ge=0, lt=31)
+    headroom_nodes: int = Field(ge=0, le=1000)
+    grace_s: float = Field(ge=0, le=86400)
+    eviction_s: float = Field(ge=0, le=86400)
+    detect_s: float = Field(ge=0, le=86400)
+    model_load_s: float = Field(ge=0, le=86400)
+    slo_s: float = Field(gt=0, le=86400)
+    breach_target: float = Field(ge=0, le=1)
+    checkpoint_s: float = Field(ge=0, le=86400)
+    checkpoint_interval_s: float = Field(gt=0, le=1e7)
+    training_restart_s: float = Field(ge=0, le=86400)
+    training_gpus: int = Field(ge=1, le=72)
+    training_hours: float = Field(gt=0, le=1000)
+    floor_steps: int = Field(ge=2, le=50)
+
+
 class EconInputs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     capacity: CapacityInputs
     spot: SpotInputs
     coldstart: ColdstartInputs
     sandboxes: SandboxInputs
-    serving: dict[str, Any] = {}
+    serving: ServingInputs
 
 
 def default_data() -> dict[str, Any]:

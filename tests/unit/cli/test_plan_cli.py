@@ -123,3 +123,30 @@ def test_plan_sandboxes_rejects_zero_sessions():
     res = runner.invoke(app, ["plan", "sandboxes", "--sessions", "0"])
     assert res.exit_code == 2
     assert "sessions" in res.output
+
+
+SERVING_TRACE = (__import__("pathlib").Path(__file__).resolve().parents[4]
+                 / "shared/data/alibaba-serving-2025/disaggregated_DLRM_trace.csv")
+
+
+@pytest.mark.skipif(not SERVING_TRACE.is_file(), reason="the Alibaba 2025 serving trace is not in ../shared")
+def test_simulate_serving_replays_the_real_trace_and_writes_the_report(tmp_path):
+    res = runner.invoke(app, ["simulate", "serving", "--trace", str(SERVING_TRACE), "--out", str(tmp_path),
+                              "--no-progress"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "summary.json").read_text())["serving"]
+    names = [d["name"] for d in summary["designs"]]
+    assert names == ["dedicated", "fully shared"]
+    assert summary["designs"][0]["breaches"] == 0
+    assert "Floor sweep" in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--days", "nan"], "serving.days"), (["--days", "40"], "serving.days"),
+    (["--trace", "/nonexistent.csv"], "no such file")],
+    ids=["NaN days", "more days than the trace", "missing trace"])
+def test_plan_serving_rejects_bad_input_with_one_line(args, needle):
+    res = runner.invoke(app, ["plan", "serving", *args])
+    assert res.exit_code == 2
+    assert needle in res.output
+    assert "Traceback" not in res.output
