@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -43,8 +44,14 @@ def capacity(
                     gpus_per_node=c.gpus_per_node, spot_effective=one.effective_price)
     plan = plan_capacity(d, prices, use_blocks=not no_blocks, use_spot=not no_spot)
     data = plan.as_dict()
+    gangs = [spot_economics(s.price_ratio, s.checkpoint_write_min, s.restart_min, node_mtbi_min, n)
+             for n in (1, 2, 4, 8, 16, 32)]
     data["spot"] = {"effective_price_one_node": one.effective_price, "checkpoint_interval_min": one.tau_min,
                     "overhead": one.overhead, "largest_gang_nodes_on_spot": max_nodes,
+                    "break_even": "spot pays against on demand while p_eff < 1, and against a commitment "
+                                  f"only where p_eff < c = {c.committed_ratio:g}",
+                    "gangs": [{**vars(g), "effective_price": g.effective_price
+                               if math.isfinite(g.effective_price) else None} for g in gangs],
                     "rule": f"gangs above {max_nodes} nodes never go on spot: a gang of n nodes is "
                             f"interrupted n times as often"}
     sources = {**c.sources, **s.sources}
@@ -74,11 +81,22 @@ def capacity(
                          ("MILP, all tiers", float(sol["committed_gpus"]))):
             r.add_row(label, f"{q:,.0f}", f"{(d.gpus > q).mean():.3f}", f"{plan.cost_at(q):,.0f}")
         console.print(r)
+        g = Table(title=f"Spot by gang size: p_spot {s.price_ratio:g}× OD, node MTBI {s.node_mtbi_h:g} h, "
+                  f"checkpoint {s.checkpoint_write_min:g} min, restart {s.restart_min:g} min",
+                  header_style="bold")
+        for col in ("nodes", "gang MTBI", "Daly interval", "overhead", "p_eff × OD", "verdict"):
+            g.add_column(col, justify="right")
+        for x in gangs:
+            verdict = ("beats commitment" if x.effective_price < c.committed_ratio else
+                       "beats on demand only" if x.effective_price < 1 else "[red]never on spot[/]")
+            g.add_row(str(x.nodes), f"{x.mtbi_min:.0f} min", f"{x.tau_min:.1f} min", f"{x.overhead:.1%}",
+                      f"{x.effective_price:.2f}", verdict)
+        console.print(g)
         console.print(f"spot: {data['spot']['rule']}; HiGHS {sol['status']} in {sol['solve_s']:.2f} s")
 
     def page() -> str:
         from gpufleet.report.econ_capacity import capacity_page
-        return capacity_page(plan, sources)
+        return capacity_page(plan, sources, data["spot"])
 
     emit("capacity", data, output, out, tables, page)
 

@@ -51,7 +51,19 @@ def demand_png(plan: CapacityPlan) -> str:
     return to_png_b64(fig)
 
 
-def capacity_page(plan: CapacityPlan, sources: dict[str, str]) -> str:
+def spot_section(spot: dict) -> Section:
+    rows = [[g["nodes"], f"{g['mtbi_min']:.0f} min", f"{g['tau_min']:.1f} min", f"{g['overhead']:.1%}",
+             "∞" if g["effective_price"] is None else f"{g['effective_price']:.2f}",
+             "yes" if g["effective_price"] is not None and g["effective_price"] < 1 else "no"]
+            for g in spot["gangs"]]
+    text = (f"<p>Effective spot price p_eff = p_spot / (1 − δ/τ − (τ/2 + R)/M), with Daly's interval τ and a "
+            f"gang of n nodes interrupted at M_node / n. {spot['break_even']}. The mix puts on spot only "
+            f"demand from gangs of at most {spot['largest_gang_nodes_on_spot']} nodes; {spot['rule']}.</p>")
+    return Section("Spot", text + table(["nodes", "gang MTBI", "Daly interval", "overhead", "p_eff × OD",
+                                         "cheaper than on demand"], rows))
+
+
+def capacity_page(plan: CapacityPlan, sources: dict[str, str], spot: dict | None = None) -> str:
     x = plan.as_dict()
     sol = x["solution"]
     gh = sol["gpu_hours"]
@@ -82,9 +94,10 @@ def capacity_page(plan: CapacityPlan, sources: dict[str, str]) -> str:
                 f"{x['saving_pct']:.1f}% below all on demand.</p>"),
         Section("Demand", img(demand_png(plan), "demand curve with the committed level")),
         Section("Cost against the baseline level", img(cost_curve_png(plan), "cost vs committed level")
-                + table(["rule", "committed GPUs", "cost (overflow on demand)"], rules)),
+                + table(["rule", "committed GPUs", "cost (overflow on demand unless stated)"], rules)),
         Section("Marginal argument", why + table(
             ["percentile", "GPUs", "fraction of hours used", f"pays (> {p.committed_ratio:.2f})"], marg)),
+        *([spot_section(spot)] if spot else []),
         Section("Inputs and sources", src),
     ]
     return render("Capacity mix", f"{plan.demand.name}: {plan.demand.hours} hours", sections)

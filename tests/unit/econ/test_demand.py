@@ -32,3 +32,24 @@ def test_a_trace_marks_small_batch_gangs_spot_eligible_and_big_gangs_not(tmp_pat
     d = read_trace(p, gpus_per_node=8, max_spot_nodes=7)
     assert d.gpus[0] == pytest.approx(8 + 128 + 8)
     assert d.eligible[0] == pytest.approx(8)
+
+
+def test_a_simulation_directory_gives_the_gpus_its_jobs_really_ran(tmp_path):
+    """The bundled deadlock scenario under gang-bestfit: two 8-node × 8-GPU jobs of 1 h run one
+    after the other, so demand is 64 GPUs in hour 0 and 64 in hour 1; each is an 8-node gang,
+    above a 7-node spot limit, so nothing is spot-eligible."""
+    import json
+
+    from gpufleet.econ.demand import read_simulation
+    from gpufleet.policies.registry import profile
+    from gpufleet.sim.runner import simulate
+    from gpufleet.sim.scenario import bundled
+
+    scn = bundled("deadlock")
+    res = simulate(scn.fleet, scn.jobs(), profile("gang-bestfit"), horizon=scn.horizon)
+    res.recorder.write_log(tmp_path / "events-gang-bestfit.jsonl")
+    (tmp_path / "summary.json").write_text(json.dumps({"scenario": "deadlock",
+                                                       "policies": {"gang-bestfit": {}}}))
+    d = read_simulation(tmp_path / "summary.json", gpus_per_node=8, max_spot_nodes=7)
+    assert d.gpus.tolist() == pytest.approx([64.0, 64.0])
+    assert d.eligible.sum() == 0
