@@ -29,6 +29,14 @@ from gpufleet.model.errors import InputError
 from gpufleet.model.job import Job, JobKind
 
 HOUR = 3600.0
+#: The longest curve planned (5 years of hours): the MILP has two variables per hour.
+MAX_HOURS = 5 * 8760
+
+
+def check_span(source: str, end_s: float) -> None:
+    if end_s / HOUR > MAX_HOURS:
+        raise InputError(source, "time", f"spans {end_s / HOUR:,.0f} hours; at most {MAX_HOURS:,} "
+                         "(5 years) can be planned")
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,7 @@ def from_jobs(name: str, jobs: Sequence[Job], runs: Sequence[tuple[str, float, f
     if not all_iv:
         raise InputError(name, "", "no job with GPUs ran; nothing to plan for")
     end = max(e for _, e, _ in all_iv)
+    check_span(name, end)
     g = interval_demand(all_iv, end)
     el = interval_demand(elig_iv, end) if elig_iv else np.zeros_like(g)
     el = np.pad(el, (0, max(0, len(g) - len(el))))[: len(g)]
@@ -129,6 +138,7 @@ def read_csv_curve(path: Path, eligible_fraction: float) -> Demand:
     if not times:
         raise InputError(str(path), "", "no rows after the header")
     end = times[-1] + HOUR if len(times) == 1 else times[-1] + (times[-1] - times[-2])
+    check_span(str(path), end)
     g = hourly_mean(np.array(times), np.array(values), end)
     return Demand(path.name, g, g * eligible_fraction)
 

@@ -47,7 +47,8 @@ def test_plan_capacity_reads_a_csv_demand_curve(tmp_path):
     (b"time_s,gpus\n0,nan\n", "line 2"),
     (b"time_s,gpus\n0,1e30\n", "line 2"),
     (b"when,how\n0,1\n", "header"),
-], ids=["empty file", "binary file", "NaN", "huge number", "wrong columns"])
+    (b"time_s,gpus\n0,1\n9000000000,2\n", "5 years"),
+], ids=["empty file", "binary file", "NaN", "huge number", "wrong columns", "a span too long to plan"])
 def test_plan_capacity_rejects_a_bad_demand_file_with_one_line(tmp_path, content, needle):
     f = tmp_path / "bad.csv"
     f.write_bytes(content)
@@ -129,6 +130,7 @@ SERVING_TRACE = (__import__("pathlib").Path(__file__).resolve().parents[4]
                  / "shared/data/alibaba-serving-2025/disaggregated_DLRM_trace.csv")
 
 
+@pytest.mark.slow  # eight simulations of a 3-day window: ~40 s on a loaded machine
 @pytest.mark.skipif(not SERVING_TRACE.is_file(), reason="the Alibaba 2025 serving trace is not in ../shared")
 def test_simulate_serving_replays_the_real_trace_and_writes_the_report(tmp_path):
     res = runner.invoke(app, ["simulate", "serving", "--trace", str(SERVING_TRACE), "--out", str(tmp_path),
@@ -139,6 +141,20 @@ def test_simulate_serving_replays_the_real_trace_and_writes_the_report(tmp_path)
     assert names == ["dedicated", "fully shared"]
     assert summary["designs"][0]["breaches"] == 0
     assert "Floor sweep" in (tmp_path / "report.html").read_text()
+
+
+@pytest.mark.skipif(not SERVING_TRACE.is_file(), reason="the Alibaba 2025 serving trace is not in ../shared")
+def test_plan_serving_on_half_a_day_of_the_real_trace_gives_json_and_a_page(tmp_path):
+    """Dedicated never breaches (every replica ready in 15 + 90 = 105 s < 120 s); the sweep ends at
+    the pool, where nothing is lent, so its last floor never breaches either."""
+    res = runner.invoke(app, ["plan", "serving", "--trace", str(SERVING_TRACE), "--days", "0.5",
+                              "--output", "json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "serving.json").read_text())
+    assert data["designs"][0]["breaches"] == 0
+    assert data["sweep"][-1]["floor"] == data["pool_gpus"]
+    assert data["sweep"][-1]["breaches"] == 0
+    assert "Floor sweep" in (tmp_path / "serving.html").read_text()
 
 
 @pytest.mark.parametrize(("args", "needle"), [

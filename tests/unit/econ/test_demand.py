@@ -53,3 +53,19 @@ def test_a_simulation_directory_gives_the_gpus_its_jobs_really_ran(tmp_path):
     d = read_simulation(tmp_path / "summary.json", gpus_per_node=8, max_spot_nodes=7)
     assert d.gpus.tolist() == pytest.approx([64.0, 64.0])
     assert d.eligible.sum() == 0
+
+
+ALIBABA = (__import__("pathlib").Path(__file__).resolve().parents[4]
+           / "shared/data/alibaba-serving-2025/disaggregated_DLRM_trace.csv")
+
+
+@pytest.mark.skipif(not ALIBABA.is_file(), reason="the Alibaba 2025 serving trace is not in ../shared")
+def test_the_alibaba_serving_trace_is_read_as_live_gpu_instances_per_hour():
+    """31 days = 744 hours; the live HN instances sampled on the hour range 3,076..3,367, so hourly
+    means stay within about that band (instances shorter than an hour can only lower a mean)."""
+    from gpufleet.econ.demand import load_demand
+
+    d = load_demand(str(ALIBABA), 8, 7, 0.0)
+    assert d.hours == 744
+    assert d.gpus.min() >= 3000 and d.gpus.max() <= 3400
+    assert d.eligible.sum() == 0

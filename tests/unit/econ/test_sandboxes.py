@@ -1,6 +1,8 @@
 """Sandbox host counts (reference §4.3) and the tier choice."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpufleet.econ.inputs import HostSpec, SessionClass, TierSpec, load_inputs
 from gpufleet.econ.sandboxes import hosts_needed, place, plan_sandboxes, session_counts
@@ -64,3 +66,12 @@ def test_the_tiered_design_is_the_cheapest_of_the_designs_compared():
     plan = plan_sandboxes(load_inputs().sandboxes)
     costs = {n: d["cost_per_hr"] for n, d in plan["designs"].items()}
     assert costs["tiered (cheapest sufficient boundary)"] == min(costs.values())
+
+
+@given(st.integers(1, 200_000), st.floats(0, 64), st.floats(0, 16), st.sampled_from(["none", "mig", "whole"]))
+def test_more_sessions_never_need_fewer_hosts(n, mem, vcpus, gpu):
+    cls = SessionClass(name="x", share=1, memory_gib=mem, vcpus=vcpus, gpu=gpu, isolation=1)
+    tier = TierSpec(isolation=1, overhead_mib=50, gpu=("whole", "mig"))
+    a, _ = hosts_needed(n, cls, tier, HOST, 0.9, 7)
+    b, _ = hosts_needed(n + 1, cls, tier, HOST, 0.9, 7)
+    assert b >= a
