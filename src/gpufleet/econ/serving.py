@@ -13,10 +13,11 @@ and when a serving instance arrives and finds no free GPU, the engine's tenancy 
 reclaims borrowed GPUs (``tenancy`` profile: reclaim within the cohort, checkpoint-aware
 victims, a notice of ``grace_s``). The simulator is run through its public ``simulate``.
 
-A new replica is ready after detect + wait in the simulator (which includes the reclaim grace)
-+ eviction (when it had to wait) + model load; it breaches the SLO when that exceeds ``slo_s``.
-The analytic rule it checks: idle headroom must satisfy H ≥ r·T_r for a ramp of r GPUs/s and a
-reclaim time T_r = grace + eviction + model load (reference §2.2).
+A new replica is ready after detect + wait in the simulator (which includes the borrower's
+notice: the grace, stretched to cover its checkpoint write) + eviction (when it had to wait) +
+model load; it breaches the SLO when that exceeds ``slo_s``. The analytic rule it checks: idle
+headroom must satisfy H ≥ r·T_r for a ramp of r GPUs/s and a reclaim time
+T_r = max(grace, checkpoint) + eviction + model load (reference §2.2).
 
 The trace's instances alive through the whole window are a constant base: they occupy the same
 GPUs in every design, so the simulation carries only the instances that start or stop in the
@@ -129,7 +130,13 @@ def tenancy_for(pool: int, floor: int, s: ServingSetup) -> Tenancy:
     lend = max(0, pool - floor)
     serving = TenantQueue(SERVING, cohort="pool", quotas=((s.gpu, FlavorQuota(pool, 0, lend)),))
     training = TenantQueue(TRAINING, cohort="pool", quotas=((s.gpu, FlavorQuota(0, None, 0)),))
-    return Tenancy(tenants=(serving, training), cohorts=(Cohort("pool"),), grace_s=s.grace_s)
+    return Tenancy(tenants=(serving, training), cohorts=(Cohort("pool"),), grace_s=notice_s(s))
+
+
+def notice_s(s: ServingSetup) -> float:
+    """The borrower's eviction notice: the grace period, stretched to cover its checkpoint write
+    (a job that checkpoints on SIGTERM needs the write to finish before it is killed)."""
+    return max(s.grace_s, s.checkpoint_s)
 
 
 @dataclass
@@ -200,8 +207,10 @@ def ramp_rate(wl: Workload, window_s: float = 600.0) -> float:
     return float(max(0, rise.max())) / window_s
 
 
-def reclaim_time(s: ServingSetup) -> float:
-    return s.grace_s + s.eviction_s + s.model_load_s
+def reclaim_time(s: ServingSetup, checkpoint_s: float | None = None) -> float:
+    """T_r = notice (grace, or the checkpoint write if longer) + eviction + model load."""
+    ck = s.checkpoint_s if checkpoint_s is None else checkpoint_s
+    return max(s.grace_s, ck) + s.eviction_s + s.model_load_s
 
 
 def floors_to_try(wl: Workload, steps: int) -> list[int]:
@@ -238,7 +247,13 @@ def compare_designs(wl: Workload, s: ServingSetup, seed: int = 0,
         "dynamic_peak_gpus": int(wl.demand_v.max()) if len(wl.demand_v) else 0,
         "dynamic_median_gpus": float(np.median(wl.demand_v)) if len(wl.demand_v) else 0.0,
         "ramp_gpus_per_s": r, "reclaim_s": reclaim_time(s),
+        "reclaim_parts_s": {"grace": s.grace_s, "checkpoint": s.checkpoint_s, "eviction": s.eviction_s,
+                            "model_load": s.model_load_s},
         "headroom_rule_gpus": math.ceil(r * reclaim_time(s)) + 1,
+        "reclaim_by_checkpoint": [
+            {"checkpoint": label, "checkpoint_s": ck, "reclaim_s": reclaim_time(s, ck),
+             "headroom_rule_gpus": math.ceil(r * reclaim_time(s, ck)) + 1}
+            for label, ck in (("asynchronous 7B (6.3 s)", 6.3), ("synchronous 7B (148.8 s)", 148.8))],
         "designs": [vars(d) for d in designs],
         "sweep": [vars(d) for d in sweep],
         "floor_meeting_target": vars(best) if best is not None else None,

@@ -62,7 +62,10 @@ def serving_sections(r: dict) -> list[Section]:
                 f"scale-ups is <b>{best['floor']} GPUs</b> of a {r['pool_gpus']}-GPU pool "
                 f"(pool utilisation {100 * best['total_util']:.1f}%)." if best is not None
                 else "No floor in the sweep meets the target.")
-    rule = (f"<p>Reclaim time T<sub>r</sub> = grace + eviction + model load = {r['reclaim_s']:.0f} s; the "
+    parts = r["reclaim_parts_s"]
+    rule = (f"<p>Reclaim time T<sub>r</sub> = max(grace {parts['grace']:g} s, checkpoint write "
+            f"{parts['checkpoint']:g} s) + eviction {parts['eviction']:g} s + model load "
+            f"{parts['model_load']:g} s = {r['reclaim_s']:.0f} s; the "
             f"steepest 10-minute ramp in the window is {r['ramp_gpus_per_s'] * 600:.0f} GPUs "
             f"({r['ramp_gpus_per_s']:.4f} GPUs/s), so the headroom rule H ≥ r·T<sub>r</sub> + 1 asks for "
             f"{r['headroom_rule_gpus']} idle GPUs above the load. A replica is late when detect + wait + "
@@ -72,8 +75,11 @@ def serving_sections(r: dict) -> list[Section]:
               f"every design and left out; the simulation replays the {r['dynamic_replicas']:,} instances "
               f"that start or stop in it (peak {r['dynamic_peak_gpus']}, median "
               f"{r['dynamic_median_gpus']:.0f} GPUs). Reclaiming is the engine's tenancy preemption.</p>")
+    by_ck = table(["borrower's checkpoint", "reclaim time", "headroom H ≥ r·T_r + 1"],
+                  [[x["checkpoint"], f"{x['reclaim_s']:.0f} s", f"{x['headroom_rule_gpus']} GPUs"]
+                   for x in r["reclaim_by_checkpoint"]])
     return [
-        Section("Serving designs", rule + table(HEADERS, design_rows(r["designs"]))),
+        Section("Serving designs", rule + table(HEADERS, design_rows(r["designs"])) + by_ck),
         Section("Floor sweep", img(sweep_png(r), "late scale-ups and utilisation against the floor")
                 + table(HEADERS, design_rows(r["sweep"]))),
         Section("Serving demand", window + img(demand_png(r), "dynamic serving demand")),

@@ -76,3 +76,22 @@ def test_the_real_trace_window_keeps_the_always_on_instances_out_of_the_simulati
     assert 2500 < wl.base_gpus < 3400
     assert 0 < len(wl.serving) < 2000
     assert wl.pool_gpus % 8 == 0
+
+
+def test_reclaim_time_is_the_notice_plus_eviction_plus_model_load():
+    """Async 7B checkpoint (6.3 s) fits the 30 s grace: 30 + 10 + 90 = 130 s. A synchronous one
+    (148.8 s) stretches the notice: 148.8 + 10 + 90 = 248.8 s."""
+    from gpufleet.econ.serving import reclaim_time
+
+    assert reclaim_time(S, 6.3) == pytest.approx(130.0)
+    assert reclaim_time(S, 148.8) == pytest.approx(248.8)
+
+
+def test_a_checkpoint_longer_than_the_grace_delays_the_reclaimed_replicas_by_the_write():
+    """Checkpoint write 60 s > grace 30 s: the engine's notice is 60 s, so each replica of the step
+    is ready after 15 + 60 + 10 + 90 = 175 s."""
+    from dataclasses import replace
+
+    d = run_design("fully shared", step_workload(), 0, replace(S, checkpoint_s=60))
+    assert d.breaches == 4
+    assert d.ready_p99_s == pytest.approx(175.0, abs=1.0)
