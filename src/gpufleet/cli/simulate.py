@@ -153,6 +153,8 @@ def simulate(
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
     if scenario == "serving" and not Path(scenario).exists():  # the serving-floor study (cli/plan_serving.py)
+        if fleet is not None or policy:
+            raise fail("serving: --fleet and --policy do not apply; `plan serving` takes its options")
         from gpufleet.cli.plan_serving import simulate_serving
         return simulate_serving(trace, out, seed, progress)
     scn = resolve_scenario(scenario, fleet, trace)
