@@ -144,7 +144,8 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
 def simulate(
     scenario: Annotated[str | None, typer.Argument(
         help="Scenario YAML file, or a bundled name (default, deadlock, tenancy, training, "
-        "fractional). Default: 'default'.")] = None,
+        "fractional), or 'serving' (the inference floor on the Alibaba 2025 serving trace; "
+        "--trace CSV to point at it). Default: 'default'.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help=f"Policy to run (repeatable): {', '.join(PROFILES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, report.html, event logs.")]
@@ -161,6 +162,11 @@ def simulate(
         "--policy slurm (Slurm's multifactor order, one task per node, conservative backfill).")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
+    if scenario == "serving" and not Path(scenario).exists():  # the serving-floor study (cli/plan_serving.py)
+        if fleet is not None or policy:
+            raise fail("serving: --fleet and --policy do not apply; `plan serving` takes its options")
+        from gpufleet.cli.plan_serving import simulate_serving
+        return simulate_serving(trace, out, seed, progress)
     scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
     custom = slurm_profiles(policies, slurm_conf, scn.fleet)

@@ -1,0 +1,104 @@
+"""`gpufleet plan capacity [--demand CURVE]`: committed / capacity-block / spot / on-demand mix."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gpufleet.cli.common import console, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputFormat, OutputOpt, emit, inputs, plan_app
+from gpufleet.econ.capacity import Prices, plan_capacity
+from gpufleet.econ.demand import load_demand
+from gpufleet.econ.spot import largest_spot_gang, spot_economics
+
+
+@plan_app.command("capacity")
+@one_line_errors
+def capacity(
+    demand: Annotated[str | None, typer.Option(
+        "--demand", help="CSV of time_s,gpus; a gpufleet .jsonl trace; a `gpufleet simulate --out` "
+        "directory (or its summary.json); or the Alibaba 2025 serving CSV. Default: a built-in "
+        "4-week curve.")] = None,
+    policy: Annotated[str | None, typer.Option(
+        help="With a simulation directory: whose event log (default: the first policy).")] = None,
+    no_spot: Annotated[bool, typer.Option("--no-spot", help="Leave spot out of the mix.")] = False,
+    no_blocks: Annotated[bool, typer.Option("--no-blocks", help="Leave capacity blocks out.")] = False,
+    inputs_file: InputsOpt = None,
+    output: OutputOpt = OutputFormat.TABLE,
+    out: OutDirOpt = None,
+) -> None:
+    """Solve the cheapest mix of committed, capacity-block, spot and on-demand GPUs for a demand
+    curve (a MILP solved by HiGHS) and compare it with the p50 rule and the break-even argument."""
+    cfg = inputs(inputs_file)
+    c, s = cfg.capacity, cfg.spot
+    node_mtbi_min = s.node_mtbi_h * 60.0
+    one = spot_economics(s.price_ratio, s.checkpoint_write_min, s.restart_min, node_mtbi_min, 1)
+    max_nodes = largest_spot_gang(s.price_ratio, s.checkpoint_write_min, s.restart_min, node_mtbi_min)
+    d = load_demand(demand, c.gpus_per_node, max_nodes, c.spot_eligible_fraction, policy)
+    prices = Prices(od=c.od_price_per_gpu_hr, committed_ratio=c.committed_ratio,
+                    block=c.capacity_block_price_per_gpu_hr, block_hours=24 * c.capacity_block_days,
+                    gpus_per_node=c.gpus_per_node, spot_effective=one.effective_price)
+    plan = plan_capacity(d, prices, use_blocks=not no_blocks, use_spot=not no_spot)
+    data = plan.as_dict()
+    gangs = [spot_economics(s.price_ratio, s.checkpoint_write_min, s.restart_min, node_mtbi_min, n)
+             for n in (1, 2, 4, 8, 16, 32)]
+    data["spot"] = {"effective_price_one_node": one.effective_price, "checkpoint_interval_min": one.tau_min,
+                    "overhead": one.overhead, "largest_gang_nodes_on_spot": max_nodes,
+                    "break_even": "spot pays against on demand while p_eff < 1, and against a commitment "
+                                  f"only where p_eff < c = {c.committed_ratio:g}",
+                    "gangs": [{**vars(g), "effective_price": g.effective_price
+                               if math.isfinite(g.effective_price) else None} for g in gangs],
+                    "rule": f"gangs above {max_nodes} nodes never go on spot: a gang of n nodes is "
+                            f"interrupted n times as often"}
+    sources = {**c.sources, **s.sources}
+
+    def tables() -> None:
+        sol = data["solution"]
+        gh = sol["gpu_hours"]
+        t = Table(title=f"Capacity mix for {d.name} ({d.hours} h)", header_style="bold")
+        for col in ("tier", "level", "GPU-hours", "$"):
+            t.add_column(col, justify="right" if col != "tier" else "left")
+        t.add_row("committed", f"{sol['committed_gpus']:,} GPUs", f"{gh['committed']:,.0f}",
+                  f"{prices.committed_ratio * prices.od * gh['committed']:,.0f}")
+        t.add_row("capacity blocks", f"{sol['block_nodes_per_window']} nodes/window",
+                  f"{gh['capacity_block']:,.0f}", f"{prices.block * gh['capacity_block']:,.0f}")
+        t.add_row("spot", f"p_eff {one.effective_price:.2f}× OD", f"{gh['spot']:,.0f}",
+                  f"{prices.spot_effective * prices.od * gh['spot']:,.0f}")
+        t.add_row("on demand", "", f"{gh['on_demand']:,.0f}", f"{prices.od * gh['on_demand']:,.0f}")
+        t.add_row("[bold]total[/]", "", "", f"[bold]{sol['cost']:,.0f}[/]")
+        t.add_row("all on demand", "", "", f"{data['all_on_demand_cost']:,.0f}")
+        console.print(t)
+        r = Table(title=f"Committed level: break-even utilisation c = {prices.committed_ratio:.2f}",
+                  header_style="bold")
+        for col in ("rule", "committed GPUs", "fraction of hours used", "$ (overflow on demand)"):
+            r.add_column(col, justify="right" if col != "rule" else "left")
+        for label, q in (("p50 rule", plan.p50), ("F⁻¹(1 − c)", plan.newsvendor_level),
+                         ("MILP, overflow on demand", float(plan.od_only.committed)),
+                         ("MILP, all tiers", float(sol["committed_gpus"]))):
+            r.add_row(label, f"{q:,.0f}", f"{(d.gpus > q).mean():.3f}", f"{plan.cost_at(q):,.0f}")
+        console.print(r)
+        g = Table(title=f"Spot by gang size: p_spot {s.price_ratio:g}× OD, node MTBI {s.node_mtbi_h:g} h, "
+                  f"checkpoint {s.checkpoint_write_min:g} min, restart {s.restart_min:g} min",
+                  header_style="bold")
+        for col in ("nodes", "gang MTBI", "Daly interval", "overhead", "p_eff × OD", "verdict"):
+            g.add_column(col, justify="right")
+        for x in gangs:
+            verdict = ("beats commitment" if x.effective_price < c.committed_ratio else
+                       "beats on demand only" if x.effective_price < 1 else "[red]never on spot[/]")
+            g.add_row(str(x.nodes), f"{x.mtbi_min:.0f} min", f"{x.tau_min:.1f} min", f"{x.overhead:.1%}",
+                      f"{x.effective_price:.2f}", verdict)
+        console.print(g)
+        console.print(f"spot: {data['spot']['rule']}; HiGHS {sol['status']} in {sol['solve_s']:.2f} s")
+
+    def page() -> str:
+        from gpufleet.report.econ_capacity import capacity_page
+        return capacity_page(plan, sources, data["spot"])
+
+    emit("capacity", data, output, out, tables, page)
+
+
+_ = Path  # the Path annotations above are resolved at runtime by Typer

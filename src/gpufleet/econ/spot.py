@@ -1,0 +1,79 @@
+"""Spot arithmetic for the capacity mix: checkpoint interval, overhead, effective price, gang rule.
+
+Notation (minutes unless stated): δ checkpoint write time, M mean time between interruptions of
+the whole job, R restart time (reprovision + load checkpoint + warm-up), τ compute between
+checkpoints.
+
+* Young (CACM 1974): τ ≈ √(2δM).
+* Daly (FGCS 2006): τ = √(2δM)·[1 + ⅓·√(δ/2M) + ⅑·(δ/2M)] − δ for δ < 2M, else τ = M.
+* Overhead fraction (first order): δ/τ + (τ/2 + R)/M — a checkpoint every τ, and per interruption
+  half an interval of lost work plus the restart.
+* Effective price: p_eff = p_spot / (1 − overhead) (price per unit of useful work, × OD).
+* A gang of n nodes each interrupted independently at MTBI M_node is interrupted at M_node / n:
+  n times as often, and each time the whole gang restarts. So p_eff grows with n, and above the
+  largest n with p_eff < (the price it would otherwise pay), the gang belongs off spot: the
+  never-on-spot rule for big gangs.
+
+This is the small formula module the capacity planner uses; the simulated spot fleet (issue 13)
+lives in the simulator, not here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def young_interval(delta: float, mtbi: float) -> float:
+    return math.sqrt(2.0 * delta * mtbi)
+
+
+def daly_interval(delta: float, mtbi: float) -> float:
+    if delta <= 0:
+        return 0.0
+    if delta >= 2.0 * mtbi:
+        return mtbi
+    x = delta / (2.0 * mtbi)
+    return math.sqrt(2.0 * delta * mtbi) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta
+
+
+def overhead_fraction(delta: float, restart: float, mtbi: float, tau: float) -> float:
+    """Share of paid time that is not useful work, δ/τ + (τ/2 + R)/M, capped at 1."""
+    ckpt = delta / tau if tau > 0 else 0.0
+    return min(1.0, ckpt + (tau / 2.0 + restart) / mtbi)
+
+
+@dataclass(frozen=True)
+class SpotEconomics:
+    nodes: int
+    mtbi_min: float
+    tau_min: float
+    overhead: float
+    effective_price: float  # × on-demand; inf when nothing useful gets done
+
+    @property
+    def pays_against_od(self) -> bool:
+        return self.effective_price < 1.0
+
+
+def spot_economics(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
+                   nodes: int = 1) -> SpotEconomics:
+    """Effective spot price of a gang of ``nodes`` nodes (Daly interval, first-order overhead)."""
+    mtbi = node_mtbi_min / max(1, nodes)
+    tau = daly_interval(delta_min, mtbi)
+    ov = overhead_fraction(delta_min, restart_min, mtbi, tau)
+    eff = price_ratio / (1.0 - ov) if ov < 1.0 else math.inf
+    return SpotEconomics(nodes, mtbi, tau, ov, eff)
+
+
+def largest_spot_gang(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
+                      against: float = 1.0, max_nodes: int = 4096) -> int:
+    """The largest gang (in nodes) whose effective spot price is below ``against`` (× OD); 0 when
+    even one node does not pay. Overhead grows with n, so the first failure ends the search."""
+    best = 0
+    for n in range(1, max_nodes + 1):
+        if spot_economics(price_ratio, delta_min, restart_min, node_mtbi_min, n).effective_price < against:
+            best = n
+        else:
+            break
+    return best

@@ -1,0 +1,67 @@
+"""Spot formulas against the figures published with them (econ-reference.md §5.3, §5.5)."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpufleet.econ.spot import daly_interval, largest_spot_gang, spot_economics, young_interval
+
+
+@pytest.mark.parametrize(("mtbi_min", "expected"), [(24 * 60, 116.7), (6 * 60, 56.7), (15, 9.1)],
+                         ids=["24 h MTBI gives 117 min", "6 h gives 57 min", "15 min gives 9.1 min"])
+def test_daly_interval_reproduces_the_papers_own_examples(mtbi_min, expected):
+    """Daly (FGCS 2006) with δ = 5 min: τ = √(2δM)(1 + ⅓√(δ/2M) + ⅑ δ/2M) − δ.
+    M = 1440: √14400 = 120; x = 5/2880 = 0.001736; 120 × (1 + 0.01389 + 0.000193) − 5 = 116.69."""
+    assert daly_interval(5.0, mtbi_min) == pytest.approx(expected, abs=0.05)
+
+
+def test_young_interval_is_the_square_root_of_twice_write_time_times_mtbi():
+    """Young (1974): √(2 × 5 × 1440) = √14400 = 120 min."""
+    assert young_interval(5.0, 1440.0) == pytest.approx(120.0)
+
+
+def test_daly_interval_is_the_mtbi_when_a_checkpoint_takes_longer_than_twice_it():
+    """δ ≥ 2M: checkpointing cannot pay; Daly sets τ = M."""
+    assert daly_interval(10.0, 4.0) == 4.0
+
+
+@pytest.mark.parametrize(("price", "delta", "mtbi", "nodes", "tau", "overhead", "p_eff"), [
+    (0.43, 1.0, 240.0, 1, 21.2, 0.133, 0.50),
+    (0.43, 0.1, 240.0, 1, 6.9, 0.071, 0.46),
+    (0.43, 1.0, 1440.0, 1, 53.0, 0.044, 0.45),
+    (0.43, 1.0, 240.0, 8, 7.1, 0.593, 1.06),
+    (0.60, 1.0, 240.0, 1, 21.2, 0.133, 0.69),
+], ids=["one node at 4 h MTBI", "async checkpoint", "24 h MTBI", "8-node gang is worse than on demand",
+        "GCP-like price"])
+def test_effective_spot_price_matches_the_reference_table(price, delta, mtbi, nodes, tau, overhead, p_eff):
+    """Row 1: M = 240, δ = 1, R = 10: τ = √480 (1 + ⅓√(1/480) + 1/4320) − 1 = 21.24;
+    overhead = 1/21.24 + (10.62 + 10)/240 = 0.047 + 0.086 = 0.133; p_eff = 0.43/0.867 = 0.496.
+    Row 4: the 8-node gang sees M = 240/8 = 30 min: overhead 0.593, p_eff = 0.43/0.407 = 1.06."""
+    e = spot_economics(price, delta, 10.0, mtbi, nodes)
+    assert e.tau_min == pytest.approx(tau, abs=0.05)
+    assert e.overhead == pytest.approx(overhead, abs=0.001)
+    assert e.effective_price == pytest.approx(p_eff, abs=0.005)
+
+
+def test_largest_gang_on_spot_is_the_last_size_whose_effective_price_beats_on_demand():
+    """With p = 0.43, δ = 1, R = 10, node MTBI 4 h, 8 nodes cost 1.06× OD (above); the planner
+    must put the boundary below 8 and the 1-node case (0.50) inside it."""
+    n = largest_spot_gang(0.43, 1.0, 10.0, 240.0)
+    assert 1 <= n < 8
+    assert spot_economics(0.43, 1.0, 10.0, 240.0, n).effective_price < 1.0
+    assert spot_economics(0.43, 1.0, 10.0, 240.0, n + 1).effective_price >= 1.0
+
+
+def test_no_gang_goes_on_spot_when_spot_is_dearer_than_on_demand():
+    assert largest_spot_gang(1.2, 1.0, 10.0, 240.0) == 0
+
+
+@given(st.floats(0.05, 0.95), st.floats(0.01, 30), st.floats(0, 60), st.floats(30, 10000),
+       st.integers(1, 63))
+def test_a_bigger_gang_never_has_a_cheaper_effective_price(price, delta, restart, mtbi, n):
+    """n nodes are interrupted n times as often: the effective price is monotone in n."""
+    a = spot_economics(price, delta, restart, mtbi, n).effective_price
+    b = spot_economics(price, delta, restart, mtbi, n + 1).effective_price
+    assert b >= a - 1e-12 or math.isinf(a)
