@@ -45,18 +45,18 @@ def run_cycle(inp: CycleInput) -> CycleResult:
 
     started = tuple(placed.started + backfilled.started)
     for jid in started:
-        ctx.statuses.pop(jid, None)
+        ctx.statuses.discard(jid)
     # Every admitted job left waiting carries a reason, even one no phase got to this cycle.
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
     for pj in admitted:
         if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
-            ctx.statuses[pj.job.id] = unexamined
+            ctx.statuses.record(pj.job.id, unexamined)
     return CycleResult(
         bindings=plan.commit(),
         started=started,
-        statuses=dict(ctx.statuses),
+        statuses=ctx.statuses.snapshot(),
         reservations=tuple(reservations),
         preemptions=tuple(preemptions),
         stats=CycleStats(pending=len(inp.pending), considered=ctx.considered,

@@ -10,7 +10,7 @@ import numpy as np
 
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status
+from gpufleet.engine.status import Status, StatusBoard
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 
@@ -143,4 +143,5 @@ class CycleContext:
     empty_slots_cache: dict[tuple, int] = field(default_factory=dict)
     skipped_by_class: int = 0
     considered: int = 0
-    statuses: dict[JobId, Status] = field(default_factory=dict)
+    #: Why each job left waiting waits: phases ``record``/``note`` verdicts, merged by one rule.
+    statuses: StatusBoard = field(default_factory=StatusBoard)

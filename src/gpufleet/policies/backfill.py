@@ -33,7 +33,7 @@ import numpy as np
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation, RunningJob
 from gpufleet.policies.availability import Availability, Hold
 from gpufleet.policies.gang import bindings_fit
@@ -54,13 +54,6 @@ def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     for b in plan.commit():
         by_job.setdefault(b.job, []).append(b)
     return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in ctx.placed_now]
-
-
-def _keep_estimate(status: Status, prior: Status | None) -> Status:
-    """A backfill verdict keeps the start estimate the reservation schedule gave the job."""
-    if prior is None or prior.estimated_start is None:
-        return status
-    return Status(status.code, (*status.reasons, *prior.reasons[-1:]), status.policy, prior.estimated_start)
 
 
 def _feasible(ctx: CycleContext, job, table: NodeTable) -> bool:
@@ -128,9 +121,8 @@ class ShadowReserver:
             res = Reservation(pj.job.id, start, tuple(sorted({b.node for b in bindings})), bindings,
                               protected=len(holds) < self.protect)
             holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job))))
-            old = ctx.statuses.get(pj.job.id, Status(StatusCode.UNSCHEDULABLE, (), ctx.profile.name))
             when = f"reserved to start at t={start:.0f}s (in {start - ctx.now:.0f}s)"
-            ctx.statuses[pj.job.id] = Status(old.code, (*old.reasons, when), old.policy, start)
+            ctx.statuses.note(pj.job.id, when, ctx.profile.name, estimated_start=start)
         ctx.scratch[SCRATCH_KEY] = (avail, holds)
         return [r for r, _ in holds]
 
@@ -254,7 +246,7 @@ class ReservationBackfill:
             views.clear()
             scan.started(k)
             out.started.append(job.id)
-        ctx.skipped_by_class += scan.write_statuses(cands, statuses, {r.job for r, _ in holds})
+        ctx.skipped_by_class += scan.write_statuses(cands, statuses)
         return out
 
 
@@ -354,10 +346,11 @@ class _Scan:
         self.done[k] = True
         self.own[k] = status
 
-    def write_statuses(self, jobs: list, statuses: dict, estimated: set[str]) -> int:
+    def write_statuses(self, jobs: list, statuses: StatusBoard) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
-        Jobs in ``estimated`` keep the start estimate the reservation schedule gave them."""
+        The verdicts are chained after what earlier phases found (a reserved job keeps the start
+        estimate the reservation schedule gave it: ``engine.status.merge``)."""
         unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
                                               "was reached before this job's turn",), "backfill")
         by_combo = np.full(self.dead.size, unexamined, dtype=object)
@@ -365,12 +358,14 @@ class _Scan:
             by_combo[combo] = status
         waiting = np.flatnonzero(~self.was_started)
         verdicts = by_combo[self.combo[waiting]]
-        prior = {j: statuses[j] for j in estimated if j in statuses}
+        own = {int(k) for k in self.own}
+        keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
         ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
                else [jobs[k].id for k in waiting.tolist()])
-        statuses.update(zip(ids, verdicts.tolist(), strict=True))
+        verdict_list = verdicts.tolist()
+        if keep is not None:
+            ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
+        statuses.record_many(ids, verdict_list)
         for k, status in self.own.items():
-            statuses[jobs[k].id] = status
-        for j, old in prior.items():
-            statuses[j] = _keep_estimate(statuses[j], old)
+            statuses.record(jobs[k].id, status)
         return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))

@@ -178,7 +178,7 @@ def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ct
             status = fitted
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
                 failed.record(job, status)
-        ctx.statuses[job.id] = status
+        ctx.statuses.record(job.id, status)
         out.blocked.append(pj)
         if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
             out.blocked.extend(ordered[i + 1:])

@@ -63,13 +63,13 @@ class PerPodLeastAllocated:
                 continue
             out.blocked.append(pj)
             if any(ps.request.is_fractional for ps in pj.job.pod_sets):
-                ctx.statuses[pj.job.id] = Status(StatusCode.UNRESOLVABLE, (
+                ctx.statuses.record(pj.job.id, Status(StatusCode.UNRESOLVABLE, (
                     "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",),
-                    self.name)
+                    self.name))
                 continue
             code = StatusCode.WAIT if have else StatusCode.UNSCHEDULABLE
-            ctx.statuses[pj.job.id] = Status(
+            ctx.statuses.record(pj.job.id, Status(
                 code, (f"{have} of {need} pods bound; the bound pods hold their GPUs while the "
-                       f"other {need - have} wait",), self.name)
+                       f"other {need - have} wait",), self.name))
         return out
 

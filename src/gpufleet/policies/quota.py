@@ -330,7 +330,7 @@ class QuotaAdmitter:
                 flavor, why = None, (EXCEEDS_NOMINAL, f"tenant {job.tenant!r} would exceed its "
                                      f"nominal {flavor} quota; static partitions do not borrow")
             if flavor is None:
-                ctx.statuses[job.id] = Status(StatusCode.NOT_ADMITTED, why, self.name)
+                ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 cands = ledger.candidate_flavors(job)
                 records.append(AdmissionRecord(PendingJob(job, pj.bound), False,
                                                cands[0] if cands else "", why[0]))
