@@ -95,6 +95,16 @@ class NodeTable:
             self.schedulable, self.per_gpu, None,
         )
 
+    def free_state(self) -> bytes:
+        """The free columns as bytes: equal for two tables exactly when whole-node capacity
+        questions (``slots``) get the same answers. A cache of answers about "this table" keys on
+        it, because the same cycle asks about the plan (which changes as jobs bind) and about
+        views of other times (reservation, backfill)."""
+        return b"".join((self.gpu_free.astype(np.int64, copy=False).tobytes(),
+                         self.cpu_free.astype(np.float64, copy=False).tobytes(),
+                         self.mem_free.astype(np.float64, copy=False).tobytes(),
+                         self.schedulable.tobytes()))
+
     def cannot_fit(self, req: PodRequest, replicas: int) -> bool:
         """True when the free-capacity index proves ``replicas`` pods of ``req`` cannot fit now
         (whole-GPU requests on tables that keep an index); False means "search to find out"."""

@@ -176,9 +176,10 @@ class TopologyAware:
     def expected_wait(self, job: Job, table: NodeTable, ctx: CycleContext, k: int, level: str,
                       horizon_s: float) -> float | None:
         """Seconds until the job fits in atoms of ``k`` within ``level``, as running jobs end at their
-        expected ends (overdue ones now); None if not within ``horizon_s``. Memoised per cycle."""
+        expected ends (overdue ones now); None if not within ``horizon_s``. Memoised per cycle and
+        per table state: the plan changes as jobs bind, and reservation asks about other times."""
         ps = job.pod_sets[0]
-        key = ("topology-wait", ps.request.shape, ps.replicas, k, level, horizon_s)
+        key = ("topology-wait", ps.request.shape, ps.replicas, k, level, horizon_s, table.free_state())
         cache = ctx.empty_slots_cache
         if key in cache:
             hit = cache[key]
