@@ -1,3 +1,4 @@
+import gc
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,3 +129,22 @@ def test_our_policy_sends_cpu_only_pods_to_the_node_with_cpu_to_spare():
 
 def test_every_policy_has_a_distinct_command_line_name():
     assert set(POLICIES) >= {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", OURS}
+
+
+def test_fgdbal_reads_kappa_from_the_table_it_is_given_even_when_an_old_tables_id_is_reused():
+    """Node 0: 10,000 CPU milli, 8 free GPUs; node 1: 4,000 CPU milli, no GPU. A CPU-only pod (1,000
+    milli) goes where CPU slack s = (c - 1000) - kappa * free GPU milli is largest:
+    s0 = 9000 - 8000 kappa, s1 = 3000. With a target workload of (0 CPU, 1 GPU) kappa = 0 and node 0
+    wins; with (8000 CPU, 1 GPU) kappa = 8 and node 1 wins. Tables are built and dropped in turn, so
+    CPython hands a new table the address of a dead one: a cache keyed by id() answers with the
+    dead table's kappa."""
+    policy = POLICIES["fgdbal"]
+    cpu_only = PodRequest(cpu=1000, mem=1, count=0, milli=0, allowed=np.array([True, True]))
+    for i in range(40):
+        kappa_high = i % 2 == 1
+        state = cluster([(10000, 8, "G2"), (4000, 0, "G2")],
+                        typical_rows=((8000 if kappa_high else 0, 1000, 1, frozenset(), 1.0),))
+        node, _ = policy.choose(state, cpu_only, state.feasible(cpu_only), np.random.default_rng(0))
+        assert node == (1 if kappa_high else 0), f"round {i}"
+        del state
+        gc.collect()
