@@ -35,6 +35,8 @@ from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation, RunningJob
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
 from gpufleet.policies.availability import Availability, Hold
 from gpufleet.policies.gang import bindings_fit
 from gpufleet.policies.shapes import dominates
@@ -42,8 +44,8 @@ from gpufleet.policies.shapes import dominates
 SCRATCH_KEY = "backfill.holds"
 
 
-def _fit(ctx: CycleContext, job, table: NodeTable):
-    return ctx.profile.placer.fit(job, table, ctx)  # type: ignore[attr-defined]
+def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
+    return ctx.profile.placer.fit(job, table, ctx)
 
 
 def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
@@ -56,10 +58,9 @@ def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in ctx.placed_now]
 
 
-def _feasible(ctx: CycleContext, job, table: NodeTable) -> bool:
-    """Yes/no without building a placement when the placer offers a cheap test."""
-    quick = getattr(ctx.profile.placer, "feasible", None)
-    answer = quick(job, table, ctx) if quick is not None else None
+def _feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
+    """Yes/no without building a placement where the placer's cheap test can tell."""
+    answer = ctx.profile.placer.feasible(job, table, ctx)
     return not isinstance(_fit(ctx, job, table), Status) if answer is None else answer
 
 
@@ -126,7 +127,7 @@ class ShadowReserver:
         ctx.scratch[SCRATCH_KEY] = (avail, holds)
         return [r for r, _ in holds]
 
-    def _standing_promises(self, blocked: list[PendingJob], previous: dict[str, Reservation], n: int,
+    def _standing_promises(self, blocked: list[PendingJob], previous: dict[JobId, Reservation], n: int,
                            ctx: CycleContext) -> dict[str, Hold]:
         """Last cycle's protected promises of jobs still waiting, as holds, in queue order."""
         wanted = {j for j, r in previous.items() if r.protected and r.start > ctx.now}

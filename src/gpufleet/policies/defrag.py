@@ -146,7 +146,7 @@ class DefragPreemptor:
     # --- search --------------------------------------------------------------------------
 
     def _fits(self, head: Job, plan: Plan, ctx: CycleContext) -> tuple[PodBinding, ...] | None:
-        fitted = ctx.profile.placer.fit(head, plan.table, ctx)  # type: ignore[attr-defined]
+        fitted = ctx.profile.placer.fit(head, plan.table, ctx)
         return None if isinstance(fitted, Status) else fitted
 
     @staticmethod

@@ -13,11 +13,9 @@ All pod sets of a job are placed on one Plan; if any fails, the job's pods are r
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
-from gpufleet.engine.phases.place import PlaceOutcome
+from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
@@ -66,7 +64,7 @@ def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple
 
 def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str | None:
     """Why a pod set could never fit this fleet even if it were empty, or None."""
-    key = (ps.replicas, ps.request.shape)
+    key = (ps.replicas, ps.request.shape, table.pods_per_node)
     cap = ctx.empty_slots_cache.get(key)
     if cap is None:
         cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
@@ -139,7 +137,7 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
                and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
 
 
-def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
+def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
                    stop_at_first_blocked: bool = False, defer: bool = False) -> PlaceOutcome:
     """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
 
@@ -184,14 +182,6 @@ def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ct
             out.blocked.extend(ordered[i + 1:])
             return out
     return out
-
-
-class GangFitter(Protocol):
-    name: str
-
-    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        """Where each pod of ``job`` would go on ``table`` (unchanged), or why it cannot."""
-        ...
 
 
 def gang_feasible(job: Job, table: NodeTable) -> bool | None:

@@ -34,15 +34,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job, PodRequest
+from gpufleet.model.job import Job
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
 from gpufleet.policies.gang import fit_gang, gang_feasible, place_in_order
 
@@ -94,22 +92,6 @@ class SlurmMultifactor:
         return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, p.job.id))
 
 
-class _OnePodPerNode:
-    """A view of a NodeTable in which a node takes at most one pod of any shape."""
-
-    def __init__(self, table: NodeTable) -> None:
-        self._table = table
-
-    def slots(self, req: PodRequest, empty: bool = False) -> np.ndarray:
-        return np.minimum(self._table.slots(req, empty=empty), 1)
-
-    def copy(self) -> _OnePodPerNode:
-        return _OnePodPerNode(self._table.copy())
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._table, name)
-
-
 class OneTaskPerNode:
     """Gang best fit where each pod (Slurm task) of a pod set gets a node of its own."""
 
@@ -122,10 +104,10 @@ class OneTaskPerNode:
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         if len(job.pod_sets) != 1:
             return None
-        return gang_feasible(job, _OnePodPerNode(table))  # type: ignore[arg-type]
+        return gang_feasible(job, table.one_pod_per_node())
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        return fit_gang(job, _OnePodPerNode(table), ctx, self.name)  # type: ignore[arg-type]
+        return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)

@@ -243,6 +243,10 @@ class TopologyAware:
                 self.name)
         return level
 
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """None: topology rules and the wait-or-start price decide, and only ``fit`` applies them."""
+        return None
+
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         """Where every pod would go (rank order), or a Status: UNRESOLVABLE, UNSCHEDULABLE or WAIT."""
         if len(job.pod_sets) != 1 or job.pod_sets[0].request.gpus < 1:

@@ -52,6 +52,11 @@ class TopologyBlind:
     def __init__(self, stop_at_first_blocked: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
 
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """None: ``fit`` draws its nodes from the cycle's seeded generator, and a search that
+        answered without it would shift every later draw of the cycle."""
+        return None
+
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         for ps in job.pod_sets:
             why = unresolvable_reason(table, ps, ctx)

@@ -27,7 +27,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _candidates(state: ClusterState, pod: PodRequest, cand: IntArray, table: FragTable | None
-                ) -> tuple[FragTable, IntArray, IntArray, FloatArray, IntArray]:
+                ) -> tuple[FragTable, IntArray, IntArray, IntArray, IntArray]:
     """Per candidate: free milli per GPU, GPU model, CPU left after the pod, and its table row."""
     table = table or state.table
     model = state.model_idx[cand]
