@@ -30,18 +30,16 @@ from operator import attrgetter
 
 import numpy as np
 
+from gpufleet.engine.capacity import CapacityTimeline, Hold
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Reservation, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, Reservation, ReservationPlan, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.availability import Availability, Hold
 from gpufleet.policies.gang import bindings_fit
 from gpufleet.policies.shapes import dominates
-
-SCRATCH_KEY = "backfill.holds"
 
 
 def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
@@ -50,12 +48,13 @@ def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...
 
 def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     """This cycle's placements as running jobs, so their ends free capacity in the schedule."""
-    if not ctx.placed_now:
+    placed_now = ctx.handoff.placed_now
+    if not placed_now:
         return []
     by_job: dict[str, list[PodBinding]] = {}
     for b in plan.commit():
         by_job.setdefault(b.job, []).append(b)
-    return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in ctx.placed_now]
+    return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in placed_now]
 
 
 def _feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
@@ -64,22 +63,10 @@ def _feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
     return not isinstance(_fit(ctx, job, table), Status) if answer is None else answer
 
 
-def window_free(avail: Availability, holds: list[Hold], start: float, end: float
+def window_free(avail: CapacityTimeline, holds: list[Hold], start: float, end: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node, the capacity free throughout [start, end): running jobs only release capacity,
-    holds take it while active, so the minimum sits at ``start`` or at a hold's start inside the
-    window: min over τ of free(τ) − Σ holds active at τ."""
-    points = [start, *sorted({h.start for h in holds if start < h.start < end})]
-    best = None
-    for tau in points:
-        gpu, cpu, mem = avail.free_after(avail.index_at(tau))
-        for h in holds:
-            if h.start <= tau < h.end:
-                gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
-        best = (gpu, cpu, mem) if best is None else (np.minimum(best[0], gpu), np.minimum(best[1], cpu),
-                                                     np.minimum(best[2], mem))
-    assert best is not None
-    return np.maximum(best[0], 0), np.maximum(best[1], 0), np.maximum(best[2], 0)
+    """Per node, the capacity free throughout [start, end) (``CapacityTimeline.free_throughout``)."""
+    return avail.free_throughout(holds, start, end)
 
 
 @dataclass(frozen=True)
@@ -97,7 +84,8 @@ class ShadowReserver:
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
-        avail = Availability.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)], ctx.expected_end)
+        avail = CapacityTimeline.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)],
+                                       ctx.expected_end)
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
@@ -121,10 +109,10 @@ class ShadowReserver:
                 continue  # fits now without hurting earlier reservations: backfill will start it
             res = Reservation(pj.job.id, start, tuple(sorted({b.node for b in bindings})), bindings,
                               protected=len(holds) < self.protect)
-            holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job))))
+            holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job), pj.job.id)))
             when = f"reserved to start at t={start:.0f}s (in {start - ctx.now:.0f}s)"
             ctx.statuses.note(pj.job.id, when, ctx.profile.name, estimated_start=start)
-        ctx.scratch[SCRATCH_KEY] = (avail, holds)
+        ctx.handoff.reservation_plan = ReservationPlan(avail, holds)
         return [r for r, _ in holds]
 
     def _standing_promises(self, blocked: list[PendingJob], previous: dict[JobId, Reservation], n: int,
@@ -137,11 +125,11 @@ class ShadowReserver:
                 break
             if pj.job.id in wanted:
                 r = previous[pj.job.id]
-                out[r.job] = Hold.of(r.bindings, n, r.start, r.start + ctx.planned_run(pj.job))
+                out[r.job] = Hold.of(r.bindings, n, r.start, r.start + ctx.planned_run(pj.job), r.job)
                 wanted.discard(pj.job.id)
         return out
 
-    def _earliest(self, pj: PendingJob, avail: Availability, holds: list[Hold], ctx: CycleContext,
+    def _earliest(self, pj: PendingJob, avail: CapacityTimeline, holds: list[Hold], ctx: CycleContext,
                   first: bool, prev: Reservation | None) -> tuple[float, tuple[PodBinding, ...]] | None:
         job = pj.job
         table = avail.table
@@ -190,17 +178,14 @@ class ReservationBackfill:
     def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         out = PlaceOutcome()
-        avail, holds = ctx.scratch.get(SCRATCH_KEY, (None, []))
+        schedule = ctx.handoff.reservation_plan
+        holds = schedule.holds if schedule is not None else []
         protected = sorted(((r, h) for r, h in holds if r.protected), key=lambda rh: rh[0].start)
         starts = [r.start for r, _ in protected]
         limits = []
-        for r, h in protected:
-            gpu, cpu, mem = avail.free_after(avail.index_at(r.start))
-            gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
-            for r2, h2 in protected:
-                if r2 is not r and h2.overlaps(r.start, r.start + 1e-6):
-                    gpu, cpu, mem = gpu - h2.gpu, cpu - h2.cpu, mem - h2.mem
-            limits.append([gpu, cpu, mem])
+        if schedule is not None:
+            protected_holds = [h for _, h in protected]
+            limits = [schedule.timeline.limit_for(h, protected_holds) for h in protected_holds]
         reserved = {r.job for r, _ in protected}
         views: dict[int, NodeTable] = {}
 
@@ -224,7 +209,7 @@ class ReservationBackfill:
                 break
             job, mode = cands[k], int(scan.mode[k])
             scan.tests += 1
-            ctx.considered += 1
+            ctx.out.considered += 1
             fitted = _fit(ctx, job, view(mode))
             if isinstance(fitted, Status) and fitted.code is StatusCode.WAIT:
                 scan.wait(k, fitted)  # the placer's own choice for this job: not a class verdict
@@ -247,11 +232,11 @@ class ReservationBackfill:
             views.clear()
             scan.started(k)
             out.started.append(job.id)
-        ctx.skipped_by_class += scan.write_statuses(cands, statuses)
+        ctx.out.skipped_by_class += scan.write_statuses(cands, statuses)
         return out
 
 
-def _without(blocked: list[PendingJob], skip: set[str]) -> list:
+def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
     """The blocked jobs minus ``skip``. Skipped jobs (reserved, unresolvable) sit near the head of
     the queue, so find them with an early-exit walk and slice around them instead of testing
     every one of 100,000 ids."""

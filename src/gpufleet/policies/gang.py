@@ -65,10 +65,10 @@ def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple
 def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str | None:
     """Why a pod set could never fit this fleet even if it were empty, or None."""
     key = (ps.replicas, ps.request.shape, table.pods_per_node)
-    cap = ctx.empty_slots_cache.get(key)
+    cap = ctx.caches.empty_capacity.get(key)
     if cap is None:
         cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
-        ctx.empty_slots_cache[key] = cap
+        ctx.caches.empty_capacity[key] = cap
     if cap >= ps.replicas:
         return None
     return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
@@ -164,9 +164,9 @@ def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: C
             continue
         status = failed.known_failure(job)
         if status is not None:
-            ctx.skipped_by_class += 1
+            ctx.out.skipped_by_class += 1
         else:
-            ctx.considered += 1
+            ctx.out.considered += 1
             fitted = placer.fit(job, plan.table, ctx)
             if not isinstance(fitted, Status):
                 for b in fitted:

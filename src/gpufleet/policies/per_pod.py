@@ -75,9 +75,9 @@ class PerPodLeastAllocated:
             if req.is_fractional:
                 continue  # whole GPUs only: the job gets an UNRESOLVABLE status below
             if req.shape in failed:
-                ctx.skipped_by_class += 1
+                ctx.out.skipped_by_class += 1
                 continue
-            ctx.considered += 1
+            ctx.out.considered += 1
             node = least_allocated_node(table, req)
             if node is None:
                 failed.add(req.shape)

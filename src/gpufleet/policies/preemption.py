@@ -145,7 +145,8 @@ class TenancyPreemptor:
     def _candidates(self, job: Job, flavor: str, admitted: bool, ctx: CycleContext,
                     ledger: QuotaLedger, live: dict[JobId, RunningJob],
                     protected: set[JobId]) -> list[tuple[tuple, RunningJob, str]]:
-        tenancy: Tenancy = ctx.tenancy
+        tenancy = ctx.tenancy
+        assert tenancy is not None  # preempt() returns before any search without tenancy
         reclaim = admitted and ledger.within_nominal(job.tenant, flavor, job.total_gpus)
         prio = job.priority
         out = []
