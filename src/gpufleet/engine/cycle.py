@@ -51,9 +51,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
-    for pj in admitted:
-        if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
-            ctx.statuses.record(pj.job.id, unexamined)
+    ctx.statuses.default((pj.job.id for pj in admitted if pj.job.id not in started_set), unexamined)
     return CycleResult(
         bindings=plan.commit(),
         started=started,
