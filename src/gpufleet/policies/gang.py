@@ -21,6 +21,9 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.gang_search import gang_search
+from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
+from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
 from gpufleet.policies.shapes import FailedShapes
 
 
@@ -62,59 +65,23 @@ def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple
     return None  # pragma: no cover - guarded by the totals above
 
 
-def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str | None:
-    """Why a pod set could never fit this fleet even if it were empty, or None."""
-    key = (ps.replicas, ps.request.shape, table.pods_per_node)
-    cap = ctx.caches.empty_capacity.get(key)
-    if cap is None:
-        cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
-        ctx.caches.empty_capacity[key] = cap
-    if cap >= ps.replicas:
-        return None
-    return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
-            f"even an empty fleet holds only {cap}")
-
-
-def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
-    req = ps.request
-    slots = int(np.minimum(table.slots(req), ps.replicas).sum())
-    if req.cpus <= 0 and req.memory_gb <= 0:
-        return (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-                f"{slots} pod(s) of that shape fit now")
-    gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models)
-    gpu_slots = int(np.minimum(table.slots(gpu_only), ps.replicas).sum())
-    msg = (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-           f"{slots} pod(s) of that shape fit now")
-    if gpu_slots > slots:
-        msg += f" ({gpu_slots} by GPUs alone: CPU or memory is exhausted on nodes with free GPUs)"
-    return msg
-
-
 def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tuple[PodBinding, ...] | Status:
-    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not.
-
-    Pod sets are fitted one after another on a scratch copy, so two pod sets never count the same
-    free GPUs twice.
+    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not:
+    the shared gang search (policies/gang_search.py) with best fit within a leaf, whole GPUs only.
     """
-    for ps in job.pod_sets:
-        if ps.request.is_fractional:
-            return Status(StatusCode.UNRESOLVABLE, (
-                f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
-                "whole GPUs only (use gang-fractional or gang-defrag)",), policy)
-        why = unresolvable_reason(table, ps, ctx)
-        if why:
-            return Status(StatusCode.UNRESOLVABLE, (why,), policy)
-    scratch = table.copy() if len(job.pod_sets) > 1 else table
-    out: list[PodBinding] = []
-    for ps in job.pod_sets:
-        chosen = choose_nodes(scratch, ps.request, ps.replicas)
-        if chosen is None:
-            return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
-        out += pod_bindings(job, ps, chosen)
-        if scratch is not table:
-            for node, count in chosen:
-                scratch.take(node, ps.request, count)
-    return tuple(out)
+    return gang_search(job, table, ctx, policy, _best_fit_leaf,
+                       refuse=lambda ps: _whole_gpus_only(ps, policy))
+
+
+def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
+    return choose_nodes(table, ps.request, ps.replicas)
+
+
+def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+    if not ps.request.is_fractional:
+        return None
+    return (f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
+            "whole GPUs only (use gang-fractional or gang-defrag)")
 
 
 def pod_bindings(job: Job, ps: PodSet, chosen: list[tuple[int, int]]) -> list[PodBinding]:

@@ -21,10 +21,11 @@ import numpy as np
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job, PodRequest
-from gpufleet.policies.gang import insufficiency_reason, place_in_order, unresolvable_reason
+from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.gang import place_in_order
+from gpufleet.policies.gang_search import gang_search
 
 
 def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random.Generator
@@ -58,21 +59,13 @@ class TopologyBlind:
         return None
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        for ps in job.pod_sets:
-            why = unresolvable_reason(table, ps, ctx)
-            if why:
-                return Status(StatusCode.UNRESOLVABLE, (why,), self.name)
-        scratch = table.copy() if len(job.pod_sets) > 1 else table
-        out: list[PodBinding] = []
-        for ps in job.pod_sets:
+        """The shared gang search with best fit and seeded random ties (``blind_nodes``)."""
+
+        def choose(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
             nodes = blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
-            if nodes is None:
-                return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), self.name)
-            out += [PodBinding(job.id, ps.name, r, int(n), ps.request) for r, n in enumerate(nodes)]
-            if scratch is not table:
-                for n in nodes:
-                    scratch.take(int(n), ps.request)
-        return tuple(out)
+            return None if nodes is None else [(int(n), 1) for n in nodes]
+
+        return gang_search(job, table, ctx, self.name, choose)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)
