@@ -21,48 +21,22 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
-from gpufleet.policies.gang_search import gang_search
+from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
 from gpufleet.policies.shapes import FailedShapes
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
-    """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit."""
+    """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit: the
+    tightest-leaf filter, the best-fit scorer with index ties, and the shared fill."""
     if table.cannot_fit(req, replicas):
         return None
     slots = table.slots(req)
-    total = int(np.minimum(slots, replicas).sum())
-    if total < replicas:
+    if int(np.minimum(slots, replicas).sum()) < replicas:
         return None
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas),
-                             minlength=table.n_leaves)
-    fitting = np.flatnonzero(leaf_slots >= replicas)
-    if fitting.size:
-        best = fitting[np.argmin(leaf_slots[fitting])]
-        leaves = [int(best)]
-    else:
-        order = np.argsort(-leaf_slots, kind="stable")
-        cum = np.cumsum(leaf_slots[order])
-        leaves = [int(x) for x in order[: int(np.searchsorted(cum, replicas)) + 1]]
-    if len(leaves) == 1:
-        in_leaves = table.leaf_idx == leaves[0]
-    else:
-        lookup = np.zeros(table.n_leaves, bool)
-        lookup[leaves] = True
-        in_leaves = lookup[table.leaf_idx]
-    candidates = np.flatnonzero(in_leaves & (slots > 0))
-    # Best fit: fewest free GPUs first; ties by node index (stable).
-    candidates = candidates[np.argsort(table.gpu_free[candidates], kind="stable")]
-    out: list[tuple[int, int]] = []
-    left = replicas
-    for n in candidates:
-        k = int(min(slots[n], left))
-        out.append((int(n), k))
-        left -= k
-        if left == 0:
-            return out
-    return None  # pragma: no cover - guarded by the totals above
+    order = best_fit_order(table, tightest_leaves(table, slots, replicas) & (slots > 0))
+    return fill_in_order(order, slots, replicas)
 
 
 def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tuple[PodBinding, ...] | Status:

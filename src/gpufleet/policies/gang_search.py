@@ -63,6 +63,47 @@ def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
     return msg
 
 
+# ---- the parts: a node filter (mask), a scorer (order), and the fill ------------------------------
+
+
+def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
+    """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
+    lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
+    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas), minlength=table.n_leaves)
+    fitting = np.flatnonzero(leaf_slots >= replicas)
+    if fitting.size:
+        return table.leaf_idx == int(fitting[np.argmin(leaf_slots[fitting])])
+    order = np.argsort(-leaf_slots, kind="stable")
+    cum = np.cumsum(leaf_slots[order])
+    lookup = np.zeros(table.n_leaves, bool)
+    lookup[order[: int(np.searchsorted(cum, replicas)) + 1]] = True
+    return lookup[table.leaf_idx]
+
+
+def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
+    empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
+    cand = np.flatnonzero(mask)
+    if tie is None:
+        return cand[np.argsort(table.gpu_free[cand], kind="stable")]
+    return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]
+
+
+def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
+    """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
+    (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+    take = np.minimum(slots[order], replicas)
+    if not take.all():
+        order, take = order[take > 0], take[take > 0]
+    cum = np.cumsum(take)
+    if cum.size == 0 or int(cum[-1]) < replicas:
+        return None
+    stop = int(np.searchsorted(cum, replicas)) + 1
+    counts = take[:stop].copy()
+    counts[-1] -= int(cum[stop - 1]) - replicas
+    return [(int(n), int(k)) for n, k in zip(order[:stop].tolist(), counts.tolist(), strict=True)]
+
+
 def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choose: ChooseNodes,
                 refuse: Refuse | None = None) -> tuple[PodBinding, ...] | Status:
     """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why."""

@@ -25,24 +25,18 @@ from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.gang import place_in_order
-from gpufleet.policies.gang_search import gang_search
+from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search
 
 
 def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random.Generator
-                ) -> np.ndarray | None:
-    """Node of each of ``replicas`` pods: best fit by free GPUs, random ties; None if they do not fit."""
-    slots = np.minimum(table.slots(req), replicas)
-    if int(slots.sum()) < replicas:
+                ) -> list[tuple[int, int]] | None:
+    """(node, pods) pairs for ``replicas`` pods: no leaf filter, the best-fit scorer with seeded
+    random ties, the shared fill; None if they do not fit (no draw from ``rng`` then)."""
+    slots = table.slots(req)
+    if int(np.minimum(slots, replicas).sum()) < replicas:
         return None
     tie = rng.permutation(len(table))
-    order = np.lexsort((tie, table.gpu_free))
-    order = order[slots[order] > 0]
-    take = slots[order]
-    cum = np.cumsum(take)
-    stop = int(np.searchsorted(cum, replicas)) + 1
-    take = take[:stop].copy()
-    take[-1] -= int(cum[stop - 1]) - replicas
-    return np.repeat(order[:stop], take)
+    return fill_in_order(best_fit_order(table, slots > 0, tie), slots, replicas)
 
 
 class TopologyBlind:
@@ -62,8 +56,7 @@ class TopologyBlind:
         """The shared gang search with best fit and seeded random ties (``blind_nodes``)."""
 
         def choose(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
-            nodes = blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
-            return None if nodes is None else [(int(n), 1) for n in nodes]
+            return blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
 
         return gang_search(job, table, ctx, self.name, choose)
 
