@@ -28,3 +28,4 @@ test-slow: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src/gpufleet/model src/gpufleet/engine
+	$(BIN)/lint-imports

@@ -12,6 +12,7 @@ from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats, PendingJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 
 
@@ -31,7 +32,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     # 3. place: bind what fits, in order; jobs that do not fit are "blocked".
     placed = profile.placer.place(ordered, plan, ctx)
     if placed.started and placed.blocked:
-        ctx.placed_now = _jobs_with_ids(ordered, set(placed.started))
+        ctx.handoff.placed_now = _jobs_with_ids(ordered, set(placed.started))
     # 4. reserve: hold future capacity for the head of the blocked jobs.
     reservations = profile.reserver.reserve(placed.blocked, plan, ctx)
     # 5. backfill: start blocked-behind jobs that cannot delay any reservation.
@@ -45,26 +46,24 @@ def run_cycle(inp: CycleInput) -> CycleResult:
 
     started = tuple(placed.started + backfilled.started)
     for jid in started:
-        ctx.statuses.pop(jid, None)
+        ctx.statuses.discard(jid)
     # Every admitted job left waiting carries a reason, even one no phase got to this cycle.
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
-    for pj in admitted:
-        if pj.job.id not in ctx.statuses and pj.job.id not in started_set:
-            ctx.statuses[pj.job.id] = unexamined
+    ctx.statuses.default((pj.job.id for pj in admitted if pj.job.id not in started_set), unexamined)
     return CycleResult(
         bindings=plan.commit(),
         started=started,
-        statuses=dict(ctx.statuses),
+        statuses=ctx.statuses.snapshot(),
         reservations=tuple(reservations),
         preemptions=tuple(preemptions),
-        stats=CycleStats(pending=len(inp.pending), considered=ctx.considered,
-                         skipped_by_class=ctx.skipped_by_class),
+        stats=CycleStats(pending=len(inp.pending), considered=ctx.out.considered,
+                         skipped_by_class=ctx.out.skipped_by_class),
     )
 
 
-def _jobs_with_ids(ordered: list[PendingJob], ids: set[str]) -> list[Job]:
+def _jobs_with_ids(ordered: list[PendingJob], ids: set[JobId]) -> list[Job]:
     """The jobs with these ids, in order; stops as soon as all are found (placed jobs sit near
     the head of the queue)."""
     out: list[Job] = []

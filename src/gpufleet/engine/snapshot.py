@@ -41,6 +41,8 @@ class NodeTable:
     #: Incremental (model, free GPUs) histogram for fast rejection; kept by take/give on tables
     #: that own their columns, absent on read-only views (``with_free``).
     index: FreeIndex | None = None
+    #: At most this many pods of one request per node (Slurm's one task per node); None: no cap.
+    pods_per_node: int | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -83,6 +85,7 @@ class NodeTable:
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
             self.per_gpu.copy() if self.per_gpu is not None else None,
             self.index.copy() if self.index is not None else None,
+            self.pods_per_node,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
@@ -92,8 +95,28 @@ class NodeTable:
         return NodeTable(
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
-            self.schedulable, self.per_gpu, None,
+            self.schedulable, self.per_gpu, None, self.pods_per_node,
         )
+
+    def one_pod_per_node(self) -> NodeTable:
+        """The same table (columns shared, not copied) in which a node takes at most one pod of a
+        request: the node filter of a placer that gives every task a node of its own."""
+        return NodeTable(
+            self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
+            self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
+            self.cpu_free, self.mem_free, self.schedulable, self.per_gpu, self.index, 1,
+        )
+
+    def free_state(self) -> bytes:
+        """The free columns as bytes: equal for two tables exactly when whole-node capacity
+        questions (``slots``) get the same answers. A cache of answers about "this table" keys on
+        it, because the same cycle asks about the plan (which changes as jobs bind) and about
+        views of other times (reservation, backfill)."""
+        return b"".join((self.gpu_free.astype(np.int64, copy=False).tobytes(),
+                         self.cpu_free.astype(np.float64, copy=False).tobytes(),
+                         self.mem_free.astype(np.float64, copy=False).tobytes(),
+                         self.schedulable.tobytes(),
+                         b"" if self.pods_per_node is None else self.pods_per_node.to_bytes(8, "little")))
 
     def cannot_fit(self, req: PodRequest, replicas: int) -> bool:
         """True when the free-capacity index proves ``replicas`` pods of ``req`` cannot fit now
@@ -138,6 +161,8 @@ class NodeTable:
         mm = self.model_mask(req.gpu_models)
         ok = self.schedulable if mm is None else self.schedulable & mm
         s *= ok
+        if self.pods_per_node is not None:
+            s = np.minimum(s, self.pods_per_node)
         return s
 
     def fractional_gpu_slots(self, req: PodRequest, *, empty: bool = False,

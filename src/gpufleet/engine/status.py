@@ -1,9 +1,18 @@
-"""Outcome as data: every job the cycle did not start carries a Status saying why."""
+"""Outcome as data: every job the cycle did not start carries a Status saying why.
+
+A job can be held back by several phases in one cycle: placement finds no room, reservation gives
+it a start time, backfill finds it would delay that start, preemption starts evicting for it. Its
+Status is the chain of all of them, merged by one rule (``merge``), never by whichever phase wrote
+last. Phases record verdicts on a ``StatusBoard``; nothing else writes statuses.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+
+from gpufleet.model.ids import JobId
 
 
 class StatusCode(StrEnum):
@@ -24,3 +33,87 @@ class Status:
     def explain(self) -> str:
         head = f"{self.code}" + (f" [{self.policy}]" if self.policy else "")
         return head + (": " + "; ".join(self.reasons) if self.reasons else "")
+
+
+def merge(earlier: Status, later: Status) -> Status:
+    """The one rule that combines two phases' verdicts on the same job in the same cycle.
+
+    - reasons: the earlier chain, then the later phase's reasons that are not already in it (a
+      phase that repeats a reason adds nothing; the chain reads in phase order);
+    - code and policy: the later phase's, because it looked last and says what holds the job back
+      at the end of the cycle — except UNRESOLVABLE, which no later phase can undo (a job that can
+      never fit this fleet does not start to "wait" for anything);
+    - estimated_start: the later phase's estimate when it gives one, else the earlier one (a phase
+      that knows nothing about the start time never erases the schedule's estimate).
+    """
+    reasons = earlier.reasons + tuple(r for r in later.reasons if r not in earlier.reasons)
+    code, policy = later.code, later.policy
+    if earlier.code is StatusCode.UNRESOLVABLE:
+        code, policy = earlier.code, earlier.policy
+    start = later.estimated_start if later.estimated_start is not None else earlier.estimated_start
+    return Status(code, reasons, policy, start)
+
+
+class StatusBoard(Mapping[JobId, Status]):
+    """The cycle's statuses: read like a mapping, written only through ``record``/``note``.
+
+    Every write goes through ``merge``, so the order in which phases run cannot make one erase
+    what another found.
+    """
+
+    __slots__ = ("_by_job",)
+
+    def __init__(self) -> None:
+        self._by_job: dict[JobId, Status] = {}
+
+    def __getitem__(self, job: JobId) -> Status:
+        return self._by_job[job]
+
+    def __iter__(self) -> Iterator[JobId]:
+        return iter(self._by_job)
+
+    def __len__(self) -> int:
+        return len(self._by_job)
+
+    def __contains__(self, job: object) -> bool:
+        return job in self._by_job
+
+    def record(self, job: JobId, status: Status) -> None:
+        """A phase's verdict on ``job``, chained after any earlier verdict this cycle."""
+        old = self._by_job.get(job)
+        self._by_job[job] = status if old is None else merge(old, status)
+
+    def record_many(self, jobs: Iterable[JobId], statuses: Iterable[Status]) -> None:
+        """``record`` for many jobs at once: one ``dict.update`` (a backfill pass settles 100,000
+        jobs), then the few jobs an earlier phase had judged are merged. Costs O(jobs + earlier
+        verdicts), no Python step per job."""
+        board = self._by_job
+        earlier = dict(board)
+        board.update(zip(jobs, statuses, strict=True))
+        for job, old in earlier.items():
+            new = board[job]
+            if new is not old:
+                board[job] = merge(old, new)
+
+    def note(self, job: JobId, reason: str, policy: str, *, estimated_start: float | None = None,
+             code: StatusCode = StatusCode.UNSCHEDULABLE) -> None:
+        """Append ``reason`` to the job's chain, keeping its code (``code`` is used only when the
+        job has no status yet), and set its estimated start when one is given."""
+        old = self._by_job.get(job)
+        base = old.code if old is not None else code
+        pol = old.policy if old is not None else policy
+        self.record(job, Status(base, (reason,), pol, estimated_start))
+
+    def default(self, jobs: Iterable[JobId], status: Status) -> None:
+        """``status`` for every job in ``jobs`` that no phase judged (the cycle's fallback)."""
+        board = self._by_job
+        for job in jobs:
+            if job not in board:
+                board[job] = status
+
+    def discard(self, job: JobId) -> None:
+        """The job started: it has no reason to wait."""
+        self._by_job.pop(job, None)
+
+    def snapshot(self) -> dict[JobId, Status]:
+        return dict(self._by_job)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status
+from gpufleet.engine.status import Status, StatusBoard
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
 
 if TYPE_CHECKING:
+    from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
     from gpufleet.engine.profile import Profile
 
 
@@ -75,7 +77,7 @@ class CycleInput:
     running: Sequence[RunningJob] = ()
     seed: int = 0
     #: Tenant queues, cohorts and quotas (model/tenancy.py); None means no quotas.
-    tenancy: Any = None
+    tenancy: Tenancy | None = None
     #: Decayed historical usage per tenant (GPU-seconds), kept by the driver for fair share.
     usage: Mapping[str, float] = field(default_factory=dict)
     #: Reservations from the previous cycle, so a reservation sticks to its nodes across cycles.
@@ -106,23 +108,153 @@ class CycleResult:
     stats: CycleStats = field(default_factory=CycleStats)
 
 
-@dataclass(slots=True)
-class CycleContext:
-    """Per-cycle state shared by the phases: time, the profile, a seeded generator, caches."""
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """One pending job as admission saw it, in admission order (admit hands these to preempt)."""
+
+    pending: PendingJob
+    admitted: bool
+    flavor: str
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleFacts:
+    """What the cycle knows, fixed for its whole run: every phase reads it, none writes it."""
 
     now: float
     profile: Profile
-    rng: np.random.Generator
     running: Sequence[RunningJob] = ()
-    tenancy: Any = None
+    #: Tenant queues, cohorts and quotas; None means no quotas.
+    tenancy: Tenancy | None = None
     usage: Mapping[str, float] = field(default_factory=dict)
     previous_reservations: tuple[Reservation, ...] = ()
     estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
     disruptions: tuple[tuple[float, float], ...] = ()
 
+
+#: A pod request's shape (``PodRequest.shape``): equal shapes are interchangeable for fitting.
+Shape = tuple[object, ...]
+
+
+@dataclass(slots=True)
+class PlaceCaches:
+    """Answers the placer memoises within one cycle; owned (filled and read) by placement, which
+    reservation and backfill reach through ``Placer.fit``. Keys name everything an answer depends
+    on: the fleet is fixed for the cycle, so answers about the *empty* fleet key on the request
+    alone; answers about current capacity also key on the table's free state."""
+
+    #: Pods of (replicas, shape, pods-per-node cap) an empty fleet holds: the unresolvable test.
+    empty_capacity: dict[tuple[int, Shape, int | None], int] = field(default_factory=dict)
+    #: Atoms the roomiest group at a topology level holds when empty, per (shape, replicas, level).
+    empty_group_room: dict[tuple[Shape, int, str], int] = field(default_factory=dict)
+    #: Topology wait-or-start: seconds until a TP-intact slot opens (None: not within the horizon),
+    #: per (shape, replicas, atom size, level, horizon, ``NodeTable.free_state()``).
+    expected_wait: dict[tuple[Shape, int, int, str, float, bytes], float | None] = field(
+        default_factory=dict)
+    #: The running jobs' releases (engine/capacity.py), ranked once per cycle for the wait rule.
+    running_releases: Releases | None = None
+
+
+@dataclass(slots=True)
+class ReservationPlan:
+    """Reserve → backfill: the capacity timeline reservation searched, and each reservation with
+    the hold it puts on that timeline (backfill may not take what a protected hold needs)."""
+
+    timeline: CapacityTimeline
+    holds: list[tuple[Reservation, Hold]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Handoffs:
+    """Typed hand-offs between phases: each field has one writer (named) and later readers."""
+
+    #: admit → preempt: every pending job's admission verdict, in admission order.
+    admissions: list[Admission] = field(default_factory=list)
+    #: place → reserve: jobs bound by the place step (they run from ``now``; their ends free room).
+    placed_now: list[Job] = field(default_factory=list)
+    #: reserve → backfill: None when the reserver made no plan (no blocked job, or no reserver).
+    reservation_plan: ReservationPlan | None = None
+
+
+@dataclass(slots=True)
+class CycleOutputs:
+    """What the cycle reports besides its decisions: why each waiting job waits, and counters."""
+
+    #: Why each job left waiting waits: phases ``record``/``note`` verdicts, merged by one rule.
+    statuses: StatusBoard = field(default_factory=StatusBoard)
+    considered: int = 0
+    skipped_by_class: int = 0
+
+
+class CycleContext:
+    """Per-cycle state shared by the phases, in four parts with one job each:
+
+    - ``facts``: the frozen inputs (time, profile, running jobs, tenancy, history);
+    - ``rng``: the cycle's generator, seeded from ``CycleInput.seed`` (the only randomness);
+    - ``caches``: per-cycle memo tables owned by placement (``PlaceCaches``);
+    - ``handoff``: typed hand-offs between phases (``Handoffs``);
+    - ``out``: statuses and counters (``CycleOutputs``).
+
+    The inputs are also readable as attributes (``ctx.now``, ``ctx.running``, …), read-only.
+    """
+
+    __slots__ = ("facts", "rng", "caches", "handoff", "out")
+
+    def __init__(self, now: float, profile: Profile, rng: np.random.Generator,
+                 running: Sequence[RunningJob] = (), tenancy: Tenancy | None = None,
+                 usage: Mapping[str, float] | None = None,
+                 previous_reservations: tuple[Reservation, ...] = (),
+                 estimate_accuracy: Mapping[str, float] | None = None,
+                 disruptions: tuple[tuple[float, float], ...] = ()) -> None:
+        self.facts = CycleFacts(now, profile, running, tenancy, usage if usage is not None else {},
+                                previous_reservations,
+                                estimate_accuracy if estimate_accuracy is not None else {},
+                                disruptions)
+        self.rng = rng
+        self.caches = PlaceCaches()
+        self.handoff = Handoffs()
+        self.out = CycleOutputs()
+
+    @property
+    def now(self) -> float:
+        return self.facts.now
+
+    @property
+    def profile(self) -> Profile:
+        return self.facts.profile
+
+    @property
+    def running(self) -> Sequence[RunningJob]:
+        return self.facts.running
+
+    @property
+    def tenancy(self) -> Tenancy | None:
+        return self.facts.tenancy
+
+    @property
+    def usage(self) -> Mapping[str, float]:
+        return self.facts.usage
+
+    @property
+    def previous_reservations(self) -> tuple[Reservation, ...]:
+        return self.facts.previous_reservations
+
+    @property
+    def estimate_accuracy(self) -> Mapping[str, float]:
+        return self.facts.estimate_accuracy
+
+    @property
+    def disruptions(self) -> tuple[tuple[float, float], ...]:
+        return self.facts.disruptions
+
+    @property
+    def statuses(self) -> StatusBoard:
+        return self.out.statuses
+
     def planned_run(self, job: Job) -> float:
         """The run time planning uses: the estimate stretched by the tenant's accuracy record."""
-        return job.estimate * max(1.0, self.estimate_accuracy.get(job.tenant, 1.0))
+        return job.estimate * max(1.0, self.facts.estimate_accuracy.get(job.tenant, 1.0))
 
     def expected_end(self, rj: RunningJob) -> float:
         """When a running job should end, by the planned run time.
@@ -131,16 +263,8 @@ class CycleContext:
         the engine extends it by recomputing every cycle, so an overrun moves the reservations it
         delays instead of wasting the work done. ``now`` for a job being evicted.
         """
+        now = self.facts.now
         if rj.evicting:
-            return max(self.now, rj.evict_at) if rj.evict_at is not None else self.now
+            return max(now, rj.evict_at) if rj.evict_at is not None else now
         planned = rj.start_time + max(self.planned_run(rj.job) - rj.progress_before, 0.0)
-        return planned if planned > self.now else self.now + 1.0
-
-    #: Jobs bound by the place step of this cycle (they run from ``now``; reservation counts them).
-    placed_now: list[Job] = field(default_factory=list)
-    #: Phase-to-phase working data (e.g. reservation limits from reserve for backfill).
-    scratch: dict[str, Any] = field(default_factory=dict)
-    empty_slots_cache: dict[tuple, int] = field(default_factory=dict)
-    skipped_by_class: int = 0
-    considered: int = 0
-    statuses: dict[JobId, Status] = field(default_factory=dict)
+        return planned if planned > now else now + 1.0

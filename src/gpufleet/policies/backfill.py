@@ -25,67 +25,49 @@ overlap). A (class, mode) that failed is not searched again this cycle, and at m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from operator import attrgetter
 
 import numpy as np
 
+from gpufleet.engine.capacity import CapacityTimeline, Hold
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Reservation, RunningJob
-from gpufleet.policies.availability import Availability, Hold
+from gpufleet.engine.status import Status, StatusBoard, StatusCode
+from gpufleet.engine.types import CycleContext, PendingJob, Reservation, ReservationPlan, RunningJob
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
 from gpufleet.policies.shapes import dominates
 
-SCRATCH_KEY = "backfill.holds"
 
-
-def _fit(ctx: CycleContext, job, table: NodeTable):
-    return ctx.profile.placer.fit(job, table, ctx)  # type: ignore[attr-defined]
+def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
+    return ctx.profile.placer.fit(job, table, ctx)
 
 
 def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     """This cycle's placements as running jobs, so their ends free capacity in the schedule."""
-    if not ctx.placed_now:
+    placed_now = ctx.handoff.placed_now
+    if not placed_now:
         return []
     by_job: dict[str, list[PodBinding]] = {}
     for b in plan.commit():
         by_job.setdefault(b.job, []).append(b)
-    return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in ctx.placed_now]
+    return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in placed_now]
 
 
-def _keep_estimate(status: Status, prior: Status | None) -> Status:
-    """A backfill verdict keeps the start estimate the reservation schedule gave the job."""
-    if prior is None or prior.estimated_start is None:
-        return status
-    return Status(status.code, (*status.reasons, *prior.reasons[-1:]), status.policy, prior.estimated_start)
-
-
-def _feasible(ctx: CycleContext, job, table: NodeTable) -> bool:
-    """Yes/no without building a placement when the placer offers a cheap test."""
-    quick = getattr(ctx.profile.placer, "feasible", None)
-    answer = quick(job, table, ctx) if quick is not None else None
+def _feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
+    """Yes/no without building a placement where the placer's cheap test can tell."""
+    answer = ctx.profile.placer.feasible(job, table, ctx)
     return not isinstance(_fit(ctx, job, table), Status) if answer is None else answer
 
 
-def window_free(avail: Availability, holds: list[Hold], start: float, end: float
+def window_free(avail: CapacityTimeline, holds: list[Hold], start: float, end: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node, the capacity free throughout [start, end): running jobs only release capacity,
-    holds take it while active, so the minimum sits at ``start`` or at a hold's start inside the
-    window: min over τ of free(τ) − Σ holds active at τ."""
-    points = [start, *sorted({h.start for h in holds if start < h.start < end})]
-    best = None
-    for tau in points:
-        gpu, cpu, mem = avail.free_after(avail.index_at(tau))
-        for h in holds:
-            if h.start <= tau < h.end:
-                gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
-        best = (gpu, cpu, mem) if best is None else (np.minimum(best[0], gpu), np.minimum(best[1], cpu),
-                                                     np.minimum(best[2], mem))
-    assert best is not None
-    return np.maximum(best[0], 0), np.maximum(best[1], 0), np.maximum(best[2], 0)
+    """Per node, the capacity free throughout [start, end) (``CapacityTimeline.free_throughout``)."""
+    return avail.free_throughout(holds, start, end)
 
 
 @dataclass(frozen=True)
@@ -99,11 +81,15 @@ class ShadowReserver:
     #: A promise stands while its pods still fit at its time. False rebuilds the plan from
     #: scratch every cycle, as Slurm's backfill does (no promise outlives its pass).
     keep_promises: bool = True
+    #: No job is planned to start later than this many seconds from now (Slurm's ``bf_window``):
+    #: a job whose earliest start lies beyond it gets no reservation this cycle.
+    window_s: float = math.inf
 
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
-        avail = Availability.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)], ctx.expected_end)
+        avail = CapacityTimeline.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)],
+                                       ctx.expected_end)
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
@@ -120,21 +106,20 @@ class ShadowReserver:
             standing.pop(pj.job.id, None)
             others = [h for _, h in holds] + list(standing.values())
             found = self._earliest(pj, avail, others, ctx, first, previous.get(pj.job.id))
-            if found is None:
+            if found is None or found[0] - ctx.now > self.window_s:
                 continue
             start, bindings = found
             if start <= ctx.now and not first:
                 continue  # fits now without hurting earlier reservations: backfill will start it
             res = Reservation(pj.job.id, start, tuple(sorted({b.node for b in bindings})), bindings,
                               protected=len(holds) < self.protect)
-            holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job))))
-            old = ctx.statuses.get(pj.job.id, Status(StatusCode.UNSCHEDULABLE, (), ctx.profile.name))
+            holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job), pj.job.id)))
             when = f"reserved to start at t={start:.0f}s (in {start - ctx.now:.0f}s)"
-            ctx.statuses[pj.job.id] = Status(old.code, (*old.reasons, when), old.policy, start)
-        ctx.scratch[SCRATCH_KEY] = (avail, holds)
+            ctx.statuses.note(pj.job.id, when, ctx.profile.name, estimated_start=start)
+        ctx.handoff.reservation_plan = ReservationPlan(avail, holds)
         return [r for r, _ in holds]
 
-    def _standing_promises(self, blocked: list[PendingJob], previous: dict[str, Reservation], n: int,
+    def _standing_promises(self, blocked: list[PendingJob], previous: dict[JobId, Reservation], n: int,
                            ctx: CycleContext) -> dict[str, Hold]:
         """Last cycle's protected promises of jobs still waiting, as holds, in queue order."""
         wanted = {j for j, r in previous.items() if r.protected and r.start > ctx.now}
@@ -144,11 +129,11 @@ class ShadowReserver:
                 break
             if pj.job.id in wanted:
                 r = previous[pj.job.id]
-                out[r.job] = Hold.of(r.bindings, n, r.start, r.start + ctx.planned_run(pj.job))
+                out[r.job] = Hold.of(r.bindings, n, r.start, r.start + ctx.planned_run(pj.job), r.job)
                 wanted.discard(pj.job.id)
         return out
 
-    def _earliest(self, pj: PendingJob, avail: Availability, holds: list[Hold], ctx: CycleContext,
+    def _earliest(self, pj: PendingJob, avail: CapacityTimeline, holds: list[Hold], ctx: CycleContext,
                   first: bool, prev: Reservation | None) -> tuple[float, tuple[PodBinding, ...]] | None:
         job = pj.job
         table = avail.table
@@ -197,17 +182,14 @@ class ReservationBackfill:
     def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         out = PlaceOutcome()
-        avail, holds = ctx.scratch.get(SCRATCH_KEY, (None, []))
+        schedule = ctx.handoff.reservation_plan
+        holds = schedule.holds if schedule is not None else []
         protected = sorted(((r, h) for r, h in holds if r.protected), key=lambda rh: rh[0].start)
         starts = [r.start for r, _ in protected]
         limits = []
-        for r, h in protected:
-            gpu, cpu, mem = avail.free_after(avail.index_at(r.start))
-            gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
-            for r2, h2 in protected:
-                if r2 is not r and h2.overlaps(r.start, r.start + 1e-6):
-                    gpu, cpu, mem = gpu - h2.gpu, cpu - h2.cpu, mem - h2.mem
-            limits.append([gpu, cpu, mem])
+        if schedule is not None:
+            protected_holds = [h for _, h in protected]
+            limits = [schedule.timeline.limit_for(h, protected_holds) for h in protected_holds]
         reserved = {r.job for r, _ in protected}
         views: dict[int, NodeTable] = {}
 
@@ -231,7 +213,7 @@ class ReservationBackfill:
                 break
             job, mode = cands[k], int(scan.mode[k])
             scan.tests += 1
-            ctx.considered += 1
+            ctx.out.considered += 1
             fitted = _fit(ctx, job, view(mode))
             if isinstance(fitted, Status) and fitted.code is StatusCode.WAIT:
                 scan.wait(k, fitted)  # the placer's own choice for this job: not a class verdict
@@ -254,11 +236,11 @@ class ReservationBackfill:
             views.clear()
             scan.started(k)
             out.started.append(job.id)
-        ctx.skipped_by_class += scan.write_statuses(cands, statuses, {r.job for r, _ in holds})
+        ctx.out.skipped_by_class += scan.write_statuses(cands, statuses)
         return out
 
 
-def _without(blocked: list[PendingJob], skip: set[str]) -> list:
+def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
     """The blocked jobs minus ``skip``. Skipped jobs (reserved, unresolvable) sit near the head of
     the queue, so find them with an early-exit walk and slice around them instead of testing
     every one of 100,000 ids."""
@@ -354,10 +336,11 @@ class _Scan:
         self.done[k] = True
         self.own[k] = status
 
-    def write_statuses(self, jobs: list, statuses: dict, estimated: set[str]) -> int:
+    def write_statuses(self, jobs: list, statuses: StatusBoard) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
-        Jobs in ``estimated`` keep the start estimate the reservation schedule gave them."""
+        The verdicts are chained after what earlier phases found (a reserved job keeps the start
+        estimate the reservation schedule gave it: ``engine.status.merge``)."""
         unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
                                               "was reached before this job's turn",), "backfill")
         by_combo = np.full(self.dead.size, unexamined, dtype=object)
@@ -365,12 +348,14 @@ class _Scan:
             by_combo[combo] = status
         waiting = np.flatnonzero(~self.was_started)
         verdicts = by_combo[self.combo[waiting]]
-        prior = {j: statuses[j] for j in estimated if j in statuses}
+        own = {int(k) for k in self.own}
+        keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
         ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
                else [jobs[k].id for k in waiting.tolist()])
-        statuses.update(zip(ids, verdicts.tolist(), strict=True))
+        verdict_list = verdicts.tolist()
+        if keep is not None:
+            ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
+        statuses.record_many(ids, verdict_list)
         for k, status in self.own.items():
-            statuses[jobs[k].id] = status
-        for j, old in prior.items():
-            statuses[j] = _keep_estimate(statuses[j], old)
+            statuses.record(jobs[k].id, status)
         return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))

@@ -118,9 +118,9 @@ class DefragPreemptor:
         cost = sum(move_cost_gpu_s(v, ctx.now, self.grace_s) for v in chosen)
         names = ", ".join(v.job.id for v in chosen)
         reason = f"{self.name} for {head.id}: frees room for its gang; move cost {cost / 3600:.2f} GPU-h"
-        ctx.statuses[head.id] = Status(StatusCode.WAIT, (
+        ctx.statuses.record(head.id, Status(StatusCode.WAIT, (
             f"{self.name}: moving {names} ({size:g} GPUs, {cost / 3600:.2f} GPU-h of lost work and "
-            f"restarts); starts once they are evicted",), self.name)
+            f"restarts); starts once they are evicted",), self.name))
         return [Preemption(v.job.id, head.id, reason, self.grace_s) for v in chosen]
 
     # --- who and for whom ----------------------------------------------------------------
@@ -140,14 +140,13 @@ class DefragPreemptor:
                 and rj.job.total_gpu_equivalents < size and rj.job.id != head.id]
 
     def _note(self, head: Job, ctx: CycleContext, why: str) -> None:
-        st = ctx.statuses.get(head.id)
-        if st is not None:
-            ctx.statuses[head.id] = replace(st, reasons=(*st.reasons, why))
+        if head.id in ctx.statuses:
+            ctx.statuses.note(head.id, why, self.name)
 
     # --- search --------------------------------------------------------------------------
 
     def _fits(self, head: Job, plan: Plan, ctx: CycleContext) -> tuple[PodBinding, ...] | None:
-        fitted = ctx.profile.placer.fit(head, plan.table, ctx)  # type: ignore[attr-defined]
+        fitted = ctx.profile.placer.fit(head, plan.table, ctx)
         return None if isinstance(fitted, Status) else fitted
 
     @staticmethod

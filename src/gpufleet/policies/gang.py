@@ -13,110 +13,49 @@ All pod sets of a job are placed on one Plan; if any fails, the job's pods are r
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
-from gpufleet.engine.phases.place import PlaceOutcome
+from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
+from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
+from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
 from gpufleet.policies.shapes import FailedShapes
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
-    """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit."""
+    """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit: the
+    tightest-leaf filter, the best-fit scorer with index ties, and the shared fill."""
     if table.cannot_fit(req, replicas):
         return None
     slots = table.slots(req)
-    total = int(np.minimum(slots, replicas).sum())
-    if total < replicas:
+    if int(np.minimum(slots, replicas).sum()) < replicas:
         return None
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas),
-                             minlength=table.n_leaves)
-    fitting = np.flatnonzero(leaf_slots >= replicas)
-    if fitting.size:
-        best = fitting[np.argmin(leaf_slots[fitting])]
-        leaves = [int(best)]
-    else:
-        order = np.argsort(-leaf_slots, kind="stable")
-        cum = np.cumsum(leaf_slots[order])
-        leaves = [int(x) for x in order[: int(np.searchsorted(cum, replicas)) + 1]]
-    if len(leaves) == 1:
-        in_leaves = table.leaf_idx == leaves[0]
-    else:
-        lookup = np.zeros(table.n_leaves, bool)
-        lookup[leaves] = True
-        in_leaves = lookup[table.leaf_idx]
-    candidates = np.flatnonzero(in_leaves & (slots > 0))
-    # Best fit: fewest free GPUs first; ties by node index (stable).
-    candidates = candidates[np.argsort(table.gpu_free[candidates], kind="stable")]
-    out: list[tuple[int, int]] = []
-    left = replicas
-    for n in candidates:
-        k = int(min(slots[n], left))
-        out.append((int(n), k))
-        left -= k
-        if left == 0:
-            return out
-    return None  # pragma: no cover - guarded by the totals above
-
-
-def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str | None:
-    """Why a pod set could never fit this fleet even if it were empty, or None."""
-    key = (ps.replicas, ps.request.shape)
-    cap = ctx.empty_slots_cache.get(key)
-    if cap is None:
-        cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
-        ctx.empty_slots_cache[key] = cap
-    if cap >= ps.replicas:
-        return None
-    return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
-            f"even an empty fleet holds only {cap}")
-
-
-def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
-    req = ps.request
-    slots = int(np.minimum(table.slots(req), ps.replicas).sum())
-    if req.cpus <= 0 and req.memory_gb <= 0:
-        return (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-                f"{slots} pod(s) of that shape fit now")
-    gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models)
-    gpu_slots = int(np.minimum(table.slots(gpu_only), ps.replicas).sum())
-    msg = (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-           f"{slots} pod(s) of that shape fit now")
-    if gpu_slots > slots:
-        msg += f" ({gpu_slots} by GPUs alone: CPU or memory is exhausted on nodes with free GPUs)"
-    return msg
+    order = best_fit_order(table, tightest_leaves(table, slots, replicas) & (slots > 0))
+    return fill_in_order(order, slots, replicas)
 
 
 def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tuple[PodBinding, ...] | Status:
-    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not.
-
-    Pod sets are fitted one after another on a scratch copy, so two pod sets never count the same
-    free GPUs twice.
+    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not:
+    the shared gang search (policies/gang_search.py) with best fit within a leaf, whole GPUs only.
     """
-    for ps in job.pod_sets:
-        if ps.request.is_fractional:
-            return Status(StatusCode.UNRESOLVABLE, (
-                f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
-                "whole GPUs only (use gang-fractional or gang-defrag)",), policy)
-        why = unresolvable_reason(table, ps, ctx)
-        if why:
-            return Status(StatusCode.UNRESOLVABLE, (why,), policy)
-    scratch = table.copy() if len(job.pod_sets) > 1 else table
-    out: list[PodBinding] = []
-    for ps in job.pod_sets:
-        chosen = choose_nodes(scratch, ps.request, ps.replicas)
-        if chosen is None:
-            return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
-        out += pod_bindings(job, ps, chosen)
-        if scratch is not table:
-            for node, count in chosen:
-                scratch.take(node, ps.request, count)
-    return tuple(out)
+    return gang_search(job, table, ctx, policy, _best_fit_leaf,
+                       refuse=lambda ps: _whole_gpus_only(ps, policy))
+
+
+def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
+    return choose_nodes(table, ps.request, ps.replicas)
+
+
+def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+    if not ps.request.is_fractional:
+        return None
+    return (f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
+            "whole GPUs only (use gang-fractional or gang-defrag)")
 
 
 def pod_bindings(job: Job, ps: PodSet, chosen: list[tuple[int, int]]) -> list[PodBinding]:
@@ -139,7 +78,7 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
                and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
 
 
-def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
+def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
                    stop_at_first_blocked: bool = False, defer: bool = False) -> PlaceOutcome:
     """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
 
@@ -166,9 +105,9 @@ def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ct
             continue
         status = failed.known_failure(job)
         if status is not None:
-            ctx.skipped_by_class += 1
+            ctx.out.skipped_by_class += 1
         else:
-            ctx.considered += 1
+            ctx.out.considered += 1
             fitted = placer.fit(job, plan.table, ctx)
             if not isinstance(fitted, Status):
                 for b in fitted:
@@ -178,20 +117,12 @@ def place_in_order(placer: GangFitter, ordered: list[PendingJob], plan: Plan, ct
             status = fitted
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
                 failed.record(job, status)
-        ctx.statuses[job.id] = status
+        ctx.statuses.record(job.id, status)
         out.blocked.append(pj)
         if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
             out.blocked.extend(ordered[i + 1:])
             return out
     return out
-
-
-class GangFitter(Protocol):
-    name: str
-
-    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        """Where each pod of ``job`` would go on ``table`` (unchanged), or why it cannot."""
-        ...
 
 
 def gang_feasible(job: Job, table: NodeTable) -> bool | None:

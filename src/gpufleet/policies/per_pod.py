@@ -17,13 +17,46 @@ import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import PodRequest
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.gang import gang_feasible, insufficiency_reason
+
+
+def least_allocated_node(table: NodeTable, req: PodRequest) -> int | None:
+    """kube-scheduler's LeastAllocated: among nodes with room for one pod, the one with the
+    largest free share of its GPUs (lowest index on ties); None when no node has room."""
+    fits = np.flatnonzero(table.slots(req) > 0)
+    if fits.size == 0:
+        return None
+    free_frac = table.gpu_free[fits] / np.maximum(table.gpu_total[fits], 1)
+    return int(fits[np.argmax(free_frac)])
 
 
 class PerPodLeastAllocated:
     name = "per-pod"
+
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        return gang_feasible(job, table)
+
+    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        """Where per-pod scheduling would put every pod of ``job`` alone on ``table``: pod by pod,
+        least allocated first, each pod seeing the ones before it. Whole GPUs only."""
+        if any(ps.request.is_fractional for ps in job.pod_sets):
+            return Status(StatusCode.UNRESOLVABLE, (
+                "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",), self.name)
+        scratch = table.copy()
+        out: list[PodBinding] = []
+        for ps in job.pod_sets:
+            for r in range(ps.replicas):
+                node = least_allocated_node(scratch, ps.request)
+                if node is None:
+                    return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),),
+                                  self.name)
+                scratch.take(node, ps.request)
+                out.append(PodBinding(job.id, ps.name, r, node, ps.request))
+        return tuple(out)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         queue: list[tuple[int, float, int, str, PendingJob, str, PodRequest]] = []
@@ -42,16 +75,13 @@ class PerPodLeastAllocated:
             if req.is_fractional:
                 continue  # whole GPUs only: the job gets an UNRESOLVABLE status below
             if req.shape in failed:
-                ctx.skipped_by_class += 1
+                ctx.out.skipped_by_class += 1
                 continue
-            ctx.considered += 1
-            slots = table.slots(req)
-            fits = np.flatnonzero(slots > 0)
-            if fits.size == 0:
+            ctx.out.considered += 1
+            node = least_allocated_node(table, req)
+            if node is None:
                 failed.add(req.shape)
                 continue
-            free_frac = table.gpu_free[fits] / np.maximum(table.gpu_total[fits], 1)
-            node = int(fits[np.argmax(free_frac)])
             plan.bind(PodBinding(pj.job.id, ps_name, replica, node, req))
             bound_now[pj.job.id] = bound_now.get(pj.job.id, 0) + 1
         out = PlaceOutcome()
@@ -63,13 +93,13 @@ class PerPodLeastAllocated:
                 continue
             out.blocked.append(pj)
             if any(ps.request.is_fractional for ps in pj.job.pod_sets):
-                ctx.statuses[pj.job.id] = Status(StatusCode.UNRESOLVABLE, (
+                ctx.statuses.record(pj.job.id, Status(StatusCode.UNRESOLVABLE, (
                     "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",),
-                    self.name)
+                    self.name))
                 continue
             code = StatusCode.WAIT if have else StatusCode.UNSCHEDULABLE
-            ctx.statuses[pj.job.id] = Status(
+            ctx.statuses.record(pj.job.id, Status(
                 code, (f"{have} of {need} pods bound; the bound pods hold their GPUs while the "
-                       f"other {need - have} wait",), self.name)
+                       f"other {need - have} wait",), self.name))
         return out
 

@@ -121,8 +121,8 @@ class TenancyPreemptor:
                 # Capacity already under eviction notice is enough: claim it, notice nobody.
                 for b in fitted:
                     plan.bind(b)
-                ctx.statuses[job.id] = Status(StatusCode.WAIT, (
-                    "waiting for capacity already being evicted",), self.name)
+                ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
+                    "waiting for capacity already being evicted",), self.name))
                 continue
             chosen = self._victims(job, rec.flavor, rec.admitted, plan, ctx, ledger, live, protected)
             if chosen is None:
@@ -137,15 +137,16 @@ class TenancyPreemptor:
                 ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
                 out.append(Preemption(v, job.id, reason, tenancy.grace_s))
             ledger.add(job.tenant, rec.flavor, job.total_gpus)
-            ctx.statuses[job.id] = Status(StatusCode.WAIT, (
-                f"preempting {', '.join(victims)} ({reason}); starts once they are evicted",), self.name)
+            ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
+                f"preempting {', '.join(victims)} ({reason}); starts once they are evicted",), self.name))
         plan.rollback(mark0)
         return out
 
     def _candidates(self, job: Job, flavor: str, admitted: bool, ctx: CycleContext,
                     ledger: QuotaLedger, live: dict[JobId, RunningJob],
                     protected: set[JobId]) -> list[tuple[tuple, RunningJob, str]]:
-        tenancy: Tenancy = ctx.tenancy
+        tenancy = ctx.tenancy
+        assert tenancy is not None  # preempt() returns before any search without tenancy
         reclaim = admitted and ledger.within_nominal(job.tenant, flavor, job.total_gpus)
         prio = job.priority
         out = []

@@ -40,12 +40,12 @@ that would exceed it is admitted as the default class.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpufleet.engine.phases.order import Orderer, PriorityFifo
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
+from gpufleet.engine.types import Admission, CycleContext, PendingJob, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
@@ -259,17 +259,9 @@ def effective_priority(tenancy: Tenancy, job: Job, protected: set[JobId]) -> int
     return job.priority if job.id in protected or not raised(tenancy, job) else tenancy.default_priority
 
 
-@dataclass(frozen=True, slots=True)
-class AdmissionRecord:
-    """One pending job as the admitter saw it, in admission order (read by the preemptor)."""
-
-    pending: PendingJob
-    admitted: bool
-    flavor: str
-    reason: str = ""
-
-
-ADMISSION_KEY = "quota.admission"
+#: One pending job as the admitter saw it, in admission order (the engine's typed hand-off
+#: from admit to preempt: ``CycleContext.handoff.admissions``).
+AdmissionRecord = Admission
 
 
 class QuotaAdmitter:
@@ -285,9 +277,9 @@ class QuotaAdmitter:
         self.name = "quota" if borrowing else "static-quota"
 
     def records(self, ctx: CycleContext) -> list[AdmissionRecord]:
-        """This cycle's admission records, kept in the cycle's scratch space (the policy object
-        itself holds no state between calls)."""
-        return ctx.scratch.get(ADMISSION_KEY, ([], None))[0]
+        """This cycle's admission records, handed from admit to preempt on the cycle context
+        (the policy object itself holds no state between calls)."""
+        return ctx.handoff.admissions
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
@@ -330,7 +322,7 @@ class QuotaAdmitter:
                 flavor, why = None, (EXCEEDS_NOMINAL, f"tenant {job.tenant!r} would exceed its "
                                      f"nominal {flavor} quota; static partitions do not borrow")
             if flavor is None:
-                ctx.statuses[job.id] = Status(StatusCode.NOT_ADMITTED, why, self.name)
+                ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 cands = ledger.candidate_flavors(job)
                 records.append(AdmissionRecord(PendingJob(job, pj.bound), False,
                                                cands[0] if cands else "", why[0]))
@@ -340,5 +332,5 @@ class QuotaAdmitter:
             out = PendingJob(pinned, pj.bound)
             borrowing.append(out)
             records.append(AdmissionRecord(out, True, flavor))
-        ctx.scratch[ADMISSION_KEY] = (records, ledger)
+        ctx.handoff.admissions = records
         return guaranteed + borrowing

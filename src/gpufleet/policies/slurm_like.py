@@ -45,7 +45,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job, PodRequest
+from gpufleet.model.job import Job
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
 from gpufleet.policies.gang import fit_gang, gang_feasible, place_in_order
 
@@ -131,22 +131,6 @@ class SlurmObservedPriority:
         return sorted(admitted, key=lambda p: (-p.job.priority, slurm_id_key(p.job)))
 
 
-class _OnePodPerNode:
-    """A view of a NodeTable in which a node takes at most one pod of any shape."""
-
-    def __init__(self, table: NodeTable) -> None:
-        self._table = table
-
-    def slots(self, req: PodRequest, empty: bool = False) -> np.ndarray:
-        return np.minimum(self._table.slots(req, empty=empty), 1)
-
-    def copy(self) -> _OnePodPerNode:
-        return _OnePodPerNode(self._table.copy())
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._table, name)
-
-
 def cons_tres_choice(job: Job, table: NodeTable) -> tuple[PodBinding, ...] | None:
     """Nodes as select/cons_tres with topology/tree picks them, for a one-pod-set whole-GPU job.
 
@@ -201,34 +185,17 @@ class OneTaskPerNode:
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         if len(job.pod_sets) != 1:
             return None
-        return gang_feasible(job, _OnePodPerNode(table))  # type: ignore[arg-type]
+        return gang_feasible(job, table.one_pod_per_node())
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         if self.slurm_nodes:
             chosen = cons_tres_choice(job, table)
             if chosen is not None:
                 return chosen
-        return fit_gang(job, _OnePodPerNode(table), ctx, self.name)  # type: ignore[arg-type]
+        return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)
-
-
-@dataclass(frozen=True)
-class SlurmBackfillPlan(ShadowReserver):
-    """Slurm's backfill plan: no job is planned to start later than ``bf_window`` from now.
-
-    (``bf_resolution`` is read too but does not move planned starts: the emulated 22.05 cluster
-    reports a planned start at a running job's exact limit, 1796045598, not rounded to 60 s.)
-    """
-
-    window_s: float = math.inf
-
-    def _earliest(self, pj, avail, holds, ctx, first, prev):  # type: ignore[no-untyped-def]
-        found = super()._earliest(pj, avail, holds, ctx, first, prev)
-        if found is not None and found[0] - ctx.now > self.window_s:
-            return None
-        return found
 
 
 def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conservative", depth: int = 1000,
@@ -241,7 +208,7 @@ def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conserva
     fit); reserve + backfill are its backfill scheduler: ``depth`` (``bf_max_job_test``) blocked
     jobs get a planned start, all of them protected with ``conservative``, the first only with
     ``easy``; a later job starts now only if it delays none of them. ``window_s`` (``bf_window``)
-    bounds that plan (``SlurmBackfillPlan``).
+    bounds that plan (``ShadowReserver.window_s``).
     """
     if orderer is None:
         if priority is None:
@@ -253,6 +220,6 @@ def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conserva
     placer = OneTaskPerNode(stop_at_first_blocked=True, slurm_nodes=slurm_nodes)
     return Profile(f"slurm-like-{backfill}" + ("-cons-tres" if slurm_nodes else ""), placer=placer,
                    orderer=orderer,
-                   reserver=SlurmBackfillPlan("slurm-backfill-plan", protect=protect, depth=depth,
-                                              keep_promises=False, window_s=window_s),
+                   reserver=ShadowReserver("slurm-backfill-plan", protect=protect, depth=depth,
+                                          keep_promises=False, window_s=window_s),
                    backfiller=ReservationBackfill(backfill))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpufleet.engine.capacity import CapacityTimeline, Releases
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -176,26 +177,22 @@ class TopologyAware:
     def expected_wait(self, job: Job, table: NodeTable, ctx: CycleContext, k: int, level: str,
                       horizon_s: float) -> float | None:
         """Seconds until the job fits in atoms of ``k`` within ``level``, as running jobs end at their
-        expected ends (overdue ones now); None if not within ``horizon_s``. Memoised per cycle."""
+        expected ends (overdue ones now); None if not within ``horizon_s``. Memoised per cycle and
+        per table state: the plan changes as jobs bind, and reservation asks about other times."""
         ps = job.pod_sets[0]
-        key = ("topology-wait", ps.request.shape, ps.replicas, k, level, horizon_s)
-        cache = ctx.empty_slots_cache
+        key = (ps.request.shape, ps.replicas, k, level, horizon_s, table.free_state())
+        cache = ctx.caches.expected_wait
         if key in cache:
-            hit = cache[key]
-            return None if hit < 0 else float(hit)
+            return cache[key]
+        caches = ctx.caches
+        if caches.running_releases is None:
+            caches.running_releases = Releases.build(ctx.running, ctx.expected_end)
         atoms = ps.replicas // k
-        scratch = table.copy()
-        wait: float | None = None
-        for rj in sorted(ctx.running, key=lambda r: (ctx.expected_end(r), r.job.id)):
-            at = ctx.expected_end(rj) - ctx.now
-            if at > horizon_s:
-                break
-            for b in rj.bindings:
-                scratch.give(b.node, b.request)
-            if largest_group_atoms(scratch, ps.request, ps.replicas, k, level) >= atoms:
-                wait = at
-                break
-        cache[key] = -1 if wait is None else wait  # type: ignore[assignment]
+        timeline = CapacityTimeline(table, caches.running_releases)
+        wait = timeline.first_end_when(
+            lambda t: largest_group_atoms(t, ps.request, ps.replicas, k, level) >= atoms,
+            ctx.now, horizon_s)
+        cache[key] = wait
         return wait
 
     def decide(self, job: Job, split_nodes: np.ndarray, table: NodeTable, ctx: CycleContext, k: int,
@@ -242,6 +239,10 @@ class TopologyAware:
                 self.name)
         return level
 
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """None: topology rules and the wait-or-start price decide, and only ``fit`` applies them."""
+        return None
+
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         """Where every pod would go (rank order), or a Status: UNRESOLVABLE, UNSCHEDULABLE or WAIT."""
         if len(job.pod_sets) != 1 or job.pod_sets[0].request.gpus < 1:
@@ -254,11 +255,11 @@ class TopologyAware:
         if isinstance(level, Status):
             return level
         if level != "fleet":
-            key = ("topology-required", ps.request.shape, ps.replicas, level)
-            if key not in ctx.empty_slots_cache:
-                ctx.empty_slots_cache[key] = largest_group_atoms(table, ps.request, ps.replicas, 1, level,
-                                                                 empty=True)
-            room = ctx.empty_slots_cache[key]
+            key = (ps.request.shape, ps.replicas, level)
+            rooms = ctx.caches.empty_group_room
+            if key not in rooms:
+                rooms[key] = largest_group_atoms(table, ps.request, ps.replicas, 1, level, empty=True)
+            room = rooms[key]
             if room < ps.replicas:
                 return Status(StatusCode.UNRESOLVABLE, (
                     f"topology_required={level}: even empty, the roomiest {level} holds {room} of its "

@@ -21,27 +21,22 @@ import numpy as np
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job, PodRequest
-from gpufleet.policies.gang import insufficiency_reason, place_in_order, unresolvable_reason
+from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.gang import place_in_order
+from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search
 
 
 def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random.Generator
-                ) -> np.ndarray | None:
-    """Node of each of ``replicas`` pods: best fit by free GPUs, random ties; None if they do not fit."""
-    slots = np.minimum(table.slots(req), replicas)
-    if int(slots.sum()) < replicas:
+                ) -> list[tuple[int, int]] | None:
+    """(node, pods) pairs for ``replicas`` pods: no leaf filter, the best-fit scorer with seeded
+    random ties, the shared fill; None if they do not fit (no draw from ``rng`` then)."""
+    slots = table.slots(req)
+    if int(np.minimum(slots, replicas).sum()) < replicas:
         return None
     tie = rng.permutation(len(table))
-    order = np.lexsort((tie, table.gpu_free))
-    order = order[slots[order] > 0]
-    take = slots[order]
-    cum = np.cumsum(take)
-    stop = int(np.searchsorted(cum, replicas)) + 1
-    take = take[:stop].copy()
-    take[-1] -= int(cum[stop - 1]) - replicas
-    return np.repeat(order[:stop], take)
+    return fill_in_order(best_fit_order(table, slots > 0, tie), slots, replicas)
 
 
 class TopologyBlind:
@@ -52,22 +47,18 @@ class TopologyBlind:
     def __init__(self, stop_at_first_blocked: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
 
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """None: ``fit`` draws its nodes from the cycle's seeded generator, and a search that
+        answered without it would shift every later draw of the cycle."""
+        return None
+
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        for ps in job.pod_sets:
-            why = unresolvable_reason(table, ps, ctx)
-            if why:
-                return Status(StatusCode.UNRESOLVABLE, (why,), self.name)
-        scratch = table.copy() if len(job.pod_sets) > 1 else table
-        out: list[PodBinding] = []
-        for ps in job.pod_sets:
-            nodes = blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
-            if nodes is None:
-                return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), self.name)
-            out += [PodBinding(job.id, ps.name, r, int(n), ps.request) for r, n in enumerate(nodes)]
-            if scratch is not table:
-                for n in nodes:
-                    scratch.take(int(n), ps.request)
-        return tuple(out)
+        """The shared gang search with best fit and seeded random ties (``blind_nodes``)."""
+
+        def choose(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
+            return blind_nodes(scratch, ps.request, ps.replicas, ctx.rng)
+
+        return gang_search(job, table, ctx, self.name, choose)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)

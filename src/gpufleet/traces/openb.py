@@ -149,7 +149,8 @@ def read_nodes(path: str | Path) -> NodeList:
 
 
 def read_pods(path: str | Path) -> PodList:
-    """Read an openb pod list; sharing pods (gpu_milli < 1000) must ask for exactly one GPU."""
+    """Read an openb pod list. ``gpu_milli`` is per GPU: a pod of 2 GPUs at 500 milli asks for half
+    of each of two GPUs (1,000 milli in all), which FGD places GPU by GPU (policies/fgd/gradient.py)."""
     path = Path(path)
     names: list[str] = []
     cols: dict[str, list[int]] = {"cpu_milli": [], "memory_mib": [], "num_gpu": [], "gpu_milli": []}
@@ -170,11 +171,6 @@ def read_pods(path: str | Path) -> PodList:
         if count > 0 and milli == 0:
             raise OpenbFormatError(
                 f"{path}: row {lineno}, field 'gpu_milli': expected 1..1000 for a pod with GPUs, got 0"
-            )
-        if count > 1 and milli != MILLI:
-            raise OpenbFormatError(
-                f"{path}: row {lineno}, field 'gpu_milli': expected 1000 for a pod with {count} GPUs "
-                f"(only single-GPU pods may share), got {milli}"
             )
         cols["gpu_milli"].append(milli)
         specs.append(_spec(row.get("gpu_spec")))

@@ -1,10 +1,12 @@
 """The engine's contract: snapshot in, decisions out, with a reason for every job left waiting."""
 
+import pytest
+
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob
-from gpufleet.policies.registry import profile
+from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.testing.builders import fleet, job
 
 
@@ -72,3 +74,20 @@ def test_the_same_input_gives_the_same_result():
     f = fleet().leaves(2, nodes=4).build()
     jobs = [job(f"j{i}").gpus(1 + i % 8).gang(1 + i % 3).at(i).build() for i in range(30)]
     assert cycle(f, jobs) == cycle(f, jobs)
+
+
+# ---- every named profile ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_named_profile_starts_what_fits_and_explains_what_does_not(name):
+    """Two 8-GPU nodes. ``fits`` (8 GPUs) starts under every policy; ``huge`` (3 × 8 GPUs, more
+    than the 16 the fleet has) never starts and carries a reason; the bindings are ``fits``'s one
+    pod plus, for the per-pod baseline only, the one ``huge`` pod that found the other node."""
+    f = fleet().leaves(1, nodes=2).build()
+    r = cycle(f, [job("fits").gpus(8).build(), job("huge").gpus(8).gang(3).at(1).build()], policy=name)
+    assert r.started == ("fits",)
+    assert "huge" not in r.started and r.statuses["huge"].reasons
+    assert "fits" not in r.statuses
+    gpus_bound = sum(b.request.gpus for b in r.bindings)
+    assert gpus_bound == (16 if name == "per-pod" else 8)

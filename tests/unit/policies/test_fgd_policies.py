@@ -1,3 +1,4 @@
+import gc
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,3 +129,67 @@ def test_our_policy_sends_cpu_only_pods_to_the_node_with_cpu_to_spare():
 
 def test_every_policy_has_a_distinct_command_line_name():
     assert set(POLICIES) >= {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", OURS}
+
+
+def test_fgdbal_reads_kappa_from_the_table_it_is_given_even_when_an_old_tables_id_is_reused():
+    """Node 0: 10,000 CPU milli, 8 free GPUs; node 1: 4,000 CPU milli, no GPU. A CPU-only pod (1,000
+    milli) goes where CPU slack s = (c - 1000) - kappa * free GPU milli is largest:
+    s0 = 9000 - 8000 kappa, s1 = 3000. With a target workload of (0 CPU, 1 GPU) kappa = 0 and node 0
+    wins; with (8000 CPU, 1 GPU) kappa = 8 and node 1 wins. Tables are built and dropped in turn, so
+    CPython hands a new table the address of a dead one: a cache keyed by id() answers with the
+    dead table's kappa."""
+    policy = POLICIES["fgdbal"]
+    cpu_only = PodRequest(cpu=1000, mem=1, count=0, milli=0, allowed=np.array([True, True]))
+    for i in range(40):
+        kappa_high = i % 2 == 1
+        state = cluster([(10000, 8, "G2"), (4000, 0, "G2")],
+                        typical_rows=((8000 if kappa_high else 0, 1000, 1, frozenset(), 1.0),))
+        node, _ = policy.choose(state, cpu_only, state.feasible(cpu_only), np.random.default_rng(0))
+        assert node == (1 if kappa_high else 0), f"round {i}"
+        del state
+        gc.collect()
+
+
+# ---- multi-GPU fractional pods (k GPUs at r < 1000 milli each) ------------------------------------
+
+WHOLE_GPU_WORKLOAD = ((100, 1000, 1, frozenset(), 1.0),)
+
+
+def test_two_half_gpus_on_an_empty_node_leave_a_fragment_of_one_gpu():
+    """Target workload: one whole GPU (p = 1). An empty 8-GPU node has no fragment (every free GPU
+    serves it). A 2 × 500-milli pod leaves GPUs [500, 500, 1000 × 6]: the two half GPUs cannot host
+    a whole-GPU task, F_n' = 500 + 500 = 1000, so Delta = 0 - 1000 = -1000 (not 0)."""
+    state = cluster([(96000, 8, "G2")], typical_rows=WHOLE_GPU_WORKLOAD)
+    p = pod(count=2, milli=500)
+    assert gradient(state, p, state.feasible(p)).tolist() == [-1000.0]
+
+
+def test_fgd_completes_half_used_gpus_with_a_two_half_gpu_pod():
+    """Node 0 has GPUs [500, 500, 1000 × 6] (F = 1000 against a whole-GPU workload), node 1 is empty
+    (F = 0). FGD's n' takes the k GPUs with room in ascending free order: on node 0 the two halves,
+    500 - 500 = 0, so F_0' = 0 and Delta = +1000; on node 1 Delta = -1000 (previous test). FGD
+    picks node 0 and GPUs 0 and 1."""
+    state = cluster([(96000, 8, "G2"), (96000, 8, "G2")], typical_rows=WHOLE_GPU_WORKLOAD)
+    state.apply(0, np.array([0, 1]), pod(count=2, milli=500))
+    p = pod(count=2, milli=500)
+    assert gradient(state, p, state.feasible(p)).tolist() == [1000.0, -1000.0]
+    assert place(state, "fgd", p) == (0, [0, 1])
+
+
+def test_the_multi_gpu_share_gradient_equals_the_fragmentation_drop_of_fgds_own_placement():
+    """For random nodes, Delta = F_n - F_n' where n' subtracts r from the k GPUs with room in
+    ascending free-milli order (index order on ties), as FGD's NodeResource.Sub does."""
+    rng = np.random.default_rng(5)
+    state = cluster([(96000, 8, "G2"), (20000, 2, "T4"), (50000, 8, "G2"), (96000, 8, "G2")])
+    state.gpu_free[:] = np.where(state.gpu_exists, rng.choice([0, 200, 500, 700, 1000], size=(4, 8)), 0)
+    state.frag = state.table.frag(state.model_idx, state.cpu_left, state.gpu_free)
+    for p in (pod(count=2, milli=500), pod(count=3, milli=200, cpu=3000)):
+        cand = state.feasible(p)
+        delta = gradient(state, p, cand)
+        for i, node in enumerate(cand):
+            free = state.gpu_free[node].copy()
+            with_room = [j for j in range(state.max_gpus) if free[j] >= p.milli]
+            for j in sorted(with_room, key=lambda j: (free[j], j))[: p.count]:
+                free[j] -= p.milli
+            after = state.table.frag(state.model_idx[[node]], state.cpu_left[[node]] - p.cpu, free[None])[0]
+            assert delta[i] == pytest.approx(state.frag[node] - after)

@@ -97,7 +97,7 @@ def test_capacity_already_being_evicted_is_not_preempted_for_twice():
     run[1] = RunningJob(run[1].job, run[1].start_time, run[1].bindings, evicting=True)
     r = cycle(run, [job("a1").tenant("a").gpus(8).build()])
     assert r.preemptions == ()
-    assert "being evicted" in r.statuses["a1"].reasons[0]
+    assert "being evicted" in r.statuses["a1"].reasons[-1]
 
 
 def test_no_preemption_for_a_job_that_would_still_not_fit():

@@ -185,3 +185,25 @@ def test_the_same_input_gives_the_same_placement():
     t = table_with({0: 4, 2: 2, 5: 6})
     j = training("a", 1, 24, Parallelism(8, dp=3))
     assert nodes_of(TopologyAware().fit(j, t, ctx())) == nodes_of(TopologyAware().fit(j, t, ctx()))
+
+
+# ---- the expected wait is per table ----------------------------------------------------------------
+
+
+def test_the_expected_wait_is_recomputed_when_the_table_it_reads_changes():
+    """Two 8-GPU nodes. ``r0`` holds 4 GPUs of node 0 until t = 50 s, ``r1`` all of node 1 until
+    t = 100 s. A 1 × 8-GPU job on the table with node 0 half free fits once r0 ends: 4 + 4 = 8 at
+    50 s. After this cycle binds 4 more GPUs on node 0, r0's end leaves 0 + 4 = 4 there, so the
+    first fit is node 1 at 100 s. A per-cycle cache that ignores the table answers 50 s twice."""
+    t = table_with({0: 4, 1: 8}, fleet().leaves(1, nodes=2))
+    r0 = RunningJob(job("r0").gpus(4).runs(50).build(), 0.0,
+                    (PodBinding("r0", "w", 0, 0, PodRequest(4)),))
+    r1 = RunningJob(job("r1").gpus(8).runs(100).build(), 0.0,
+                    (PodBinding("r1", "w", 0, 1, PodRequest(8)),))
+    c = ctx(0.0, (r0, r1))
+    j = job("j").gpus(8).build()
+    placer = TopologyAware()
+    assert placer.expected_wait(j, t, c, 1, "node", 1000.0) == 50.0
+    later = Plan(t)
+    later.bind(PodBinding("x", "w", 0, 0, PodRequest(4)))
+    assert placer.expected_wait(j, later.table, c, 1, "node", 1000.0) == 100.0

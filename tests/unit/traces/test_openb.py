@@ -47,18 +47,24 @@ def test_a_pod_list_without_the_gpu_spec_column_is_read_as_unconstrained(tmp_pat
     assert pods.gpu_spec == (frozenset(),)
 
 
+def test_a_pod_sharing_several_gpus_is_read_with_its_per_gpu_milli(tmp_path):
+    """2 GPUs at 500 milli each: 2 x 500 = 1,000 milli requested in all."""
+    text = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,10,2,500\n"
+    pods = read_pods(write(tmp_path, "multishare.csv", text))
+    assert pods.num_gpu.tolist() == [2] and pods.gpu_milli.tolist() == [500]
+    assert pods.total_gpu_milli.tolist() == [1000]
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     ("name,cpu_milli,memory_mib,num_gpu\np,1,1,0\n", "missing column 'gpu_milli'"),
     ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,abc,1,0,0\n", "row 2, field 'cpu_milli'"),
     ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,1500\n", "between 0 and 1000"),
-    ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,2,500\n", "only single-GPU pods may share"),
     ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,-1,0\n", "non-negative integer"),
     ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "no rows"),
 ], ids=[
     "a missing column is named with the columns expected",
     "a non-numeric value names its row and field",
     "a per-gpu milli above 1000 is rejected",
-    "a sharing request on several gpus is rejected",
     "a negative count is rejected",
     "an empty file is rejected",
 ])

@@ -8,7 +8,7 @@ What is read (defaults are Slurm 22.05's, from slurm.conf(5)):
   (5 minutes); durations in ``[D-]HH:MM:SS``, ``D-HH``, ``MM:SS`` or bare minutes;
 * the backfill scheduler's ``SchedulerParameters``: ``bf_interval`` (30 s between passes),
   ``bf_window`` (1440 minutes: no job is planned further ahead), ``bf_resolution`` (60 s; read and
-  reported, not modelled: see policies/slurm_like.SlurmBackfillPlan), ``bf_max_job_test`` (500 jobs
+  reported, not modelled: see policies/backfill.ShadowReserver.window_s), ``bf_max_job_test`` (500 jobs
   planned per pass).
 
 ``profile_from_conf`` is what ``gpufleet simulate --policy slurm --slurm-conf FILE`` and

@@ -9,7 +9,8 @@ from gpufleet.engine.types import CycleContext, PendingJob
 
 
 class Admitter(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         """Return the admitted jobs; write a NOT_ADMITTED status into ``ctx.statuses`` for the rest."""

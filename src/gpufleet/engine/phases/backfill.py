@@ -10,7 +10,8 @@ from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 
 
 class Backfiller(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome: ...

@@ -11,7 +11,8 @@ from gpufleet.engine.types import CycleContext, PendingJob
 
 
 class Orderer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]: ...
 

@@ -1,14 +1,28 @@
 """Step 3, place: bind every pod of a job to a node, all or nothing (or, for the per-pod baseline,
-pod by pod)."""
+pod by pod).
+
+The ``Placer`` is also the one authority on "where would this job go?" for the phases after it:
+reservation asks it at future capacity, backfill under a reservation's limits, defragmentation
+after hypothetical evictions. So its contract is three methods, all declared here:
+
+- ``place``: bind what fits, in order, on the cycle's plan;
+- ``fit``: where each pod of one job would go on a table (left unchanged), or a Status saying why
+  it cannot — the placer's full rules (topology, fractional GPUs, one task per node);
+- ``feasible``: a cheap yes/no for search loops; None when only ``fit`` can tell. A placer may
+  answer None always; it must never answer True or False where ``fit`` would disagree.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gpufleet.engine.plan import Plan
+from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
 
 
 @dataclass(slots=True)
@@ -19,8 +33,17 @@ class PlaceOutcome:
 
 
 class Placer(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
-        """Bind what fits on ``plan``; write a Status into ``ctx.statuses`` for each job left."""
+        """Bind what fits on ``plan``; record a Status on ``ctx.statuses`` for each job left."""
+        ...
+
+    def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        """Where each pod of ``job`` would go on ``table`` (unchanged), or why it cannot."""
+        ...
+
+    def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
+        """Could ``fit`` place ``job`` on ``table``? None when only ``fit`` can tell."""
         ...

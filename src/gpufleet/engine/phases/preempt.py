@@ -9,7 +9,8 @@ from gpufleet.engine.types import CycleContext, PendingJob, Preemption
 
 
 class Preemptor(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]: ...
 

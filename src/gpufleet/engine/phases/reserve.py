@@ -9,7 +9,8 @@ from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 
 
 class Reserver(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]: ...
 

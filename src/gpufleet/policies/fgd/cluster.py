@@ -49,6 +49,11 @@ class PodRequest:
         return self.count == 1 and self.milli < MILLI
 
     @property
+    def is_multi_share(self) -> bool:
+        """Several GPUs, each shared (k > 1 at r < 1000 milli): FGD fits them GPU by GPU."""
+        return self.count > 1 and self.milli < MILLI
+
+    @property
     def total_milli(self) -> int:
         return self.count * self.milli
 
@@ -108,8 +113,14 @@ class ClusterState:
 
 
 def first_fitting_gpus(state: ClusterState, node: int, pod: PodRequest) -> IntArray:
-    """The first `count` GPUs (by index) with room for the pod; FGD's whole-GPU assignment."""
-    return np.flatnonzero(state.gpu_free[node] >= pod.milli)[: pod.count]
+    """The first `count` GPUs (by index) with room for the pod; FGD's whole-GPU assignment. A
+    multi-GPU share takes the GPUs FGD's ``NodeResource.Sub`` takes: those with room, ascending by
+    free milli, lowest index on ties (for whole GPUs all candidates are at 1000: index order)."""
+    free = state.gpu_free[node]
+    if pod.is_multi_share:
+        room = np.where(free >= pod.milli, free, MILLI + 1)
+        return np.sort(np.argsort(room, kind="stable")[: pod.count]).astype(np.int64)
+    return np.flatnonzero(free >= pod.milli)[: pod.count]
 
 
 def best_fit_gpus(state: ClusterState, node: int, pod: PodRequest) -> IntArray:

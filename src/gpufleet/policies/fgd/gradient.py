@@ -7,7 +7,10 @@ Placing a pod changes c to c' = c - c_t (hence the bucket b'), and
       base' - g_j W1[b', g_j] + (g_j - r_t) W1[b', g_j - r_t],   base' = sum_i g_i W1[b', g_i],
   and N(r), S(r) change by the entering/leaving term of GPU j alone: an (nodes x GPUs) evaluation;
 * a whole-GPU pod takes k GPUs at 1000 to 0: base' - 1000 k W1[b', 1000], N' = N - k, S' = S - 1000 k;
-* a CPU-only pod changes only the bucket.
+* a CPU-only pod changes only the bucket;
+* a multi-GPU share (k > 1 GPUs at r < 1000 each) takes r from the k GPUs with room in ascending
+  free-milli order (index order on ties), as FGD's ``NodeResource.Sub`` does; the taken GPUs may
+  keep room for other specs, so n' is built as a matrix and F_n' evaluated by ``FragTable.frag``.
 Every case is a few gathers and sums over the (candidates x GPUs) array, no per-node Python loop.
 """
 
@@ -24,7 +27,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _candidates(state: ClusterState, pod: PodRequest, cand: IntArray, table: FragTable | None
-                ) -> tuple[FragTable, IntArray, IntArray, FloatArray, IntArray]:
+                ) -> tuple[FragTable, IntArray, IntArray, IntArray, IntArray]:
     """Per candidate: free milli per GPU, GPU model, CPU left after the pod, and its table row."""
     table = table or state.table
     model = state.model_idx[cand]
@@ -65,6 +68,24 @@ def frag_after_whole(state: ClusterState, pod: PodRequest, cand: IntArray,
     return total - usable - table.multi_part(model, cpu_after, n_at, s_at)
 
 
+def sub_order(free: IntArray, milli: int, count: int) -> IntArray:
+    """Per row of ``free`` (candidates x GPUs), the ``count`` GPUs FGD's ``NodeResource.Sub`` takes:
+    those with at least ``milli`` free, ascending by free milli, lowest index on ties."""
+    room = np.where(free >= milli, free, MILLI + 1)
+    return np.argsort(room, axis=1, kind="stable")[:, :count]
+
+
+def frag_after_multi_share(state: ClusterState, pod: PodRequest, cand: IntArray,
+                           table: FragTable | None = None) -> FloatArray:
+    """F_{n'}(M) for a pod of ``count`` > 1 GPUs at ``milli`` < 1000 each on each candidate."""
+    table, free, model, cpu_after, _ = _candidates(state, pod, cand, table)
+    taken = sub_order(free, pod.milli, pod.count)
+    after = free.copy()
+    rows = np.arange(len(cand))[:, None]
+    after[rows, taken] -= pod.milli
+    return table.frag(model, cpu_after, after)
+
+
 def gradient(state: ClusterState, pod: PodRequest, cand: IntArray,
              table: FragTable | None = None) -> FloatArray:
     """Delta = F_n(M) - F_{n'}(M): (candidates, GPUs) for sharing pods (-inf where no room),
@@ -78,6 +99,8 @@ def gradient(state: ClusterState, pod: PodRequest, cand: IntArray,
         now = table.frag(state.model_idx[cand], state.cpu_left[cand], state.gpu_free[cand])
     if pod.is_share:
         return now[:, None] - frag_after_share(state, pod, cand, table)
+    if pod.is_multi_share:
+        return now - frag_after_multi_share(state, pod, cand, table)
     return now - frag_after_whole(state, pod, cand, table)
 
 

@@ -50,14 +50,19 @@ class FgdBalancePolicy:
     name = "fgdbal"
 
     def __init__(self) -> None:
-        self._kappa: dict[int, float] = {}
+        #: kappa of the last table asked about, with the table itself: the entry keeps its table
+        #: alive and is matched by identity, so a new table can never inherit a dead one's kappa
+        #: (an ``id()`` key can: CPython reuses the address of a freed object).
+        self._kappa: tuple[FragTable, float] | None = None
+
+    def kappa(self, table: FragTable) -> float:
+        if self._kappa is None or self._kappa[0] is not table:
+            self._kappa = (table, cpu_per_gpu_milli(table))
+        return self._kappa[1]
 
     def _slack(self, state: ClusterState, pod: PodRequest, cand: IntArray) -> FloatArray:
-        key = id(state.table)
-        if key not in self._kappa:
-            self._kappa[key] = cpu_per_gpu_milli(state.table)
         gpu_after = state.gpu_left[cand] - pod.total_milli
-        return (state.cpu_left[cand] - pod.cpu) - self._kappa[key] * gpu_after
+        return (state.cpu_left[cand] - pod.cpu) - self.kappa(state.table) * gpu_after
 
     def choose(self, state: ClusterState, pod: PodRequest, cand: IntArray,
                rng: np.random.Generator) -> tuple[int, IntArray]:

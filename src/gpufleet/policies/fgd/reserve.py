@@ -97,7 +97,7 @@ class FgdReservePolicy:
 
         The cache holds the table itself, so its id cannot be reused by another table while cached."""
         key = id(state.table)
-        if key not in self._prepared:
+        if key not in self._prepared or self._prepared[key][0] is not state.table:
             gpus = np.bincount(state.model_idx, weights=state.ngpu, minlength=len(state.models))
             self._prepared[key] = (state.table, cpu_per_gpu_milli(state.table),
                                    model_pressure(state.table, state.models, gpus.astype(np.float64)))

@@ -1,0 +1,210 @@
+"""One model of capacity over time: who releases what, when, and what is promised to whom.
+
+Every phase that asks "when could this job start?" reads this model, so they cannot disagree:
+reservation (the earliest start of a blocked job), backfill (how much a job that runs past a
+reservation's start may take) and the topology placer's wait-or-start rule (how long until a
+TP-intact slot opens).
+
+The model, per node n and time t:
+
+    free(n, t) = free_now(n) + Σ_{jobs j ending by t} released_j(n) − Σ_{holds h active at t} held_h(n)
+
+- ``Releases`` — who releases what, when. Running jobs are ranked by expected end (ties by job id;
+  the end is ``CycleContext.expected_end``: the planned run time, never in the past, ``evict_at``
+  for a job under notice). Their pods' resources are laid out in that order, so "released once
+  the first k jobs have ended" is one ``bincount`` over a prefix of the release arrays: O(pods),
+  no Python loop over nodes. Built once per cycle and shared by every table it is laid over.
+- ``Hold`` — what is promised to whom: a reservation's pods per node from ``start`` to ``end``.
+- ``CapacityTimeline`` — a base table (free capacity now, or a view of it) + releases + holds.
+  ``free_after(k)`` is the step function's k-th value without holds; ``free_throughout(s, e)``
+  the capacity free during the whole window [s, e) with holds taken out, which is what a job
+  running over that window may use.
+
+Capacity only grows between hold starts (jobs only end), so the minimum over a window sits at
+its start or at a hold's start inside it: ``free_throughout`` evaluates only those points.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import RunningJob
+from gpufleet.model.ids import JobId
+
+Columns = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Releases:
+    """Running jobs ranked by expected end, and per released pod its job's rank and resources."""
+
+    jobs: tuple[JobId, ...]     # the k-th job to end
+    ends: np.ndarray            # expected end of the k-th job to end, ascending
+    rel_rank: np.ndarray        # per released pod: rank of its job, ascending
+    rel_node: np.ndarray
+    rel_gpu: np.ndarray
+    rel_cpu: np.ndarray
+    rel_mem: np.ndarray
+
+    @classmethod
+    def build(cls, running: Sequence[RunningJob], expected_end: Callable[[RunningJob], float]) -> Releases:
+        keyed = sorted(((expected_end(rj), rj.job.id, rj) for rj in running), key=lambda x: x[:2])
+        rank: list[int] = []
+        node: list[int] = []
+        gpu: list[int] = []
+        cpu: list[float] = []
+        mem: list[float] = []
+        for k, (_, _, rj) in enumerate(keyed):
+            for b in rj.bindings:
+                rank.append(k)
+                node.append(b.node)
+                gpu.append(b.request.gpus)
+                cpu.append(b.request.cpus)
+                mem.append(b.request.memory_gb)
+        return cls(tuple(j for _, j, _ in keyed), np.array([e for e, _, _ in keyed], float),
+                   np.array(rank, np.int64), np.array(node, np.int64), np.array(gpu, np.int64),
+                   np.array(cpu, float), np.array(mem, float))
+
+    def __len__(self) -> int:
+        return int(self.ends.size)
+
+    def released_by(self, k: int, n: int) -> Columns | None:
+        """Per node, what the first ``k`` jobs to end give back; None when that is nothing."""
+        p = int(np.searchsorted(self.rel_rank, k, side="left"))
+        if p == 0:
+            return None
+        idx = self.rel_node[:p]
+        return (np.bincount(idx, self.rel_gpu[:p], n).astype(np.int64),
+                np.bincount(idx, self.rel_cpu[:p], n), np.bincount(idx, self.rel_mem[:p], n))
+
+
+@dataclass
+class Hold:
+    """Resources per node promised to ``job`` (a reservation) from ``start`` until ``end``."""
+
+    start: float
+    end: float
+    gpu: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    job: JobId | None = None
+
+    @classmethod
+    def of(cls, bindings: Sequence[PodBinding], n: int, start: float, end: float,
+           job: JobId | None = None) -> Hold:
+        node = np.array([b.node for b in bindings], np.int64)
+        return cls(start, end,
+                   np.bincount(node, np.array([b.request.gpus for b in bindings], float), n).astype(np.int64),
+                   np.bincount(node, np.array([b.request.cpus for b in bindings], float), n),
+                   np.bincount(node, np.array([b.request.memory_gb for b in bindings], float), n),
+                   job)
+
+    def overlaps(self, start: float, end: float) -> bool:
+        return self.start < end and start < self.end
+
+    def active_at(self, t: float) -> bool:
+        return self.start <= t < self.end
+
+
+@dataclass(frozen=True)
+class CapacityTimeline:
+    """Free capacity over time on ``table``: releases of running jobs, minus promises (module doc)."""
+
+    table: NodeTable            # free capacity now (after this cycle's placements), or a view
+    releases: Releases
+    _memo: dict[int, Columns] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(cls, table: NodeTable, running: Sequence[RunningJob],
+              expected_end: Callable[[RunningJob], float]) -> CapacityTimeline:
+        return cls(table, Releases.build(running, expected_end))
+
+    def over(self, table: NodeTable) -> CapacityTimeline:
+        """The same releases laid over another base table (the releases are not rebuilt)."""
+        return CapacityTimeline(table, self.releases)
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self.releases.ends
+
+    def __len__(self) -> int:
+        return len(self.releases)
+
+    def start_of(self, k: int, now: float) -> float:
+        """The time at which the first ``k`` jobs have ended (``now`` for k = 0)."""
+        return now if k == 0 else float(self.releases.ends[k - 1])
+
+    def index_at(self, t: float) -> int:
+        """How many jobs have ended by time ``t``."""
+        return int(np.searchsorted(self.releases.ends, t, side="right"))
+
+    def free_after(self, k: int) -> Columns:
+        """Free capacity once the first ``k`` jobs have ended, holds ignored (arrays owned by the
+        caller)."""
+        hit = self._memo.get(k)
+        if hit is None:
+            t = self.table
+            back = self.releases.released_by(k, len(t))
+            hit = ((t.gpu_free.copy(), t.cpu_free.copy(), t.mem_free.copy()) if back is None
+                   else (t.gpu_free + back[0], t.cpu_free + back[1], t.mem_free + back[2]))
+            self._memo[k] = hit
+        return hit[0].copy(), hit[1].copy(), hit[2].copy()
+
+    def free_at(self, t: float, holds: Sequence[Hold] = ()) -> Columns:
+        """Free capacity at time ``t``: released by then, minus the holds active at ``t``."""
+        gpu, cpu, mem = self.free_after(self.index_at(t))
+        for h in holds:
+            if h.active_at(t):
+                gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
+        return gpu, cpu, mem
+
+    def free_throughout(self, holds: Sequence[Hold], start: float, end: float) -> Columns:
+        """Per node, the capacity free throughout [start, end), never below zero: the minimum of
+        ``free_at`` over ``start`` and the hold starts inside the window."""
+        points = [start, *sorted({h.start for h in holds if start < h.start < end})]
+        best: Columns | None = None
+        for tau in points:
+            gpu, cpu, mem = self.free_at(tau, holds)
+            best = (gpu, cpu, mem) if best is None else (
+                np.minimum(best[0], gpu), np.minimum(best[1], cpu), np.minimum(best[2], mem))
+        assert best is not None
+        return np.maximum(best[0], 0), np.maximum(best[1], 0), np.maximum(best[2], 0)
+
+    def limit_for(self, hold: Hold, others: Sequence[Hold]) -> list[np.ndarray]:
+        """What a job still running at ``hold.start`` may take there, per node (possibly negative):
+        free at that instant minus this hold and every other hold active then. Backfill lowers it
+        as it starts jobs that run past ``hold.start``."""
+        gpu, cpu, mem = self.free_after(self.index_at(hold.start))
+        gpu, cpu, mem = gpu - hold.gpu, cpu - hold.cpu, mem - hold.mem
+        for h2 in others:
+            if h2 is not hold and h2.overlaps(hold.start, hold.start + 1e-6):
+                gpu, cpu, mem = gpu - h2.gpu, cpu - h2.cpu, mem - h2.mem
+        return [gpu, cpu, mem]
+
+    def first_end_when(self, ok: Callable[[NodeTable], bool], now: float,
+                       horizon_s: float) -> float | None:
+        """Seconds from ``now`` until the first job end after which ``ok`` holds on the freed
+        capacity (holds ignored), or None when no end within ``horizon_s`` makes it hold.
+        Walks the ends in order, adding each job's release to running sums: O(pods + ends x
+        the cost of ``ok``), no per-step rebuild."""
+        rel = self.releases
+        t = self.table
+        gpu, cpu, mem = t.gpu_free.copy(), t.cpu_free.copy(), t.mem_free.copy()
+        bounds = np.searchsorted(rel.rel_rank, np.arange(len(rel) + 1), side="left")
+        for k in range(1, len(rel) + 1):
+            at = self.start_of(k, now) - now
+            if at > horizon_s:
+                return None
+            a, b = int(bounds[k - 1]), int(bounds[k])
+            nodes = rel.rel_node[a:b]
+            np.add.at(gpu, nodes, rel.rel_gpu[a:b])
+            np.add.at(cpu, nodes, rel.rel_cpu[a:b])
+            np.add.at(mem, nodes, rel.rel_mem[a:b])
+            if ok(t.with_free(gpu, cpu, mem)):
+                return at
+        return None

@@ -1,0 +1,46 @@
+"""The parts every gang placer is built from (policies/gang_search.py): a node filter that returns
+a mask, a scorer that orders nodes, and one fill."""
+
+import numpy as np
+
+from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.model.job import PodRequest
+from gpufleet.policies.gang_search import best_fit_order, fill_in_order, tightest_leaves
+from gpufleet.testing.builders import fleet
+
+
+def table(used: dict[int, int]) -> NodeTable:
+    """Two leaves of 3 nodes × 8 GPUs (nodes 0-2 and 3-5), with ``used`` GPUs taken per node."""
+    plan = Plan(NodeTable.from_fleet(fleet().leaves(2, nodes=3).build()))
+    for node, gpus in used.items():
+        plan.bind(PodBinding("bg", "w", node, node, PodRequest(gpus)))
+    return plan.table
+
+
+def test_the_fill_gives_each_node_what_it_takes_until_the_gang_is_placed():
+    """Slots 3, 0, 2, 5 in that order, 6 pods: 3 on the first, none on the second (skipped), 2 on
+    the third, 6 − 3 − 2 = 1 on the fourth. Without the fourth only 5 fit: None."""
+    slots = np.array([3, 0, 2, 5])
+    assert fill_in_order(np.array([0, 1, 2, 3]), slots, 6) == [(0, 3), (2, 2), (3, 1)]
+    assert fill_in_order(np.array([0, 2, 3]), slots, 6) == [(0, 3), (2, 2), (3, 1)]
+    assert fill_in_order(np.array([0, 2]), slots, 6) is None
+
+
+def test_best_fit_puts_the_fullest_nodes_first_and_breaks_ties_by_index_or_by_the_given_rank():
+    """Free GPUs per node: 8, 2, 8, 2, 5, 8. Fewest free first: nodes 1 and 3 (2 free), node 4 (5),
+    then 0, 2, 5 (8). With tie ranks reversing the index, 3 comes before 1 and 5, 2, 0 in turn."""
+    t = table({1: 6, 3: 6, 4: 3})
+    everyone = np.ones(len(t), bool)
+    assert best_fit_order(t, everyone).tolist() == [1, 3, 4, 0, 2, 5]
+    assert best_fit_order(t, everyone, tie=np.arange(6)[::-1]).tolist() == [3, 1, 4, 5, 2, 0]
+
+
+def test_the_leaf_filter_keeps_the_tightest_leaf_that_holds_the_whole_gang():
+    """8-GPU pods: leaf 0 (nodes 0-2) has 2 whole nodes free, leaf 1 (nodes 3-5) has 3. A 2-pod
+    gang fits both; the tightest (leaf 0, 2 slots) is kept. A 4-pod gang fits neither alone: the
+    roomiest leaf (3) plus the next (2) are kept."""
+    t = table({0: 8})
+    slots = t.slots(PodRequest(8))
+    assert tightest_leaves(t, slots, 2).tolist() == [True, True, True, False, False, False]
+    assert tightest_leaves(t, slots, 4).all()
