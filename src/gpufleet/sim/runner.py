@@ -59,12 +59,17 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
              horizon: float | None = None, cycle_interval_s: float = 0.0,
              stranded_every_s: float = 300.0, progress: ProgressFn | None = None,
              tenancy: object = None, usage_tracker: UsageTracker | None = None,
-             runtime_model: RuntimeModel | None = None) -> SimResult:
+             runtime_model: RuntimeModel | None = None, decision_log: bool = True) -> SimResult:
+    """Run ``jobs`` on ``fleet`` under ``profile``. ``decision_log`` adds wait/reserve/backfill
+    events (sim/decisions.py) to the event log; off, the log holds what happened only."""
     started_wall = wallclock.perf_counter()
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,
                     usage_tracker=usage_tracker, runtime_model=runtime_model)
     st = SimState(cfg=cfg, cluster=SimulatedCluster(fleet), frag=FragmentationSamples.for_workload(jobs))
+    if not decision_log:
+        st.decisions = None
+    st.submit_times = {j.id: j.submit_time for j in jobs}
     for job in sorted(jobs, key=lambda j: (j.submit_time, j.id)):
         st.q.push(job.submit_time, EventKind.ARRIVAL, job)
     horizon = horizon if horizon is not None else max((j.submit_time for j in jobs), default=0.0)

@@ -16,6 +16,7 @@ from gpufleet.engine.types import Reservation
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
 from gpufleet.sim.cluster import SimulatedCluster
+from gpufleet.sim.decisions import DecisionLog
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.kernel import EventQueue
 from gpufleet.sim.recorder import Recorder
@@ -50,6 +51,7 @@ class SimState:
     t: float = 0.0
     events: int = 0
     cycles: int = 0
+    submit_times: dict[str, float] = field(default_factory=dict)
     starts: dict[str, float] = field(default_factory=dict)
     finishes: dict[str, float] = field(default_factory=dict)
     #: Bumped when a run ends early (eviction, failure): stale FINISH/EVICT events of the old run
@@ -69,6 +71,8 @@ class SimState:
     #: A cadence CYCLE event is queued (cycle_interval_s > 0).
     cycle_pending: bool = False
     next_stranded: float = 0.0
+    #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
+    decisions: DecisionLog | None = field(default_factory=DecisionLog)
 
     def gen(self, jid: str) -> int:
         return self.generation.get(jid, 0)

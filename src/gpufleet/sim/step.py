@@ -63,6 +63,8 @@ def engine_cycle(st: SimState) -> None:
         reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
         disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0)))
     st.reservations = result.reservations
+    if st.decisions is not None:
+        st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
     schedule_wakeups(st)
     for res in st.reservations:
         if res.protected:
@@ -113,6 +115,8 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
     for jid in result.started:
         rj = cluster.start(jid, t)
         st.starts.setdefault(jid, t)
+        if st.decisions is not None:
+            st.decisions.started(jid)
         nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
         st.rec.event(t, "start", jid, ",".join(nodes))
         duration = remaining_run_s(rj)
