@@ -1,4 +1,4 @@
-"""The decision log: why each waiting job waits, reservations and backfill, read back by `gpufleet explain`."""
+"""The decision log: why each job waits, reservations, backfill; read back by `gpufleet explain`."""
 
 from __future__ import annotations
 
