@@ -87,3 +87,15 @@ class SimulatedCluster:
         """GPUs held by running jobs: every GPU not free, less those partial gangs hold idle (a GPU
         hosting MIG instances or soft shares of a running job counts as working)."""
         return self.table.gpus_allocated - self.held_by_partial_gangs
+
+
+def set_schedulable(table: NodeTable, node: int, ok: bool) -> None:
+    """Put a node in or out of service for the engine ("the engine never places on a node outside
+    healthy"): the ``schedulable`` column and the free-capacity index move together."""
+    if bool(table.schedulable[node]) == ok:
+        return
+    if table.index is not None:
+        top = table.index.hist.shape[1] - 1
+        free = min(max(int(table.gpu_free[node]), 0), top)
+        table.index.hist[int(table.model_idx[node]), free] += 1 if ok else -1
+    table.schedulable[node] = ok

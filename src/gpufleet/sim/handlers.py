@@ -28,8 +28,8 @@ def charge_usage(st: SimState, jid: str) -> None:
 def on_finish(st: SimState, ev: Event) -> Outcome:
     """A run completes: its GPUs return to the free pool."""
     jid, gen = ev.payload
-    if not st.is_current(jid, gen):
-        return Outcome.NOTHING  # the run this event was for was evicted or failed
+    if not st.is_current(jid, gen) or (st.fail is not None and jid in st.fail.stopped):
+        return Outcome.NOTHING  # the run this event was for was evicted, or failed before its end
     charge_usage(st, jid)
     rj = st.cluster.finish(jid)
     st.finishes[jid] = st.t

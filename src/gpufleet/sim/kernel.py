@@ -24,6 +24,7 @@ class EventKind(IntEnum):
 
     FINISH = 0       # a run completes: capacity returns first
     EVICT = 10       # a preemption's grace ran out
+    STOP = 11        # a failed gang is torn down after detection (sim/failures.py)
     FAILURE = 12     # a GPU / node component fails (sim/failures.py)
     RECLAIM = 13     # a spot node is taken back after its notice
     HEALTH = 15      # a node moves to its next health state (model/health.py)

@@ -14,6 +14,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
+from gpufleet.sim.failures import FAILURE_HANDLERS, FailureConfig, FailureLedger, install
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.handlers import HANDLERS
 from gpufleet.sim.kernel import EventKind, Kernel
@@ -52,6 +53,8 @@ class SimResult:
     extra: dict | None = None
     #: Fragmentation ratio and per-shape schedulability samples, and the moves (sim/fragmentation.py).
     fragmentation: FragmentationSamples | None = None
+    #: Interruptions, recoveries, spares and GPU-time lost by cause, when failures were on.
+    failures: FailureLedger | None = None
 
 
 
@@ -59,9 +62,11 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
              horizon: float | None = None, cycle_interval_s: float = 0.0,
              stranded_every_s: float = 300.0, progress: ProgressFn | None = None,
              tenancy: object = None, usage_tracker: UsageTracker | None = None,
-             runtime_model: RuntimeModel | None = None, decision_log: bool = True) -> SimResult:
+             runtime_model: RuntimeModel | None = None, decision_log: bool = True,
+             failures: FailureConfig | None = None, failures_until: float | None = None) -> SimResult:
     """Run ``jobs`` on ``fleet`` under ``profile``. ``decision_log`` adds wait/reserve/backfill
-    events (sim/decisions.py) to the event log; off, the log holds what happened only."""
+    events (sim/decisions.py) to the event log; off, the log holds what happened only.
+    ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon)."""
     started_wall = wallclock.perf_counter()
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,
@@ -73,7 +78,11 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     for job in sorted(jobs, key=lambda j: (j.submit_time, j.id)):
         st.q.push(job.submit_time, EventKind.ARRIVAL, job)
     horizon = horizon if horizon is not None else max((j.submit_time for j in jobs), default=0.0)
-    Kernel(HANDLERS, after_instant).run(st)
+    handlers = HANDLERS
+    if failures is not None:
+        install(st, failures, failures_until if failures_until is not None else horizon)
+        handlers = {**HANDLERS, **FAILURE_HANDLERS}
+    Kernel(handlers, after_instant).run(st)
     return result_of(st, fleet, jobs, horizon, wallclock.perf_counter() - started_wall)
 
 
@@ -96,4 +105,5 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
         slowdowns=st.slowdowns if st.cfg.runtime_model is not None else None, estimates=st.estimates,
         reserved_starts=st.reserved_starts, fragmentation=st.frag,
         extra={"usage": st.cfg.usage_tracker} if st.cfg.usage_tracker is not None else None,
+        failures=st.fail.ledger if st.fail is not None else None,
     )

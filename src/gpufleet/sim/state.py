@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
@@ -21,6 +22,9 @@ from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.kernel import EventQueue
 from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
+
+if TYPE_CHECKING:
+    from gpufleet.sim.failures import FailureState
 
 ProgressFn = Callable[[float], None]
 #: Run-time stretch of a placement: (job, node indices of its pods in rank order, table) -> factor ≥ 1.
@@ -73,6 +77,8 @@ class SimState:
     next_stranded: float = 0.0
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
+    #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.
+    fail: FailureState | None = None
 
     def gen(self, jid: str) -> int:
         return self.generation.get(jid, 0)

@@ -18,6 +18,7 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput, CycleResult
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
+from gpufleet.sim.failures import restarted, run_wall_s
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState
 
@@ -119,7 +120,11 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
             st.decisions.started(jid)
         nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
         st.rec.event(t, "start", jid, ",".join(nodes))
-        duration = remaining_run_s(rj)
+        if st.fail is not None:
+            restarted(st, jid)
+            duration = run_wall_s(rj)  # checkpoints cost δ per τ of work when failures are on
+        else:
+            duration = remaining_run_s(rj)
         if any(b.slot is not None and b.slot.reconfigure for b in rj.bindings):
             duration += MIG_RECONFIGURE_S  # the GPU's MIG layout changes before it runs
         if cfg.runtime_model is not None:
