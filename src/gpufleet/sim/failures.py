@@ -150,8 +150,8 @@ class FailureState:
     ledger: FailureLedger = field(default_factory=FailureLedger)
     #: Job id → (failure time, cause) for gangs stopped and not yet restarted.
     stopped: dict[str, tuple[float, str]] = field(default_factory=dict)
-    #: Nodes replaced by a spare (they go back to the pool when healthy).
-    replaced: set[int] = field(default_factory=set)
+    #: In-service nodes lost with no spare to replace them: the first nodes back fill these slots.
+    short: int = 0
     away: int = 0
 
 
@@ -203,18 +203,16 @@ def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an i
     st.q.push(st.t + fs.cfg.steps.detect_s, EventKind.HEALTH, (node, HealthEvent.STOPPED, rma))
     if in_pool:
         fs.pool.remove(node)
-        fs.replaced.add(node)  # back to the pool once healthy
         return Outcome.NOTHING
     # bring in a spare for the node that left service
     if fs.pool:
         spare = fs.pool.pop(0)
         fs.ledger.spares_used += 1
-        fs.replaced.add(node)
         rc = fs.cfg.recovery  # the swap starts once the failure is detected and the gang torn down
         st.q.push(st.t + rc.detect_s + rc.teardown_s + rc.replace_s, EventKind.HEALTH, (spare, None, False))
     elif fs.cfg.spares > 0:
         fs.ledger.no_spare += 1
-        fs.replaced.add(node)
+        fs.short += 1
     if fs.cfg.spares > 0:
         fs.ledger.spare_needed += 1
     for jid, rj in list(st.cluster.running.items()):
@@ -266,12 +264,13 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
     new = fs.book.apply(node, event, st.t)
     if new is HealthState.HEALTHY:
         _away(st, -1)
-        if node in fs.replaced and len(fs.pool) < fs.cfg.spares:
-            fs.replaced.discard(node)
+        # a healthy node fills a service slot lost without a spare first, then the pool
+        if fs.short > 0:
+            fs.short -= 1
+        elif len(fs.pool) < fs.cfg.spares:
             fs.pool.append(node)
             st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "back to the spare pool")
             return Outcome.NOTHING
-        fs.replaced.discard(node)
         set_schedulable(st.cluster.table, node, True)
         st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "in service")
         return Outcome.CHANGED
@@ -315,3 +314,16 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
 
 
 FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: on_stop, EventKind.HEALTH: on_health}
+
+
+def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:
+    """E[T] of a failed node, over kinds weighted by rate: detect + drain + quarantine + diagnose
+    + (repair in place or, with the kind's RMA share, RMA) + pre-flight."""
+    rates = [k.rate_per_node_s(gpus_per_node) for k in cfg.kinds]
+    total = sum(rates)
+    if total <= 0:
+        return 0.0
+    s = cfg.steps
+    fix, rma = s.out_of_service_s(), s.out_of_service_s(rma=True)
+    return sum(r / total * ((1 - k.rma_share) * fix + k.rma_share * rma)
+               for r, k in zip(rates, cfg.kinds, strict=True))
