@@ -298,7 +298,10 @@ def restarted(st, jid: str) -> None:  # noqa: ANN001
     job = st.cluster.running[jid].job
     load = job.checkpointing.restart_s if job.checkpointing else 0.0
     fs.ledger.recoveries_s.append(st.t - t_fail + load)
-    fs.ledger.charge(cause, job.total_gpus * load)
+    # the wait for a replacement and a cycle after teardown, then the checkpoint load
+    rc = fs.cfg.recovery
+    waited = max(0.0, st.t - t_fail - rc.detect_s - rc.teardown_s)
+    fs.ledger.charge(cause, job.total_gpus * (waited + load))
 
 
 def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001

@@ -96,9 +96,13 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
         detail = (f"{held} GPUs held by {len(partial)} partially placed gang(s) "
                   f"({', '.join(partial[:6])}{'…' if len(partial) > 6 else ''}); nothing running, "
                   f"nothing can start")
+    end = st.t
+    if st.fail is not None:
+        # node repairs go on after the last job; the run, for its metrics, ends with the jobs
+        end = max([horizon, *st.finishes.values(), *st.starts.values(), *st.submit_times.values()])
     return SimResult(
         policy=st.cfg.profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},
-        starts=st.starts, finishes=st.finishes, recorder=st.rec, horizon=horizon, end_time=st.t,
+        starts=st.starts, finishes=st.finishes, recorder=st.rec, horizon=horizon, end_time=end,
         deadlocked=deadlocked, deadlock_detail=detail, held_by_partial_gangs=held,
         cycles=st.cycles, events=st.events, wall_s=wall_s,
         preemptions=st.preemptions, lost_gpu_s=st.lost_gpu_s,
