@@ -158,8 +158,8 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
     the GPU-time those jobs held from their first start that went into work kept (restarts, lost
     work, checkpoint writes, waits for a replacement are the rest). GPU-hours lost by cause: per
     failure kind, the work since the last checkpoint, the GPUs held idle until the gang was torn
-    down, the wait for a replacement, and the checkpoint load at its restart; "checkpointing" is δ/τ of the work of jobs that
-    checkpoint.
+    down, the wait for a replacement, and the checkpoint load at its restart; "checkpointing" is
+    δ/τ of the work of jobs that checkpoint.
     """
     led = r.failures
     if led is None:
