@@ -94,6 +94,17 @@ FAST = Recovery("3-minute", 30.0, 30.0, 60.0, 60.0)
 RECOVERIES = {"30-minute": SLOW, "3-minute": FAST}
 
 
+@dataclass(frozen=True, slots=True)
+class SpotConfig:
+    """The first ``nodes`` nodes are spot: each is reclaimed at ``reclaims_per_node_day`` (Poisson),
+    with ``notice_s`` warning (AWS 120 s, GCP and Azure 30 s), and comes back ``away_s`` later."""
+
+    nodes: int
+    reclaims_per_node_day: float
+    notice_s: float = 120.0
+    away_s: float = 3600.0
+
+
 @dataclass(frozen=True)
 class FailureConfig:
     kinds: tuple[FailureKind, ...] = LLAMA3_KINDS
@@ -103,6 +114,8 @@ class FailureConfig:
     #: Nodes held out of service as hot spares (the highest-numbered nodes of the fleet).
     spares: int = 0
     seed: int = 0
+    #: Spot capacity reclaimed with a notice (sim/spot.py); None: no spot nodes.
+    spot: SpotConfig | None = None
 
     def rate_per_node_s(self, gpus_per_node: int) -> float:
         return self.scale * sum(k.rate_per_node_s(gpus_per_node) for k in self.kinds)
@@ -152,6 +165,9 @@ class FailureState:
     stopped: dict[str, tuple[float, str]] = field(default_factory=dict)
     #: In-service nodes lost with no spare to replace them: the first nodes back fill these slots.
     short: int = 0
+    #: Spot nodes taken back and not yet returned; per stopped job, work saved in the notice.
+    reclaimed: set[int] = field(default_factory=set)
+    spot_saved: dict[str, float | None] = field(default_factory=dict)
     away: int = 0
 
 
@@ -233,6 +249,9 @@ def on_stop(st, ev: Event) -> Outcome:  # noqa: ANN001
     rj = st.cluster.running[jid]
     progress = work_done_s(rj, t_fail)
     saved = saved_s(rj, progress)
+    in_notice = fs.spot_saved.pop(jid, None)
+    if in_notice is not None:  # a checkpoint written during a spot notice
+        saved = max(saved, min(in_notice, progress))
     held = st.t - rj.start_time
     gpus = rj.job.total_gpus
     # this failure's cost: the work since the last checkpoint (at wall speed) and the GPUs held
@@ -252,6 +271,9 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
     """A node finishes one health step and moves to the next (or a spare joins service)."""
     fs: FailureState = st.fail
     node, event, rma = ev.payload
+    if event == "spot-back":
+        from gpufleet.sim.spot import spot_back
+        return spot_back(st, node)
     if event is None:  # a spare swapped in
         if fs.book.states[node] is not HealthState.HEALTHY:
             return Outcome.NOTHING  # it failed on its way in
@@ -267,6 +289,8 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
         # a healthy node fills a service slot lost without a spare first, then the pool
         if fs.short > 0:
             fs.short -= 1
+        elif node in fs.reclaimed:
+            return Outcome.NOTHING  # repaired while its spot capacity is away: it returns then
         elif len(fs.pool) < fs.cfg.spares:
             fs.pool.append(node)
             st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "back to the spare pool")
@@ -300,7 +324,7 @@ def restarted(st, jid: str) -> None:  # noqa: ANN001
     fs.ledger.recoveries_s.append(st.t - t_fail + load)
     # the wait for a replacement and a cycle after teardown, then the checkpoint load
     rc = fs.cfg.recovery
-    waited = max(0.0, st.t - t_fail - rc.detect_s - rc.teardown_s)
+    waited = max(0.0, st.t - t_fail - (0.0 if cause == "spot" else rc.detect_s + rc.teardown_s))
     fs.ledger.charge(cause, job.total_gpus * (waited + load))
 
 
@@ -314,9 +338,18 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
         set_schedulable(table, node, False)
     for t, node, k, u in draw_failures(cfg, table.gpu_total, horizon_s):
         st.q.push(t, EventKind.FAILURE, (node, k, u))
+    if cfg.spot is not None:
+        from gpufleet.sim.spot import install as install_spot
+        install_spot(st, horizon_s)
 
 
-FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: on_stop, EventKind.HEALTH: on_health}
+def _on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001
+    from gpufleet.sim.spot import on_reclaim
+    return on_reclaim(st, ev)
+
+
+FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: on_stop, EventKind.HEALTH: on_health,
+                    EventKind.RECLAIM: _on_reclaim}
 
 
 def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:
