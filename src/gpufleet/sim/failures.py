@@ -93,6 +93,9 @@ SLOW = Recovery("30-minute", 600.0, 300.0, 300.0, 600.0)
 FAST = Recovery("3-minute", 30.0, 30.0, 60.0, 60.0)
 RECOVERIES = {"30-minute": SLOW, "3-minute": FAST}
 
+#: A node admitted bad after repair: it fails under its first load (kind index -1).
+BAD_NODE = FailureKind("bad-node", 0, False, 0.0, "admitted bad after repair, failed under load")
+
 
 @dataclass(frozen=True, slots=True)
 class SpotConfig:
@@ -116,6 +119,11 @@ class FailureConfig:
     seed: int = 0
     #: Spot capacity reclaimed with a notice (sim/spot.py); None: no spot nodes.
     spot: SpotConfig | None = None
+    #: Pre-flight: share of repaired nodes that come back still bad, the share of those the gate
+    #: (``steps.preflight_s`` long) catches, and how soon an admitted bad node fails under load.
+    bad_after_repair: float = 0.0
+    gate_catch: float = 1.0
+    bad_fails_after_s: float = 600.0
 
     def rate_per_node_s(self, gpus_per_node: int) -> float:
         return self.scale * sum(k.rate_per_node_s(gpus_per_node) for k in self.kinds)
@@ -146,6 +154,9 @@ class FailureLedger:
     no_spare: int = 0
     #: Failures of in-service nodes while a pool is configured: each wants a spare.
     spare_needed: int = 0
+    #: Pre-flight: bad nodes the gate sent back, and bad nodes it let through.
+    gate_caught: int = 0
+    admitted_bad: int = 0
     recoveries_s: list[float] = field(default_factory=list)
     lost_gpu_s: dict[str, float] = field(default_factory=dict)
     #: (time, nodes away for repair) at every change: the M/G/∞ check.
@@ -165,6 +176,9 @@ class FailureState:
     stopped: dict[str, tuple[float, str]] = field(default_factory=dict)
     #: In-service nodes lost with no spare to replace them: the first nodes back fill these slots.
     short: int = 0
+    #: Pre-flight visits per node (seeds the bad/caught draws: policy-independent).
+    gate_visits: dict[int, int] = field(default_factory=dict)
+    bad: set[int] = field(default_factory=set)
     #: Spot nodes taken back and not yet returned; per stopped job, work saved in the notice.
     reclaimed: set[int] = field(default_factory=set)
     spot_saved: dict[str, float | None] = field(default_factory=dict)
@@ -207,7 +221,7 @@ def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an i
     node, kind_idx, u = ev.payload
     if fs.book.states[node] is not HealthState.HEALTHY:
         return Outcome.NOTHING  # already out of service: the fault is found with the first one
-    kind = fs.cfg.kinds[kind_idx]
+    kind = BAD_NODE if kind_idx < 0 else fs.cfg.kinds[kind_idx]
     in_pool = node in fs.pool
     fs.ledger.node_failures += 1
     fs.book.apply(node, HealthEvent.FAULT, st.t)
@@ -277,12 +291,26 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
     if event is None:  # a spare swapped in
         if fs.book.states[node] is not HealthState.HEALTHY:
             return Outcome.NOTHING  # it failed on its way in
-        set_schedulable(st.cluster.table, node, True)
+        _in_service(st, node)
         st.rec.event(st.t, "spare-in", st.cluster.table.names[node])
         return Outcome.CHANGED
     state = fs.book.states[node]
     if state is HealthState.DIAGNOSING:
         event = HealthEvent.REPLACE if rma else HealthEvent.FIXED
+    admitted_bad = False
+    if state is HealthState.PREFLIGHT and fs.cfg.bad_after_repair > 0:
+        visit = fs.gate_visits.get(node, 0)
+        fs.gate_visits[node] = visit + 1
+        bad_u, catch_u = np.random.default_rng([fs.cfg.seed, 0xBAD, node, visit]).random(2)
+        if bad_u < fs.cfg.bad_after_repair:
+            if catch_u < fs.cfg.gate_catch:
+                event = HealthEvent.GATE_FAILED
+                fs.ledger.gate_caught += 1
+                st.rec.event(st.t, "gate-failed", st.cluster.table.names[node], "bad after repair")
+            else:
+                admitted_bad = True
+                fs.ledger.admitted_bad += 1
+                fs.bad.add(node)  # it fails once it takes work (_in_service)
     new = fs.book.apply(node, event, st.t)
     if new is HealthState.HEALTHY:
         _away(st, -1)
@@ -295,8 +323,9 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
             fs.pool.append(node)
             st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "back to the spare pool")
             return Outcome.NOTHING
-        set_schedulable(st.cluster.table, node, True)
-        st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "in service")
+        _in_service(st, node)
+        st.rec.event(st.t, "node-healthy", st.cluster.table.names[node],
+                     "in service (bad: passed the gate)" if admitted_bad else "in service")
         return Outcome.CHANGED
     if new is HealthState.DIAGNOSING:
         st.q.push(st.t + fs.cfg.steps.diagnose_s, EventKind.HEALTH, (node, HealthEvent.FIXED, rma))
@@ -305,6 +334,15 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
     assert leave is not None
     st.q.push(st.t + leave[1], EventKind.HEALTH, (node, leave[0], rma))
     return Outcome.NOTHING
+
+
+def _in_service(st, node: int) -> None:  # noqa: ANN001
+    """The node takes work again; one admitted bad fails under that load ``bad_fails_after_s`` later."""
+    fs: FailureState = st.fail
+    set_schedulable(st.cluster.table, node, True)
+    if node in fs.bad:
+        fs.bad.discard(node)
+        st.q.push(st.t + fs.cfg.bad_fails_after_s, EventKind.FAILURE, (node, -1, 1.0))
 
 
 def _away(st, delta: int) -> None:  # noqa: ANN001
