@@ -51,7 +51,7 @@ def spares(
     risk: Annotated[float, typer.Option(help="Target P(no spare when a failure needs one).")] = 0.01,
     simulate: Annotated[bool, typer.Option(help="Check the plan by simulating --years of failures.")]
     = False,
-    years: Annotated[float, typer.Option(help="Years simulated with --simulate.")] = 5.0,
+    years: Annotated[float, typer.Option(help="Years simulated with --simulate.")] = 40.0,
     output: Annotated[OutputFormat, typer.Option(help="text (default) or json.")] = OutputFormat.text,
 ) -> None:
     """Spares so that P(no spare when needed) < RISK, by Poisson/Erlang arithmetic (and simulation)."""
@@ -69,12 +69,13 @@ def spares(
         steps = StepDurations(detect_s=0, drain_s=0, diagnose_s=0, preflight_s=0, repair_s=repair_days * DAY)
         total = sum(k.count for k in LLAMA3_KINDS)
         cfg = replace(cfg, kinds=(FailureKind("any", total, False, 0.0, "all kinds"),), steps=steps)
-    lam = nodes * cfg.rate_per_node_s(8)
     e_t = mean_out_of_service_s(cfg, 8)
+    lam = nodes * cfg.rate_per_node_s(8)
     if lam * e_t > 100_000:
         raise fail(f"--nodes/--rate/--repair-days: {lam * e_t:,.0f} nodes away on average; expected "
                    "at most 100,000")
-    s = R.spares_needed(lam, e_t, risk)
+    s = R.spares_for_pool(nodes, cfg.rate_per_node_s(8), e_t, risk)
+    lam = (nodes + s) * cfg.rate_per_node_s(8)  # the idle spares fail too
     out = {"nodes": nodes, "failures_per_day": lam * DAY, "mean_away_days": e_t / DAY,
            "mean_nodes_away": lam * e_t, "spares": s, "p_no_spare": R.no_spare_probability(s, lam, e_t),
            "p_no_spare_one_fewer": R.no_spare_probability(s - 1, lam, e_t) if s > 0 else None,

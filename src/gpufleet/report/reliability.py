@@ -107,7 +107,7 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
         + "<h3>Spare pool: P(no spare when needed) &lt; 1%</h3>"
         "<p>Palm's theorem: nodes away for repair ~ Poisson(Λ E[T]); a failure finds the pool empty "
         "with P(N ≥ s). E[T] mixes repair in place (4 h) and RMA (14 d, an assumption) by kind. "
-        "Simulated over 5 years with the planned pool.</p>"
+        "The idle spares fail too: Λ = (N + s) r. Simulated over 40 years with the planned pool.</p>"
         + table(["nodes", "failures", "E[T] away", "spares planned", "P(no spare), formula",
                  "P(no spare), simulated", "failures simulated", "Erlang-B (lost-call view)"], spare_rows)
         + "<h3>Pre-flight payoff: no gate, a 2-minute gate, a long diagnostic</h3>"

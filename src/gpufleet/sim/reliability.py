@@ -81,6 +81,15 @@ def spares_needed(failures_per_s: float, out_of_service_s: float, risk: float = 
     return s
 
 
+def spares_for_pool(nodes: int, rate_per_node_s: float, out_of_service_s: float, risk: float = 0.01) -> int:
+    """Spares for ``nodes`` in service when the idle spares fail too: failures arrive at
+    Λ = (nodes + s) r, so s is the smallest with P(Poisson((N + s) r E[T]) ≥ s) < risk."""
+    s = spares_needed(nodes * rate_per_node_s, out_of_service_s, risk)
+    while no_spare_probability(s, (nodes + s) * rate_per_node_s, out_of_service_s) >= risk:
+        s += 1
+    return s
+
+
 def erlang_b(offered: float, servers: int) -> float:
     """Erlang B blocking: B(E,0)=1, B(E,k) = E·B(E,k−1) / (k + E·B(E,k−1))."""
     b = 1.0

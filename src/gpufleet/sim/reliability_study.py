@@ -92,11 +92,11 @@ class SparesCheck:
     erlang_b: float
 
 
-def spares_check(cfg: FailureConfig, nodes: int, years: float = 5.0, risk: float = 0.01) -> SparesCheck:
+def spares_check(cfg: FailureConfig, nodes: int, years: float = 40.0, risk: float = 0.01) -> SparesCheck:
     """Plan the pool by formula, then simulate ``years`` of failures with it."""
-    lam = nodes * cfg.rate_per_node_s(8)
     e_t = mean_out_of_service_s(cfg, 8)
-    s = R.spares_needed(lam, e_t, risk)
+    s = R.spares_for_pool(nodes, cfg.rate_per_node_s(8), e_t, risk)
+    lam = (nodes + s) * cfg.rate_per_node_s(8)  # idle spares fail too
     T = years * 365 * DAY
     r = simulate(_fleet(nodes + s), [], profile("gang-bestfit"), failures=replace(cfg, spares=s),
                  failures_until=T, horizon=T, decision_log=False, stranded_every_s=1e12)
