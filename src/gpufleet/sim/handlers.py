@@ -15,7 +15,8 @@ def on_arrival(st: SimState, ev: Event) -> Outcome:
     """A job is submitted: it joins the queue."""
     st.cluster.submit(ev.payload)
     st.rec.event(st.t, "submit", ev.payload.id)
-    return Outcome.CHANGED
+    st.arrived_now.append(ev.payload)
+    return Outcome.ARRIVED
 
 
 def charge_usage(st: SimState, jid: str) -> None:

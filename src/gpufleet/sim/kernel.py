@@ -38,6 +38,8 @@ class Outcome(IntFlag):
     NOTHING = 0
     CHANGED = 1
     CYCLE_DUE = 2
+    #: A job arrived (the queue grew; no capacity moved): a cycle is wanted unless provably idle.
+    ARRIVED = 4
 
 
 @dataclass(order=True, slots=True)

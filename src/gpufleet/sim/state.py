@@ -43,6 +43,8 @@ class SimConfig:
     tenancy: object = None
     usage_tracker: UsageTracker | None = None
     runtime_model: RuntimeModel | None = None
+    #: Whether the profile allows skipping provably idle cycles (computed once, sim/step.py).
+    skip_safe: bool | None = None
 
 
 @dataclass
@@ -75,6 +77,12 @@ class SimState:
     #: A cadence CYCLE event is queued (cycle_interval_s > 0).
     cycle_pending: bool = False
     next_stranded: float = 0.0
+    #: Jobs that arrived at this instant (for the idle-cycle skip, sim/step.py).
+    arrived_now: list[Job] = field(default_factory=list)
+    #: Cycle opportunities, run or skipped: the engine's seed follows it, so a skipped cycle does
+    #: not shift the randomness of the cycles after it.
+    cycle_seq: int = 0
+    skipped_cycles: int = 0
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
     #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.

@@ -14,10 +14,16 @@ import numpy as np
 
 from gpufleet.engine.checkpoints import remaining_run_s
 from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.phases.admit import AdmitAll
+from gpufleet.engine.phases.backfill import NoBackfill
+from gpufleet.engine.phases.preempt import NoPreemption
+from gpufleet.engine.phases.reserve import NoReservation
+from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput, CycleResult
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
+from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.failures import restarted, run_wall_s
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState
@@ -43,23 +49,67 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
 
 def after_instant(st: SimState, outcome: Outcome) -> None:
     cfg = st.cfg
-    changed = bool(outcome & Outcome.CHANGED)
+    changed = bool(outcome & (Outcome.CHANGED | Outcome.ARRIVED))
     if changed and cfg.cycle_interval_s > 0 and not st.cycle_pending:
         st.q.push(math.ceil(st.t / cfg.cycle_interval_s) * cfg.cycle_interval_s, EventKind.CYCLE)
         st.cycle_pending = True
     due = bool(outcome & Outcome.CYCLE_DUE) or (changed and cfg.cycle_interval_s <= 0)
     if due and st.cluster.pending:
-        engine_cycle(st)
+        if outcome == Outcome.ARRIVED and idle_cycle(st):
+            skip_cycle(st)
+        else:
+            engine_cycle(st)
+    st.arrived_now.clear()
     sample(st)
+
+
+def skip_safe(profile: Profile) -> bool:
+    """Profiles whose cycle, when only jobs that cannot fit arrived, provably does nothing: plain
+    greedy gang best-fit (any order), no admission, reservation, backfill or preemption. Nothing
+    freed capacity since the last cycle, in which every waiting job was examined and did not fit
+    (or was placed, taking capacity); a new job the free-capacity index proves too big cannot fit
+    either. Reservation, backfill, preemption and time-priced placers (topology) can act on a new
+    job that does not fit, so they always run their cycle."""
+    p = profile
+    return (type(p.placer) is GangBestFit and not p.placer.stop_at_first_blocked
+            and not p.placer.defer and p.gang
+            and isinstance(p.admitter, AdmitAll) and isinstance(p.reserver, NoReservation)
+            and isinstance(p.backfiller, NoBackfill) and isinstance(p.preemptor, NoPreemption))
+
+
+def idle_cycle(st: SimState) -> bool:
+    if st.cfg.skip_safe is None:
+        st.cfg.skip_safe = skip_safe(st.cfg.profile)
+    if not st.cfg.skip_safe or not st.arrived_now:
+        return False
+    table = st.cluster.table
+    for job in st.arrived_now:
+        if len(job.pod_sets) != 1:
+            return False
+        ps = job.pod_sets[0]
+        if not table.cannot_fit(ps.request, ps.replicas):
+            return False
+    return True
+
+
+def skip_cycle(st: SimState) -> None:
+    """The cycle would start nothing: skip it, and log why the new jobs wait."""
+    st.cycle_seq += 1
+    st.skipped_cycles += 1
+    if st.decisions is not None:
+        for job in st.arrived_now:
+            st.rec.event(st.t, "wait", job.id, f"UNSCHEDULABLE [{st.cfg.profile.name}]: more GPUs than the "
+                         "free capacity holds now (no cycle run: nothing was freed)")
 
 
 def engine_cycle(st: SimState) -> None:
     """Ask the engine what to do now, then do it."""
     cfg, cluster, t = st.cfg, st.cluster, st.t
     st.cycles += 1
+    st.cycle_seq += 1
     result = run_cycle(CycleInput(
         now=t, nodes=cluster.table, pending=cluster.pending_view(), profile=cfg.profile,
-        running=cluster.running_view(), seed=cfg.seed + st.cycles, tenancy=cfg.tenancy,
+        running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
         usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
         reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
         disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0)))
