@@ -76,3 +76,12 @@ def test_spot_waste_and_break_even_discount():
     assert spot_waste_per_reclaim_s(3600, 600) == 2400
     d = spot_break_even_discount(3600, 60, 600, 1 / 72_000, on_demand_useful=3600 / 3660)
     assert d == pytest.approx(0.0339, abs=0.0002)
+
+
+def test_counting_the_idle_spares_own_failures_adds_a_spare_at_the_tail():
+    """1,024 nodes, 3-day repair: alone, 21 spares (λ = 11.64). With Λ = (1024 + s) r: s = 21 gives
+    λ = 1045 × 3.789e-3 × 3 = 11.878 and P(N ≥ 21) = 1.046% ≥ 1%; s = 22 gives 0.548%: 22."""
+    from gpufleet.sim.reliability import spares_for_pool
+
+    r = 419 / 110_592 / DAY
+    assert spares_for_pool(1024, r, 3 * DAY) == 22
