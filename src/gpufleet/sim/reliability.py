@@ -104,6 +104,14 @@ def spot_waste_per_reclaim_s(tau_s: float, restart_s: float) -> float:
     return tau_s / 2.0 + restart_s
 
 
+def spot_waste_exact_s(interval_wall_s: float, restart_s: float, reclaims_per_s: float) -> float:
+    """The renewal-exact mean waste when reclaims are Poisson at λ and saves come every τ' of wall
+    time: E[X mod τ'] for X ~ Exp(λ) is 1/λ − τ' e^{−λτ'} / (1 − e^{−λτ'}); plus R. It tends to
+    τ'/2 + R when τ' ≪ 1/λ and is smaller when the interval is a fair share of the MTTI."""
+    x = reclaims_per_s * interval_wall_s
+    return 1.0 / reclaims_per_s - interval_wall_s * math.exp(-x) / -math.expm1(-x) + restart_s
+
+
 def spot_useful_share(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:
     """Share of paid spot time that is useful work, first order: (1 − δ/(τ+δ)) − λ (τ/2 + R)."""
     return tau_s / (tau_s + delta_s) - reclaims_per_s * spot_waste_per_reclaim_s(tau_s, restart_s)

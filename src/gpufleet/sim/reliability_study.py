@@ -155,3 +155,44 @@ def preflight_payoff(bad_after_repair: float = 0.3, nodes: int = 64, spares: int
 def led_visits(r) -> list[int]:  # noqa: ANN001 (SimResult)
     """Pre-flight runs per node, from the event log's health moves (each node-healthy or caught)."""
     return [1 for _, kind, _, _ in r.recorder.log if kind in ("node-healthy", "gate-failed")]
+
+
+@dataclass(frozen=True)
+class SpotRow:
+    tau_s: float
+    delta_s: float
+    waste_formula_s: float
+    waste_exact_s: float
+    waste_sim_s: float
+    discount_formula: float
+    discount_sim: float
+    reclaims: int
+
+
+def spot_cadences(taus: tuple[float, ...] = (900.0, 3600.0, 14_400.0), delta_s: float = 300.0,
+                  restart_s: float = 300.0, per_node_day: float = 1.0, jobs: int = 20,
+                  work_days: float = 15.0, seed: int = 2) -> list[SpotRow]:
+    """Single-node jobs on spot nodes reclaimed ``per_node_day`` times a day (120 s notice): the
+    waste per reclaim and the break-even discount, by formula and simulated, at each cadence.
+    The discount is against an on-demand node that also checkpoints (u_od = τ/(τ+δ))."""
+    from gpufleet.sim.failures import SpotConfig
+    from gpufleet.sim.metrics import summarize
+
+    rows = []
+    for tau in taus:
+        spot = SpotConfig(nodes=200, reclaims_per_node_day=per_node_day, notice_s=120.0, away_s=3600.0)
+        cfg = FailureConfig(scale=0.0, recovery=FAST, spot=spot, seed=seed)
+        js = [job(f"j{i}").gpus(8).runs(work_days * DAY).checkpoints(tau, delta_s, restart_s).build()
+              for i in range(jobs)]
+        r = simulate(_fleet(200), js, profile("gang-bestfit"), failures=cfg,
+                     failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
+        led = r.failures
+        assert led is not None
+        u_od = tau / (tau + delta_s)
+        rows.append(SpotRow(
+            tau, delta_s, R.spot_waste_per_reclaim_s(tau + delta_s, restart_s),
+            R.spot_waste_exact_s(tau + delta_s, restart_s, per_node_day / DAY),
+            led.lost_gpu_s.get("spot", 0.0) / 8 / max(led.interruptions, 1),
+            R.spot_break_even_discount(tau, delta_s, restart_s, per_node_day / DAY, u_od),
+            1.0 - summarize(r)["goodput_pct"] / 100 / u_od, led.interruptions))
+    return rows

@@ -73,3 +73,22 @@ def test_a_gang_on_n_spot_nodes_is_reclaimed_n_times_as_often():
         rates[n] = hits / exposure
         assert rates[n] == pytest.approx(n / DAY, rel=0.1)
     assert rates[8] / rates[1] == pytest.approx(8.0, rel=0.1)
+
+
+def test_the_renewal_exact_waste_tends_to_the_first_order_one_for_short_intervals():
+    """λ = 1/day. τ' = 3,900 s: 1/λ − τ' e^{−λτ'}/(1 − e^{−λτ'}) = 86,400 − 3,900 × 0.95587/0.04413
+    = 1,935 s (first order 1,950) + R 300 = 2,235 s. τ' = 14,700 s: 7,142 s (first order 7,350)."""
+    assert R.spot_waste_exact_s(3900.0, 300.0, 1 / DAY) == pytest.approx(2235.3, abs=0.5)
+    assert R.spot_waste_exact_s(14_700.0, 300.0, 1 / DAY) == pytest.approx(7441.7, abs=0.5)
+
+
+def test_spot_waste_at_three_cadences_matches_the_renewal_formula_within_5_percent():
+    """τ = 15 min, 1 h, 4 h with δ = 300 s (no save fits the 120 s notice), 20 single-node jobs of
+    15 days: simulated waste per reclaim within 5% of the exact mean at each cadence (measured
+    0.996, 0.989, 0.958); the break-even discount grows with τ (d* = 1.2%, 2.6%, 8.9%)."""
+    from gpufleet.sim.reliability_study import spot_cadences
+
+    rows = spot_cadences()
+    for r in rows:
+        assert r.waste_sim_s == pytest.approx(r.waste_exact_s, rel=0.05)
+    assert [round(100 * r.discount_formula, 1) for r in rows] == [1.2, 2.6, 8.9]
