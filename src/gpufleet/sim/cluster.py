@@ -78,6 +78,25 @@ class SimulatedCluster:
         self._views[jid] = PendingJob(rj.job)
         return rj
 
+    def unbind_on(self, node: int) -> list[JobId]:
+        """A node leaves service: pods bound there by waiting (partially placed) jobs are released
+        and go back to pending; the jobs they belonged to."""
+        hit = []
+        for jid, bs in list(self.partial.items()):
+            gone = [b for b in bs if b.node == node]
+            if not gone:
+                continue
+            for b in gone:
+                self.table.give(b.node, b.request, slot=b.slot)
+            kept = [b for b in bs if b.node != node]
+            if kept:
+                self.partial[jid] = kept
+            else:
+                del self.partial[jid]
+            self._stale.add(jid)
+            hit.append(jid)
+        return hit
+
     @property
     def held_by_partial_gangs(self) -> int:
         return sum(b.request.gpus for bs in self.partial.values() for b in bs)

@@ -227,6 +227,8 @@ def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an i
     fs.book.apply(node, HealthEvent.FAULT, st.t)
     set_schedulable(st.cluster.table, node, False)
     name = st.cluster.table.names[node]
+    for jid in st.cluster.unbind_on(node):  # pods of waiting per-pod jobs bound there
+        st.rec.event(st.t, "unbound", jid, f"pods on {name} released: the node failed")
     st.rec.event(st.t, "node-fault", name, f"{kind.name}: {kind.rows.split(',')[0]}")
     _away(st, +1)
     rma = u < kind.rma_share

@@ -40,6 +40,8 @@ def on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState)
         return Outcome.NOTHING  # already gone (or out for repair): nothing to take back
     fs.reclaimed.add(node)
     set_schedulable(table, node, False)
+    for jid in st.cluster.unbind_on(node):  # pods of waiting per-pod jobs bound there
+        st.rec.event(st.t, "unbound", jid, f"pods on {table.names[node]} released: spot reclaim")
     gone = st.t + spot.notice_s
     st.rec.event(st.t, "spot-notice", table.names[node], f"reclaimed at t={gone:.0f}")
     for jid, rj in list(st.cluster.running.items()):
