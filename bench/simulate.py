@@ -2,6 +2,8 @@
 
     python bench/simulate.py                       # the bundled default scenario, its three policies
     python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit --policy gang-easy
+    python bench/simulate.py --policy gang-easy --failure-scale 50   # failures on (sim/failures.py)
+    python bench/simulate.py --policy gang-easy --no-decision-log    # without wait/reserve/backfill events
 
 The large case builds 2,000 HGX nodes × 8 GPUs (16,000 GPUs, leaves of 32) and a generated
 workload at 90% offered load whose length is chosen so that about ``--jobs`` jobs arrive.
@@ -18,6 +20,7 @@ import numpy as np
 
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.policies.registry import profile
+from gpufleet.sim.failures import FailureConfig
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.scenario import bundled
@@ -30,6 +33,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=100_000)
     ap.add_argument("--policy", action="append")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--failure-scale", type=float, default=0.0,
+                    help="failures at this multiple of the Llama 3 rates (0: off)")
+    ap.add_argument("--no-decision-log", action="store_true")
     args = ap.parse_args()
     if args.nodes:
         fleet = build_fleet([NodeGroup(nodes=args.nodes, gpu="H100-80GB", leaf_size=32)])
@@ -46,12 +52,15 @@ def main() -> None:
         label = f"default scenario: {fleet.total_gpus} GPUs, {len(jobs)} jobs"
     out = {"case": label, "nodes": len(fleet), "jobs": len(jobs), "policies": {}}
     for name in args.policy or ["gang-bestfit", "gang-easy", "per-pod"]:
-        r = simulate(fleet, jobs, profile(name), horizon=horizon)
+        failures = FailureConfig(scale=args.failure_scale) if args.failure_scale > 0 else None
+        r = simulate(fleet, jobs, profile(name), horizon=horizon, failures=failures,
+                     decision_log=not args.no_decision_log)
         s = summarize(r)
         out["policies"][name] = {
             "events": r.events, "cycles": r.cycles, "sim_wall_s": round(r.wall_s, 2),
             "events_per_s": round(r.events / r.wall_s), "cycles_per_s": round(r.cycles / r.wall_s),
             "gpu_allocation_pct": round(s["gpu_allocation_pct"], 1),
+            "interruptions": s.get("interruptions", 0), "log_events": len(r.recorder.log),
         }
         print(f"{name}: {out['policies'][name]}", file=sys.stderr)
     print(json.dumps(out))

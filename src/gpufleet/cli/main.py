@@ -19,7 +19,8 @@ def _main() -> None:
     """GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm."""
 
 
-COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan")
+COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan",
+                   "explain")
 
 
 def _register() -> None:

@@ -18,6 +18,8 @@ from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.estimates import estimate_section
 from gpufleet.report.fmt import duration
 from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
+from gpufleet.report.reliability import RELIABILITY_ROWS, reliability_section
+from gpufleet.report.reliability import fmt as fmt_reliability
 from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
@@ -71,7 +73,10 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
                                            horizon=horizon, cycle_interval_s=interval,
                                            progress=tick,
                                            runtime_model=runtime_model_for(scn.spec.runtime_model, scn.fleet),
-                                           tenancy=scn.tenancy, usage_tracker=usage_tracker_for(scn))
+                                           tenancy=scn.tenancy, usage_tracker=usage_tracker_for(scn),
+                                           failures=scn.failures,
+                                           failures_until=scn.spec.reliability.until_s(horizon)
+                                           if scn.spec.reliability is not None else None)
             bar.update(task, completed=end_guess)
     return results
 
@@ -139,6 +144,16 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
     console.print(t)
 
 
+def print_reliability(summaries: dict[str, dict]) -> None:
+    t = Table(title="Reliability (failures on)", header_style="bold")
+    t.add_column("metric")
+    for name in summaries:
+        t.add_column(name, justify="right")
+    for key, label, kind in RELIABILITY_ROWS:
+        t.add_row(label, *[fmt_reliability(s[key], kind) for s in summaries.values()])
+    console.print(t)
+
+
 @app.command()
 @one_line_errors
 def simulate(
@@ -192,6 +207,8 @@ def simulate(
     if scn.tenancy is not None:
         window = scn.horizon or max(r.end_time for r in results.values())
         extra[:0] = tenancy_sections(results, summaries, scn.tenancy, window)
+    if scn.failures is not None:
+        extra.insert(0, reliability_section(summaries, scn.failures))
     fractional = shows_fragmentation(results)
     if fractional:
         extra.insert(0, fragmentation_section(
@@ -217,4 +234,6 @@ def simulate(
         print_fragmentation(summaries)
     if actual:
         print_actual(actual)
+    if scn.failures is not None:
+        print_reliability(summaries)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

@@ -78,6 +78,25 @@ class SimulatedCluster:
         self._views[jid] = PendingJob(rj.job)
         return rj
 
+    def unbind_on(self, node: int) -> list[JobId]:
+        """A node leaves service: pods bound there by waiting (partially placed) jobs are released
+        and go back to pending; the jobs they belonged to."""
+        hit = []
+        for jid, bs in list(self.partial.items()):
+            gone = [b for b in bs if b.node == node]
+            if not gone:
+                continue
+            for b in gone:
+                self.table.give(b.node, b.request, slot=b.slot)
+            kept = [b for b in bs if b.node != node]
+            if kept:
+                self.partial[jid] = kept
+            else:
+                del self.partial[jid]
+            self._stale.add(jid)
+            hit.append(jid)
+        return hit
+
     @property
     def held_by_partial_gangs(self) -> int:
         return sum(b.request.gpus for bs in self.partial.values() for b in bs)
@@ -87,3 +106,15 @@ class SimulatedCluster:
         """GPUs held by running jobs: every GPU not free, less those partial gangs hold idle (a GPU
         hosting MIG instances or soft shares of a running job counts as working)."""
         return self.table.gpus_allocated - self.held_by_partial_gangs
+
+
+def set_schedulable(table: NodeTable, node: int, ok: bool) -> None:
+    """Put a node in or out of service for the engine ("the engine never places on a node outside
+    healthy"): the ``schedulable`` column and the free-capacity index move together."""
+    if bool(table.schedulable[node]) == ok:
+        return
+    if table.index is not None:
+        top = table.index.hist.shape[1] - 1
+        free = min(max(int(table.gpu_free[node]), 0), top)
+        table.index.hist[int(table.model_idx[node]), free] += 1 if ok else -1
+    table.schedulable[node] = ok

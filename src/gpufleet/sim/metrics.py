@@ -151,6 +151,40 @@ def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
     }
 
 
+def reliability_metrics(r: SimResult) -> dict[str, Any]:
+    """Failures' cost, when the run had them (sim/failures.py); empty otherwise.
+
+    goodput = Σ GPUs × run time of finished jobs / Σ GPUs × (finish − first start): the share of
+    the GPU-time those jobs held from their first start that went into work kept (restarts, lost
+    work, checkpoint writes, waits for a replacement are the rest). GPU-hours lost by cause: per
+    failure kind, the work since the last checkpoint, the GPUs held idle until the gang was torn
+    down, the wait for a replacement, and the checkpoint load at its restart; "checkpointing" is
+    δ/τ of the work of jobs that checkpoint.
+    """
+    led = r.failures
+    if led is None:
+        return {}
+    done = [j for j in r.finishes if j in r.starts]
+    work = sum(r.jobs[j].total_gpus * r.jobs[j].run_time for j in done)
+    held = sum(r.jobs[j].total_gpus * (r.finishes[j] - r.starts[j]) for j in done)
+    rec = np.array(led.recoveries_s)
+    lost = {k: v / 3600.0 for k, v in sorted(led.lost_gpu_s.items())}
+    ck_s = sum(r.jobs[j].total_gpus * r.jobs[j].run_time * c.cost_s / c.interval_s
+               for j in done if (c := r.jobs[j].checkpointing) is not None and c.interval_s > 0)
+    if ck_s:
+        lost["checkpointing"] = ck_s / 3600.0
+    return {
+        "goodput_pct": 100.0 * work / held if held else 0.0,
+        "node_failures": led.node_failures,
+        "interruptions": led.interruptions,
+        "recovery_p50_s": _pct(rec, 50),
+        "recovery_p95_s": _pct(rec, 95),
+        "spares_used": led.spares_used,
+        "no_spare_when_needed": led.no_spare,
+        "lost_gpu_hours_by_cause": lost,
+    }
+
+
 def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
     rec = r.recorder
     window = r.horizon if r.horizon > 0 else r.end_time
@@ -194,4 +228,5 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
         "lost_gpu_hours": r.lost_gpu_s / 3600.0,
         "tenants": tenant_metrics(r, window, tenancy),
         **fragmentation_metrics(r, window),
+        **reliability_metrics(r),
     }

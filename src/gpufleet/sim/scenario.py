@@ -34,6 +34,8 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
+from gpufleet.sim.failures import FailureConfig
+from gpufleet.sim.failures_spec import ReliabilitySpec
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate
 from gpufleet.traces.jsonl import read_jobs
 
@@ -203,6 +205,8 @@ class ScenarioSpec(_Strict):
     runtime_model: Literal["none", "topology"] = "none"
     #: Tenant queues, cohorts, quotas, priority classes (model/tenancy_config.py); None: no quotas.
     tenancy: TenancySpec | None = None
+    #: Failures, recovery and spares (sim/failures_spec.py); None: the fleet never breaks.
+    reliability: ReliabilitySpec | None = None
 
     def tenancy_problem(self) -> tuple[str, str] | None:
         """(field, expectation) for the first tenancy cross-reference that does not hold, or None."""
@@ -252,6 +256,9 @@ class Scenario:
         if problem is not None:
             raise InputError(source, *problem)
         self.fleet: Fleet = spec.fleet.build()
+        if spec.reliability is not None and spec.reliability.spares >= len(self.fleet.nodes):
+            raise InputError(source, "reliability.spares",
+                             f"fewer spares than the fleet's {len(self.fleet.nodes)} nodes")
 
     @property
     def name(self) -> str:
@@ -277,6 +284,11 @@ class Scenario:
     def tenancy(self) -> Tenancy | None:
         """The scenario's tenancy (quotas, cohorts, classes), or None when it has none."""
         return self.spec.tenancy.build() if self.spec.tenancy is not None else None
+
+    @property
+    def failures(self) -> FailureConfig | None:
+        """The failure model of a scenario with a ``reliability`` section, else None."""
+        return self.spec.reliability.build() if self.spec.reliability is not None else None
 
     @property
     def horizon(self) -> float | None:

@@ -1,0 +1,150 @@
+"""The reliability report section: failures' cost per policy, recovery 30 min vs 3 min, the goodput
+curve over checkpoint cadences against Young/Daly, and the spare pool — formula beside simulation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib.pyplot as plt
+
+from gpufleet.report import plots
+from gpufleet.report.fmt import duration
+from gpufleet.report.html import Section, img, table
+from gpufleet.sim import reliability as R
+from gpufleet.sim.failures import FailureConfig
+from gpufleet.sim.reliability_study import (
+    cadence_curve,
+    preflight_payoff,
+    recovery_comparison,
+    spares_check,
+    spot_cadences,
+)
+
+RELIABILITY_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("goodput_pct", "goodput (work kept / GPU-time held)", "pct"),
+    ("node_failures", "node failures", "int"),
+    ("interruptions", "job interruptions", "int"),
+    ("recovery_p50_s", "recovery p50 (failure → working again)", "dur"),
+    ("recovery_p95_s", "recovery p95", "dur"),
+    ("spares_used", "spares used", "int"),
+    ("no_spare_when_needed", "failures that found no spare", "int"),
+)
+
+
+def fmt(v: float, kind: str) -> str:
+    if kind == "pct":
+        return f"{v:.2f}%"
+    if kind == "dur":
+        return duration(v)
+    return f"{v:,}"
+
+
+def _policy_table(summaries: Mapping[str, dict]) -> str:
+    names = [n for n, s in summaries.items() if "goodput_pct" in s]
+    rows: list[list[object]] = [[label, *[fmt(summaries[n][k], kind) for n in names]]
+                                for k, label, kind in RELIABILITY_ROWS]
+    causes = sorted({c for n in names for c in summaries[n]["lost_gpu_hours_by_cause"]})
+    for c in causes:
+        rows.append([f"GPU-hours lost: {c}",
+                     *[f"{summaries[n]['lost_gpu_hours_by_cause'].get(c, 0.0):,.0f}" for n in names]])
+    return table(["metric", *names], rows)
+
+
+def _cadence_plot(young: float, daly: float, runs: list) -> str:
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    taus = [r.tau_s / 60 for r in runs]
+    ax.plot(taus, [100 * r.goodput_formula for r in runs], "-", color=plots.COLORS[0], label="Daly (formula)")
+    ax.plot(taus, [100 * r.goodput_sim for r in runs], "o", color=plots.COLORS[1], label="simulated")
+    ax.axvline(daly / 60, color="#57606a", ls="--", lw=0.8, label=f"Daly τ = {daly / 60:.1f} min")
+    ax.axvline(young / 60, color="#9a6700", ls=":", lw=0.8, label=f"Young τ = {young / 60:.1f} min")
+    ax.set_xscale("log")
+    ax.set_xlabel("checkpoint interval τ (minutes, log scale)")
+    ax.set_ylabel("goodput (%)")
+    ax.set_title("Goodput over checkpoint cadence", loc="left", fontsize=11)
+    ax.grid(alpha=0.3)
+    ax.legend(frameon=False, fontsize=8)
+    return plots.to_png_b64(fig)
+
+
+def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Section:
+    rec = recovery_comparison(cfg)
+    curve_cfg = FailureConfig(scale=20.0, steps=cfg.steps)
+    young, daly, curve = cadence_curve(curve_cfg)
+    sp = spares_check(cfg, 256)
+    gates = preflight_payoff()
+    spot = spot_cadences()
+    spot_rows: list[list[object]] = [
+        [f"{r.tau_s / 60:.0f} min", f"{r.delta_s:.0f} s", duration(r.waste_formula_s),
+         duration(r.waste_exact_s), duration(r.waste_sim_s), f"{r.reclaims:,}",
+         f"{100 * r.discount_formula:.1f}%", f"{100 * r.discount_sim:.1f}%"] for r in spot]
+    gang_rows: list[list[object]] = []
+    for n in (1, 8, 32, 64):
+        d = R.spot_break_even_discount(3600.0, 300.0, 300.0, n / 86400.0, 3600 / 3900)
+        gang_rows.append([f"{n}", f"{24 / n:.2g} h",
+                          f"{100 * d:.0f}%" if d < 1 else "never: no useful work left"])
+    gate_rows: list[list[object]] = [
+        [g.label, duration(g.gate_s), f"{100 * g.catch:.0f}%", f"{g.caught:.1f}", f"{g.admitted_bad:.1f}",
+         f"{g.lost_gpu_hours:,.0f}", f"{g.gate_gpu_hours:,.0f}",
+         f"{g.lost_gpu_hours + g.gate_gpu_hours:,.0f}", f"{100 * g.goodput:.2f}%"] for g in gates]
+    rec_rows: list[list[object]] = [
+        [r.label, duration(r.recovery_s), f"{r.tau_s / 60:.1f} min", f"{r.interruptions:.1f}",
+         duration(r.recovery_p95_s), f"{100 * r.goodput_formula:.2f}%", f"{100 * r.goodput_sim:.2f}%",
+         f"{100 * (r.goodput_sim / r.goodput_formula - 1):+.2f}%"] for r in rec]
+    curve_rows: list[list[object]] = [
+        [f"{r.tau_s / 60:.1f} min", f"{100 * r.goodput_formula:.2f}%", f"{100 * r.goodput_sim:.2f}%"]
+        for r in curve]
+    arith = (
+        "job MTTI   M = 1 / (N r) = 1 / (256 nodes × 3.789e-3 per node-day) = 1.031 d = 24.7 h\n"
+        "Daly τ*    = √(2δM)·[1 + ⅓√(δ/2M) + (δ/2M)/9] − δ, δ = 30 s → 2,292 s = 38.2 min\n"
+        "goodput    = T_s / T_w = τ / (M e^{R/M} (e^{(τ+δ)/M} − 1))\n"
+        "  R = 1,800 s (30-minute: NCCL timeout 600 + teardown 300 + cold node 300 + load 600) → 95.48%\n"
+        "  R =   180 s (3-minute: DCGM watch 30 + teardown 30 + hot spare 60 + in-memory load 60) → 97.23%\n"
+        "first order: waste ≈ δ/τ + (τ+δ)/2M + R/M = 1.31% + 1.30% + (2.02% or 0.20%)"
+    )
+    spare_rows: list[list[object]] = [[
+        f"{sp.nodes}", f"{sp.failures_per_day:.2f}/day", f"{sp.out_of_service_days:.2f} d",
+        f"{sp.spares}", f"{100 * sp.p_formula:.2f}%", f"{100 * sp.p_sim:.2f}%", f"{sp.failures_simulated:,}",
+        f"{100 * sp.erlang_b:.2f}%"]]
+    html = (
+        "<p>Failures at Meta's Llama 3 rates (419 unexpected interruptions in 54 days on 2,048 8-GPU "
+        "hosts: 3.79 per 1000 node-days), grouped by kind; the same seeded failure stream for every "
+        "policy. Each failed node walks the health machine (suspect → draining → quarantined → "
+        "diagnosing → repaired or RMA → pre-flight → healthy); a gang with a rank on it stops and "
+        "restarts from its last checkpoint on a replacement.</p>"
+        f"{_policy_table(summaries)}"
+        "<h3>Recovery: 30 minutes or 3 minutes, on a 2,048-GPU job (28 days of work)</h3>"
+        + table(["recovery", "budget R", "checkpoint τ", "interruptions", "recovery p95",
+                 "goodput (Daly)", "goodput (simulated, 6 seeds)", "sim vs formula"], rec_rows)
+        + f'<div class="arith">{arith}</div>'
+        "<h3>Checkpoint cadence: Young/Daly against the simulated curve</h3>"
+        "<p>A 64-node gang at 20× the Llama 3 rate (M = 4.95 h, enough failures for a curve), "
+        "δ = 60 s, 3-minute recovery, 3 seeds per point.</p>"
+        + img(_cadence_plot(young, daly, curve), "goodput over checkpoint interval")
+        + table(["τ", "goodput (Daly)", "goodput (simulated)"], curve_rows)
+        + "<h3>Spare pool: P(no spare when needed) &lt; 1%</h3>"
+        "<p>Palm's theorem: nodes away for repair ~ Poisson(Λ E[T]); a failure finds the pool empty "
+        "with P(N ≥ s). E[T] mixes repair in place (4 h) and RMA (14 d, an assumption) by kind. "
+        "The idle spares fail too: Λ = (N + s) r. Simulated over 40 years with the planned pool.</p>"
+        + table(["nodes", "failures", "E[T] away", "spares planned", "P(no spare), formula",
+                 "P(no spare), simulated", "failures simulated", "Erlang-B (lost-call view)"], spare_rows)
+        + "<h3>Pre-flight payoff: no gate, a 2-minute gate, a long diagnostic</h3>"
+        "<p>A 64-node gang at 10× the Llama 3 rate with 8 spares; 30% of repaired nodes come back "
+        "still bad and fail 10 minutes into their first load (a failed gang start) unless the gate "
+        "catches them. Catch rates are assumptions (2-minute DCGM r2 ≈ 70%; 1-hour r3 + NCCL tests "
+        "≈ 95%). The gate's own cost is the node's GPUs idle while it runs. Mean of 3 seeds.</p>"
+        + table(["gate", "length", "catches", "bad caught", "bad admitted", "job GPU-h lost",
+                 "gate GPU-h", "total GPU-h", "job goodput"], gate_rows)
+        + "<h3>Spot: waste per reclaim and the break-even discount</h3>"
+        "<p>Single-node jobs on spot nodes reclaimed once a day (120 s notice; the 300 s checkpoint does "
+        "not fit it), restart R = 300 s. Waste per reclaim = (τ+δ)/2 + R to first order; the renewal-"
+        "exact mean is lower when τ is a fair share of the time between reclaims. Break-even discount "
+        "d* = 1 − u_spot/u_od against an on-demand node that checkpoints too. A checkpoint that fits in "
+        "the notice (δ ≤ 120 s) cuts the waste to the notice + R.</p>"
+        + table(["τ", "δ", "waste (τ/2 + R)", "waste (exact)", "waste (simulated)", "reclaims",
+                 "d* (formula)", "d* (simulated)"], spot_rows)
+        + "<p>The gang arithmetic: a gang of n spot nodes is reclaimed n times as often, so the discount "
+        "it needs grows with n (τ = 1 h, δ = 300 s, R = 300 s, one reclaim per node-day, first order). "
+        "Gangs whose break-even discount exceeds what spot offers must never run on spot.</p>"
+        + table(["gang (nodes)", "time between reclaims", "break-even discount"], gang_rows)
+    )
+    return Section("Reliability: failures, recovery, checkpoints, spares", html)

@@ -1,0 +1,89 @@
+"""The per-job decision log: why each waiting job waits, what was reserved, what was backfilled.
+
+Written into the event log beside submit/start/finish so that "why did job X wait 6 hours" is
+answerable from a run's files alone (``gpufleet explain JOB --run DIR``). Three event kinds:
+
+- ``wait``: a pending job's Status (code, policy, reasons, estimated start) — logged when it
+  changes, not every cycle. "Changes" ignores numbers inside the reasons (free-GPU counts and times
+  move every cycle; a new log line each time would bury the one that matters).
+- ``reserve``: a reservation was made or its start moved — protected ones are
+  promises backfill may not break, the others are the schedule's estimates.
+- ``backfill``: a job started while a job queued ahead of it (by submit time) held a protected
+  reservation: it went past the head without delaying it.
+
+Cost: one dict lookup and tuple comparison per waiting job per cycle; the regex runs only when a
+status's text changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpufleet.engine.status import Status
+from gpufleet.engine.types import CycleResult, Reservation
+from gpufleet.sim.recorder import Recorder
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _shape(status: Status) -> tuple:
+    return (status.code, status.policy, tuple(_NUMBER.sub("#", r) for r in status.reasons))
+
+
+def wait_detail(status: Status) -> str:
+    est = "" if status.estimated_start is None else f" (estimated start t={status.estimated_start:.0f})"
+    return status.explain() + est
+
+
+@dataclass
+class DecisionLog:
+    #: Per pending job, the last status seen (by identity of its fields) and its shape when logged.
+    _raw: dict[str, tuple] = field(default_factory=dict)
+    _logged: dict[str, tuple] = field(default_factory=dict)
+    _reserved: dict[str, tuple[int, bool]] = field(default_factory=dict)
+
+    def record(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
+               submit_times: dict[str, float]) -> None:
+        self._reservations(rec, t, result.reservations, names)
+        self._backfills(rec, t, result, submit_times)
+        for jid, status in result.statuses.items():
+            raw = (status.code, status.reasons, status.policy)
+            if self._raw.get(jid) == raw:
+                continue
+            self._raw[jid] = raw
+            shape = _shape(status)
+            if self._logged.get(jid) != shape:
+                self._logged[jid] = shape
+                rec.event(t, "wait", jid, wait_detail(status))
+
+    def started(self, jid: str) -> None:
+        """A job left the queue: its next wait (after a preemption or failure) is logged afresh."""
+        self._raw.pop(jid, None)
+        self._logged.pop(jid, None)
+        self._reserved.pop(jid, None)
+
+    def _reservations(self, rec: Recorder, t: float, reservations: tuple[Reservation, ...],
+                      names: tuple[str, ...]) -> None:
+        for r in reservations:
+            key = (round(r.start), r.protected)
+            if self._reserved.get(r.job) == key:
+                continue
+            self._reserved[r.job] = key
+            shown = ",".join(names[i] for i in r.nodes[:4]) + ("…" if len(r.nodes) > 4 else "")
+            kind = "protected" if r.protected else "estimate"
+            rec.event(t, "reserve", r.job, f"{kind} start t={r.start:.0f} on {len(r.nodes)} node(s) {shown}")
+
+    def _backfills(self, rec: Recorder, t: float, result: CycleResult,
+                   submit_times: dict[str, float]) -> None:
+        heads = [(submit_times.get(r.job, 0.0), r.job, r.start) for r in result.reservations
+                 if r.protected and r.start > t]
+        if not heads:
+            return
+        for jid in result.started:
+            ahead = [(s, h, start) for s, h, start in heads if (s, h) < (submit_times.get(jid, 0.0), jid)]
+            if ahead:
+                _, head, start = min(ahead)
+                rec.event(t, "backfill", jid,
+                          f"started ahead of {head} (queued earlier, reserved from t={start:.0f}) "
+                          f"without delaying it")

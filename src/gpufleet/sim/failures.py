@@ -1,0 +1,405 @@
+"""Failures in the simulator: a seeded failure stream, node health steps, gang stop and restart.
+
+Failure model (Meta, "The Llama 3 Herd of Models", arXiv 2407.21783, §3.3.4 Table 5): 419
+unexpected interruptions in 54 days on 2,048 8-GPU hosts (110,592 node-days, 884,736 GPU-days),
+grouped here by kind. GPU kinds scale with GPUs per node (per-GPU rate × GPUs); the others are per
+node. ``scale`` multiplies every rate (to study a worse fleet, or to get enough events in a test).
+
+What a failure does (handlers below, one per event kind):
+1. FAILURE at t on node n: n goes healthy → suspect (out of service at once). Each gang running on
+   n has stopped computing: its progress freezes at t; its GPUs stay held, idle, until detection.
+   With a spare in the pool, a spare is brought in: in service after detection + teardown +
+   ``replace_s`` (the steps are sequential, as the recovery budget counts them).
+2. STOP at t + detect + teardown: the gang is released and requeued; it keeps its last periodic
+   checkpoint and pays ``load_s`` (checkpoint load) when it restarts on healthy nodes. Recovery time
+   (failure → useful work again) = detection + teardown + wait for a replacement and a cycle +
+   checkpoint load; it is measured at the restart.
+3. HEALTH: the node walks model/health.py's machine with its step durations; repaired or RMA'd
+   (drawn from the failure stream), then pre-flight, then healthy — back to the pool if the pool is
+   short, else into service.
+
+Same seed → same failures whatever the policy: the stream is drawn up front from its own generator
+(``default_rng([seed, STREAM])``), and node health never depends on scheduling.
+Checkpoints cost δ: a run with checkpointing computes τ of work per τ + δ of wall time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpufleet.engine.types import RunningJob
+from gpufleet.model.health import HealthEvent, HealthState, NodeHealthBook, StepDurations
+from gpufleet.sim.cluster import set_schedulable
+from gpufleet.sim.kernel import Event, EventKind, Outcome
+
+LLAMA3_NODE_DAYS = 2048 * 54
+LLAMA3_GPU_DAYS = 16_384 * 54
+STREAM = 0xFA11
+
+
+@dataclass(frozen=True, slots=True)
+class FailureKind:
+    """A failure family: its Llama 3 count (Table 5 rows it sums), per GPU or per node, and the share
+    of diagnoses that end in an RMA rather than a fix in place (an assumption)."""
+
+    name: str
+    count: int
+    per_gpu: bool
+    rma_share: float
+    rows: str
+
+    def rate_per_node_s(self, gpus_per_node: int) -> float:
+        if self.per_gpu:
+            return self.count / LLAMA3_GPU_DAYS * gpus_per_node / 86400.0
+        return self.count / LLAMA3_NODE_DAYS / 86400.0
+
+
+#: Llama 3 Table 5 (419 unexpected interruptions) by kind; the rows sum to 419.
+LLAMA3_KINDS: tuple[FailureKind, ...] = (
+    FailureKind("gpu-xid", 190, True, 0.3, "faulty GPU incl. NVLink 148, SRAM 19, GSP 17, thermal 6"),
+    FailureKind("gpu-hbm", 72, True, 0.5, "HBM3 memory 72"),
+    FailureKind("gpu-sdc", 6, True, 0.5, "silent data corruption 6"),
+    FailureKind("fabric", 42, False, 0.0, "network switch/cable 35, NCCL watchdog 7"),
+    FailureKind("nic", 7, False, 0.5, "NIC 7"),
+    FailureKind("host", 46, False, 0.2, "host maintenance 32, SSD 3, PSU 3, chassis 2, IO board 2, "
+                                        "CPU 2, system memory 2"),
+    FailureKind("software", 56, False, 0.0, "software bug 54, dependency 2"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """How a stopped gang gets back: detection, teardown, hot-spare swap-in, checkpoint load."""
+
+    name: str
+    detect_s: float
+    teardown_s: float
+    replace_s: float
+    load_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.detect_s + self.teardown_s + self.replace_s + self.load_s
+
+
+#: 30 minutes: a hang caught by PyTorch's 10-min NCCL timeout, 5-min teardown, a cold node
+#: brought in (5 min: boot and GPU stack, GPU Operator ≈ 3–5 min), 10-min load from shared storage.
+SLOW = Recovery("30-minute", 600.0, 300.0, 300.0, 600.0)
+#: 3 minutes: DCGM health watch (30 s), 30-s teardown, a hot spare already gated (60 s to join),
+#: in-memory / peer checkpoint load 60 s (GEMINI, ByteRobust-style warm standby).
+FAST = Recovery("3-minute", 30.0, 30.0, 60.0, 60.0)
+RECOVERIES = {"30-minute": SLOW, "3-minute": FAST}
+
+#: A node admitted bad after repair: it fails under its first load (kind index -1).
+BAD_NODE = FailureKind("bad-node", 0, False, 0.0, "admitted bad after repair, failed under load")
+
+
+@dataclass(frozen=True, slots=True)
+class SpotConfig:
+    """The first ``nodes`` nodes are spot: each is reclaimed at ``reclaims_per_node_day`` (Poisson),
+    with ``notice_s`` warning (AWS 120 s, GCP and Azure 30 s), and comes back ``away_s`` later."""
+
+    nodes: int
+    reclaims_per_node_day: float
+    notice_s: float = 120.0
+    away_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class FailureConfig:
+    kinds: tuple[FailureKind, ...] = LLAMA3_KINDS
+    scale: float = 1.0
+    recovery: Recovery = FAST
+    steps: StepDurations = field(default_factory=StepDurations)
+    #: Nodes held out of service as hot spares (the highest-numbered nodes of the fleet).
+    spares: int = 0
+    seed: int = 0
+    #: Spot capacity reclaimed with a notice (sim/spot.py); None: no spot nodes.
+    spot: SpotConfig | None = None
+    #: Pre-flight: share of repaired nodes that come back still bad, the share of those the gate
+    #: (``steps.preflight_s`` long) catches, and how soon an admitted bad node fails under load.
+    bad_after_repair: float = 0.0
+    gate_catch: float = 1.0
+    bad_fails_after_s: float = 600.0
+
+    def rate_per_node_s(self, gpus_per_node: int) -> float:
+        return self.scale * sum(k.rate_per_node_s(gpus_per_node) for k in self.kinds)
+
+
+def draw_failures(cfg: FailureConfig, gpus: np.ndarray,
+                  horizon_s: float) -> list[tuple[float, int, int, float]]:
+    """(time, node, kind index, uniform for the repair outcome), sorted: Poisson per node and kind."""
+    rng = np.random.default_rng([cfg.seed, STREAM])
+    out: list[tuple[float, int, int, float]] = []
+    for k, kind in enumerate(cfg.kinds):
+        for node, g in enumerate(gpus):
+            lam = cfg.scale * kind.rate_per_node_s(int(g)) * horizon_s
+            n = int(rng.poisson(lam))
+            for t in rng.uniform(0.0, horizon_s, n):
+                out.append((float(t), node, k, float(rng.uniform())))
+    out.sort()
+    return out
+
+
+@dataclass
+class FailureLedger:
+    """What failures cost, for summary.json and the report."""
+
+    interruptions: int = 0
+    node_failures: int = 0
+    spares_used: int = 0
+    no_spare: int = 0
+    #: Failures of in-service nodes while a pool is configured: each wants a spare.
+    spare_needed: int = 0
+    #: Pre-flight: bad nodes the gate sent back, and bad nodes it let through.
+    gate_caught: int = 0
+    admitted_bad: int = 0
+    recoveries_s: list[float] = field(default_factory=list)
+    lost_gpu_s: dict[str, float] = field(default_factory=dict)
+    #: (time, nodes away for repair) at every change: the M/G/∞ check.
+    away: list[tuple[float, int]] = field(default_factory=list)
+
+    def charge(self, cause: str, gpu_s: float) -> None:
+        self.lost_gpu_s[cause] = self.lost_gpu_s.get(cause, 0.0) + gpu_s
+
+
+@dataclass
+class FailureState:
+    cfg: FailureConfig
+    book: NodeHealthBook
+    pool: list[int]
+    ledger: FailureLedger = field(default_factory=FailureLedger)
+    #: Job id → (failure time, cause) for gangs stopped and not yet restarted.
+    stopped: dict[str, tuple[float, str]] = field(default_factory=dict)
+    #: In-service nodes lost with no spare to replace them: the first nodes back fill these slots.
+    short: int = 0
+    #: Pre-flight visits per node (seeds the bad/caught draws: policy-independent).
+    gate_visits: dict[int, int] = field(default_factory=dict)
+    bad: set[int] = field(default_factory=set)
+    #: Spot nodes taken back and not yet returned; per stopped job, work saved in the notice.
+    reclaimed: set[int] = field(default_factory=set)
+    spot_saved: dict[str, float | None] = field(default_factory=dict)
+    away: int = 0
+
+
+def checkpoint_stretch(rj: RunningJob) -> float:
+    """Wall seconds per second of work: (τ + δ) / τ with checkpointing, else 1."""
+    ck = rj.job.checkpointing
+    return (ck.interval_s + ck.cost_s) / ck.interval_s if ck and ck.interval_s > 0 else 1.0
+
+
+def work_done_s(rj: RunningJob, t: float) -> float:
+    """Progress by ``t`` (restart first, then work at τ per τ + δ of wall time), capped at the job."""
+    ck = rj.job.checkpointing
+    restart = ck.restart_s if (ck and rj.resumed) else 0.0
+    done = rj.progress_before + max(0.0, t - rj.start_time - restart) / checkpoint_stretch(rj)
+    return min(done, rj.job.run_time)
+
+
+def saved_s(rj: RunningJob, progress: float) -> float:
+    ck = rj.job.checkpointing
+    if ck is None or ck.interval_s <= 0:
+        return 0.0
+    return max(math.floor(progress / ck.interval_s) * ck.interval_s, rj.progress_before)
+
+
+def run_wall_s(rj: RunningJob) -> float:
+    """Wall time of a run with failures on: restart + work left × (τ + δ)/τ."""
+    ck = rj.job.checkpointing
+    restart = ck.restart_s if (ck and rj.resumed) else 0.0
+    return restart + (rj.job.run_time - rj.progress_before) * checkpoint_stretch(rj)
+
+
+# --- handlers ---------------------------------------------------------------------------------
+
+def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an import cycle)
+    """A component fails on a node: the node leaves service; gangs on it stop computing."""
+    fs: FailureState = st.fail
+    node, kind_idx, u = ev.payload
+    if fs.book.states[node] is not HealthState.HEALTHY:
+        return Outcome.NOTHING  # already out of service: the fault is found with the first one
+    kind = BAD_NODE if kind_idx < 0 else fs.cfg.kinds[kind_idx]
+    in_pool = node in fs.pool
+    fs.ledger.node_failures += 1
+    fs.book.apply(node, HealthEvent.FAULT, st.t)
+    set_schedulable(st.cluster.table, node, False)
+    name = st.cluster.table.names[node]
+    for jid in st.cluster.unbind_on(node):  # pods of waiting per-pod jobs bound there
+        st.rec.event(st.t, "unbound", jid, f"pods on {name} released: the node failed")
+    st.rec.event(st.t, "node-fault", name, f"{kind.name}: {kind.rows.split(',')[0]}")
+    _away(st, +1)
+    rma = u < kind.rma_share
+    st.q.push(st.t + fs.cfg.steps.detect_s, EventKind.HEALTH, (node, HealthEvent.STOPPED, rma))
+    if in_pool:
+        fs.pool.remove(node)
+        return Outcome.NOTHING
+    # bring in a spare for the node that left service
+    if fs.pool:
+        spare = fs.pool.pop(0)
+        fs.ledger.spares_used += 1
+        rc = fs.cfg.recovery  # the swap starts once the failure is detected and the gang torn down
+        st.q.push(st.t + rc.detect_s + rc.teardown_s + rc.replace_s, EventKind.HEALTH, (spare, None, False))
+    elif fs.cfg.spares > 0:
+        fs.ledger.no_spare += 1
+        fs.short += 1
+    if fs.cfg.spares > 0:
+        fs.ledger.spare_needed += 1
+    for jid, rj in list(st.cluster.running.items()):
+        if any(b.node == node for b in rj.bindings) and jid not in fs.stopped:
+            fs.stopped[jid] = (st.t, kind.name)
+            stop_at = st.t + fs.cfg.recovery.detect_s + fs.cfg.recovery.teardown_s
+            st.q.push(stop_at, EventKind.STOP, (jid, st.gen(jid), st.t, kind.name))
+            st.rec.event(st.t, "failed", jid, f"{kind.name} on {name}; stops at t={stop_at:.0f}")
+    return Outcome.CHANGED
+
+
+def on_stop(st, ev: Event) -> Outcome:  # noqa: ANN001
+    """Detection and teardown are over: the gang is released and requeued from its checkpoint."""
+    fs: FailureState = st.fail
+    jid, gen, t_fail, cause = ev.payload
+    if not st.is_current(jid, gen):
+        return Outcome.NOTHING
+    rj = st.cluster.running[jid]
+    progress = work_done_s(rj, t_fail)
+    saved = saved_s(rj, progress)
+    in_notice = fs.spot_saved.pop(jid, None)
+    if in_notice is not None:  # a checkpoint written during a spot notice
+        saved = max(saved, min(in_notice, progress))
+    held = st.t - rj.start_time
+    gpus = rj.job.total_gpus
+    # this failure's cost: the work since the last checkpoint (at wall speed) and the GPUs held
+    # idle from the failure to the teardown; the checkpoint load is charged at the restart.
+    fs.ledger.charge(cause, gpus * ((progress - saved) * checkpoint_stretch(rj) + (st.t - t_fail)))
+    if st.cfg.usage_tracker is not None:
+        st.cfg.usage_tracker.add(rj.job.tenant, gpus * held, st.t)
+    st.cluster.evict(jid, saved)
+    st.generation[jid] = st.gen(jid) + 1
+    fs.ledger.interruptions += 1
+    st.rec.event(st.t, "stopped", jid, f"{cause}: lost {progress - saved:.0f}s of work; "
+                                      f"resumes from {saved:.0f}s")
+    return Outcome.CHANGED
+
+
+def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
+    """A node finishes one health step and moves to the next (or a spare joins service)."""
+    fs: FailureState = st.fail
+    node, event, rma = ev.payload
+    if event == "spot-back":
+        from gpufleet.sim.spot import spot_back
+        return spot_back(st, node)
+    if event is None:  # a spare swapped in
+        if fs.book.states[node] is not HealthState.HEALTHY:
+            return Outcome.NOTHING  # it failed on its way in
+        _in_service(st, node)
+        st.rec.event(st.t, "spare-in", st.cluster.table.names[node])
+        return Outcome.CHANGED
+    state = fs.book.states[node]
+    if state is HealthState.DIAGNOSING:
+        event = HealthEvent.REPLACE if rma else HealthEvent.FIXED
+    admitted_bad = False
+    if state is HealthState.PREFLIGHT and fs.cfg.bad_after_repair > 0:
+        visit = fs.gate_visits.get(node, 0)
+        fs.gate_visits[node] = visit + 1
+        bad_u, catch_u = np.random.default_rng([fs.cfg.seed, 0xBAD, node, visit]).random(2)
+        if bad_u < fs.cfg.bad_after_repair:
+            if catch_u < fs.cfg.gate_catch:
+                event = HealthEvent.GATE_FAILED
+                fs.ledger.gate_caught += 1
+                st.rec.event(st.t, "gate-failed", st.cluster.table.names[node], "bad after repair")
+            else:
+                admitted_bad = True
+                fs.ledger.admitted_bad += 1
+                fs.bad.add(node)  # it fails once it takes work (_in_service)
+    new = fs.book.apply(node, event, st.t)
+    if new is HealthState.HEALTHY:
+        _away(st, -1)
+        # a healthy node fills a service slot lost without a spare first, then the pool
+        if fs.short > 0:
+            fs.short -= 1
+        elif node in fs.reclaimed:
+            return Outcome.NOTHING  # repaired while its spot capacity is away: it returns then
+        elif len(fs.pool) < fs.cfg.spares:
+            fs.pool.append(node)
+            st.rec.event(st.t, "node-healthy", st.cluster.table.names[node], "back to the spare pool")
+            return Outcome.NOTHING
+        _in_service(st, node)
+        st.rec.event(st.t, "node-healthy", st.cluster.table.names[node],
+                     "in service (bad: passed the gate)" if admitted_bad else "in service")
+        return Outcome.CHANGED
+    if new is HealthState.DIAGNOSING:
+        st.q.push(st.t + fs.cfg.steps.diagnose_s, EventKind.HEALTH, (node, HealthEvent.FIXED, rma))
+        return Outcome.NOTHING
+    leave = fs.cfg.steps.leaving(new)
+    assert leave is not None
+    st.q.push(st.t + leave[1], EventKind.HEALTH, (node, leave[0], rma))
+    return Outcome.NOTHING
+
+
+def _in_service(st, node: int) -> None:  # noqa: ANN001
+    """The node takes work again; one admitted bad fails under that load ``bad_fails_after_s`` later."""
+    fs: FailureState = st.fail
+    set_schedulable(st.cluster.table, node, True)
+    if node in fs.bad:
+        fs.bad.discard(node)
+        st.q.push(st.t + fs.cfg.bad_fails_after_s, EventKind.FAILURE, (node, -1, 1.0))
+
+
+def _away(st, delta: int) -> None:  # noqa: ANN001
+    fs: FailureState = st.fail
+    fs.away += delta
+    fs.ledger.away.append((st.t, fs.away))
+
+
+def restarted(st, jid: str) -> None:  # noqa: ANN001
+    """A stopped gang runs again: its recovery time ends when its checkpoint is loaded."""
+    fs: FailureState | None = st.fail
+    if fs is None or jid not in fs.stopped:
+        return
+    t_fail, cause = fs.stopped.pop(jid)
+    job = st.cluster.running[jid].job
+    load = job.checkpointing.restart_s if job.checkpointing else 0.0
+    fs.ledger.recoveries_s.append(st.t - t_fail + load)
+    # the wait for a replacement and a cycle after teardown, then the checkpoint load
+    rc = fs.cfg.recovery
+    waited = max(0.0, st.t - t_fail - (0.0 if cause == "spot" else rc.detect_s + rc.teardown_s))
+    fs.ledger.charge(cause, job.total_gpus * (waited + load))
+
+
+def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
+    """Give a simulation its failure stream and spare pool."""
+    table = st.cluster.table
+    n = len(table)
+    pool = list(range(n - cfg.spares, n)) if cfg.spares else []
+    st.fail = FailureState(cfg, NodeHealthBook.all_healthy(n), pool)
+    for node in pool:
+        set_schedulable(table, node, False)
+    for t, node, k, u in draw_failures(cfg, table.gpu_total, horizon_s):
+        st.q.push(t, EventKind.FAILURE, (node, k, u))
+    if cfg.spot is not None:
+        from gpufleet.sim.spot import install as install_spot
+        install_spot(st, horizon_s)
+
+
+def _on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001
+    from gpufleet.sim.spot import on_reclaim
+    return on_reclaim(st, ev)
+
+
+FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: on_stop, EventKind.HEALTH: on_health,
+                    EventKind.RECLAIM: _on_reclaim}
+
+
+def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:
+    """E[T] of a failed node, over kinds weighted by rate: detect + drain + quarantine + diagnose
+    + (repair in place or, with the kind's RMA share, RMA) + pre-flight."""
+    rates = [k.rate_per_node_s(gpus_per_node) for k in cfg.kinds]
+    total = sum(rates)
+    if total <= 0:
+        return 0.0
+    s = cfg.steps
+    fix, rma = s.out_of_service_s(), s.out_of_service_s(rma=True)
+    return sum(r / total * ((1 - k.rma_share) * fix + k.rma_share * rma)
+               for r, k in zip(rates, cfg.kinds, strict=True))

@@ -1,0 +1,44 @@
+"""The scenario's ``reliability:`` section: failures, recovery, spares (validated with pydantic)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpufleet.model.health import StepDurations
+from gpufleet.sim.failures import RECOVERIES, FailureConfig
+
+
+class ReliabilitySpec(BaseModel):
+    """``reliability: {failure_scale: 1, recovery: 3-minute, spares: 16, repair_hours: 4}``.
+
+    Rates are Llama 3's (sim/failures.py) × ``failure_scale``; the failure stream has its own
+    ``seed`` so every policy meets the same failures.
+    """
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    failure_scale: float = Field(default=1.0, ge=0, le=10_000)
+    recovery: Literal["30-minute", "3-minute"] = "3-minute"
+    spares: int = Field(default=0, ge=0, le=100_000)
+    detect_s: float = Field(default=30.0, ge=0, le=86_400)
+    diagnose_s: float = Field(default=900.0, ge=0, le=30 * 86_400)
+    repair_hours: float = Field(default=4.0, ge=0, le=24 * 365)
+    rma_days: float = Field(default=14.0, ge=0, le=365)
+    preflight_s: float = Field(default=120.0, ge=0, le=86_400)
+    seed: int = Field(default=0, ge=0)
+    #: Length of the failure stream; default: the workload's horizon, or 30 days without one.
+    days: float | None = Field(default=None, gt=0, le=3650)
+
+    def until_s(self, horizon_s: float | None) -> float:
+        if self.days is not None:
+            return self.days * 86400.0
+        return horizon_s if horizon_s else 30 * 86400.0
+
+    def build(self) -> FailureConfig:
+        steps = StepDurations(detect_s=self.detect_s, diagnose_s=self.diagnose_s,
+                              repair_s=self.repair_hours * 3600.0, rma_s=self.rma_days * 86400.0,
+                              preflight_s=self.preflight_s)
+        return FailureConfig(scale=self.failure_scale, recovery=RECOVERIES[self.recovery], steps=steps,
+                             spares=self.spares, seed=self.seed)

@@ -1,0 +1,124 @@
+"""Reliability arithmetic: the formulas the simulator's failure runs are checked against.
+
+Every function gives the closed form; tests/unit/sim/test_reliability_math.py works each one by
+hand and tests/unit/sim/test_failures_sim.py checks the simulated figure within 5%.
+Sources: Young, CACM 17(9) 1974; Daly, FGCS 22(3) 2006; Palm's theorem (M/G/∞); Erlang B.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def job_mtti_s(nodes: int, rate_per_node_s: float) -> float:
+    """Mean time to interruption of a gang of ``nodes`` independent nodes in series: 1 / (N r).
+    A gang of n nodes is interrupted n times as often as one node."""
+    return math.inf if nodes <= 0 or rate_per_node_s <= 0 else 1.0 / (nodes * rate_per_node_s)
+
+
+def young_interval_s(delta_s: float, mtti_s: float) -> float:
+    """Young (1974): τ ≈ √(2 δ M)."""
+    return math.sqrt(2.0 * delta_s * mtti_s)
+
+
+def daly_interval_s(delta_s: float, mtti_s: float) -> float:
+    """Daly (2006): τ = √(2δM)·[1 + ⅓√(δ/2M) + (1/9)(δ/2M)] − δ for δ < 2M, else M."""
+    if delta_s >= 2.0 * mtti_s:
+        return mtti_s
+    x = delta_s / (2.0 * mtti_s)
+    return math.sqrt(2.0 * delta_s * mtti_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta_s
+
+
+def daly_wall_s(solve_s: float, tau_s: float, delta_s: float, restart_s: float, mtti_s: float) -> float:
+    """Daly's expected wall time with exponential failures: T_w = M e^{R/M} (e^{(τ+δ)/M} − 1) T_s / τ."""
+    m = mtti_s
+    return m * math.exp(restart_s / m) * math.expm1((tau_s + delta_s) / m) * solve_s / tau_s
+
+
+def daly_goodput(tau_s: float, delta_s: float, restart_s: float, mtti_s: float) -> float:
+    """T_s / T_w: the share of wall time that is new, useful work."""
+    return 1.0 / daly_wall_s(1.0, tau_s, delta_s, restart_s, mtti_s)
+
+
+def first_order_waste(tau_s: float, delta_s: float, restart_s: float, mtti_s: float) -> float:
+    """δ/τ + (τ+δ)/(2M) + R/M: checkpoint cost, half an interval lost per failure, the restart."""
+    return delta_s / tau_s + (tau_s + delta_s) / (2.0 * mtti_s) + restart_s / mtti_s
+
+
+def poisson_cdf(k: int, lam: float) -> float:
+    """P(X ≤ k) for X ~ Poisson(λ), summed in log space (λ up to thousands)."""
+    if k < 0:
+        return 0.0
+    if lam <= 0:
+        return 1.0
+    term = math.exp(-lam)
+    if term == 0.0:  # large λ: start from the mode in log space
+        total = 0.0
+        for i in range(k + 1):
+            total += math.exp(-lam + i * math.log(lam) - math.lgamma(i + 1))
+        return min(total, 1.0)
+    total = term
+    for i in range(1, k + 1):
+        term *= lam / i
+        total += term
+    return min(total, 1.0)
+
+
+def no_spare_probability(spares: int, failures_per_s: float, out_of_service_s: float) -> float:
+    """P(a failure finds the pool empty) = P(N ≥ s), N ~ Poisson(Λ E[T]) nodes away for repair.
+
+    Palm's theorem: with failures at rate Λ and each node away a time T of any distribution, the
+    number away is Poisson with mean Λ E[T]; by PASTA a failure sees that distribution, and finds
+    no spare when s or more are already away."""
+    return 1.0 - poisson_cdf(spares - 1, failures_per_s * out_of_service_s)
+
+
+def spares_needed(failures_per_s: float, out_of_service_s: float, risk: float = 0.01) -> int:
+    """Smallest s with P(no spare when needed) < ``risk``."""
+    s = 0
+    while no_spare_probability(s, failures_per_s, out_of_service_s) >= risk:
+        s += 1
+    return s
+
+
+def spares_for_pool(nodes: int, rate_per_node_s: float, out_of_service_s: float, risk: float = 0.01) -> int:
+    """Spares for ``nodes`` in service when the idle spares fail too: failures arrive at
+    Λ = (nodes + s) r, so s is the smallest with P(Poisson((N + s) r E[T]) ≥ s) < risk."""
+    s = spares_needed(nodes * rate_per_node_s, out_of_service_s, risk)
+    while no_spare_probability(s, (nodes + s) * rate_per_node_s, out_of_service_s) >= risk:
+        s += 1
+    return s
+
+
+def erlang_b(offered: float, servers: int) -> float:
+    """Erlang B blocking: B(E,0)=1, B(E,k) = E·B(E,k−1) / (k + E·B(E,k−1))."""
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    return b
+
+
+def spot_waste_per_reclaim_s(tau_s: float, restart_s: float) -> float:
+    """Work lost per reclaim when the notice is too short to checkpoint: on average half a
+    checkpoint interval since the last save, plus the restart: τ/2 + R."""
+    return tau_s / 2.0 + restart_s
+
+
+def spot_waste_exact_s(interval_wall_s: float, restart_s: float, reclaims_per_s: float) -> float:
+    """The renewal-exact mean waste when reclaims are Poisson at λ and saves come every τ' of wall
+    time: E[X mod τ'] for X ~ Exp(λ) is 1/λ − τ' e^{−λτ'} / (1 − e^{−λτ'}); plus R. It tends to
+    τ'/2 + R when τ' ≪ 1/λ and is smaller when the interval is a fair share of the MTTI."""
+    x = reclaims_per_s * interval_wall_s
+    return 1.0 / reclaims_per_s - interval_wall_s * math.exp(-x) / -math.expm1(-x) + restart_s
+
+
+def spot_useful_share(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:
+    """Share of paid spot time that is useful work, first order: (1 − δ/(τ+δ)) − λ (τ/2 + R)."""
+    return tau_s / (tau_s + delta_s) - reclaims_per_s * spot_waste_per_reclaim_s(tau_s, restart_s)
+
+
+def spot_break_even_discount(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float,
+                             on_demand_useful: float = 1.0) -> float:
+    """The discount at which spot and on-demand cost the same per useful hour:
+    (1 − d) / u_spot = 1 / u_od  ⇒  d* = 1 − u_spot / u_od."""
+    return 1.0 - spot_useful_share(tau_s, delta_s, restart_s, reclaims_per_s) / on_demand_useful

@@ -1,0 +1,198 @@
+"""The reliability questions answered twice — by formula and by simulation — for the report.
+
+1. Recovery: a gang of ``nodes`` nodes (256 = 2,048 GPUs) with the 30-minute and the 3-minute
+   recovery; goodput simulated (mean over seeds) beside Daly's expected wall time.
+2. Checkpoint cadence: goodput over cadences around Daly's optimum, simulated and by formula.
+3. Spares: the pool that keeps P(no spare when needed) < 1% (Palm / Poisson), and the simulated
+   shortage with that pool.
+Every simulation here runs the real simulator (sim/runner.py) with failures on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.health import StepDurations
+from gpufleet.policies.registry import profile
+from gpufleet.sim import reliability as R
+from gpufleet.sim.failures import FAST, SLOW, FailureConfig, Recovery, mean_out_of_service_s
+from gpufleet.sim.runner import simulate
+from gpufleet.testing.builders import fleet, job
+
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class GangRun:
+    label: str
+    tau_s: float
+    recovery_s: float
+    goodput_sim: float
+    goodput_formula: float
+    interruptions: float
+    recovery_p95_s: float
+
+
+def gang_goodput(cfg: FailureConfig, recovery: Recovery, nodes: int, work_days: float, tau_s: float,
+                 delta_s: float, seeds: range, spares: int) -> GangRun:
+    """Mean simulated goodput (work / wall from first start) of one checkpointing gang."""
+    g, ints, p95 = [], [], []
+    for seed in seeds:
+        c = replace(cfg, recovery=recovery, spares=spares, seed=seed)
+        j = (job("gang").gpus(8).gang(nodes).runs(work_days * DAY)
+             .checkpoints(tau_s, delta_s, recovery.load_s).build())
+        r = simulate(_fleet(nodes + spares), [j], profile("gang-bestfit"), failures=c,
+                     failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
+        g.append(work_days * DAY / (r.finishes["gang"] - r.starts["gang"]))
+        assert r.failures is not None
+        ints.append(r.failures.interruptions)
+        if r.failures.recoveries_s:
+            p95.append(float(np.percentile(r.failures.recoveries_s, 95)))
+    mtti = R.job_mtti_s(nodes, cfg.rate_per_node_s(8))
+    return GangRun(recovery.name, tau_s, recovery.total_s, float(np.mean(g)),
+                   R.daly_goodput(tau_s, delta_s, recovery.total_s, mtti), float(np.mean(ints)),
+                   float(np.mean(p95)) if p95 else 0.0)
+
+
+def _fleet(nodes: int) -> Fleet:
+    return fleet().leaves(1, nodes=nodes).build()
+
+
+def recovery_comparison(cfg: FailureConfig, nodes: int = 256, work_days: float = 28.0, delta_s: float = 30.0,
+                        seeds: range = range(6)) -> list[GangRun]:
+    mtti = R.job_mtti_s(nodes, cfg.rate_per_node_s(8))
+    tau = R.daly_interval_s(delta_s, mtti)
+    return [gang_goodput(cfg, rec, nodes, work_days, tau, delta_s, seeds, spares=max(16, nodes // 8))
+            for rec in (SLOW, FAST)]
+
+
+def cadence_curve(cfg: FailureConfig, nodes: int = 64, work_days: float = 10.0, delta_s: float = 60.0,
+                  factors: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0),
+                  seeds: range = range(3)) -> tuple[float, float, list[GangRun]]:
+    """(Young τ, Daly τ, runs at Daly τ × each factor) for a gang of ``nodes`` at ``cfg``'s rate."""
+    mtti = R.job_mtti_s(nodes, cfg.rate_per_node_s(8))
+    daly = R.daly_interval_s(delta_s, mtti)
+    runs = [gang_goodput(cfg, FAST, nodes, work_days, daly * f, delta_s, seeds, spares=nodes)
+            for f in factors]
+    return R.young_interval_s(delta_s, mtti), daly, runs
+
+
+@dataclass(frozen=True)
+class SparesCheck:
+    nodes: int
+    failures_per_day: float
+    out_of_service_days: float
+    spares: int
+    p_formula: float
+    p_sim: float
+    failures_simulated: int
+    erlang_b: float
+
+
+def spares_check(cfg: FailureConfig, nodes: int, years: float = 40.0, risk: float = 0.01) -> SparesCheck:
+    """Plan the pool by formula, then simulate ``years`` of failures with it."""
+    e_t = mean_out_of_service_s(cfg, 8)
+    s = R.spares_for_pool(nodes, cfg.rate_per_node_s(8), e_t, risk)
+    lam = (nodes + s) * cfg.rate_per_node_s(8)  # idle spares fail too
+    T = years * 365 * DAY
+    r = simulate(_fleet(nodes + s), [], profile("gang-bestfit"), failures=replace(cfg, spares=s),
+                 failures_until=T, horizon=T, decision_log=False, stranded_every_s=1e12)
+    led = r.failures
+    assert led is not None
+    return SparesCheck(nodes, lam * DAY, e_t / DAY, s, R.no_spare_probability(s, lam, e_t),
+                       led.no_spare / led.spare_needed if led.spare_needed else 0.0,
+                       led.node_failures, R.erlang_b(lam * e_t, s))
+
+
+@dataclass(frozen=True)
+class GateRun:
+    label: str
+    gate_s: float
+    catch: float
+    lost_gpu_hours: float
+    gate_gpu_hours: float
+    goodput: float
+    admitted_bad: float
+    caught: float
+
+
+#: (label, gate seconds, share of bad nodes caught). Catch shares are assumptions: DCGM r2 (≈2 min)
+#: finds PCIe/memory/driver faults but not SDC, slow thermal faults or flaky links (reliability
+#: reference §5.5); a long diagnostic (r3 + NCCL tests, ≈1 h) finds most.
+GATES: tuple[tuple[str, float, float], ...] = (
+    ("no gate", 0.0, 0.0), ("2-minute gate", 120.0, 0.7), ("long diagnostic (1 h)", 3600.0, 0.95))
+
+
+def preflight_payoff(bad_after_repair: float = 0.3, nodes: int = 64, spares: int = 8, scale: float = 10.0,
+                     work_days: float = 10.0, seeds: range = range(3)) -> list[GateRun]:
+    """A 64-node gang at 10× the Llama 3 rate; 30% of repaired nodes come back bad and fail 10 min
+    into their first load unless the gate catches them. Repairs: 1 h in place, 1 d RMA."""
+    out = []
+    for label, gate_s, catch in GATES:
+        lost, gate_h, good, bad, caught = [], [], [], [], []
+        for seed in seeds:
+            steps = StepDurations(preflight_s=gate_s, repair_s=3600.0, rma_s=86400.0)
+            cfg = FailureConfig(scale=scale, recovery=FAST, spares=spares, seed=seed, steps=steps,
+                                bad_after_repair=bad_after_repair, gate_catch=catch)
+            j = job("gang").gpus(8).gang(nodes).runs(work_days * DAY).checkpoints(1800.0, 30.0, 60.0).build()
+            r = simulate(_fleet(nodes + spares), [j], profile("gang-bestfit"), failures=cfg,
+                         failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
+            led = r.failures
+            assert led is not None
+            lost.append(sum(led.lost_gpu_s.values()) / 3600.0)
+            gate_h.append(sum(led_visits(r)) * gate_s * 8 / 3600.0)
+            good.append(work_days * DAY / (r.finishes["gang"] - r.starts["gang"]))
+            bad.append(led.admitted_bad)
+            caught.append(led.gate_caught)
+        out.append(GateRun(label, gate_s, catch, float(np.mean(lost)), float(np.mean(gate_h)),
+                           float(np.mean(good)), float(np.mean(bad)), float(np.mean(caught))))
+    return out
+
+
+def led_visits(r) -> list[int]:  # noqa: ANN001 (SimResult)
+    """Pre-flight runs per node, from the event log's health moves (each node-healthy or caught)."""
+    return [1 for _, kind, _, _ in r.recorder.log if kind in ("node-healthy", "gate-failed")]
+
+
+@dataclass(frozen=True)
+class SpotRow:
+    tau_s: float
+    delta_s: float
+    waste_formula_s: float
+    waste_exact_s: float
+    waste_sim_s: float
+    discount_formula: float
+    discount_sim: float
+    reclaims: int
+
+
+def spot_cadences(taus: tuple[float, ...] = (900.0, 3600.0, 14_400.0), delta_s: float = 300.0,
+                  restart_s: float = 300.0, per_node_day: float = 1.0, jobs: int = 20,
+                  work_days: float = 15.0, seed: int = 2) -> list[SpotRow]:
+    """Single-node jobs on spot nodes reclaimed ``per_node_day`` times a day (120 s notice): the
+    waste per reclaim and the break-even discount, by formula and simulated, at each cadence.
+    The discount is against an on-demand node that also checkpoints (u_od = τ/(τ+δ))."""
+    from gpufleet.sim.failures import SpotConfig
+    from gpufleet.sim.metrics import summarize
+
+    rows = []
+    for tau in taus:
+        spot = SpotConfig(nodes=200, reclaims_per_node_day=per_node_day, notice_s=120.0, away_s=3600.0)
+        cfg = FailureConfig(scale=0.0, recovery=FAST, spot=spot, seed=seed)
+        js = [job(f"j{i}").gpus(8).runs(work_days * DAY).checkpoints(tau, delta_s, restart_s).build()
+              for i in range(jobs)]
+        r = simulate(_fleet(200), js, profile("gang-bestfit"), failures=cfg,
+                     failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
+        led = r.failures
+        assert led is not None
+        u_od = tau / (tau + delta_s)
+        rows.append(SpotRow(
+            tau, delta_s, R.spot_waste_per_reclaim_s(tau + delta_s, restart_s),
+            R.spot_waste_exact_s(tau + delta_s, restart_s, per_node_day / DAY),
+            led.lost_gpu_s.get("spot", 0.0) / 8 / max(led.interruptions, 1),
+            R.spot_break_even_discount(tau, delta_s, restart_s, per_node_day / DAY, u_od),
+            1.0 - summarize(r)["goodput_pct"] / 100 / u_od, led.interruptions))
+    return rows

@@ -1,0 +1,196 @@
+"""After each instant: schedule or run an engine cycle, apply its decisions, sample the fleet.
+
+The driver owns time and effects; the engine only decides. Cycles run after every instant at which
+something changed (an arrival, a finish, an eviction), or on a fixed cadence when
+``cycle_interval_s`` > 0, as a live scheduler would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from gpufleet.engine.checkpoints import remaining_run_s
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.phases.admit import AdmitAll
+from gpufleet.engine.phases.backfill import NoBackfill
+from gpufleet.engine.phases.preempt import NoPreemption
+from gpufleet.engine.phases.reserve import NoReservation
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import CycleInput, CycleResult
+from gpufleet.model.job import Job
+from gpufleet.model.mig import MIG_RECONFIGURE_S
+from gpufleet.policies.gang import GangBestFit
+from gpufleet.sim.failures import restarted, run_wall_s
+from gpufleet.sim.kernel import EventKind, Outcome
+from gpufleet.sim.state import SimState
+
+
+def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
+    """Free GPUs on nodes where no pending pod fits (wrong shape, model, or CPU/memory exhausted).
+
+    With nothing pending, free GPUs are idle, not stranded: 0.
+    """
+    if not pending:
+        return 0
+    usable = np.zeros(len(table), bool)
+    seen: set[tuple] = set()
+    for job in pending:
+        for ps in job.pod_sets:
+            if ps.request.shape in seen:
+                continue
+            seen.add(ps.request.shape)
+            usable |= table.slots(ps.request) > 0
+    return int(table.gpu_free[~usable].sum())
+
+
+def after_instant(st: SimState, outcome: Outcome) -> None:
+    cfg = st.cfg
+    changed = bool(outcome & (Outcome.CHANGED | Outcome.ARRIVED))
+    if changed and cfg.cycle_interval_s > 0 and not st.cycle_pending:
+        st.q.push(math.ceil(st.t / cfg.cycle_interval_s) * cfg.cycle_interval_s, EventKind.CYCLE)
+        st.cycle_pending = True
+    due = bool(outcome & Outcome.CYCLE_DUE) or (changed and cfg.cycle_interval_s <= 0)
+    if due and st.cluster.pending:
+        if outcome == Outcome.ARRIVED and idle_cycle(st):
+            skip_cycle(st)
+        else:
+            engine_cycle(st)
+    st.arrived_now.clear()
+    sample(st)
+
+
+def skip_safe(profile: Profile) -> bool:
+    """Profiles whose cycle, when only jobs that cannot fit arrived, provably does nothing: plain
+    greedy gang best-fit (any order), no admission, reservation, backfill or preemption. Nothing
+    freed capacity since the last cycle, in which every waiting job was examined and did not fit
+    (or was placed, taking capacity); a new job the free-capacity index proves too big cannot fit
+    either. Reservation, backfill, preemption and time-priced placers (topology) can act on a new
+    job that does not fit, so they always run their cycle."""
+    p = profile
+    return (type(p.placer) is GangBestFit and not p.placer.stop_at_first_blocked
+            and not p.placer.defer and p.gang
+            and isinstance(p.admitter, AdmitAll) and isinstance(p.reserver, NoReservation)
+            and isinstance(p.backfiller, NoBackfill) and isinstance(p.preemptor, NoPreemption))
+
+
+def idle_cycle(st: SimState) -> bool:
+    if st.cfg.skip_safe is None:
+        st.cfg.skip_safe = skip_safe(st.cfg.profile)
+    if not st.cfg.skip_safe or not st.arrived_now:
+        return False
+    table = st.cluster.table
+    for job in st.arrived_now:
+        if len(job.pod_sets) != 1:
+            return False
+        ps = job.pod_sets[0]
+        if not table.cannot_fit(ps.request, ps.replicas):
+            return False
+    return True
+
+
+def skip_cycle(st: SimState) -> None:
+    """The cycle would start nothing: skip it, and log why the new jobs wait."""
+    st.cycle_seq += 1
+    st.skipped_cycles += 1
+    if st.decisions is not None:
+        for job in st.arrived_now:
+            st.rec.event(st.t, "wait", job.id, f"UNSCHEDULABLE [{st.cfg.profile.name}]: more GPUs than the "
+                         "free capacity holds now (no cycle run: nothing was freed)")
+
+
+def engine_cycle(st: SimState) -> None:
+    """Ask the engine what to do now, then do it."""
+    cfg, cluster, t = st.cfg, st.cluster, st.t
+    st.cycles += 1
+    st.cycle_seq += 1
+    result = run_cycle(CycleInput(
+        now=t, nodes=cluster.table, pending=cluster.pending_view(), profile=cfg.profile,
+        running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
+        usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
+        reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
+        disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0)))
+    st.reservations = result.reservations
+    if st.decisions is not None:
+        st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
+    schedule_wakeups(st)
+    for res in st.reservations:
+        if res.protected:
+            st.reserved_starts.setdefault(res.job, res.start)
+    send_eviction_notices(st, result)
+    started_now = set(result.started)
+    for res in result.reservations:  # the schedule's start estimates (Status.estimated_start)
+        if res.job not in started_now:
+            st.estimates.setdefault(res.job, res.start)
+    bind_and_start(st, result)
+
+
+def schedule_wakeups(st: SimState) -> None:
+    """Cycles that must run even if nothing else happens then."""
+    t = st.t
+    wake = min((r.start for r in st.reservations if r.start > t), default=None)
+    if wake is not None and wake not in st.wakeups:
+        # Nothing else may happen at a reservation's time (it can fall where another
+        # reservation ends): make sure a cycle runs then.
+        st.wakeups.add(wake)
+        st.q.push(wake, EventKind.CYCLE)
+    period = getattr(st.cfg.profile.preemptor, "period_s", 0.0)
+    if period > 0 and st.cluster.running and t + period not in st.wakeups:
+        # A periodic preemptor (defrag) looks again after its period even if nothing
+        # changes; bounded: only while jobs run (each of which ends).
+        st.wakeups.add(t + period)
+        st.q.push(t + period, EventKind.CYCLE)
+
+
+def send_eviction_notices(st: SimState, result: CycleResult) -> None:
+    cluster, t = st.cluster, st.t
+    for p in result.preemptions:
+        if p.job in cluster.running and not cluster.running[p.job].evicting:
+            cluster.mark_evicting(p.job, t + p.grace_s)
+            st.q.push(t + p.grace_s, EventKind.EVICT, (p.job, st.gen(p.job), t, p.grace_s))
+            st.rec.event(t, "preempt-notice", p.job, f"for {p.for_job}: {p.reason}")
+            st.disruptions.append((t, cluster.running[p.job].job.total_gpu_equivalents))
+            st.frag.moved(t, cluster.running[p.job].job, p.for_job)
+
+
+def bind_and_start(st: SimState, result: CycleResult) -> None:
+    """Bind the pods the engine placed; start the jobs whose gangs are complete."""
+    cfg, cluster, t = st.cfg, st.cluster, st.t
+    for b in result.bindings:
+        cluster.bind(b)
+        if not cfg.profile.gang:
+            st.rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
+    for jid in result.started:
+        rj = cluster.start(jid, t)
+        st.starts.setdefault(jid, t)
+        if st.decisions is not None:
+            st.decisions.started(jid)
+        nodes = sorted({cluster.table.names[b.node] for b in rj.bindings})
+        st.rec.event(t, "start", jid, ",".join(nodes))
+        if st.fail is not None:
+            restarted(st, jid)
+            duration = run_wall_s(rj)  # checkpoints cost δ per τ of work when failures are on
+        else:
+            duration = remaining_run_s(rj)
+        if any(b.slot is not None and b.slot.reconfigure for b in rj.bindings):
+            duration += MIG_RECONFIGURE_S  # the GPU's MIG layout changes before it runs
+        if cfg.runtime_model is not None:
+            factor = cfg.runtime_model(rj.job, [b.node for b in rj.bindings], cluster.table)
+            st.slowdowns[jid] = factor
+            duration *= factor
+        st.q.push(t + duration, EventKind.FINISH, (jid, st.gen(jid)))
+
+
+def sample(st: SimState) -> None:
+    """The fleet timeline: allocation every instant, stranded capacity every few minutes."""
+    cluster, t = st.cluster, st.t
+    st.rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
+    if t >= st.next_stranded:
+        st.rec.sample_stranded(t, stranded_gpus(cluster.table, list(cluster.pending.values())))
+        st.frag.sample(t, cluster.table)
+        st.next_stranded = t + st.cfg.stranded_every_s
+    if st.cfg.progress is not None:
+        st.cfg.progress(t)
