@@ -6,7 +6,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpufleet"
 LAYER = {"model": 0, "engine": 1, "policies": 2, "testing": 3, "sim": 3, "live": 3, "adapters": 3,
-         "ops": 3, "econ": 3, "traces": 3, "report": 4, "service": 4, "cli": 5, "scenarios": 0}
+         "ops": 3, "econ": 3, "traces": 3, "report": 4, "sweep": 4, "service": 4, "cli": 5, "scenarios": 0}
 
 
 def imports_of(path: Path) -> list[str]:
