@@ -134,13 +134,13 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
-def _scenario_data(entry: str | TraceEntry, base: Path) -> tuple[str, dict, str]:
+def _scenario_data(entry: str | TraceEntry, base: Path, source: str, field: str) -> tuple[str, dict, str]:
     """(label, raw scenario mapping, source) for one ``scenarios`` entry."""
     if isinstance(entry, TraceEntry):
         fleet, trace = (base / entry.fleet).resolve(), (base / entry.trace).resolve()
         for p in (fleet, trace):
             if not p.is_file():
-                raise InputError(str(p), "scenarios", "no such file")
+                raise InputError(source, field, f"{p}: no such file")
         label = entry.name or trace.stem
         return label, {"name": label, "fleet": {"file": str(fleet)}, "workload": {"trace": str(trace)},
                        "policies": ["gang-bestfit"]}, str(trace)
@@ -153,7 +153,7 @@ def _scenario_data(entry: str | TraceEntry, base: Path) -> tuple[str, dict, str]
     if entry in bundled_names():
         ref = resources.files("gpufleet.scenarios").joinpath(f"{entry}.yaml")
         return entry, read_yaml(Path(str(ref))), f"<bundled {entry}.yaml>"
-    raise InputError(str(base), "scenarios",
+    raise InputError(source, field,
                      f"{entry!r}: no such file, and not a bundled scenario ({', '.join(bundled_names())})")
 
 
@@ -212,7 +212,8 @@ class Sweep:
     def __init__(self, spec: SweepSpec, source: str, base: Path) -> None:
         self.spec = spec
         self.source = source
-        self.scenarios = [_scenario_data(e, base) for e in spec.scenarios]
+        self.scenarios = [_scenario_data(e, base, source, f"scenarios[{i}]")
+                          for i, e in enumerate(spec.scenarios)]
         labels = [s[0] for s in self.scenarios]
         if len(set(labels)) != len(labels):
             raise InputError(source, "scenarios", "two scenarios share a name; give each a distinct name")
