@@ -101,7 +101,10 @@ def overview_plot(grouped: dict[str, dict[str, list[dict]]], metric: str) -> str
     for i, p in enumerate(policies):
         cis: list[Interval] = [t_interval([_value(r, metric) / scale for r in grouped[s].get(p, [])])
                                for s in settings]
-        ax.bar(x + i * width, [c.mean for c in cis], width, yerr=[c.half_width for c in cis],
+        # A metric that cannot be negative gets its error bar cut at 0 in the picture (the tables
+        # keep the symmetric t-interval, which with few skewed seeds can cross 0).
+        low = [min(c.half_width, c.mean) if c.mean >= 0 else c.half_width for c in cis]
+        ax.bar(x + i * width, [c.mean for c in cis], width, yerr=[low, [c.half_width for c in cis]],
                capsize=3, label=p, color=COLORS[i % len(COLORS)])
     ax.set_xticks(x + width * (len(policies) - 1) / 2)
     ax.set_xticklabels([s if len(s) < 40 else s[:38] + "…" for s in settings], rotation=12, fontsize=8)
@@ -112,11 +115,11 @@ def overview_plot(grouped: dict[str, dict[str, list[dict]]], metric: str) -> str
 
 
 def sweep_report(name: str, description: str, rows: list[dict[str, Any]], params: list[str],
-                 metrics: list[str], executor: str) -> str:
+                 metrics: list[str], executor: str, reused: int = 0) -> str:
     grouped = group_rows(rows, params)
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     intro = (f"<p>{len(rows)} cells: {len(grouped)} setting(s) × {len(policies)} policies × seeds, "
-             f"run on {escape(executor)}.</p>"
+             f"{len(rows) - reused} run now on {escape(executor)}, {reused} reused from earlier runs.</p>"
              '<div class="note">Each bar is a mean over seeds with its 95% t-interval. Two policies run '
              "on the same seeded workloads, so differences are tested seed by seed (paired), which is "
              "much sharper than comparing the intervals by eye.</div>")

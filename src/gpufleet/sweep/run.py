@@ -55,5 +55,6 @@ def run_sweep(sweep: Sweep, out: Path, *, ray_address: str | None = None, worker
     if report:
         where = f"Ray ({ray_address})" if ray_address is not None else f"{workers} local process(es)"
         html.write_text(sweep_report(sweep.spec.name, sweep.spec.description, rows,
-                                     sweep.parameter_names, sweep.spec.metrics, where))
+                                     sweep.parameter_names, sweep.spec.metrics, where,
+                                     reused=len(sweep.cells) - len(todo)))
     return SweepOutcome(rows, len(todo), len(sweep.cells) - len(todo), parquet, html)
