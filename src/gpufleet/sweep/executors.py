@@ -8,6 +8,7 @@ saves it (resume) and advances the progress bar; the order of arrival does not m
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any
@@ -48,6 +49,20 @@ def run_local(cells: Sequence[Cell], workers: int, on_done: OnDone) -> None:
             on_done(f.result())
 
 
+def reachable(address: str, timeout_s: float = 3.0) -> bool:
+    """Whether ``host:port`` (optionally ``ray://host:port``) accepts a TCP connection: checked
+    first, because Ray itself retries an unreachable head for minutes before it gives up."""
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"--ray {address}: expected auto, local, HOST:PORT or ray://HOST:PORT")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def connect_ray(address: str, num_cpus: int | None = None) -> Any:
     """Join the Ray cluster at ``address`` ("auto": the one this machine belongs to; "local": start a
     private one with ``num_cpus`` CPUs), or keep the Ray already initialised in this process."""
@@ -55,6 +70,8 @@ def connect_ray(address: str, num_cpus: int | None = None) -> Any:
         import ray
     except ImportError:
         raise RayUnavailable("--ray needs Ray: pip install 'gpufleet[ray]'") from None
+    if address not in ("auto", "local") and not reachable(address):
+        raise RayUnavailable(f"--ray {address}: nothing answers there (is the Ray head running?)")
     if ray.is_initialized():
         return ray
     try:
