@@ -111,3 +111,21 @@ def test_zero_workers_is_refused(spec_file):
 def test_help_names_the_ray_option():
     res = runner.invoke(app, ["sweep", "--help"])
     assert res.exit_code == 0 and "--ray" in res.output
+
+
+def test_a_trace_on_a_fleet_is_a_scenario_whose_seeds_vary_only_the_engine(tmp_path):
+    """A trace is the workload: every seed replays the same jobs, so jobs_submitted is the trace's
+    length (3) in every row."""
+    from gpufleet.testing.builders import job
+    from gpufleet.traces.jsonl import write_jobs
+
+    (tmp_path / "fleet.yaml").write_text(
+        "fleet:\n  groups: [{nodes: 2, gpu: H100-80GB, gpus_per_node: 8}]\n")
+    write_jobs(tmp_path / "week.jsonl", [job("a").gpus(8).build(), job("b").gpus(8).gang(2).at(60).build(),
+                                         job("c").gpus(4).at(120).build()])
+    (tmp_path / "s.yaml").write_text("scenarios: [{fleet: fleet.yaml, trace: week.jsonl}]\n"
+                                     "policies: [gang-bestfit, per-pod]\nseeds: 2\n")
+    out = run_sweep(load_sweep(tmp_path / "s.yaml"), tmp_path / "out", workers=1, report=False)
+    assert len(out.rows) == 4
+    assert {r["scenario"] for r in out.rows} == {"week"}
+    assert {r["jobs_submitted"] for r in out.rows} == {3}
