@@ -7,8 +7,8 @@ Each arriving RayCluster runs one placement group for its run time, then goes aw
   worker template size; its group runs only once every pod is bound; its workers stay
   ``idle_timeout_s`` after the group ends before the autoscaler removes them (KubeRay's
   ``idleTimeoutSeconds``, 60 s by default).
-- **Gang-admit only**: the same template-sized workers and idle timeout, but admitted as one gang
-  (separates the cost of one-pod-at-a-time binding from the cost of oversized workers).
+- **Gang-admit only** and **bundle-sized only**: one rule each, the rest as uncoordinated (what
+  each rule is worth on its own).
 - **Coordinated**: head and bundle-sized workers are one gang, admitted whole (``gang-easy``: gang
   best fit with a reservation for the head of the queue, so large clusters are not starved), and
   released when the group ends.
@@ -19,7 +19,7 @@ window. Held is what the simulator counts as allocated; held − useful is the w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,13 +62,33 @@ def raycluster_workload(fleet_gpus: int, days: float, load: float, seed: int,
         i += 1
 
 
-def uncoordinated_jobs(arrivals: list[Arrival], idle_timeout_s: float = 60.0) -> list[Job]:
-    return [gang_job(a.cluster, a.run_time + idle_timeout_s, a.submit, worker_gpus=a.cluster.worker_gpus)
-            for a in arrivals]
+@dataclass(frozen=True)
+class Rules:
+    """Which coordination rules hold. The head's CPUs are always in the job (the fleet's 224-CPU
+    nodes never run out of CPU in this workload, so reserving them changes nothing here)."""
+
+    gang_admit: bool  # the head and all workers bound as one gang (else one pod at a time)
+    bundle_sized: bool  # one worker per bundle, of the bundle's size (else the template's size)
+    scale_down: bool  # workers go when the group ends (else they idle ``idle_timeout_s`` first)
+
+    @property
+    def policy(self) -> str:
+        return "gang-easy" if self.gang_admit else "per-pod"
+
+    def jobs(self, arrivals: list[Arrival], idle_timeout_s: float = 60.0) -> list[Job]:
+        tail = 0.0 if self.scale_down else idle_timeout_s
+        return [gang_job(a.cluster, a.run_time + tail, a.submit,
+                         worker_gpus=None if self.bundle_sized else a.cluster.worker_gpus)
+                for a in arrivals]
 
 
-def coordinated_jobs(arrivals: list[Arrival]) -> list[Job]:
-    return [gang_job(a.cluster, a.run_time, a.submit) for a in arrivals]
+#: The uncoordinated pair, each rule alone, and all of them.
+SIDES = {
+    "uncoordinated": Rules(False, False, False),
+    "gang-admit only": Rules(True, False, False),
+    "bundle-sized only": Rules(False, True, False),
+    "coordinated": Rules(True, True, True),
+}
 
 
 def useful_gpu_s(arrivals: list[Arrival], starts: dict[str, float], end: float) -> float:
@@ -82,11 +102,9 @@ def simulate_pair(fleet: Fleet, arrivals: list[Arrival], seed: int = 0,
     """Per side: held and useful GPU share of the window, idle-held share, wait p50, deadlock."""
     end = max((a.submit for a in arrivals), default=0.0)
     out: dict[str, dict[str, float]] = {}
-    sides = {"uncoordinated": (uncoordinated_jobs(arrivals, idle_timeout_s), "per-pod"),
-             "gang-admit only": (uncoordinated_jobs(arrivals, idle_timeout_s), "gang-easy"),
-             "coordinated": (coordinated_jobs(arrivals), "gang-easy")}
-    for side, (jobs, policy) in sides.items():
-        r = simulate(fleet, jobs, profile(policy), seed=seed, horizon=end)
+    for side, rules in SIDES.items():
+        r = simulate(fleet, rules.jobs(arrivals, idle_timeout_s), profile(rules.policy), seed=seed,
+                     horizon=end)
         s = summarize(r)
         useful = 100 * useful_gpu_s(arrivals, r.starts, end) / (fleet.total_gpus * end) if end else 0.0
         out[side] = {"held_pct": s["gpu_allocation_pct"], "useful_pct": useful,
@@ -97,5 +115,3 @@ def simulate_pair(fleet: Fleet, arrivals: list[Arrival], seed: int = 0,
     return out
 
 
-def with_worker_gpus(arrivals: list[Arrival], worker_gpus: int) -> list[Arrival]:
-    return [replace(a, cluster=replace(a.cluster, worker_gpus=worker_gpus)) for a in arrivals]
