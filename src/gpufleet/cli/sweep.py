@@ -56,14 +56,19 @@ def sweep(
         raise fail(f"--workers: expected 1 to 4096 processes, got {workers}")
     if spec is not None and spec.is_dir():
         raise fail(f"{spec}: is a folder; expected a sweep YAML file")
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out {out}: is a file; expected a folder (created if missing)")
     sw = load_sweep(spec) if spec is not None else bundled_sweep()
     n_workers = workers or default_workers()
     total = len(sw.cells)
     with Progress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, disable=not progress) as bar:
         task = bar.add_task("cells", total=total)
-        outcome = run_sweep(sw, out, ray_address=ray, workers=n_workers,
-                            progress=lambda n: bar.update(task, completed=n))
+        try:
+            outcome = run_sweep(sw, out, ray_address=ray, workers=n_workers,
+                                progress=lambda n: bar.update(task, completed=n))
+        except OSError as e:
+            raise fail(f"--out {out}: cannot write there ({e.strerror or e})") from None
     for m in sw.spec.metrics[:2]:
         print_summary(outcome.rows, sw.parameter_names, m)
     console.print(f"{outcome.ran} cell(s) run, {outcome.reused} reused from {out / 'cells'}; "

@@ -129,3 +129,9 @@ def test_a_trace_on_a_fleet_is_a_scenario_whose_seeds_vary_only_the_engine(tmp_p
     assert len(out.rows) == 4
     assert {r["scenario"] for r in out.rows} == {"week"}
     assert {r["jobs_submitted"] for r in out.rows} == {3}
+
+
+def test_an_out_path_that_is_a_file_is_refused(spec_file, tmp_path):
+    (tmp_path / "taken").write_text("x")
+    res = runner.invoke(app, ["sweep", str(spec_file), "--out", str(tmp_path / "taken"), "--no-progress"])
+    assert res.exit_code == 2 and "is a file" in res.output
