@@ -27,3 +27,18 @@ def test_a_3_by_3_by_5_grid_gives_identical_rows_on_local_processes_and_on_ray(t
     assert (local.ran, on_ray.ran) == (45, 45)
     assert without_timing(on_ray.rows) == without_timing(local.rows)
     assert len({r["jobs_submitted"] for r in local.rows}) > 1  # the seeds and loads really differ
+
+
+def test_a_sweep_started_on_local_processes_resumes_on_ray(tmp_path, ray_cluster):
+    """12 cells (2 loads × 2 policies × 3 seeds): the 4 cells of seed 1 run locally, the other 8 on
+    Ray into the same folder; the rows equal an all-local run's."""
+    (tmp_path / "tiny.yaml").write_text(__import__("yaml").safe_dump(TINY))
+    sw = parse_sweep({"scenarios": ["tiny.yaml"], "policies": ["gang-bestfit", "per-pod"], "seeds": 3,
+                      "parameters": {"offered_load": [0.5, 1.5]}}, "<t>", tmp_path)
+    full = run_sweep(sw, tmp_path / "full", workers=1, report=False)
+    first = parse_sweep({**sw.spec.model_dump(), "seeds": [1]}, "<t>", tmp_path)
+    part = run_sweep(first, tmp_path / "mixed", workers=1, report=False)
+    assert part.ran == 4
+    mixed = run_sweep(sw, tmp_path / "mixed", ray_address="auto", report=False)
+    assert (mixed.ran, mixed.reused) == (8, 4)
+    assert without_timing(mixed.rows) == without_timing(full.rows)
