@@ -9,7 +9,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,k8s]'
+	$(BIN)/pip install -q -e '.[dev,k8s,ray]'
 	touch $@
 
 $(VENV)/.installed: pyproject.toml | $(BIN)/python

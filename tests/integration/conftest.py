@@ -162,3 +162,38 @@ def slurm(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
     slurm_cluster.cancel_all_and_wait()
     yield slurm_cluster
     slurm_cluster.cancel_all_and_wait()
+
+
+# --- Ray (tests marked `ray`): one local multi-node Ray cluster per session ----------------------
+
+RAY_GPU_NODES = {"r0": 4, "r1": 4, "r2": 4}  # Ray worker nodes with declared (not real) GPUs
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """A head with 2 CPUs (the sweep's tasks run there) and worker nodes with declared GPUs (the
+    placement groups' bundles go there), each tagged with the resource ``gpufleet-node:<name>``."""
+
+    address: str
+    node_names: dict[str, str]  # Ray NodeID -> our node name
+    gpus: dict[str, int]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[RayCluster]:
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 0,
+                                                            "include_dashboard": False})
+    for name, gpus in RAY_GPU_NODES.items():
+        cluster.add_node(num_cpus=0, num_gpus=gpus, resources={f"gpufleet-node:{name}": 1})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    names = {n["NodeID"]: k.split(":", 1)[1] for n in ray.nodes() if n["Alive"]
+             for k in n["Resources"] if k.startswith("gpufleet-node:")}
+    try:
+        yield RayCluster(cluster.address, names, dict(RAY_GPU_NODES))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -24,7 +24,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "gpufleet"
 LAYER = {"model": 0, "scenarios": 0, "engine": 1, "policies": 2, "testing": 3, "sim": 3, "live": 3,
-         "adapters": 3, "ops": 3, "econ": 3, "traces": 3, "report": 4, "service": 4, "cli": 5}
+         "adapters": 3, "ops": 3, "econ": 3, "traces": 3, "report": 4, "service": 4, "sweep": 4, "cli": 5}
 PURE = ("engine", "policies")
 
 #: Modules whose import alone breaks purity (a clock, entropy, dynamic import, process or socket).

@@ -20,7 +20,7 @@ def _main() -> None:
 
 
 COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan",
-                   "explain")
+                   "explain", "sweep", "ray")
 
 
 def _register() -> None:

@@ -1,0 +1,56 @@
+"""Run one cell: build the scenario with the cell's parameters, simulate one policy, summarize.
+
+This is the whole unit of work a worker (a local process or a Ray task) receives: plain data in,
+one flat row out. It calls the simulator only through its public API, as ``gpufleet simulate`` does.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gpufleet.model.fleet import Fleet
+from gpufleet.policies.registry import profile
+from gpufleet.sim.metrics import summarize
+from gpufleet.sim.runner import simulate
+from gpufleet.sim.runtime import runtime_model_for
+from gpufleet.sim.scenario import parse_scenario
+from gpufleet.sim.usage import UsageTracker
+from gpufleet.sweep.spec import Cell, apply_parameters
+
+#: Columns that measure the machine, not the policy: left out when two runs are compared.
+TIMING_COLUMNS = ("sim_wall_s", "cell_wall_s")
+
+
+def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | bool | str]:
+    """The summary's scalars, plus wait percentiles by job size as ``wait_p50_s[9-64]``."""
+    row: dict[str, float | int | bool | str] = {}
+    for k, v in summary.items():
+        if isinstance(v, bool | int | float | str):
+            row[k] = v
+    for label, bucket in (summary.get("wait_by_size") or {}).items():
+        row[f"wait_p50_s[{label}]"] = bucket["wait_p50_s"]
+        row[f"wait_p95_s[{label}]"] = bucket["wait_p95_s"]
+    return row
+
+
+def metric_names(fleet: Fleet) -> set[str]:
+    """The numeric columns a cell's row has: those of an empty simulation on ``fleet``."""
+    empty = flat_summary(summarize(simulate(fleet, [], profile("gang-bestfit"))))
+    return {k for k, v in empty.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """One simulation; the row holds the cell's id and key, then every scalar metric."""
+    started = time.perf_counter()
+    scn = parse_scenario(apply_parameters(cell.scenario_data, dict(cell.params)), cell.source)
+    jobs = scn.jobs(cell.seed)
+    ten = scn.tenancy
+    result = simulate(scn.fleet, jobs, profile(cell.policy, scn.fleet.fabric), seed=cell.seed,
+                      horizon=scn.horizon, cycle_interval_s=scn.spec.cycle_interval_s,
+                      runtime_model=runtime_model_for(scn.spec.runtime_model, scn.fleet),
+                      tenancy=ten, usage_tracker=UsageTracker(ten.half_life_s) if ten is not None else None)
+    row: dict[str, Any] = {"cell_id": cell.id, **cell.key, "fleet_gpus": scn.fleet.total_gpus}
+    row.update(flat_summary(summarize(result, ten)))
+    row["cell_wall_s"] = round(time.perf_counter() - started, 4)
+    return row
