@@ -6,6 +6,8 @@ import importlib
 
 import typer
 
+import gpufleet.cli.common  # noqa: F401  (help text: Click-style type names, see common.py)
+
 app = typer.Typer(
     name="gpufleet",
     help="GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm.",

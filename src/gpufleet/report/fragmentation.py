@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpufleet.report import plots
-from gpufleet.report.fmt import duration
+from gpufleet.report.fmt import NA, duration
 from gpufleet.report.html import Section, img, table
 from gpufleet.sim.metrics import BIG_GANG_GPUS, UNBLOCKED_WITHIN_S
 from gpufleet.sim.runner import SimResult
@@ -27,7 +27,9 @@ FRAGMENTATION_ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def fmt_cell(v: float, kind: str) -> str:
+def fmt_cell(v: float | None, kind: str) -> str:
+    if v is None:
+        return NA
     if kind == "ratio":
         return f"{v:.3f}"
     if kind == "dur":

@@ -9,7 +9,7 @@ import numpy as np
 from markupsafe import Markup
 
 from gpufleet.report import plots
-from gpufleet.report.fmt import duration, pct
+from gpufleet.report.fmt import NA, duration, pct
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.sim.runner import SimResult
 
@@ -17,6 +17,8 @@ COMPARISON_ROWS: tuple[tuple[str, str, str], ...] = (
     ("jobs_submitted", "jobs submitted", "int"),
     ("jobs_finished", "jobs finished", "int"),
     ("jobs_pending_at_end", "jobs still pending at the end", "int"),
+    ("jobs_unschedulable", "  of which can never run on this fleet", "int"),
+    ("wait_jobs", "jobs started (the waits below cover these)", "int"),
     ("gpu_allocation_pct", "GPU allocation (held, time-weighted)", "pct"),
     ("gpu_busy_pct", "GPUs doing work (running jobs)", "pct"),
     ("stranded_gpus_avg", "stranded GPUs (avg)", "float"),
@@ -30,6 +32,8 @@ COMPARISON_ROWS: tuple[tuple[str, str, str], ...] = (
 
 
 def fmt_value(v: Any, kind: str) -> str:
+    if v is None:
+        return NA
     if kind == "pct":
         return pct(v)
     if kind == "dur":

@@ -8,14 +8,19 @@ drain tail after the last arrival.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.sim.feasibility import Unschedulable
 from gpufleet.sim.runner import SimResult
 
 SIZE_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 64, "9-64"), (65, 10**9, "65+"))
+#: Jobs of MIG slices or GPU shares ask for 0 whole GPUs; they get their own bucket (listed first,
+#: only when a run has such jobs) instead of dropping out of the by-size table.
+FRACTIONAL_BUCKET = (0, 0, "<1")
 
 
 def time_weighted_mean(t: list[float], v: list[int], start: float, end: float) -> float:
@@ -29,8 +34,10 @@ def time_weighted_mean(t: list[float], v: list[int], start: float, end: float) -
     return float((vals * (hi - lo)).sum() / (end - start))
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if values.size else 0.0
+def _pct(values: np.ndarray, q: float) -> float | None:
+    """The q-th percentile, or None for an empty set: a wait p95 over no jobs is not 0 s. Every
+    wait percentile in a summary sits next to the count of jobs it covers."""
+    return float(np.percentile(values, q)) if values.size else None
 
 
 def tenant_gpu_seconds(r: SimResult, start: float, end: float) -> dict[str, float]:
@@ -69,6 +76,7 @@ def tenant_metrics(r: SimResult, window: float, tenancy: Tenancy | None = None) 
         out[name] = {
             "jobs": submitted,
             "jobs_never_started": submitted - int(waits.size),
+            "wait_jobs": int(waits.size),
             "wait_p50_s": _pct(waits, 50),
             "wait_p95_s": _pct(waits, 95),
             "gpu_hours": total.get(name, 0.0) / 3600.0,
@@ -147,24 +155,31 @@ def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
         "big_gang_never_started": big_total - int(big.size),
         "big_gang_wait_p50_s": _pct(big, 50),
         "big_gang_wait_p95_s": _pct(big, 95),
-        "big_gang_wait_max_s": float(big.max()) if big.size else 0.0,
+        "big_gang_wait_max_s": float(big.max()) if big.size else None,
     }
 
 
-def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
+def summarize(r: SimResult, tenancy: Tenancy | None = None,
+              unschedulable: Sequence[Unschedulable] = ()) -> dict[str, Any]:
+    """The run's summary. Wait statistics cover started jobs only (``wait_jobs`` of them; None
+    when there are none); ``unschedulable`` lists jobs that can never run on the fleet (found at
+    load time, sim/feasibility.py), which also stay in ``jobs_pending_at_end``."""
     rec = r.recorder
     window = r.horizon if r.horizon > 0 else r.end_time
     started = sorted(r.starts)
     waits = np.array([r.starts[j] - r.jobs[j].submit_time for j in started])
     sizes = np.array([r.jobs[j].total_gpus for j in started])
+    all_sizes = np.array([j.total_gpus for j in r.jobs.values()])
     done = [j for j in r.finishes]
     jct = np.array([r.finishes[j] - r.jobs[j].submit_time for j in done])
     first = min((j.submit_time for j in r.jobs.values()), default=0.0)
     last = max(r.finishes.values(), default=first)
     by_size = {}
-    for lo, hi, label in SIZE_BUCKETS:
+    buckets = ((FRACTIONAL_BUCKET,) if (all_sizes == 0).any() else ()) + SIZE_BUCKETS
+    for lo, hi, label in buckets:
         m = (sizes >= lo) & (sizes <= hi)
-        by_size[label] = {"jobs": int(m.sum()), "wait_p50_s": _pct(waits[m], 50),
+        submitted = int(((all_sizes >= lo) & (all_sizes <= hi)).sum()) if all_sizes.size else 0
+        by_size[label] = {"jobs": int(m.sum()), "submitted": submitted, "wait_p50_s": _pct(waits[m], 50),
                           "wait_p95_s": _pct(waits[m], 95)}
     total = r.fleet_gpus
     return {
@@ -172,6 +187,9 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
         "jobs_started": len(r.starts),
         "jobs_finished": len(r.finishes),
         "jobs_pending_at_end": len(r.jobs) - len(r.starts),
+        "jobs_unschedulable": len(unschedulable),
+        "unschedulable_jobs": [{"id": u.job, "reason": u.reason} for u in unschedulable],
+        "wait_jobs": int(waits.size),
         "gpu_allocation_pct": 100 * time_weighted_mean(rec.t, rec.allocated, 0.0, window) / total,
         "gpu_busy_pct": 100 * time_weighted_mean(rec.t, rec.busy, 0.0, window) / total,
         "stranded_gpus_avg": time_weighted_mean(rec.stranded_t, rec.stranded, 0.0, window),

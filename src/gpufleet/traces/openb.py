@@ -139,6 +139,9 @@ def read_nodes(path: str | Path) -> NodeList:
         models.append(model)
     if not names:
         raise OpenbFormatError(f"{path}: no rows (expected at least one node)")
+    if not any(cols["gpu"]):
+        raise OpenbFormatError(f"{path}: no node has GPUs (column 'gpu' is 0 on all {len(names):,} rows); "
+                               "expected a GPU cluster's node list")
     return NodeList(
         names=tuple(names),
         cpu_milli=np.array(cols["cpu_milli"], dtype=np.int64),
