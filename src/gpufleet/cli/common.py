@@ -5,7 +5,8 @@
 - ``finite``: a callback for float options that rejects NaN and ±Infinity (Python's ``float``
   parses "nan" and "inf", so Click accepts them).
 - ``Output`` and ``emit_json``: ``--output json`` prints one strict JSON document on stdout.
-- help text names value types as Click does (``PATH``, ``INTEGER``), never ``<str>``/``<bool>``.
+- help text names value types as Click does (``PATH``, ``INTEGER``), never ``<str>``/``<bool>``;
+  usage errors (unknown flag, out-of-range value) are one line, not a box.
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def finite_positive(value: float | None) -> float | None:
+    """Typer callback: a finite number above 0 (a divisor such as MFU)."""
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise typer.BadParameter(f"expected a finite number above 0, got {value}")
+    return value
+
+
 def emit_json(obj: Any) -> None:
     """One strict JSON document (no NaN/Infinity) on stdout."""
     typer.echo(dumps(obj, indent=2))
@@ -114,12 +122,25 @@ def _type_label(self: Any, ctx: Any) -> str | None:
     return label + ("..." if desc.is_list else "")
 
 
-def plain_help_types() -> None:
-    """Replace Typer's ``<str>``/``<bool>`` tags in help with Click's names (once, at import)."""
-    from typer import core
+def _one_line_usage_error(self: Any) -> None:
+    """A usage error (unknown flag, bad value) as one line on stderr, like every other bad input."""
+    if self.__class__.__name__ == "NoArgsIsHelpError":
+        return
+    ctx = getattr(self, "ctx", None)
+    where = ctx.command_path if ctx is not None else "gpufleet"
+    message = " ".join(self.format_message().split())
+    err_console.print(f"[bold red]error:[/] {where}: {message} (see '{where} --help')",
+                      highlight=False, soft_wrap=True, markup=True)
+
+
+def plain_cli_style() -> None:
+    """Replace Typer's ``<str>``/``<bool>`` tags in help with Click's names, and its boxed usage
+    errors with one line (once, at import; Typer has no setting for either)."""
+    from typer import core, rich_utils
 
     for cls in (core.TyperOption, core.TyperArgument):
         cls.display_type_rich = _type_label  # type: ignore[method-assign]
+    rich_utils.rich_format_error = _one_line_usage_error  # type: ignore[assignment]
 
 
-plain_help_types()
+plain_cli_style()

@@ -180,7 +180,8 @@ def simulate(
         "--policy", "-p", help=f"Policy to run (repeatable): {', '.join(PROFILES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, report.html, event logs.")]
     = Path("gpufleet-out"),
-    seed: Annotated[int | None, typer.Option(help="Workload seed (overrides the scenario's).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Workload seed (overrides the scenario's).", min=0, max=2**63 - 1)] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     fleet: Annotated[Path | None, typer.Option(
         help="Fleet YAML (e.g. from `gpufleet slurm import-conf`), with --trace.")] = None,

@@ -34,7 +34,7 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
-from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate
+from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
 
 #: Bounds that keep a run finite and catch typos (``days: 100000``, ``replicas: 1e9``); each is
@@ -46,6 +46,16 @@ MAX_GPUS_PER_POD = 128
 #: Ten years: longer run times, submit times and checkpoint intervals are typos.
 MAX_SECONDS = 10 * 365 * 86400.0
 MAX_CYCLE_INTERVAL_S = 86400.0
+#: A generated workload above this many jobs is refused before it is drawn (memory and hours of
+#: simulation); the estimate is the generator's own arrival rate × the horizon.
+MAX_GENERATED_JOBS = 2_000_000
+
+
+def expected_jobs(spec: WorkloadSpec, fleet_gpus: int, seed: int) -> float:
+    """The generator's arrival rate × horizon: offered_load × fleet GPUs / mean GPU-seconds per job
+    × days × 86,400 s (sim/workload.py draws the same rate with seed + 1)."""
+    rate = spec.offered_load * fleet_gpus / mean_gpu_seconds(spec, np.random.default_rng(seed + 1))
+    return rate * spec.days * 86400.0
 
 
 class _Strict(BaseModel):
@@ -291,7 +301,14 @@ class Scenario:
         assert w.generator is not None
         gpn = max(n.gpus for n in self.fleet.nodes)
         s = w.generator.seed if seed is None else seed
-        jobs = generate(w.generator.spec(gpn), self.fleet.total_gpus, s)
+        spec = w.generator.spec(gpn)
+        expected = expected_jobs(spec, self.fleet.total_gpus, s)
+        if expected > MAX_GENERATED_JOBS:
+            raise InputError(self.source, "workload.generator",
+                             f"about {expected:,.0f} jobs (days × arrival rate on {self.fleet.total_gpus:,} "
+                             f"GPUs); at most {MAX_GENERATED_JOBS:,} are supported: use fewer days, a lower "
+                             "offered_load or a smaller fleet")
+        jobs = generate(spec, self.fleet.total_gpus, s)
         if w.generator.checkpointing is not None:
             jobs = w.generator.checkpointing.apply(jobs, s + 2)
         return jobs
@@ -341,6 +358,10 @@ def _inline_fleet_file(data: dict, source: str) -> dict:
         if not isinstance(loaded, dict) or "fleet" not in loaded:
             raise InputError(str(path), "fleet",
                              "missing required field (a mapping with 'groups' or 'nodes')")
+        try:  # a bad fleet file is named as itself, not as the scenario that points at it
+            FleetSpec.model_validate(loaded["fleet"])
+        except ValidationError as e:
+            raise from_validation_error(str(path), e, "fleet") from None
         return {**data, "fleet": loaded["fleet"]}
     return data
 
