@@ -9,17 +9,21 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 from datetime import timedelta
 from typing import Any
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+#: ``make fuzz`` without atheris sets GPUFLEET_FUZZ_SCALE (e.g. 50) for a long hypothesis run.
+SCALE = max(1, int(os.environ.get("GPUFLEET_FUZZ_SCALE", "1")))
+
 #: Every fuzz test: bounded examples, a per-example time bound (a hang fails the test), no example
-#: database written into the repository.
-FAST = settings(max_examples=120, deadline=timedelta(seconds=5), database=None,
+#: database written into the repository. ``make test`` runs them at scale 1.
+FAST = settings(max_examples=120 * SCALE, deadline=timedelta(seconds=5), database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-SLOW = settings(FAST, max_examples=8, deadline=timedelta(seconds=30))
+SLOW = settings(FAST, max_examples=8 * SCALE, deadline=timedelta(seconds=30))
 
 NASTY_STRINGS = ["nan", "NaN", ".nan", "inf", "-inf", ".inf", "1e400", "-0", "", " ", "0x10", "1_000",
                  "H100", "A100-80GB", "L40S", "gang-easy", "3g.40gb", "\x00", "é", "☃", "a" * 300,
