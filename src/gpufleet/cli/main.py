@@ -16,12 +16,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"gpufleet {version('gpufleet')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
     """GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm."""
 
 
-COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology")
+COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "schema")
 
 
 def _register() -> None:
