@@ -281,7 +281,8 @@ def markdown() -> str:
            f"each ({', '.join(SCHEMAS)}).", "",
            "Units are in the field names and descriptions: `_s` seconds, `_h` hours, `days` days, `_gb` "
            "gigabytes, `gpus` whole GPUs, `gpu_milli` thousandths of a GPU, `cpus` cores. Every number "
-           "must be finite: `.nan`, `.inf` and `NaN` are rejected with one line naming the file and field.", ""]
+           "must be finite: `.nan`, `.inf` and `NaN` are rejected with one line naming the file and "
+           "field.", ""]
     for name, (title, model, prefix, what) in SCHEMAS.items():
         schema = model.model_json_schema()
         rows: list[list[str]] = []
