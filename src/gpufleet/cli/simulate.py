@@ -24,10 +24,16 @@ from gpufleet.cli.main import app
 from gpufleet.model.job import Job
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.estimates import estimate_section
-from gpufleet.report.fmt import duration
-from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
+from gpufleet.report.fmt import duration, durations
+from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_row, fragmentation_section
 from gpufleet.report.jsonsafe import write_json
-from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
+from gpufleet.report.simulation import (
+    COMPARISON_ROWS,
+    deadlock_section,
+    row_cells,
+    simulation_report,
+    size_label,
+)
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
 from gpufleet.sim.feasibility import Unschedulable, unschedulable_jobs
@@ -111,24 +117,24 @@ def print_comparison(summaries: dict[str, dict]) -> None:
     for name in summaries:
         t.add_column(name, justify="right", no_wrap=True)
     for key, label, kind in COMPARISON_ROWS:
-        cells = [fmt_value(s[key], kind) for s in summaries.values()]
+        cells = row_cells(summaries, key, kind)
         if kind == "bool":
             cells = [f"[red]{c}[/]" if c == "yes" else c for c in cells]
         t.add_row(label, *cells)
     first = next(iter(summaries.values()))
     t.add_section()
     for label in first["wait_by_size"]:
-        size = f"{label} GPU" + ("" if label in ("1", "<1") else "s")
         cells = [wait_cell(s["wait_by_size"][label]) for s in summaries.values()]
-        t.add_row(f"wait p50 / p95, {size} (started)", *cells)
+        t.add_row(f"wait p50 / p95, {size_label(label)} (started)", *cells)
     wide_console().print(t)
 
 
 def wait_cell(bucket: dict) -> str:
-    """'12 min / 3.1 h (n=40)'; 'n/a (n=0)' when no job of that size started."""
+    """'0.2 h / 3.1 h (n=40)' (one unit per cell); 'n/a (n=0)' when no job of that size started."""
     if not bucket["jobs"]:
         return "n/a (n=0)"
-    return f"{duration(bucket['wait_p50_s'])} / {duration(bucket['wait_p95_s'])} (n={bucket['jobs']:,})"
+    p50, p95 = durations([bucket["wait_p50_s"], bucket["wait_p95_s"]])
+    return f"{p50} / {p95} (n={bucket['jobs']:,})"
 
 
 def report_unschedulable(scn: Scenario, jobs: list[Job]) -> list[Unschedulable]:
@@ -166,7 +172,7 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
     for name in summaries:
         t.add_column(name, justify="right")
     for key, label, kind in FRAGMENTATION_ROWS:
-        t.add_row(label, *[fmt_cell(s[key], kind) for s in summaries.values()])
+        t.add_row(label, *fmt_row([s[key] for s in summaries.values()], kind))
     wide_console().print(t)
 
 
@@ -203,13 +209,18 @@ def simulate(
     jobs = scn.jobs(seed)
     never = report_unschedulable(scn, jobs)
     results = run_policies(scn, policies, seed, progress and output is Output.TEXT, jobs)
-    summaries = {n: summarize(r, scn.tenancy, never) for n, r in results.items()}
+    # One window for every policy: the arrival horizon, else the latest end of any policy's run
+    # (a deadlocked run stops at its last event and would otherwise average over nothing).
+    window = scn.horizon or max(r.end_time for r in results.values())
+    summaries = {n: summarize(r, scn.tenancy, never, window) for n, r in results.items()}
     extra = []
     if scn.name != "deadlock":
         dl = bundled("deadlock")
         dl_results = run_policies(dl, [p for p in ("gang-bestfit", "per-pod") if p in PROFILES],
                                   None, show_progress=False)
-        extra.append(deadlock_section(dl_results, {n: summarize(r) for n, r in dl_results.items()}))
+        dl_window = max(r.end_time for r in dl_results.values())
+        extra.append(deadlock_section(dl_results, {n: summarize(r, window=dl_window)
+                                                   for n, r in dl_results.items()}, this_run=False))
     else:
         extra.append(deadlock_section(results, summaries))
     estimates = estimate_section(results, summaries)

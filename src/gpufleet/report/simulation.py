@@ -9,7 +9,7 @@ import numpy as np
 from markupsafe import Markup
 
 from gpufleet.report import plots
-from gpufleet.report.fmt import NA, duration, pct
+from gpufleet.report.fmt import NA, duration, durations, pct
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.sim.runner import SimResult
 
@@ -45,12 +45,25 @@ def fmt_value(v: Any, kind: str) -> str:
     return f"{v:,}"
 
 
+def size_label(label: str) -> str:
+    """'1' → '1 GPU', '9-64' → '9-64 GPUs', '<1' → '<1 GPU (MIG or share)'."""
+    if label == "<1":
+        return "<1 GPU (MIG or share)"
+    return f"{label} GPU" + ("" if label == "1" else "s")
+
+
+def row_cells(summaries: Mapping[str, dict], key: str, kind: str) -> list[str]:
+    """One row's cells; durations in a row share one unit (no '23.5 h' beside '1.2 d')."""
+    if kind == "dur":
+        return durations([s[key] for s in summaries.values()])
+    return [fmt_value(s[key], kind) for s in summaries.values()]
+
+
 def comparison_rows(summaries: Mapping[str, dict]) -> list[list[object]]:
     rows: list[list[object]] = []
     for key, label, kind in COMPARISON_ROWS:
         row: list[object] = [label]
-        for s in summaries.values():
-            text = fmt_value(s[key], kind)
+        for s, text in zip(summaries.values(), row_cells(summaries, key, kind), strict=True):
             if kind == "bool" and s[key]:
                 text = Markup(f'<span class="bad">{text}</span>')
             row.append(text)
@@ -62,8 +75,11 @@ def _waits(r: SimResult) -> np.ndarray:
     return np.array([r.starts[j] - r.jobs[j].submit_time for j in r.starts])
 
 
-def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, dict]) -> Section:
-    """The arithmetic of the two-job deadlock, from the bundled ``deadlock`` scenario's own run."""
+def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, dict],
+                     this_run: bool = True) -> Section:
+    """The arithmetic of the two-job deadlock, from the bundled ``deadlock`` scenario's run: this
+    report's own run (``this_run``), or a side run made for the appendix of another scenario's
+    report, which the text then says."""
     lines = []
     for name, r in results.items():
         s = summaries[name]
@@ -83,8 +99,11 @@ def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, d
     )
     html = (
         "<p>Two training jobs of 8 pods × 8 GPUs arrive together on 8 nodes × 8 GPUs "
-        "(<code>gpufleet simulate deadlock</code>). Outcome in this run:</p>"
-        "<table><thead><tr><th>policy</th><th style='text-align:left'>outcome</th></tr></thead>"
+        "(<code>gpufleet simulate deadlock</code>). "
+        + ("Outcome in this run:</p>" if this_run else
+           "This appendix is not about this report's workload: it is the bundled <code>deadlock</code> "
+           "scenario, run beside it so every report carries the arithmetic. Its outcome:</p>")
+        + "<table><thead><tr><th>policy</th><th style='text-align:left'>outcome</th></tr></thead>"
         f"<tbody>{''.join(lines)}</tbody></table>"
         f'<div class="arith">{arith}</div>'
         "<p>In a busy fleet the same mechanism is partial: pods of big gangs sit bound and idle "
@@ -103,8 +122,8 @@ def simulation_sections(results: Mapping[str, SimResult], summaries: Mapping[str
     alloc = plots.time_series(
         {n: (r.recorder.t, r.recorder.allocated) for n, r in results.items()}
         | {f"{n} (working)": (r.recorder.t, r.recorder.busy)
-           for n, r in results.items() if not r.jobs or summaries[n]["gpu_busy_pct"]
-           < summaries[n]["gpu_allocation_pct"] - 0.05},
+           for n, r in results.items() if not r.jobs or (summaries[n]["gpu_busy_pct"] or 0.0)
+           < (summaries[n]["gpu_allocation_pct"] or 0.0) - 0.05},
         end, "GPUs allocated over time (hourly means)", "GPUs", ymax=total * 1.05, hline=total)
     queue = plots.time_series({n: (r.recorder.t, r.recorder.queued) for n, r in results.items()},
                               end, "Jobs waiting over time (hourly means)", "pending jobs")
@@ -116,11 +135,13 @@ def simulation_sections(results: Mapping[str, SimResult], summaries: Mapping[str
     by_size_rows = []
     for n in names:
         for label, b in summaries[n]["wait_by_size"].items():
-            size = f"{label} GPU" + ("" if label == "1" else "s")
-            by_size_rows.append([n, size, b["jobs"], duration(b["wait_p50_s"]), duration(b["wait_p95_s"])])
+            by_size_rows.append([n, size_label(label), f"{b['jobs']:,} of {b.get('submitted', b['jobs']):,}",
+                                 *durations([b["wait_p50_s"], b["wait_p95_s"]])])
     sections.append(Section("Wait-time distribution", img(waits, "wait distribution") +
-                            table(["policy", "job size", "jobs started", "wait p50", "wait p95"],
-                                  by_size_rows)))
+                            table(["policy", "job size", "jobs started (of submitted)", "wait p50",
+                                   "wait p95"], by_size_rows) +
+                            "<p>Waits are of started jobs; a size with none started shows n/a. "
+                            "“&lt;1 GPU” are MIG slices and soft GPU shares.</p>"))
     return sections
 
 

@@ -160,12 +160,19 @@ def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
 
 
 def summarize(r: SimResult, tenancy: Tenancy | None = None,
-              unschedulable: Sequence[Unschedulable] = ()) -> dict[str, Any]:
+              unschedulable: Sequence[Unschedulable] = (), window: float | None = None) -> dict[str, Any]:
     """The run's summary. Wait statistics cover started jobs only (``wait_jobs`` of them; None
     when there are none); ``unschedulable`` lists jobs that can never run on the fleet (found at
-    load time, sim/feasibility.py), which also stay in ``jobs_pending_at_end``."""
+    load time, sim/feasibility.py), which also stay in ``jobs_pending_at_end``.
+
+    ``window``: the span time-weighted means are taken over; default the arrival horizon, else the
+    run's end. Policies compared side by side must share one window: a deadlocked run "ends" at
+    its last event (t = 0 in the two-job deadlock), and a mean over [0, 0] would print 0 %
+    allocation next to a plot of every GPU held. With no window at all, the means are None.
+    Makespan and JCT are None when no job finished (not 0 s)."""
     rec = r.recorder
-    window = r.horizon if r.horizon > 0 else r.end_time
+    if window is None:
+        window = r.horizon if r.horizon > 0 else r.end_time
     started = sorted(r.starts)
     waits = np.array([r.starts[j] - r.jobs[j].submit_time for j in started])
     sizes = np.array([r.jobs[j].total_gpus for j in started])
@@ -190,16 +197,21 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None,
         "jobs_unschedulable": len(unschedulable),
         "unschedulable_jobs": [{"id": u.job, "reason": u.reason} for u in unschedulable],
         "wait_jobs": int(waits.size),
-        "gpu_allocation_pct": 100 * time_weighted_mean(rec.t, rec.allocated, 0.0, window) / total,
-        "gpu_busy_pct": 100 * time_weighted_mean(rec.t, rec.busy, 0.0, window) / total,
-        "stranded_gpus_avg": time_weighted_mean(rec.stranded_t, rec.stranded, 0.0, window),
-        "queue_len_avg": time_weighted_mean(rec.t, rec.queued, 0.0, window),
+        "window_s": window,
+        "gpu_allocation_pct": 100 * time_weighted_mean(rec.t, rec.allocated, 0.0, window) / total
+        if window > 0 else None,
+        "gpu_busy_pct": 100 * time_weighted_mean(rec.t, rec.busy, 0.0, window) / total
+        if window > 0 else None,
+        "stranded_gpus_avg": time_weighted_mean(rec.stranded_t, rec.stranded, 0.0, window)
+        if window > 0 else None,
+        "queue_len_avg": time_weighted_mean(rec.t, rec.queued, 0.0, window) if window > 0 else None,
         "wait_p50_s": _pct(waits, 50),
         "wait_p95_s": _pct(waits, 95),
         "wait_p99_s": _pct(waits, 99),
         "wait_by_size": by_size,
-        "jct_mean_s": float(jct.mean()) if jct.size else 0.0,
-        "makespan_s": float(last - first),
+        "jct_mean_s": float(jct.mean()) if jct.size else None,
+        "makespan_s": float(last - first) if r.finishes else None,
+        "makespan_complete": len(r.finishes) == len(r.jobs),
         "deadlocked": r.deadlocked,
         "deadlock_detail": r.deadlock_detail,
         "gpus_held_by_partial_gangs_at_end": r.held_by_partial_gangs,
