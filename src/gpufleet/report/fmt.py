@@ -21,17 +21,12 @@ def pct(x: float | None) -> str:
     return NA if x is None else f"{x:.1f}%"
 
 
-_UNITS = ((86400.0, "d"), (3600.0, "h"), (60.0, "min"))
-
-
 def durations(values: list[float | None]) -> list[str]:
-    """Several durations in one unit, the one ``duration`` picks for the largest: a row or column
-    reads '0.5 h, 23.5 h, 28.8 h', never '30.0 min, 23.5 h, 1.2 d'."""
+    """Several durations for one row: values of an hour or more share one unit, the one the
+    largest needs (h or d), so a row reads '23.5 h, 28.8 h', never '23.5 h, 1.2 d'; values under an
+    hour keep minutes or seconds (so '3.1 min' does not become '0.1 h')."""
     known = [abs(v) for v in values if v is not None]
-    if not known:
-        return [NA for _ in values]
-    top = max(known)
-    for size, unit in _UNITS:
-        if top >= size:
-            return [NA if v is None else f"{v / size:.1f} {unit}" for v in values]
-    return [NA if v is None else f"{v:.0f} s" for v in values]
+    top = max(known, default=0.0)
+    size, unit = (86400.0, "d") if top >= 86400 else (3600.0, "h")
+    return [NA if v is None else (f"{v / size:.1f} {unit}" if abs(v) >= 3600 else _duration(v))
+            for v in values]

@@ -87,13 +87,14 @@ def has_fragmentation(summaries: Mapping[str, dict]) -> bool:
 def schedulability_plot(results: Mapping[str, SimResult], end: float) -> str:
     """8-GPU jobs that could start now, over time (binned time-weighted mean)."""
     fig, ax = plots.plt.subplots(figsize=(9, 3.2))
+    scale, unit = plots.time_axis(end)
     for i, (name, r) in enumerate(results.items()):
         f = r.fragmentation
         if f is None or not f.t:
             continue
         x, y = plots.binned_step_mean(f.t, f.schedulable[8], end, bins=96)
-        ax.plot(x / 3600.0, y, lw=1.5, color=plots.COLORS[i % len(plots.COLORS)], label=name)
-    ax.set_xlabel("hours")
+        ax.plot(x / scale, y, lw=1.5, color=plots.COLORS[i % len(plots.COLORS)], label=name)
+    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel("8-GPU jobs that could start")
     ax.set_title("Whole free nodes over time: how many more 8-GPU pods fit", loc="left", fontsize=11)
     ax.grid(alpha=0.3)

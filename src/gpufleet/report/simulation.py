@@ -124,9 +124,9 @@ def simulation_sections(results: Mapping[str, SimResult], summaries: Mapping[str
         | {f"{n} (working)": (r.recorder.t, r.recorder.busy)
            for n, r in results.items() if not r.jobs or (summaries[n]["gpu_busy_pct"] or 0.0)
            < (summaries[n]["gpu_allocation_pct"] or 0.0) - 0.05},
-        end, "GPUs allocated over time (hourly means)", "GPUs", ymax=total * 1.05, hline=total)
+        end, "GPUs allocated over time", "GPUs", ymax=total * 1.05, hline=total)
     queue = plots.time_series({n: (r.recorder.t, r.recorder.queued) for n, r in results.items()},
-                              end, "Jobs waiting over time (hourly means)", "pending jobs")
+                              end, "Jobs waiting over time", "pending jobs")
     waits = plots.wait_survival({n: _waits(r) for n, r in results.items()})
     sections.append(Section("GPU allocation over time", img(alloc, "GPU allocation over time") +
                             "<p>The dashed line is the fleet's capacity. A “(working)” line shows "

@@ -65,3 +65,11 @@ def test_help_has_no_type_tags(command):
     res = runner.invoke(app, command)
     assert res.exit_code == 0
     assert "<bool>" not in res.output and "<str>" not in res.output and "<path>" not in res.output
+
+
+def test_durations_in_one_row_share_the_hour_or_day_unit():
+    """86,400 s = 1 d is the largest, so 84,600 s (23.5 h) is written 84,600 / 86,400 = 1.0 d;
+    186 s stays 3.1 min; None is n/a."""
+    from gpufleet.report.fmt import durations
+    assert durations([84600.0, 86400.0 * 1.25, 186.0, None]) == ["1.0 d", "1.2 d", "3.1 min", "n/a"]
+    assert durations([5400.0, 84600.0]) == ["1.5 h", "23.5 h"]
