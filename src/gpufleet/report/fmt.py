@@ -22,11 +22,11 @@ def pct(x: float | None) -> str:
 
 
 def durations(values: list[float | None]) -> list[str]:
-    """Several durations for one row: values of an hour or more share one unit, the one the
-    largest needs (h or d), so a row reads '23.5 h, 28.8 h', never '23.5 h, 1.2 d'; values under an
-    hour keep minutes or seconds (so '3.1 min' does not become '0.1 h')."""
+    """Several durations for one row: values of an hour or more share one unit, hours unless the
+    largest is 10 days or more (then days), so a row reads '4.8 h, 36.0 h', never '4.8 h, 1.5 d';
+    values under an hour keep minutes or seconds (so '3.1 min' does not become '0.1 h')."""
     known = [abs(v) for v in values if v is not None]
     top = max(known, default=0.0)
-    size, unit = (86400.0, "d") if top >= 86400 else (3600.0, "h")
+    size, unit = (86400.0, "d") if top >= 10 * 86400 else (3600.0, "h")
     return [NA if v is None else (f"{v / size:.1f} {unit}" if abs(v) >= 3600 else _duration(v))
             for v in values]

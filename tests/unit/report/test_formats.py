@@ -68,8 +68,8 @@ def test_help_has_no_type_tags(command):
 
 
 def test_durations_in_one_row_share_the_hour_or_day_unit():
-    """86,400 s = 1 d is the largest, so 84,600 s (23.5 h) is written 84,600 / 86,400 = 1.0 d;
-    186 s stays 3.1 min; None is n/a."""
+    """Largest 108,000 s = 30 h < 10 d, so hours: 84,600 s = 23.5 h, 108,000 s = 30.0 h; 186 s stays
+    3.1 min; None is n/a. Largest 12 d ≥ 10 d, so days: 432,000 s = 5.0 d."""
     from gpufleet.report.fmt import durations
-    assert durations([84600.0, 86400.0 * 1.25, 186.0, None]) == ["1.0 d", "1.2 d", "3.1 min", "n/a"]
-    assert durations([5400.0, 84600.0]) == ["1.5 h", "23.5 h"]
+    assert durations([84600.0, 108000.0, 186.0, None]) == ["23.5 h", "30.0 h", "3.1 min", "n/a"]
+    assert durations([432000.0, 12 * 86400.0]) == ["5.0 d", "12.0 d"]
