@@ -27,7 +27,8 @@ SLOW = settings(FAST, max_examples=8 * SCALE, deadline=timedelta(seconds=30))
 
 NASTY_STRINGS = ["nan", "NaN", ".nan", "inf", "-inf", ".inf", "1e400", "-0", "", " ", "0x10", "1_000",
                  "H100", "A100-80GB", "L40S", "gang-easy", "3g.40gb", "\x00", "é", "☃", "a" * 300,
-                 "1e8", "-1", "null", "{", "[", "'", "#"]
+                 "1e8", "-1", "null", "{", "[", "'", "#", "1e30", "99999999999999999999",
+                 "9223372036854775808", "4.5", "1e-9"]
 
 nasty_scalars = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),

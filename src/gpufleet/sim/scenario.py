@@ -98,7 +98,7 @@ class GeneratorSpec(_Strict):
     days: float = Field(default=14.0, gt=0, le=MAX_DAYS)
     offered_load: float = Field(default=0.9, gt=0, le=5)
     max_gpus: int = Field(default=512, ge=1, le=MAX_REPLICAS * MAX_GPUS_PER_POD)
-    seed: int = 7
+    seed: int = Field(default=7, ge=0, le=2**63 - 1)
     tenants: list[TenantSpec] | None = None
     training: TrainingSpec | None = None
     #: Give generated multi-GPU jobs checkpointing (intervals drawn per job from the list).

@@ -25,6 +25,9 @@ NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 IntArray = npt.NDArray[np.int64]
+#: Bounds on one cell (typos, not machines): they keep every column inside int64 and every sum finite.
+MAX_CELL = 10**12
+MAX_GPUS = 128
 
 
 class OpenbFormatError(ValueError):
@@ -95,14 +98,14 @@ def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str
             raise OpenbFormatError(f"{path}: not a readable csv file ({err})") from None
 
 
-def _int(path: Path, lineno: int, row: dict[str, str], field: str, *, upper: int | None = None) -> int:
+def _int(path: Path, lineno: int, row: dict[str, str], field: str, *, upper: int = MAX_CELL) -> int:
     raw = (row.get(field) or "").strip()
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not np.isfinite(value) or value != int(value) or value < 0 or (upper is not None and value > upper):
-        bound = f" between 0 and {upper}" if upper is not None else ""
+    if not np.isfinite(value) or value != int(value) or value < 0 or value > upper:
+        bound = f" between 0 and {upper}"
         raise OpenbFormatError(
             f"{path}: row {lineno}, field '{field}': expected a non-negative integer{bound}, got {raw!r}"
         )
@@ -128,7 +131,7 @@ def read_nodes(path: str | Path) -> NodeList:
             raise OpenbFormatError(f"{path}: row {lineno}, field 'sn': expected a node name, got ''")
         names.append(name)
         for field, values in cols.items():
-            values.append(_int(path, lineno, row, field))
+            values.append(_int(path, lineno, row, field, upper=MAX_GPUS if field == "gpu" else MAX_CELL))
         model = (row.get("model") or "").strip()
         if model.lower() == "nan":
             model = ""
@@ -163,7 +166,8 @@ def read_pods(path: str | Path) -> PodList:
             raise OpenbFormatError(f"{path}: row {lineno}, field 'name': expected a pod name, got ''")
         names.append(name)
         for field in ("cpu_milli", "memory_mib", "num_gpu"):
-            cols[field].append(_int(path, lineno, row, field))
+            upper = MAX_GPUS if field == "num_gpu" else MAX_CELL
+            cols[field].append(_int(path, lineno, row, field, upper=upper))
         milli = _int(path, lineno, row, "gpu_milli", upper=MILLI)
         count = cols["num_gpu"][-1]
         if count == 0 and milli != 0:

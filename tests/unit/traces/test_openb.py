@@ -101,3 +101,11 @@ def test_a_non_utf8_pod_file_is_named(tmp_path):
     path.write_bytes(b"name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\xff\xfe,1,1,1,1000\n")
     with pytest.raises(OpenbFormatError, match=r"bin\.csv"):
         read_pods(path)
+
+
+@pytest.mark.parametrize("value", ["1e30", "99999999999999999999", "9223372036854775808"])
+def test_a_number_too_large_for_the_columns_is_one_line_with_the_bound(tmp_path, value):
+    """Found by fuzzing: 1e30 CPU milli overflowed int64 with a traceback."""
+    path = write(tmp_path, "n.csv", f"sn,cpu_milli,memory_mib,gpu,model\nn1,{value},1,1,V100\n")
+    with pytest.raises(OpenbFormatError, match="between 0 and 1000000000000"):
+        read_nodes(path)
