@@ -122,7 +122,8 @@ def test_json_writer_turns_non_finite_into_null_and_refuses_nothing():
 
 @pytest.mark.parametrize("field", ["half_life_h: .inf", "grace_s: .nan", "usage_weight: .nan"])
 def test_non_finite_numbers_in_a_tenancy_section_are_rejected(tmp_path, field):
-    tenancy = f"tenancy:\n  {field}\n  tenants:\n    - {{name: default, quotas: {{H100-80GB: {{nominal: 8}}}}}}\n"
+    tenancy = (f"tenancy:\n  {field}\n  tenants:\n"
+               "    - {name: default, quotas: {H100-80GB: {nominal: 8}}}\n")
     path = scenario(tmp_path, "    - {id: a, run_time: 60}\n", extra=tenancy)
     res = simulate(tmp_path, path, "--policy", "tenancy")
     assert res.exit_code == 2 and field.split(":")[0] in res.output and "finite" in res.output
