@@ -33,6 +33,7 @@ from gpufleet.report.simulation import (
     row_cells,
     simulation_report,
     size_label,
+    unschedulable_section,
 )
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
@@ -235,6 +236,9 @@ def simulate(
     if fractional:
         extra.insert(0, fragmentation_section(
             results, summaries, scn.horizon or max(r.end_time for r in results.values())))
+    if never:
+        extra.insert(0, unschedulable_section([{"id": u.job, "reason": u.reason} for u in never], len(jobs),
+                                              scn.fleet.total_gpus))
     doc = {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries}
     write_json(out / "summary.json", doc, indent=2)
     for n, r in results.items():

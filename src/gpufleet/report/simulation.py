@@ -45,6 +45,17 @@ def fmt_value(v: Any, kind: str) -> str:
     return f"{v:,}"
 
 
+def unschedulable_section(never: list[dict], total: int, fleet_gpus: int, shown: int = 200) -> Section:
+    """Jobs that can never run on the fleet (found before the run): count, then id and reason."""
+    rows: list[list[object]] = [[u["id"], u["reason"]] for u in never[:shown]]
+    more = (f"<p>… and {len(never) - shown:,} more (all listed in summary.json).</p>"
+            if len(never) > shown else "")
+    return Section("Jobs that can never run on this fleet",
+                   f"<p>{len(never):,} of {total:,} jobs can never run on this {fleet_gpus:,}-GPU fleet, "
+                   "whatever the policy: they stay pending and are not in any wait statistic (waits "
+                   "cover started jobs only).</p>" + table(["job", "why"], rows) + more)
+
+
 def size_label(label: str) -> str:
     """'1' → '1 GPU', '9-64' → '9-64 GPUs', '<1' → '<1 GPU (MIG or share)'."""
     if label == "<1":

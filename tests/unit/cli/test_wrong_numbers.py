@@ -45,6 +45,8 @@ def test_jobs_that_can_never_run_are_counted_listed_and_explained(tmp_path):
     assert [u["id"] for u in s["unschedulable_jobs"]] == ["big", "a100"]
     assert "32 GPUs" in s["unschedulable_jobs"][0]["reason"]
     assert s["wait_jobs"] == 1
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "2 of 3 jobs can never run" in html and "needs GPU model A100-80GB" in html
 
 
 def test_a_wait_percentile_over_no_jobs_is_null_not_zero(tmp_path):
