@@ -161,6 +161,6 @@ def simulation_report(scenario_name: str, description: str, results: Mapping[str
                       extra: list[Section] | None = None) -> str:
     sections = simulation_sections(results, summaries, horizon) + (extra or [])
     first = next(iter(results.values()))
-    subtitle = (f"{description.strip()} — {first.fleet_gpus} GPUs, {len(first.jobs):,} jobs, "
-                f"policies: {', '.join(results)}")
+    facts = f"{first.fleet_gpus:,} GPUs, {len(first.jobs):,} jobs, policies: {', '.join(results)}"
+    subtitle = f"{description.strip()} — {facts}" if description.strip() else facts
     return render(f"Simulation: {scenario_name}", subtitle, sections)
