@@ -73,8 +73,12 @@ class PodList:
 
 
 def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    if path.is_dir():
+        raise OpenbFormatError(f"{path}: is a directory (expected an openb csv file)")
     if not path.is_file():
         raise OpenbFormatError(f"{path}: file not found (expected an openb csv file)")
+    if path.stat().st_size == 0:
+        raise OpenbFormatError(f"{path}: empty file (expected a csv header: {', '.join(required)})")
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as err:

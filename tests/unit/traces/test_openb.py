@@ -109,3 +109,11 @@ def test_a_number_too_large_for_the_columns_is_one_line_with_the_bound(tmp_path,
     path = write(tmp_path, "n.csv", f"sn,cpu_milli,memory_mib,gpu,model\nn1,{value},1,1,V100\n")
     with pytest.raises(OpenbFormatError, match="between 0 and 1000000000000"):
         read_nodes(path)
+
+
+def test_an_empty_file_or_a_directory_is_named_as_such(tmp_path):
+    empty = write(tmp_path, "e.csv", "")
+    with pytest.raises(OpenbFormatError, match=r"e\.csv: empty file"):
+        read_nodes(empty)
+    with pytest.raises(OpenbFormatError, match="is a directory"):
+        read_pods(tmp_path)
