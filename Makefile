@@ -2,7 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-slow lint bench
+.PHONY: demo test test-slow lint bench fuzz
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,3 +29,15 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src/gpufleet/model src/gpufleet/engine
 	$(BIN)/lint-imports
+
+# Coverage-guided fuzzing (atheris) of every reader for FUZZ_SECONDS each; crashes land in
+# build/fuzz/<target>/. Without atheris: the hypothesis fuzz suite, 50 times longer.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := scenario fleet trace openb-nodes openb-pods
+fuzz: $(VENV)/.installed-dev
+	@if $(BIN)/pip install -q 'atheris>=2.3' && $(BIN)/python -c 'import atheris'; then \
+	  for t in $(FUZZ_TARGETS); do mkdir -p build/fuzz/$$t && (cd build/fuzz/$$t && \
+	    ../../../$(BIN)/python ../../../tests/fuzz/atheris_readers.py $$t -max_total_time=$(FUZZ_SECONDS) \
+	    -rss_limit_mb=4096 corpus) || exit 1; done; \
+	else echo "atheris is not installable here: running the hypothesis fuzz suite at 50x"; \
+	  GPUFLEET_FUZZ_SCALE=50 $(BIN)/pytest -q -p no:cacheprovider tests/fuzz; fi

@@ -8,7 +8,6 @@ KPIs; `--out` receives the per-seed curves (csv and json) and PNG plots.
 from __future__ import annotations
 
 import csv
-import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -22,9 +21,18 @@ import typer  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from gpufleet.cli.common import console, err_console, fail, one_line_errors  # noqa: E402
+from gpufleet.cli.common import (  # noqa: E402
+    Output,
+    check_out_dir,
+    emit_json,
+    err_console,
+    fail,
+    one_line_errors,
+    wide_console,
+)
 from gpufleet.cli.main import app  # noqa: E402
 from gpufleet.policies.fgd import POLICIES  # noqa: E402
+from gpufleet.report.jsonsafe import dumps, write_json  # noqa: E402
 from gpufleet.sim.fragbench import X_MAX, PolicyResult, Workload, run_policy  # noqa: E402
 from gpufleet.traces.openb import read_nodes, read_pods  # noqa: E402
 
@@ -33,18 +41,26 @@ SERIES = (("alloc_pct", "GPU allocation (% of capacity)"),
           ("frag_ratio_pct", "fragmented GPU (% of idle)"))
 
 
+#: Each seed is one fill of the cluster per policy (seconds each on the openb traces); FGD's paper
+#: averages 10. More than this is a typo (``1-100000000``), not an experiment.
+MAX_SEEDS = 1000
+
+
 def parse_seeds(text: str) -> list[int]:
-    """'42-51', '42,44,46' or '7'; ranges are inclusive."""
+    """'42-51', '42,44,46' or '7'; ranges are inclusive; at most ``MAX_SEEDS`` seeds."""
     seeds: list[int] = []
     try:
         for part in text.split(","):
             lo, _, hi = part.strip().partition("-")
             first, last = int(lo), int(hi) if hi else int(lo)
-            if last < first:
+            if last < first or first < 0:
                 raise ValueError
+            if len(seeds) + last - first + 1 > MAX_SEEDS:
+                raise fail(f"--seeds {text!r}: {len(seeds) + last - first + 1:,} seeds or more; "
+                           f"at most {MAX_SEEDS:,} are supported")
             seeds.extend(range(first, last + 1))
     except ValueError:
-        raise fail(f"--seeds {text!r}: expected seeds like 42-51 or 42,43,44") from None
+        raise fail(f"--seeds {text!r}: expected non-negative seeds like 42-51 or 42,43,44") from None
     return seeds
 
 
@@ -63,7 +79,7 @@ def write_outputs(out: Path, pods_name: str, results: dict[str, PolicyResult]) -
             str(seed): {s: [round(float(v), 4) for v in getattr(c, s)] for s, _ in SERIES}
             for seed, c in zip(res.seeds, res.curves, strict=True)}}
         for name, res in results.items()}}
-    (out / "curves.json").write_text(json.dumps(doc))
+    write_json(out / "curves.json", doc)
     x = np.arange(X_MAX + 1)
     for series, label in SERIES:
         fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -95,7 +111,7 @@ def print_table(pods_name: str, results: dict[str, PolicyResult]) -> None:
         s = res.summary()
         t.add_row(name, f"{s['unallocated_pct_at_100']:.2f}", f"{s['unallocated_std']:.2f}",
                   f"{s['alloc_pct_at_130']:.2f}", f"{np.mean(res.failed):.0f}", f"{res.seconds:.1f}")
-    console.print(t)
+    wide_console().print(t)
 
 
 @app.command()
@@ -109,6 +125,9 @@ def fragbench(
     seeds: Annotated[str, typer.Option(help="Seeds, e.g. 42-51 or 42,43.")] = "42-51",
     out: Annotated[Path | None, typer.Option(help="Directory for curves (csv, json) and PNG plots.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
+    output: Annotated[Output, typer.Option(
+        help="text: a table, then the KPIs as one JSON line; json: only the KPIs, as one JSON document.")]
+    = Output.TEXT,
 ) -> None:
     """FGD's fragmentation experiment: allocation and fragmentation as the cluster fills to 130 %."""
     names = policy or list(POLICIES)
@@ -116,6 +135,8 @@ def fragbench(
     if unknown:
         raise fail(f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)}")
     seed_list = parse_seeds(seeds)
+    if out is not None:
+        check_out_dir(out)
     work = Workload(read_nodes(nodes), read_pods(pods))
     pods_name = pods.name
     results: dict[str, PolicyResult] = {}
@@ -127,8 +148,12 @@ def fragbench(
             results[name] = run_policy(
                 work, POLICIES[name], seed_list, clock=time.perf_counter,
                 on_run=lambda tr, task=task: bar.update(task, advance=1, seed=tr.seed))
-    print_table(pods_name, results)
+    if output is Output.TEXT:
+        print_table(pods_name, results)
     if out is not None:
         write_outputs(out, pods_name, results)
-    typer.echo(json.dumps({"pods": pods_name,
-                           "results": {n: r.summary() for n, r in results.items()}}))
+    kpis = {"pods": pods_name, "results": {n: r.summary() for n, r in results.items()}}
+    if output is Output.JSON:
+        emit_json(kpis)
+    else:
+        typer.echo(dumps(kpis))

@@ -6,6 +6,8 @@ import importlib
 
 import typer
 
+import gpufleet.cli.common  # noqa: F401  (help text: Click-style type names, see common.py)
+
 app = typer.Typer(
     name="gpufleet",
     help="GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm.",
@@ -14,13 +16,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"gpufleet {version('gpufleet')}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main() -> None:
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
     """GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm."""
 
 
 COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan",
-                   "explain", "sweep", "ray")
+                   "explain", "sweep", "ray", "schema")
 
 
 def _register() -> None:

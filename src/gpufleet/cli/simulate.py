@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -10,19 +9,39 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.common import (
+    Output,
+    check_out_dir,
+    console,
+    emit_json,
+    err_console,
+    fail,
+    one_line_errors,
+    warn,
+    wide_console,
+)
 from gpufleet.cli.main import app
 from gpufleet.cli.slurm_sim import actual_rows, actual_section, print_actual, slurm_profiles
 from gpufleet.engine.profile import Profile
+from gpufleet.model.job import Job
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.report.estimates import estimate_section
-from gpufleet.report.fmt import duration
-from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_cell, fragmentation_section
+from gpufleet.report.fmt import duration, durations
+from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_row, fragmentation_section
+from gpufleet.report.jsonsafe import write_json
 from gpufleet.report.reliability import RELIABILITY_ROWS, reliability_section
 from gpufleet.report.reliability import fmt as fmt_reliability
-from gpufleet.report.simulation import COMPARISON_ROWS, deadlock_section, fmt_value, simulation_report
+from gpufleet.report.simulation import (
+    COMPARISON_ROWS,
+    deadlock_section,
+    row_cells,
+    simulation_report,
+    size_label,
+    unschedulable_section,
+)
 from gpufleet.report.tenancy import tenancy_sections
 from gpufleet.report.topology import TOPOLOGY_ROWS, fmt_x, topology_section
+from gpufleet.sim.feasibility import Unschedulable, unschedulable_jobs
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import SimResult
 from gpufleet.sim.runner import simulate as run_simulation
@@ -50,12 +69,12 @@ def resolve_scenario(arg: str | None, fleet: Path | None = None, trace: Path | N
 
 
 def run_policies(scn: Scenario, policies: list[str], seed: int | None,
-                 show_progress: bool = True,
+                 show_progress: bool = True, jobs: list[Job] | None = None,
                  custom: dict[str, tuple[Profile, float]] | None = None) -> dict[str, SimResult]:
     """Each policy by name; ``custom`` gives (profile, cycle interval) for names outside the
     registry (``slurm``: the Slurm-like profile configured by a slurm.conf)."""
     custom = custom or {}
-    jobs = scn.jobs(seed)
+    jobs = scn.jobs(seed) if jobs is None else jobs
     horizon = scn.horizon
     end_guess = horizon or max((j.submit_time for j in jobs), default=1.0) or 1.0
     results: dict[str, SimResult] = {}
@@ -104,16 +123,42 @@ def print_tenants(summaries: dict[str, dict]) -> None:
 
 
 def print_comparison(summaries: dict[str, dict]) -> None:
+    """The comparison, then wait p50 / p95 by job size: EASY backfill trades a little of the small
+    jobs' wait for much less of the big gangs' wait, which the all-jobs percentiles hide."""
     t = Table(title="Policy comparison", header_style="bold")
     t.add_column("metric")
     for name in summaries:
-        t.add_column(name, justify="right")
+        t.add_column(name, justify="right", no_wrap=True)
     for key, label, kind in COMPARISON_ROWS:
-        cells = [fmt_value(s[key], kind) for s in summaries.values()]
+        cells = row_cells(summaries, key, kind)
         if kind == "bool":
             cells = [f"[red]{c}[/]" if c == "yes" else c for c in cells]
         t.add_row(label, *cells)
-    console.print(t)
+    first = next(iter(summaries.values()))
+    t.add_section()
+    for label in first["wait_by_size"]:
+        cells = [wait_cell(s["wait_by_size"][label]) for s in summaries.values()]
+        t.add_row(f"wait p50 / p95, {size_label(label)} (started)", *cells)
+    wide_console().print(t)
+
+
+def wait_cell(bucket: dict) -> str:
+    """'0.2 h / 3.1 h (n=40)' (one unit per cell); 'n/a (n=0)' when no job of that size started."""
+    if not bucket["jobs"]:
+        return "n/a (n=0)"
+    p50, p95 = durations([bucket["wait_p50_s"], bucket["wait_p95_s"]])
+    return f"{p50} / {p95} (n={bucket['jobs']:,})"
+
+
+def report_unschedulable(scn: Scenario, jobs: list[Job]) -> list[Unschedulable]:
+    """Warn (stderr) about jobs that can never run on the fleet: count, first few, reasons."""
+    never = unschedulable_jobs(jobs, scn.fleet)
+    if never:
+        shown = "; ".join(f"{u.job}: {u.reason}" for u in never[:3])
+        more = f"; … {len(never) - 3:,} more in summary.json" if len(never) > 3 else ""
+        warn(f"{len(never):,} of {len(jobs):,} jobs can never run on this fleet "
+             f"({scn.fleet.total_gpus:,} GPUs): {shown}{more}")
+    return never
 
 
 def print_rows(title: str, summaries: dict[str, dict], rows: tuple[tuple[str, str, str], ...]) -> None:
@@ -125,7 +170,7 @@ def print_rows(title: str, summaries: dict[str, dict], rows: tuple[tuple[str, st
     for key, label, kind in rows:
         t.add_row(label, *[fmt_x(summaries[n][key]) if kind == "x" else f"{summaries[n][key]:,}"
                            for n in names])
-    console.print(t)
+    wide_console().print(t)
 
 
 def shows_fragmentation(results: dict[str, SimResult]) -> bool:
@@ -140,8 +185,8 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
     for name in summaries:
         t.add_column(name, justify="right")
     for key, label, kind in FRAGMENTATION_ROWS:
-        t.add_row(label, *[fmt_cell(s[key], kind) for s in summaries.values()])
-    console.print(t)
+        t.add_row(label, *fmt_row([s[key] for s in summaries.values()], kind))
+    wide_console().print(t)
 
 
 def print_reliability(summaries: dict[str, dict]) -> None:
@@ -165,7 +210,8 @@ def simulate(
         "--policy", "-p", help=f"Policy to run (repeatable): {', '.join(PROFILES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, report.html, event logs.")]
     = Path("gpufleet-out"),
-    seed: Annotated[int | None, typer.Option(help="Workload seed (overrides the scenario's).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Workload seed (overrides the scenario's).", min=0, max=2**63 - 1)] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     fleet: Annotated[Path | None, typer.Option(
         help="Fleet YAML (e.g. from `gpufleet slurm import-conf`), with --trace.")] = None,
@@ -175,6 +221,8 @@ def simulate(
     slurm_conf: Annotated[Path | None, typer.Option(
         "--slurm-conf", help="slurm.conf whose priority weights and backfill settings configure "
         "--policy slurm (Slurm's multifactor order, one task per node, conservative backfill).")] = None,
+    output: Annotated[Output, typer.Option(
+        help="text: tables on stdout; json: summary.json's document on stdout instead.")] = Output.TEXT,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
     if scenario == "serving" and not Path(scenario).exists():  # the serving-floor study (cli/plan_serving.py)
@@ -189,14 +237,24 @@ def simulate(
         if p not in PROFILES and p not in custom:
             raise fail(f"--policy: unknown policy {p!r}; expected one of {', '.join(PROFILES)}, "
                        "or slurm (with --slurm-conf)")
-    results = run_policies(scn, policies, seed, progress, custom)
-    summaries = {n: summarize(r, scn.tenancy) for n, r in results.items()}
+    check_out_dir(out)
+    for w in scn.warnings():
+        warn(w)
+    jobs = scn.jobs(seed)
+    never = report_unschedulable(scn, jobs)
+    results = run_policies(scn, policies, seed, progress and output is Output.TEXT, jobs, custom)
+    # One window for every policy: the arrival horizon, else the latest end of any policy's run
+    # (a deadlocked run stops at its last event and would otherwise average over nothing).
+    window = scn.horizon or max(r.end_time for r in results.values())
+    summaries = {n: summarize(r, scn.tenancy, never, window) for n, r in results.items()}
     extra = []
     if scn.name != "deadlock":
         dl = bundled("deadlock")
         dl_results = run_policies(dl, [p for p in ("gang-bestfit", "per-pod") if p in PROFILES],
                                   None, show_progress=False)
-        extra.append(deadlock_section(dl_results, {n: summarize(r) for n, r in dl_results.items()}))
+        dl_window = max(r.end_time for r in dl_results.values())
+        extra.append(deadlock_section(dl_results, {n: summarize(r, window=dl_window)
+                                                   for n, r in dl_results.items()}, this_run=False))
     else:
         extra.append(deadlock_section(results, summaries))
     estimates = estimate_section(results, summaries)
@@ -213,18 +271,23 @@ def simulate(
     if fractional:
         extra.insert(0, fragmentation_section(
             results, summaries, scn.horizon or max(r.end_time for r in results.values())))
-    out.mkdir(parents=True, exist_ok=True)
+    if never:
+        extra.insert(0, unschedulable_section([{"id": u.job, "reason": u.reason} for u in never], len(jobs),
+                                              scn.fleet.total_gpus))
     actual = actual_rows(trace, results)
     if actual:
         extra.insert(0, actual_section(actual))
-    (out / "summary.json").write_text(json.dumps(
-        {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries,
-         **({"slurm_actual": actual} if actual else {})}, indent=2))
+    doc = {"scenario": scn.name, "fleet_gpus": scn.fleet.total_gpus, "policies": summaries,
+           **({"slurm_actual": actual} if actual else {})}
+    write_json(out / "summary.json", doc, indent=2)
     for n, r in results.items():
         r.recorder.write_log(out / f"events-{n}.jsonl")
     horizon = scn.horizon or max(r.end_time for r in results.values())
     (out / "report.html").write_text(
         simulation_report(scn.name, scn.spec.description, results, summaries, horizon, extra))
+    if output is Output.JSON:
+        emit_json(doc)
+        return
     print_comparison(summaries)
     if any("slowdown_mean" in s for s in summaries.values()):
         print_rows("Placement slowdown (topology runtime model)", summaries, TOPOLOGY_ROWS)

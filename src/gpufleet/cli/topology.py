@@ -7,15 +7,17 @@ of traffic got, and the slowdown.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from gpufleet.cli.common import Output, emit_json, finite, finite_positive, wide_console
 from gpufleet.cli.main import app
 from gpufleet.model.catalog import UnknownGpuModel, gpu_model
 from gpufleet.model.fleet import Fabric, Node, NodeGroup, build_fleet
+from gpufleet.model.fleet_config import MAX_GPUS_PER_NODE
 from gpufleet.model.parallelism import PROFILES, Parallelism, ParallelismMismatch
 from gpufleet.policies.steptime import StepBreakdown, StepKnobs, reference_placement, step_time
 
@@ -67,22 +69,34 @@ def _rows(ideal: StepBreakdown, actual: StepBreakdown) -> list[tuple[str, str, s
     ]
 
 
+#: Largest world (tp × pp × dp) explained: the rank-by-rank model walks every group, and 16,384
+#: GPUs is beyond any single training job published so far.
+MAX_WORLD = 16_384
+
+
 @topology_app.command()
 def explain(
     gpu: Annotated[str, typer.Option(help="GPU model or alias from the catalog.")] = "H100-80GB",
-    tp: Annotated[int, typer.Option(help="Tensor-parallel degree.")] = 8,
-    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree.")] = 1,
-    dp: Annotated[int, typer.Option(help="Data-parallel degree.")] = 1,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree.", min=1, max=MAX_WORLD)] = 8,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree.", min=1, max=MAX_WORLD)] = 1,
+    dp: Annotated[int, typer.Option(help="Data-parallel degree.", min=1, max=MAX_WORLD)] = 1,
     split: Annotated[str, typer.Option(help="Ranks per node of the split placement, e.g. 4+4.")] = "4+4",
     across: Annotated[str, typer.Option(help="What the split crosses: node (same leaf) or leaf.")] = "node",
     model: Annotated[str, typer.Option(help=f"Training profile: {', '.join(PROFILES)}.")] = "llama-70b",
-    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
-    domain_nodes: Annotated[int, typer.Option(help="Nodes per NVLink domain (18 for NVL72).")] = 1,
-    leaf_oversubscription: Annotated[float, typer.Option(help="Leaf downlink:uplink ratio.")] = 1.0,
-    mfu: Annotated[float, typer.Option(help="Compute efficiency of the kernels.")] = 0.5,
+    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.", min=1, max=MAX_GPUS_PER_NODE)] = 8,
+    domain_nodes: Annotated[int, typer.Option(
+        help="Nodes per NVLink domain (18 for NVL72).", min=1, max=72)] = 1,
+    leaf_oversubscription: Annotated[float, typer.Option(
+        help="Leaf downlink:uplink ratio (1 = non-blocking).", min=1.0, max=1000.0, callback=finite)] = 1.0,
+    mfu: Annotated[float, typer.Option(
+        help="Compute efficiency of the kernels (model FLOPs utilisation, above 0, at most 1).",
+        min=0.0, max=1.0, callback=finite_positive)] = 0.5,
+    output: Annotated[Output, typer.Option(help="text: a table; json: one JSON document.")] = Output.TEXT,
 ) -> None:
     """Step-time breakdown of a job packed into NVLink domains versus split across nodes."""
-    console = Console()
+    console = wide_console()
+    if tp * pp * dp > MAX_WORLD:
+        raise typer.BadParameter(f"tp × pp × dp = {tp * pp * dp:,} GPUs; at most {MAX_WORLD:,} are explained")
     try:
         canonical = gpu_model(gpu).name
         par = Parallelism(tp=tp, pp=pp, dp=dp)
@@ -102,6 +116,12 @@ def explain(
     ideal = step_time(packed, profile, par, fabric, knobs)
     actual = step_time(spread, profile, par, fabric, knobs)
 
+    if output is Output.JSON:
+        emit_json({"model": profile.name, "gpu": canonical, "tp": tp, "pp": pp, "dp": dp, "split": split,
+                   "across": across, "mfu": mfu, "leaf_oversubscription": leaf_oversubscription,
+                   "packed": asdict(ideal), "split_placement": asdict(actual),
+                   "slowdown": actual.step_s / ideal.step_s})
+        return
     where = "nodes, one leaf" if across == "node" else "leaves"
     table = Table(title=f"{profile.name} on {canonical}, {par}, {ideal.micro_batches} micro-batches/step")
     table.add_column("per step")

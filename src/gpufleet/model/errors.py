@@ -33,8 +33,10 @@ def from_validation_error(source: str, err: ValidationError, prefix: str = "") -
     msg = msg.removeprefix("Value error, ")
     if first.get("type") == "missing":
         msg = "missing required field"
-    elif "input" in first and first.get("type") != "extra_forbidden":
-        msg = f"{msg} (got {first['input']!r})"
+    elif "input" in first and first.get("type") != "extra_forbidden" and not isinstance(
+            first["input"], dict | list):  # a whole section echoed back is not one line
+        got = repr(first["input"])
+        msg = f"{msg} (got {got if len(got) <= 80 else got[:77] + '...'})"
     if first.get("type") == "extra_forbidden":
         msg = "unknown field"
     return InputError(source, field, msg)

@@ -28,22 +28,30 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.catalog import canonical_gpu_name, gpu_model
 from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fabric, Fleet, Node, NodeGroup, NodeHealth, build_fleet
 from gpufleet.model.ids import NodeId
 
+#: Sizes beyond these are typos (``nodes: 1e8``), not fleets: the largest GPU clusters built hold
+#: about 100,000 GPUs, i.e. 12,500 eight-GPU nodes; the limits leave room and keep a run finite.
+MAX_NODES = 50_000
+MAX_GPUS_PER_NODE = 128
+MAX_CPUS_PER_NODE = 100_000
+MAX_MEMORY_GB_PER_NODE = 1_000_000
+
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: ``allow_inf_nan=False``: NaN and ±Infinity (YAML ``.nan``/``.inf``) are rejected at load.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class NodeGroupSpec(_Strict):
-    nodes: int = Field(gt=0)
+    nodes: int = Field(gt=0, le=MAX_NODES)
     gpu: str
-    gpus_per_node: int = Field(default=8, gt=0)
-    cpus: int = Field(default=224, gt=0)
-    memory_gb: int = Field(default=2048, gt=0)
+    gpus_per_node: int = Field(default=8, gt=0, le=MAX_GPUS_PER_NODE)
+    cpus: int = Field(default=224, gt=0, le=MAX_CPUS_PER_NODE)
+    memory_gb: int = Field(default=2048, gt=0, le=MAX_MEMORY_GB_PER_NODE)
     leaf_size: int = Field(default=32, gt=0)
     leaves_per_spine: int = Field(default=8, gt=0)
     nvlink_domain_nodes: int = Field(default=1, gt=0)
@@ -61,9 +69,9 @@ class NodeSpec(_Strict):
 
     id: str = Field(min_length=1)
     gpu: str
-    gpus: int = Field(ge=0)
-    cpus: int = Field(gt=0)
-    memory_gb: int = Field(gt=0)
+    gpus: int = Field(ge=0, le=MAX_GPUS_PER_NODE)
+    cpus: int = Field(gt=0, le=MAX_CPUS_PER_NODE)
+    memory_gb: int = Field(gt=0, le=MAX_MEMORY_GB_PER_NODE)
     zone: str
     spine: str
     leaf: str
@@ -82,9 +90,9 @@ class NodeSpec(_Strict):
 
 
 class FabricSpec(_Strict):
-    nic_gbps: float = Field(default=400.0, gt=0)
-    leaf_oversubscription: float = Field(default=1.0, ge=1.0)
-    spine_oversubscription: float = Field(default=1.0, ge=1.0)
+    nic_gbps: float = Field(default=400.0, gt=0, le=100_000)
+    leaf_oversubscription: float = Field(default=1.0, ge=1.0, le=1000)
+    spine_oversubscription: float = Field(default=1.0, ge=1.0, le=1000)
 
 
 class FleetSpec(_Strict):
@@ -99,7 +107,28 @@ class FleetSpec(_Strict):
             raise ValueError("expected either 'groups' (compact form) or 'nodes' (per-node form), not both")
         if self.groups is None and self.nodes is None:
             raise ValueError("missing 'groups' (compact form) or 'nodes' (per-node form)")
+        count = sum(g.nodes for g in self.groups) if self.groups else len(self.nodes or ())
+        if count > MAX_NODES:
+            raise ValueError(f"{count:,} nodes in all; at most {MAX_NODES:,} are supported")
+        gpus = (sum(g.nodes * g.gpus_per_node for g in self.groups) if self.groups
+                else sum(n.gpus for n in self.nodes or ()))
+        if gpus == 0:
+            raise ValueError("the fleet has no GPUs (every node has gpus: 0); give at least one GPU node")
         return self
+
+    @field_validator("groups")
+    @classmethod
+    def _unique_prefixes(cls, v: list[NodeGroupSpec] | None) -> list[NodeGroupSpec] | None:
+        """Two groups with one name prefix would make the same node names twice (two jobs bound to
+        "one" node): an error, not a silent merge."""
+        seen: dict[str, int] = {}
+        for i, g in enumerate(v or []):
+            prefix = group_prefix(g.gpu, g.prefix, i)
+            if prefix in seen:
+                raise ValueError(f"groups[{seen[prefix]}] and groups[{i}] both name their nodes "
+                                 f"{prefix!r}-n…; give each group its own prefix")
+            seen[prefix] = i
+        return v
 
     @field_validator("nodes")
     @classmethod
@@ -119,11 +148,32 @@ class FleetSpec(_Strict):
         return build_fleet(groups, fabric, self.name)
 
 
-def read_yaml(path: Path) -> Any:
+def group_prefix(gpu: str, prefix: str | None, index: int) -> str:
+    """The node-name prefix of group ``index`` (what build_fleet uses)."""
+    return prefix or f"{gpu_model(gpu).name.split('-')[0].lower()}-g{index}"
+
+
+def read_text(path: Path) -> str:
+    """A text file's content; a missing, unreadable, binary or non-UTF-8 file is one InputError
+    naming the file."""
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(str(path), "", "is a directory, expected a file") from None
     except OSError as e:
         raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), "", f"not a UTF-8 text file (byte {e.start} is "
+                                        f"{raw[e.start]:#04x}); expected YAML or JSON text") from None
+    if "\x00" in text:
+        raise InputError(str(path), "", "a binary file (it contains NUL bytes); expected text")
+    return text
+
+
+def read_yaml(path: Path) -> Any:
+    text = read_text(path)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -30,7 +30,8 @@ from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, 
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: allow_inf_nan=False: `.nan`/`.inf` (half_life_h, weight, grace_s) are rejected at load.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class QuotaSpec(_Strict):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpufleet.report import plots
-from gpufleet.report.fmt import duration
+from gpufleet.report.fmt import NA, duration, durations, pct
 from gpufleet.report.html import Section, img, table
 from gpufleet.sim.metrics import BIG_GANG_GPUS, UNBLOCKED_WITHIN_S
 from gpufleet.sim.runner import SimResult
@@ -27,7 +27,9 @@ FRAGMENTATION_ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def fmt_cell(v: float, kind: str) -> str:
+def fmt_cell(v: float | None, kind: str) -> str:
+    if v is None:
+        return NA
     if kind == "ratio":
         return f"{v:.3f}"
     if kind == "dur":
@@ -39,6 +41,45 @@ def fmt_cell(v: float, kind: str) -> str:
     return f"{int(v):,}"
 
 
+def fmt_row(values: list, kind: str) -> list[str]:
+    """A row's cells; durations share one unit across the row."""
+    return durations(values) if kind == "dur" else [fmt_cell(v, kind) for v in values]
+
+
+def defrag_tradeoffs(summaries: Mapping[str, dict]) -> str:
+    """A paragraph when a defrag policy raises the fragmentation ratio or the big-gang median wait
+    over the first policy without defrag, with the numbers and why (empty otherwise)."""
+    base = next((n for n in summaries if "defrag" not in n), None)
+    if base is None:
+        return ""
+    b = summaries[base]
+    notes = []
+    for n, s in summaries.items():
+        if "defrag" not in n or "fragmentation_ratio_avg" not in s:
+            continue
+        worse = []
+        if s["fragmentation_ratio_avg"] > b["fragmentation_ratio_avg"] + 0.005:
+            worse.append(f"fragmentation ratio {b['fragmentation_ratio_avg']:.3f} → "
+                         f"{s['fragmentation_ratio_avg']:.3f}")
+        p50 = (b["big_gang_wait_p50_s"], s["big_gang_wait_p50_s"])
+        if None not in p50 and p50[1] > p50[0] * 1.05:
+            a, c = durations(list(p50))
+            worse.append(f"big-gang median wait {a} → {c}")
+        if worse:
+            p95 = durations([b["big_gang_wait_p95_s"], s["big_gang_wait_p95_s"]])
+            notes.append(f"<b>{n}</b> vs {base}: {', '.join(worse)}; big-gang p95 {p95[0]} → {p95[1]}")
+    if not notes:
+        return ""
+    return ("<p><b>Why defrag can look worse here.</b> " + "; ".join(notes) + ". Defrag serves the "
+            "<em>head</em> blocked gang, the tail of the wait distribution: the p95 is what it moves. The "
+            "moved jobs requeue and are placed again, so gangs behind the head wait for that churn, which "
+            "can raise the median. The fragmentation ratio is a share of the <em>free</em> capacity: when "
+            "defrag empties a node and a gang takes it at once, what stays free is the leftover slivers, so "
+            "the ratio of a smaller free pool can rise while more work runs (compare allocation and "
+            "the 8-GPU schedulability plot). Judge defrag by the gangs it unblocks, their wait p95, and the "
+            "cost paid.</p>")
+
+
 def has_fragmentation(summaries: Mapping[str, dict]) -> bool:
     return all("fragmentation_ratio_avg" in s for s in summaries.values())
 
@@ -46,13 +87,14 @@ def has_fragmentation(summaries: Mapping[str, dict]) -> bool:
 def schedulability_plot(results: Mapping[str, SimResult], end: float) -> str:
     """8-GPU jobs that could start now, over time (binned time-weighted mean)."""
     fig, ax = plots.plt.subplots(figsize=(9, 3.2))
+    scale, unit = plots.time_axis(end)
     for i, (name, r) in enumerate(results.items()):
         f = r.fragmentation
         if f is None or not f.t:
             continue
         x, y = plots.binned_step_mean(f.t, f.schedulable[8], end, bins=96)
-        ax.plot(x / 3600.0, y, lw=1.5, color=plots.COLORS[i % len(plots.COLORS)], label=name)
-    ax.set_xlabel("hours")
+        ax.plot(x / scale, y, lw=1.5, color=plots.COLORS[i % len(plots.COLORS)], label=name)
+    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel("8-GPU jobs that could start")
     ax.set_title("Whole free nodes over time: how many more 8-GPU pods fit", loc="left", fontsize=11)
     ax.grid(alpha=0.3)
@@ -66,7 +108,7 @@ def fragmentation_section(results: Mapping[str, SimResult], summaries: Mapping[s
     s = summaries
 
     def row(label: str, key: str, kind: str) -> list[object]:
-        return [label, *[fmt_cell(s[n][key], kind) for n in names]]
+        return [label, *fmt_row([s[n][key] for n in names], kind)]
 
     def shape(g: str) -> list[object]:
         return [f"{g}-GPU jobs that could start now (avg)",
@@ -86,7 +128,7 @@ def fragmentation_section(results: Mapping[str, SimResult], summaries: Mapping[s
         row(f"big gangs (≥{BIG_GANG_GPUS} GPUs): wait p95", "big_gang_wait_p95_s", "dur"),
         row(f"big gangs (≥{BIG_GANG_GPUS} GPUs): wait max", "big_gang_wait_max_s", "dur"),
         row("queue wait p95 (all jobs)", "wait_p95_s", "dur"),
-        ["GPU allocation (time-weighted)", *[f"{s[n]['gpu_allocation_pct']:.1f}%" for n in names]],
+        ["GPU allocation (time-weighted)", *[pct(s[n]["gpu_allocation_pct"]) for n in names]],
     ]
     html = (
         "<p>Requests are whole GPUs, MIG instances (hardware partitions: two tenants may share a GPU) "
@@ -105,6 +147,7 @@ def fragmentation_section(results: Mapping[str, SimResult], summaries: Mapping[s
           "Both are held to the same disruption budget (GPU-equivalents evicted per trailing "
           f"hour). A gang counts as unblocked when it starts within {UNBLOCKED_WITHIN_S / 60:.0f} "
           "min of its first move notice; GPUs recovered are its GPUs.</p>"
+        + defrag_tradeoffs(summaries)
         + img(schedulability_plot(results, horizon), "8-GPU schedulability over time")
     )
     return Section("Fractional GPUs and fragmentation", html)

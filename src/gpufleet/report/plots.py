@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from gpufleet.report.fmt import duration  # noqa: E402
+
 COLORS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bc4c00", "#57606a")
 
 
@@ -39,17 +41,26 @@ def binned_step_mean(t: Sequence[float], v: Sequence[float], end: float, bins: i
     return (edges[:-1] + edges[1:]) / 2, out
 
 
+def time_axis(end: float) -> tuple[float, str]:
+    """(seconds per unit, unit) for a time axis: hours up to two days, days beyond, so a 2-hour
+    run is not drawn on an axis of 0.00 … 0.08 days."""
+    return (3600.0, "hours") if end <= 2 * 86400 else (86400.0, "days")
+
+
 def time_series(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], end: float, title: str,
-                ylabel: str, ymax: float | None = None, hline: float | None = None) -> str:
+                ylabel: str, ymax: float | None = None, hline: float | None = None, bins: int = 336) -> str:
+    """Binned time-weighted means; the title says the bin width ("means over 1.0 h")."""
     fig, ax = plt.subplots(figsize=(9, 3.2))
+    scale, unit = time_axis(end)
     for i, (name, (t, v)) in enumerate(series.items()):
-        x, y = binned_step_mean(t, v, end)
-        ax.plot(x / 86400.0, y, label=name, color=COLORS[i % len(COLORS)], lw=1.4)
+        x, y = binned_step_mean(t, v, end, bins)
+        ax.plot(x / scale, y, label=name, color=COLORS[i % len(COLORS)], lw=1.4)
     if hline is not None:
         ax.axhline(hline, color="#57606a", ls="--", lw=0.8)
-    ax.set_xlabel("simulated time (days)")
+    ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel(ylabel)
-    ax.set_title(title, loc="left", fontsize=11)
+    shown = f"{title} (means over {duration(end / bins)})" if end > 0 else title
+    ax.set_title(shown, loc="left", fontsize=11)
     if ymax is not None:
         ax.set_ylim(0, ymax)
     ax.grid(alpha=0.3)

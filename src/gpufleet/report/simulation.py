@@ -9,7 +9,7 @@ import numpy as np
 from markupsafe import Markup
 
 from gpufleet.report import plots
-from gpufleet.report.fmt import duration, pct
+from gpufleet.report.fmt import NA, duration, durations, pct
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.sim.runner import SimResult
 
@@ -17,6 +17,8 @@ COMPARISON_ROWS: tuple[tuple[str, str, str], ...] = (
     ("jobs_submitted", "jobs submitted", "int"),
     ("jobs_finished", "jobs finished", "int"),
     ("jobs_pending_at_end", "jobs still pending at the end", "int"),
+    ("jobs_unschedulable", "  of which can never run on this fleet", "int"),
+    ("wait_jobs", "jobs started (the waits below cover these)", "int"),
     ("gpu_allocation_pct", "GPU allocation (held, time-weighted)", "pct"),
     ("gpu_busy_pct", "GPUs doing work (running jobs)", "pct"),
     ("stranded_gpus_avg", "stranded GPUs (avg)", "float"),
@@ -30,6 +32,8 @@ COMPARISON_ROWS: tuple[tuple[str, str, str], ...] = (
 
 
 def fmt_value(v: Any, kind: str) -> str:
+    if v is None:
+        return NA
     if kind == "pct":
         return pct(v)
     if kind == "dur":
@@ -41,12 +45,36 @@ def fmt_value(v: Any, kind: str) -> str:
     return f"{v:,}"
 
 
+def unschedulable_section(never: list[dict], total: int, fleet_gpus: int, shown: int = 200) -> Section:
+    """Jobs that can never run on the fleet (found before the run): count, then id and reason."""
+    rows: list[list[object]] = [[u["id"], u["reason"]] for u in never[:shown]]
+    more = (f"<p>… and {len(never) - shown:,} more (all listed in summary.json).</p>"
+            if len(never) > shown else "")
+    return Section("Jobs that can never run on this fleet",
+                   f"<p>{len(never):,} of {total:,} jobs can never run on this {fleet_gpus:,}-GPU fleet, "
+                   "whatever the policy: they stay pending and are not in any wait statistic (waits "
+                   "cover started jobs only).</p>" + table(["job", "why"], rows) + more)
+
+
+def size_label(label: str) -> str:
+    """'1' → '1 GPU', '9-64' → '9-64 GPUs', '<1' → '<1 GPU (MIG or share)'."""
+    if label == "<1":
+        return "<1 GPU (MIG or share)"
+    return f"{label} GPU" + ("" if label == "1" else "s")
+
+
+def row_cells(summaries: Mapping[str, dict], key: str, kind: str) -> list[str]:
+    """One row's cells; durations in a row share one unit (no '23.5 h' beside '1.2 d')."""
+    if kind == "dur":
+        return durations([s[key] for s in summaries.values()])
+    return [fmt_value(s[key], kind) for s in summaries.values()]
+
+
 def comparison_rows(summaries: Mapping[str, dict]) -> list[list[object]]:
     rows: list[list[object]] = []
     for key, label, kind in COMPARISON_ROWS:
         row: list[object] = [label]
-        for s in summaries.values():
-            text = fmt_value(s[key], kind)
+        for s, text in zip(summaries.values(), row_cells(summaries, key, kind), strict=True):
             if kind == "bool" and s[key]:
                 text = Markup(f'<span class="bad">{text}</span>')
             row.append(text)
@@ -58,8 +86,11 @@ def _waits(r: SimResult) -> np.ndarray:
     return np.array([r.starts[j] - r.jobs[j].submit_time for j in r.starts])
 
 
-def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, dict]) -> Section:
-    """The arithmetic of the two-job deadlock, from the bundled ``deadlock`` scenario's own run."""
+def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, dict],
+                     this_run: bool = True) -> Section:
+    """The arithmetic of the two-job deadlock, from the bundled ``deadlock`` scenario's run: this
+    report's own run (``this_run``), or a side run made for the appendix of another scenario's
+    report, which the text then says."""
     lines = []
     for name, r in results.items():
         s = summaries[name]
@@ -79,8 +110,11 @@ def deadlock_section(results: Mapping[str, SimResult], summaries: Mapping[str, d
     )
     html = (
         "<p>Two training jobs of 8 pods × 8 GPUs arrive together on 8 nodes × 8 GPUs "
-        "(<code>gpufleet simulate deadlock</code>). Outcome in this run:</p>"
-        "<table><thead><tr><th>policy</th><th style='text-align:left'>outcome</th></tr></thead>"
+        "(<code>gpufleet simulate deadlock</code>). "
+        + ("Outcome in this run:</p>" if this_run else
+           "This appendix is not about this report's workload: it is the bundled <code>deadlock</code> "
+           "scenario, run beside it so every report carries the arithmetic. Its outcome:</p>")
+        + "<table><thead><tr><th>policy</th><th style='text-align:left'>outcome</th></tr></thead>"
         f"<tbody>{''.join(lines)}</tbody></table>"
         f'<div class="arith">{arith}</div>'
         "<p>In a busy fleet the same mechanism is partial: pods of big gangs sit bound and idle "
@@ -99,11 +133,11 @@ def simulation_sections(results: Mapping[str, SimResult], summaries: Mapping[str
     alloc = plots.time_series(
         {n: (r.recorder.t, r.recorder.allocated) for n, r in results.items()}
         | {f"{n} (working)": (r.recorder.t, r.recorder.busy)
-           for n, r in results.items() if not r.jobs or summaries[n]["gpu_busy_pct"]
-           < summaries[n]["gpu_allocation_pct"] - 0.05},
-        end, "GPUs allocated over time (hourly means)", "GPUs", ymax=total * 1.05, hline=total)
+           for n, r in results.items() if not r.jobs or (summaries[n]["gpu_busy_pct"] or 0.0)
+           < (summaries[n]["gpu_allocation_pct"] or 0.0) - 0.05},
+        end, "GPUs allocated over time", "GPUs", ymax=total * 1.05, hline=total)
     queue = plots.time_series({n: (r.recorder.t, r.recorder.queued) for n, r in results.items()},
-                              end, "Jobs waiting over time (hourly means)", "pending jobs")
+                              end, "Jobs waiting over time", "pending jobs")
     waits = plots.wait_survival({n: _waits(r) for n, r in results.items()})
     sections.append(Section("GPU allocation over time", img(alloc, "GPU allocation over time") +
                             "<p>The dashed line is the fleet's capacity. A “(working)” line shows "
@@ -112,11 +146,13 @@ def simulation_sections(results: Mapping[str, SimResult], summaries: Mapping[str
     by_size_rows = []
     for n in names:
         for label, b in summaries[n]["wait_by_size"].items():
-            size = f"{label} GPU" + ("" if label == "1" else "s")
-            by_size_rows.append([n, size, b["jobs"], duration(b["wait_p50_s"]), duration(b["wait_p95_s"])])
+            by_size_rows.append([n, size_label(label), f"{b['jobs']:,} of {b.get('submitted', b['jobs']):,}",
+                                 *durations([b["wait_p50_s"], b["wait_p95_s"]])])
     sections.append(Section("Wait-time distribution", img(waits, "wait distribution") +
-                            table(["policy", "job size", "jobs started", "wait p50", "wait p95"],
-                                  by_size_rows)))
+                            table(["policy", "job size", "jobs started (of submitted)", "wait p50",
+                                   "wait p95"], by_size_rows) +
+                            "<p>Waits are of started jobs; a size with none started shows n/a. "
+                            "“&lt;1 GPU” are MIG slices and soft GPU shares.</p>"))
     return sections
 
 
@@ -125,6 +161,6 @@ def simulation_report(scenario_name: str, description: str, results: Mapping[str
                       extra: list[Section] | None = None) -> str:
     sections = simulation_sections(results, summaries, horizon) + (extra or [])
     first = next(iter(results.values()))
-    subtitle = (f"{description.strip()} — {first.fleet_gpus} GPUs, {len(first.jobs):,} jobs, "
-                f"policies: {', '.join(results)}")
+    facts = f"{first.fleet_gpus:,} GPUs, {len(first.jobs):,} jobs, policies: {', '.join(results)}"
+    subtitle = f"{description.strip()} — {facts}" if description.strip() else facts
     return render(f"Simulation: {scenario_name}", subtitle, sections)

@@ -78,8 +78,8 @@ def pooling_section(results: Mapping[str, SimResult], summaries: Mapping[str, di
                                           for n in names]])
     tenant_table = table(["tenant", "entitlement", *[f"{n}: wait p50 / p95 / share" for n in names]],
                          per_tenant)
-    chart = _bar_chart(tenants, {n: [summaries[n]["tenants"][t]["wait_p95_s"] / 3600 for t in tenants]
-                                 for n in names},
+    chart = _bar_chart(tenants, {n: [(summaries[n]["tenants"][t]["wait_p95_s"] or 0.0) / 3600
+                                     for t in tenants] for n in names},
                        "Queue wait p95 per tenant (hours, lower is better)", "hours", log=True)
     s = {n: summaries[n] for n in names}
     static, ffa, ours = (s.get(p) for p in POOLING)

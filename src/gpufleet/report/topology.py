@@ -126,9 +126,10 @@ def topology_section(results: Mapping[str, SimResult], summaries: Mapping[str, d
         ["GPU allocation (time-weighted)", *[pct(summaries[n]["gpu_allocation_pct"]) for n in names]],
     ]
     base = names[0]
-    if len(names) > 1 and summaries[base]["jct_mean_s"] > 0:
+    if len(names) > 1 and (summaries[base]["jct_mean_s"] or 0) > 0:
         rows.append([f"mean JCT vs {base}", *[
-            f"{summaries[n]['jct_mean_s'] / summaries[base]['jct_mean_s']:.2f}" for n in names]])
+            f"{summaries[n]['jct_mean_s'] / summaries[base]['jct_mean_s']:.2f}"
+            if summaries[n]["jct_mean_s"] is not None else "n/a" for n in names]])
     html = (
         "<p>A training job's trace run time is its run time at the ideal placement; the simulator "
         "stretches it by the modelled slowdown of the placement it actually got (step-time model: "

@@ -8,14 +8,19 @@ drain tail after the last arrival.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.sim.feasibility import Unschedulable
 from gpufleet.sim.runner import SimResult
 
 SIZE_BUCKETS = ((1, 1, "1"), (2, 8, "2-8"), (9, 64, "9-64"), (65, 10**9, "65+"))
+#: Jobs of MIG slices or GPU shares ask for 0 whole GPUs; they get their own bucket (listed first,
+#: only when a run has such jobs) instead of dropping out of the by-size table.
+FRACTIONAL_BUCKET = (0, 0, "<1")
 
 
 def time_weighted_mean(t: list[float], v: list[int], start: float, end: float) -> float:
@@ -29,8 +34,10 @@ def time_weighted_mean(t: list[float], v: list[int], start: float, end: float) -
     return float((vals * (hi - lo)).sum() / (end - start))
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if values.size else 0.0
+def _pct(values: np.ndarray, q: float) -> float | None:
+    """The q-th percentile, or None for an empty set: a wait p95 over no jobs is not 0 s. Every
+    wait percentile in a summary sits next to the count of jobs it covers."""
+    return float(np.percentile(values, q)) if values.size else None
 
 
 def tenant_gpu_seconds(r: SimResult, start: float, end: float) -> dict[str, float]:
@@ -69,6 +76,7 @@ def tenant_metrics(r: SimResult, window: float, tenancy: Tenancy | None = None) 
         out[name] = {
             "jobs": submitted,
             "jobs_never_started": submitted - int(waits.size),
+            "wait_jobs": int(waits.size),
             "wait_p50_s": _pct(waits, 50),
             "wait_p95_s": _pct(waits, 95),
             "gpu_hours": total.get(name, 0.0) / 3600.0,
@@ -147,7 +155,7 @@ def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
         "big_gang_never_started": big_total - int(big.size),
         "big_gang_wait_p50_s": _pct(big, 50),
         "big_gang_wait_p95_s": _pct(big, 95),
-        "big_gang_wait_max_s": float(big.max()) if big.size else 0.0,
+        "big_gang_wait_max_s": float(big.max()) if big.size else None,
     }
 
 
@@ -185,20 +193,34 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
     }
 
 
-def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
+def summarize(r: SimResult, tenancy: Tenancy | None = None,
+              unschedulable: Sequence[Unschedulable] = (), window: float | None = None) -> dict[str, Any]:
+    """The run's summary. Wait statistics cover started jobs only (``wait_jobs`` of them; None
+    when there are none); ``unschedulable`` lists jobs that can never run on the fleet (found at
+    load time, sim/feasibility.py), which also stay in ``jobs_pending_at_end``.
+
+    ``window``: the span time-weighted means are taken over; default the arrival horizon, else the
+    run's end. Policies compared side by side must share one window: a deadlocked run "ends" at
+    its last event (t = 0 in the two-job deadlock), and a mean over [0, 0] would print 0 %
+    allocation next to a plot of every GPU held. With no window at all, the means are None.
+    Makespan and JCT are None when no job finished (not 0 s)."""
     rec = r.recorder
-    window = r.horizon if r.horizon > 0 else r.end_time
+    if window is None:
+        window = r.horizon if r.horizon > 0 else r.end_time
     started = sorted(r.starts)
     waits = np.array([r.starts[j] - r.jobs[j].submit_time for j in started])
     sizes = np.array([r.jobs[j].total_gpus for j in started])
+    all_sizes = np.array([j.total_gpus for j in r.jobs.values()])
     done = [j for j in r.finishes]
     jct = np.array([r.finishes[j] - r.jobs[j].submit_time for j in done])
     first = min((j.submit_time for j in r.jobs.values()), default=0.0)
     last = max(r.finishes.values(), default=first)
     by_size = {}
-    for lo, hi, label in SIZE_BUCKETS:
+    buckets = ((FRACTIONAL_BUCKET,) if (all_sizes == 0).any() else ()) + SIZE_BUCKETS
+    for lo, hi, label in buckets:
         m = (sizes >= lo) & (sizes <= hi)
-        by_size[label] = {"jobs": int(m.sum()), "wait_p50_s": _pct(waits[m], 50),
+        submitted = int(((all_sizes >= lo) & (all_sizes <= hi)).sum()) if all_sizes.size else 0
+        by_size[label] = {"jobs": int(m.sum()), "submitted": submitted, "wait_p50_s": _pct(waits[m], 50),
                           "wait_p95_s": _pct(waits[m], 95)}
     total = r.fleet_gpus
     return {
@@ -206,16 +228,24 @@ def summarize(r: SimResult, tenancy: Tenancy | None = None) -> dict[str, Any]:
         "jobs_started": len(r.starts),
         "jobs_finished": len(r.finishes),
         "jobs_pending_at_end": len(r.jobs) - len(r.starts),
-        "gpu_allocation_pct": 100 * time_weighted_mean(rec.t, rec.allocated, 0.0, window) / total,
-        "gpu_busy_pct": 100 * time_weighted_mean(rec.t, rec.busy, 0.0, window) / total,
-        "stranded_gpus_avg": time_weighted_mean(rec.stranded_t, rec.stranded, 0.0, window),
-        "queue_len_avg": time_weighted_mean(rec.t, rec.queued, 0.0, window),
+        "jobs_unschedulable": len(unschedulable),
+        "unschedulable_jobs": [{"id": u.job, "reason": u.reason} for u in unschedulable],
+        "wait_jobs": int(waits.size),
+        "window_s": window,
+        "gpu_allocation_pct": 100 * time_weighted_mean(rec.t, rec.allocated, 0.0, window) / total
+        if window > 0 else None,
+        "gpu_busy_pct": 100 * time_weighted_mean(rec.t, rec.busy, 0.0, window) / total
+        if window > 0 else None,
+        "stranded_gpus_avg": time_weighted_mean(rec.stranded_t, rec.stranded, 0.0, window)
+        if window > 0 else None,
+        "queue_len_avg": time_weighted_mean(rec.t, rec.queued, 0.0, window) if window > 0 else None,
         "wait_p50_s": _pct(waits, 50),
         "wait_p95_s": _pct(waits, 95),
         "wait_p99_s": _pct(waits, 99),
         "wait_by_size": by_size,
-        "jct_mean_s": float(jct.mean()) if jct.size else 0.0,
-        "makespan_s": float(last - first),
+        "jct_mean_s": float(jct.mean()) if jct.size else None,
+        "makespan_s": float(last - first) if r.finishes else None,
+        "makespan_complete": len(r.finishes) == len(r.jobs),
         "deadlocked": r.deadlocked,
         "deadlock_detail": r.deadlock_detail,
         "gpus_held_by_partial_gangs_at_end": r.held_by_partial_gangs,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -36,17 +36,38 @@ from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
 from gpufleet.sim.failures import FailureConfig
 from gpufleet.sim.failures_spec import ReliabilitySpec
-from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate
+from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
+
+#: Bounds that keep a run finite and catch typos (``days: 100000``, ``replicas: 1e9``); each is
+#: named in the error message.
+MAX_DAYS = 365.0
+MAX_JOBS_IN_FILE = 1_000_000
+MAX_REPLICAS = 100_000
+MAX_GPUS_PER_POD = 128
+#: Ten years: longer run times, submit times and checkpoint intervals are typos.
+MAX_SECONDS = 10 * 365 * 86400.0
+MAX_CYCLE_INTERVAL_S = 86400.0
+#: A generated workload above this many jobs is refused before it is drawn (memory and hours of
+#: simulation); the estimate is the generator's own arrival rate × the horizon.
+MAX_GENERATED_JOBS = 2_000_000
+
+
+def expected_jobs(spec: WorkloadSpec, fleet_gpus: int, seed: int) -> float:
+    """The generator's arrival rate × horizon: offered_load × fleet GPUs / mean GPU-seconds per job
+    × days × 86,400 s (sim/workload.py draws the same rate with seed + 1)."""
+    rate = spec.offered_load * fleet_gpus / mean_gpu_seconds(spec, np.random.default_rng(seed + 1))
+    return rate * spec.days * 86400.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: NaN and ±Infinity (YAML ``.nan``, ``.inf``) are rejected: they would print as ``nan%``.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class TenantSpec(_Strict):
     name: str
-    weight: float = Field(gt=0)
+    weight: float = Field(gt=0, le=1e6)
 
 
 class TrainingSpec(_Strict):
@@ -54,16 +75,17 @@ class TrainingSpec(_Strict):
 
     fraction: float = Field(default=0.8, ge=0, le=1)
     min_gpus: int = Field(default=2, ge=1)
-    pod_gpus: dict[int, float] = Field(default_factory=lambda: {8: 0.5, 4: 0.3, 1: 0.2}, min_length=1)
+    pod_gpus: dict[Annotated[int, Field(ge=1, le=MAX_GPUS_PER_POD)], Annotated[float, Field(gt=0)]] = Field(
+        default_factory=lambda: {8: 0.5, 4: 0.3, 1: 0.2}, min_length=1)
 
     def mix(self) -> TrainingMix:
         return TrainingMix(self.fraction, self.min_gpus, tuple(sorted(self.pod_gpus.items(), reverse=True)))
 
 
 class CheckpointMixSpec(_Strict):
-    intervals_s: list[float] = Field(min_length=1)
-    cost_s: float = Field(default=0.0, ge=0)
-    restart_s: float = Field(default=0.0, ge=0)
+    intervals_s: list[Annotated[float, Field(gt=0, le=MAX_SECONDS)]] = Field(min_length=1)
+    cost_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    restart_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
     min_gpus: int = Field(default=2, ge=1)
 
     def apply(self, jobs: list[Job], seed: int) -> list[Job]:
@@ -75,10 +97,10 @@ class CheckpointMixSpec(_Strict):
 
 
 class GeneratorSpec(_Strict):
-    days: float = Field(default=14.0, gt=0)
+    days: float = Field(default=14.0, gt=0, le=MAX_DAYS)
     offered_load: float = Field(default=0.9, gt=0, le=5)
-    max_gpus: int = Field(default=512, ge=1)
-    seed: int = 7
+    max_gpus: int = Field(default=512, ge=1, le=MAX_REPLICAS * MAX_GPUS_PER_POD)
+    seed: int = Field(default=7, ge=0, le=2**63 - 1)
     tenants: list[TenantSpec] | None = None
     training: TrainingSpec | None = None
     #: Give generated multi-GPU jobs checkpointing (intervals drawn per job from the list).
@@ -97,20 +119,20 @@ class GeneratorSpec(_Strict):
 class JobSpec(_Strict):
     id: str
     tenant: str = "default"
-    submit: float = Field(default=0.0, ge=0)
-    run_time: float = Field(gt=0)
-    estimate: float | None = Field(default=None, gt=0)
-    replicas: int = Field(default=1, ge=1)
-    gpus: int = Field(default=1, ge=0)
-    cpus: float = Field(default=0.0, ge=0)
-    memory_gb: float = Field(default=0.0, ge=0)
+    submit: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    run_time: float = Field(gt=0, le=MAX_SECONDS)
+    estimate: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
+    replicas: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    gpus: int = Field(default=1, ge=0, le=MAX_GPUS_PER_POD)
+    cpus: float = Field(default=0.0, ge=0, le=1e6)
+    memory_gb: float = Field(default=0.0, ge=0, le=1e7)
     gpu_models: list[str] = []
     priority: int = 0
     #: A name from tenancy.priority_classes; overrides ``priority`` with the class's value.
     priority_class: str | None = None
-    checkpoint_interval_s: float | None = Field(default=None, gt=0)
-    checkpoint_cost_s: float = Field(default=0.0, ge=0)
-    restart_s: float = Field(default=0.0, ge=0)
+    checkpoint_interval_s: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
+    checkpoint_cost_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
+    restart_s: float = Field(default=0.0, ge=0, le=MAX_SECONDS)
     kind: JobKind = JobKind.BATCH
     #: Training layout: tp/pp/dp sizes (their product is the job's GPUs) and the model trained.
     tp: int | None = Field(default=None, ge=1)
@@ -125,7 +147,7 @@ class JobSpec(_Strict):
     mig_profile: str | None = None
     gpu_milli: int = Field(default=0, ge=0, le=1000)
     share: ShareMode | None = None
-    gpu_memory_gb: float = Field(default=0.0, ge=0)
+    gpu_memory_gb: float = Field(default=0.0, ge=0, le=1e4)
 
     @field_validator("mig_profile")
     @classmethod
@@ -183,7 +205,7 @@ class JobSpec(_Strict):
 
 class WorkloadSection(_Strict):
     generator: GeneratorSpec | None = None
-    jobs: list[JobSpec] | None = None
+    jobs: list[JobSpec] | None = Field(default=None, max_length=MAX_JOBS_IN_FILE)
     #: A trace in gpufleet's JSON-lines format (traces/jsonl.py), relative to the scenario file.
     trace: str | None = None
 
@@ -193,6 +215,17 @@ class WorkloadSection(_Strict):
             raise ValueError("give exactly one of 'generator', 'jobs' or 'trace'")
         return self
 
+    @field_validator("jobs")
+    @classmethod
+    def _unique_ids(cls, v: list[JobSpec] | None) -> list[JobSpec] | None:
+        """A second job with the same id would silently replace the first in every result."""
+        first: dict[str, int] = {}
+        for i, j in enumerate(v or []):
+            if j.id in first:
+                raise ValueError(f"job id {j.id!r} appears twice (jobs[{first[j.id]}] and jobs[{i}])")
+            first[j.id] = i
+        return v
+
 
 class ScenarioSpec(_Strict):
     name: str = "scenario"
@@ -200,7 +233,7 @@ class ScenarioSpec(_Strict):
     fleet: FleetSpec
     workload: WorkloadSection
     policies: list[str] = Field(default_factory=lambda: ["gang-bestfit", "per-pod"], min_length=1)
-    cycle_interval_s: float = Field(default=0.0, ge=0)
+    cycle_interval_s: float = Field(default=0.0, ge=0, le=MAX_CYCLE_INTERVAL_S)
     #: "topology": a training job's run time is stretched by its placement's slowdown (sim/runtime.py).
     runtime_model: Literal["none", "topology"] = "none"
     #: Tenant queues, cohorts, quotas, priority classes (model/tenancy_config.py); None: no quotas.
@@ -275,10 +308,35 @@ class Scenario:
         assert w.generator is not None
         gpn = max(n.gpus for n in self.fleet.nodes)
         s = w.generator.seed if seed is None else seed
-        jobs = generate(w.generator.spec(gpn), self.fleet.total_gpus, s)
+        spec = w.generator.spec(gpn)
+        expected = expected_jobs(spec, self.fleet.total_gpus, s)
+        if expected > MAX_GENERATED_JOBS:
+            raise InputError(self.source, "workload.generator",
+                             f"about {expected:,.0f} jobs (days × arrival rate on {self.fleet.total_gpus:,} "
+                             f"GPUs); at most {MAX_GENERATED_JOBS:,} are supported: use fewer days, a lower "
+                             "offered_load or a smaller fleet")
+        jobs = generate(spec, self.fleet.total_gpus, s)
         if w.generator.checkpointing is not None:
             jobs = w.generator.checkpointing.apply(jobs, s + 2)
         return jobs
+
+    def warnings(self) -> list[str]:
+        """Things that load but are probably not what was meant: a tenant quota larger than every
+        GPU of that model in the fleet never limits anything (Kueue allows it; it is a warning)."""
+        out: list[str] = []
+        ten = self.spec.tenancy
+        if ten is None:
+            return out
+        have: dict[str, int] = {}
+        for n in self.fleet.nodes:
+            have[n.gpu] = have.get(n.gpu, 0) + n.gpus
+        for i, t in enumerate(ten.tenants):
+            for flavor, q in t.quotas.items():
+                if flavor in have and q.nominal > have[flavor]:
+                    out.append(f"{self.source}: tenancy.tenants[{i}].quotas.{flavor}.nominal: "
+                               f"{q.nominal:,} GPUs, but the fleet has {have[flavor]:,} {flavor} GPUs; "
+                               f"this quota never limits tenant {t.name!r}")
+        return out
 
     @property
     def tenancy(self) -> Tenancy | None:
@@ -312,6 +370,10 @@ def _inline_fleet_file(data: dict, source: str) -> dict:
         if not isinstance(loaded, dict) or "fleet" not in loaded:
             raise InputError(str(path), "fleet",
                              "missing required field (a mapping with 'groups' or 'nodes')")
+        try:  # a bad fleet file is named as itself, not as the scenario that points at it
+            FleetSpec.model_validate(loaded["fleet"])
+        except ValidationError as e:
+            raise from_validation_error(str(path), e, "fleet") from None
         return {**data, "fleet": loaded["fleet"]}
     return data
 

@@ -21,27 +21,34 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpufleet.model.catalog import canonical_gpu_name
 from gpufleet.model.errors import InputError, from_validation_error
+from gpufleet.model.fleet_config import read_text
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
 
+#: Bounds on one row (typos, not jobs); the same as a scenario's (sim/scenario.py).
+MAX_REPLICAS = 100_000
+MAX_GPUS_PER_POD = 128
+MAX_SECONDS = 10 * 365 * 86400.0
+
 
 class _PodSetRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str = "worker"
-    replicas: int = Field(ge=1)
-    gpus: int = Field(ge=0)
-    cpus: float = Field(default=0.0, ge=0)
-    memory_gb: float = Field(default=0.0, ge=0)
+    replicas: int = Field(ge=1, le=MAX_REPLICAS)
+    gpus: int = Field(ge=0, le=MAX_GPUS_PER_POD)
+    cpus: float = Field(default=0.0, ge=0, le=1e6)
+    memory_gb: float = Field(default=0.0, ge=0, le=1e7)
     gpu_models: list[str] = []
 
 
 class _JobRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    #: NaN and ±Infinity (Python's json reads ``NaN``/``Infinity``) are rejected.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     id: str
     tenant: str = "default"
-    submit_time: float = Field(ge=0)
-    run_time: float = Field(ge=0)  # a job that failed at once ran 0 s: real data, kept
-    run_time_estimate: float | None = Field(default=None, gt=0)
+    submit_time: float = Field(ge=0, le=MAX_SECONDS)
+    run_time: float = Field(ge=0, le=MAX_SECONDS)  # a job that failed at once ran 0 s: real data, kept
+    run_time_estimate: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
     priority: int = 0
     kind: JobKind = JobKind.BATCH
     pod_sets: list[_PodSetRow] = Field(min_length=1)
@@ -59,10 +66,7 @@ class _JobRow(BaseModel):
 
 def read_jobs(path: str | Path) -> list[Job]:
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise InputError(str(path), "", f"cannot read file ({e.strerror})") from None
+    lines = read_text(path).splitlines()
     jobs: list[Job] = []
     seen: set[str] = set()
     for no, line in enumerate(lines, start=1):
@@ -73,6 +77,10 @@ def read_jobs(path: str | Path) -> list[Job]:
             row = json.loads(line)
         except json.JSONDecodeError as e:
             raise InputError(where, "", f"not a JSON object ({e.msg})") from None
+        except RecursionError:
+            raise InputError(where, "", "not a JSON object (nested too deeply)") from None
+        if not isinstance(row, dict):
+            raise InputError(where, "", f"expected a JSON object (one job), got {type(row).__name__}")
         try:
             job = _JobRow.model_validate(row).build()
         except ValidationError as e:
@@ -100,4 +108,5 @@ def job_row(job: Job) -> dict[str, Any]:
 
 
 def write_jobs(path: str | Path, jobs: Iterable[Job]) -> None:
-    Path(path).write_text("".join(json.dumps(job_row(j), sort_keys=True) + "\n" for j in jobs))
+    Path(path).write_text("".join(json.dumps(job_row(j), sort_keys=True, allow_nan=False) + "\n"
+                                  for j in jobs))

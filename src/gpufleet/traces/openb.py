@@ -25,6 +25,9 @@ NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 IntArray = npt.NDArray[np.int64]
+#: Bounds on one cell (typos, not machines): they keep every column inside int64 and every sum finite.
+MAX_CELL = 10**12
+MAX_GPUS = 128
 
 
 class OpenbFormatError(ValueError):
@@ -70,8 +73,12 @@ class PodList:
 
 
 def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    if path.is_dir():
+        raise OpenbFormatError(f"{path}: is a directory (expected an openb csv file)")
     if not path.is_file():
         raise OpenbFormatError(f"{path}: file not found (expected an openb csv file)")
+    if path.stat().st_size == 0:
+        raise OpenbFormatError(f"{path}: empty file (expected a csv header: {', '.join(required)})")
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as err:
@@ -95,14 +102,14 @@ def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str
             raise OpenbFormatError(f"{path}: not a readable csv file ({err})") from None
 
 
-def _int(path: Path, lineno: int, row: dict[str, str], field: str, *, upper: int | None = None) -> int:
+def _int(path: Path, lineno: int, row: dict[str, str], field: str, *, upper: int = MAX_CELL) -> int:
     raw = (row.get(field) or "").strip()
     try:
         value = float(raw)
     except ValueError:
         value = float("nan")
-    if not np.isfinite(value) or value != int(value) or value < 0 or (upper is not None and value > upper):
-        bound = f" between 0 and {upper}" if upper is not None else ""
+    if not np.isfinite(value) or value != int(value) or value < 0 or value > upper:
+        bound = f" between 0 and {upper}"
         raise OpenbFormatError(
             f"{path}: row {lineno}, field '{field}': expected a non-negative integer{bound}, got {raw!r}"
         )
@@ -128,7 +135,7 @@ def read_nodes(path: str | Path) -> NodeList:
             raise OpenbFormatError(f"{path}: row {lineno}, field 'sn': expected a node name, got ''")
         names.append(name)
         for field, values in cols.items():
-            values.append(_int(path, lineno, row, field))
+            values.append(_int(path, lineno, row, field, upper=MAX_GPUS if field == "gpu" else MAX_CELL))
         model = (row.get("model") or "").strip()
         if model.lower() == "nan":
             model = ""
@@ -139,6 +146,9 @@ def read_nodes(path: str | Path) -> NodeList:
         models.append(model)
     if not names:
         raise OpenbFormatError(f"{path}: no rows (expected at least one node)")
+    if not any(cols["gpu"]):
+        raise OpenbFormatError(f"{path}: no node has GPUs (column 'gpu' is 0 on all {len(names):,} rows); "
+                               "expected a GPU cluster's node list")
     return NodeList(
         names=tuple(names),
         cpu_milli=np.array(cols["cpu_milli"], dtype=np.int64),
@@ -161,7 +171,8 @@ def read_pods(path: str | Path) -> PodList:
             raise OpenbFormatError(f"{path}: row {lineno}, field 'name': expected a pod name, got ''")
         names.append(name)
         for field in ("cpu_milli", "memory_mib", "num_gpu"):
-            cols[field].append(_int(path, lineno, row, field))
+            upper = MAX_GPUS if field == "num_gpu" else MAX_CELL
+            cols[field].append(_int(path, lineno, row, field, upper=upper))
         milli = _int(path, lineno, row, "gpu_milli", upper=MILLI)
         count = cols["num_gpu"][-1]
         if count == 0 and milli != 0:

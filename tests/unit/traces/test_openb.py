@@ -87,3 +87,39 @@ def test_a_gpu_node_without_a_model_is_rejected(tmp_path):
     path = write(tmp_path, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,2,\n")
     with pytest.raises(OpenbFormatError, match="field 'model'"):
         read_nodes(path)
+
+
+def test_a_node_list_without_any_gpu_is_rejected_by_name(tmp_path):
+    path = write(tmp_path, "cpu.csv", "sn,cpu_milli,memory_mib,gpu,model\nc1,32000,131072,0,\n")
+    with pytest.raises(OpenbFormatError, match=r"cpu\.csv: no node has GPUs"):
+        read_nodes(path)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "1e400"])
+def test_non_finite_pod_numbers_are_rejected(tmp_path, value):
+    path = write(tmp_path, "p.csv", f"name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,{value},1,1,1000\n")
+    with pytest.raises(OpenbFormatError, match="cpu_milli"):
+        read_pods(path)
+
+
+def test_a_non_utf8_pod_file_is_named(tmp_path):
+    path = tmp_path / "bin.csv"
+    path.write_bytes(b"name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\xff\xfe,1,1,1,1000\n")
+    with pytest.raises(OpenbFormatError, match=r"bin\.csv"):
+        read_pods(path)
+
+
+@pytest.mark.parametrize("value", ["1e30", "99999999999999999999", "9223372036854775808"])
+def test_a_number_too_large_for_the_columns_is_one_line_with_the_bound(tmp_path, value):
+    """Found by fuzzing: 1e30 CPU milli overflowed int64 with a traceback."""
+    path = write(tmp_path, "n.csv", f"sn,cpu_milli,memory_mib,gpu,model\nn1,{value},1,1,V100\n")
+    with pytest.raises(OpenbFormatError, match="between 0 and 1000000000000"):
+        read_nodes(path)
+
+
+def test_an_empty_file_or_a_directory_is_named_as_such(tmp_path):
+    empty = write(tmp_path, "e.csv", "")
+    with pytest.raises(OpenbFormatError, match=r"e\.csv: empty file"):
+        read_nodes(empty)
+    with pytest.raises(OpenbFormatError, match="is a directory"):
+        read_pods(tmp_path)
