@@ -63,8 +63,12 @@ def run_cmd(
     opts = Options(list(storage or []), min_busbw, fleet_tflops, fleet_hbm, min_nic_gbps)
     results = run_preflight(long=long, opts=opts)
     failed = [r for r in results if r.status == "fail"]
+    ran = [r for r in results if r.status != "skipped"]
+    # a gate where every check was skipped measured nothing: no verdict (null), not "passed"
+    passed = (not failed) if ran else None
     if output == "json":
-        console.print_json(json.dumps({"passed": not failed, "checks": as_dicts(results)}))
+        doc = {"passed": passed, "checks_run": len(ran), "checks": as_dicts(results)}
+        console.print_json(json.dumps(doc))
     else:
         t = Table(title=f"pre-flight ({'long' if long else 'quick'})")
         for col in ("check", "status", "value", "threshold", "seconds", "detail"):
@@ -75,9 +79,13 @@ def run_cmd(
             thr = f"{r.threshold:g} {r.unit}" if r.threshold is not None else ""
             t.add_row(r.name, f"[{colour[r.status]}]{r.status}[/]", val, thr, f"{r.seconds:g}", r.detail)
         console.print(t)
-        console.print(
-            "FAILED: " + ", ".join(r.name for r in failed) if failed else "gate passed", highlight=False
-        )
+        if failed:
+            summary = "FAILED: " + ", ".join(r.name for r in failed)
+        elif not ran:
+            summary = f"no verdict: all {len(results)} checks were skipped (nothing here was measured)"
+        else:
+            summary = f"gate passed ({len(ran)} of {len(results)} checks ran, the rest skipped)"
+        console.print(summary, highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 

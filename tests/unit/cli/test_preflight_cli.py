@@ -47,3 +47,24 @@ def test_preflight_plan_prints_the_arithmetic_and_json_has_the_options():
 def test_preflight_plan_bad_rate_is_one_line():
     res = runner.invoke(app, ["preflight", "plan", "--bad-node-rate", "nan"])
     assert res.exit_code == 2 and "--bad-node-rate" in res.output
+
+
+def test_a_gate_where_every_check_was_skipped_is_no_verdict_not_a_pass(monkeypatch):
+    """On a machine with no GPU, no RDMA and no --storage every check is skipped. It used to print
+    'gate passed' and JSON "passed": true — a node that measured nothing read as fit to join."""
+    import gpufleet.cli.preflight as cli
+    from gpufleet.ops.preflight import CheckResult
+
+    skipped = [CheckResult(n, "skipped", "skipped: not here") for n in ("nic", "nvlink", "gemm")]
+    monkeypatch.setattr(cli, "run_preflight", lambda **_: skipped)
+    res = runner.invoke(app, ["preflight", "run"])
+    assert res.exit_code == 0
+    assert "no verdict: all 3 checks were skipped" in res.output and "gate passed" not in res.output
+    doc = json.loads(runner.invoke(app, ["preflight", "run", "-o", "json"]).output)
+    assert doc["passed"] is None and doc["checks_run"] == 0
+
+
+def test_a_gate_with_one_check_run_and_passed_says_how_many_ran(tmp_path):
+    res = runner.invoke(app, ["preflight", "run", "--storage", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "gate passed (" in res.output and "checks ran" in res.output
