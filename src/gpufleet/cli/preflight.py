@@ -16,6 +16,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan
 from gpufleet.ops.preflight import CATALOG, Options, as_dicts, run_preflight
 
@@ -51,7 +52,7 @@ def run_cmd(
     """Run the pre-flight checks on this node; exit 1 if any check fails."""
     _output(output)
     if quick and long:
-        raise typer.BadParameter("choose one of --quick and --long")
+        raise InputError("--quick/--long", "", "expected one of them, not both")
     for name, v in (
         ("--min-busbw", min_busbw),
         ("--fleet-tflops", fleet_tflops),
@@ -59,7 +60,7 @@ def run_cmd(
         ("--min-nic-gbps", min_nic_gbps),
     ):
         if v is not None and not (0 < v < 1e6):
-            raise typer.BadParameter(f"expected a positive number below 1e6 (got {v})", param_hint=name)
+            raise InputError(name, "", f"expected a positive number below 1e6 (got {v})")
     opts = Options(list(storage or []), min_busbw, fleet_tflops, fleet_hbm, min_nic_gbps)
     results = run_preflight(long=long, opts=opts)
     failed = [r for r in results if r.status == "fail"]

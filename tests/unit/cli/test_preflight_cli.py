@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.main import app
@@ -68,3 +69,17 @@ def test_a_gate_with_one_check_run_and_passed_says_how_many_ran(tmp_path):
     res = runner.invoke(app, ["preflight", "run", "--storage", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "gate passed (" in res.output and "checks ran" in res.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--min-busbw", "nan"], "--min-busbw: expected a positive number below 1e6 (got nan)"),
+    (["--fleet-tflops", "-1"], "--fleet-tflops: expected a positive number below 1e6 (got -1.0)"),
+    (["--fleet-hbm", "inf"], "--fleet-hbm: expected a positive number below 1e6 (got inf)"),
+    (["--min-nic-gbps", "1e400"], "--min-nic-gbps: expected a positive number"),
+    (["--quick", "--long"], "--quick/--long: expected one of them, not both"),
+])
+def test_preflight_run_bad_flags_are_one_line_before_any_check_runs(args, message):
+    """Before: a four-line Typer error box."""
+    res = runner.invoke(app, ["preflight", "run", *args])
+    assert res.exit_code == 2
+    assert len(res.output.strip().splitlines()) == 1 and message in res.output, res.output
