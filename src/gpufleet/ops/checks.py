@@ -79,7 +79,8 @@ def check_smi_q(src: Source, out: list[Finding], now: set[str]) -> None:
             out.append(
                 Finding(
                     layer,
-                    f"GPU {g.bus_id}: {failure}",
+                    f"GPU {g.bus_id}: {failure}" if g.bus_id != "?"
+                    else f"a GPU (no bus id in this excerpt): {failure}",
                     action,
                     confirm,
                     [_ev(src, g.line_of(path))],
