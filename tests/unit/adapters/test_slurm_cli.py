@@ -200,3 +200,21 @@ def test_simulate_policy_slurm_with_a_missing_empty_or_folder_conf_is_one_line(t
                                   "--out", str(tmp_path / "o")])
         assert res.exit_code == 2, (conf, res.output)
         assert message in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_an_out_path_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """import-conf --out FOLDER raised IsADirectoryError with a traceback (exit 1); export-conf and
+    simulate --out naming an existing file raised FileExistsError."""
+    a_file = tmp_path / "taken.txt"
+    a_file.write_text("x")
+    fleet_file = tmp_path / "fleet.yaml"
+    assert runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(fleet_file)]
+                         ).exit_code == 0
+    for args, message in (
+        (["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(tmp_path)], "Is a directory"),
+        (["slurm", "export-conf", str(fleet_file), "--out", str(a_file)], "File exists"),
+    ):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+        assert message in res.output
