@@ -238,14 +238,13 @@ def check_nvlink(src: Source, out: list[Finding], now: set[str]) -> None:
         return
     bad = [g for g in gpus if g.inactive]
     for g in bad:
-        first = g.links[g.inactive[0]][1]
         out.append(
             Finding(
                 "nvlink_fabric",
                 f"GPU {g.index}: {len(g.inactive)} of {len(g.links)} NVLinks inactive",
                 "reboot",
                 "nvidia-smi nvlink -s; nvidia-smi nvlink -e",
-                [_ev(src, first)],
+                [_ev(src, g.links[i][1]) for i in g.inactive],  # every down link, not just the first
                 "nvlink-down",
             )
         )

@@ -41,7 +41,9 @@ EVIDENCE_LINES = {
     "nccl-socket-fallback": [("nccl-debug.log:3:", "NET/IB : No device found.")],
     "allocatable-stuck-at-zero": [("node.yaml:13:", '"0"'), ("node.yaml:21:", '"16"')],
     "remap-pending-smi-q": [("nvidia-smi-q.txt:4:", "Pending")],
-    "nvlink-links-inactive": [("nvidia-smi-nvlink-status.txt:5:", "Link 3: <inactive>")],
+    # "2 of 6 NVLinks inactive" quotes both down links (it quoted only the first before the QA pass)
+    "nvlink-links-inactive": [("nvidia-smi-nvlink-status.txt:5:", "Link 3: <inactive>"),
+                              ("nvidia-smi-nvlink-status.txt:7:", "Link 5: <inactive>")],
     "node-cordoned": [("kubectl-describe-node.txt:6:", "Unschedulable:      true")],
     "nouveau-owns-gpu": [("dmesg.txt:3:", "No NVIDIA graphics adapter probed")],
     "xid74-nvlink": [("dmesg.txt:1:", "): 74, ")],
