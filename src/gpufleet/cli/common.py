@@ -56,6 +56,9 @@ def one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except (InputError, ValueError) as e:
             raise fail(str(e)) from None
+        except OSError as e:  # e.g. --out naming a folder, or a read-only place: no traceback
+            where = f"{e.filename}: " if e.filename else ""
+            raise fail(f"{where}{e.strerror or e}") from None
 
     return wrapper
 

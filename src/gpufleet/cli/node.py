@@ -132,10 +132,14 @@ def operator_status_cmd(
 ) -> None:
     """What the GPU Operator should run on this node, in what order, and what blocks it."""
     _check_output(output)
-    if not (1 <= nodes <= 100_000) or not (1 <= engineers <= 10_000):
-        raise typer.BadParameter("--nodes and --engineers must be positive (nodes ≤ 100000)")
-    if not (0 < minutes_per_node < 1e5) or not (0 < operator_minutes < 1e5):
-        raise typer.BadParameter("minutes must be positive numbers")
+    for flag, value, ok, what in (
+        ("--nodes", nodes, 1 <= nodes <= 100_000, "an integer from 1 to 100000"),
+        ("--engineers", engineers, 1 <= engineers <= 10_000, "an integer from 1 to 10000"),
+        ("--minutes-per-node", minutes_per_node, 0 < minutes_per_node < 1e5, "minutes in (0, 100000)"),
+        ("--operator-minutes", operator_minutes, 0 < operator_minutes < 1e5, "minutes in (0, 100000)"),
+    ):
+        if not ok:  # NaN fails every comparison, so it lands here too
+            raise InputError(flag, "", f"expected {what} (got {value})")
     lab = parse_labels(_read_text(labels))
     pod_states = parse_pods(_read_text(pods)) if pods else None
     st = chain_status(lab, pod_states)
@@ -175,11 +179,17 @@ def operator_status_cmd(
 
 
 def _read_text(path: Path) -> str:
-    if not path.is_file():
+    if path.is_dir():
+        raise InputError(str(path), "", "is a folder, expected a file")
+    if not path.exists():
         raise InputError(str(path), "", "no such file")
+    if not path.is_file():
+        raise InputError(str(path), "", "not a regular file (a device or pipe), expected a text file")
     raw = path.read_bytes()
     if b"\x00" in raw[:8192]:
         raise InputError(str(path), "", "binary file, expected text")
+    if not raw.strip():
+        raise InputError(str(path), "", "empty file, expected a tool's text output")
     return raw.decode("utf-8", errors="replace")
 
 
@@ -205,6 +215,9 @@ def nccl_env_cmd(
     if ib:
         lines = _read_text(ib).splitlines()
         ports = parse_ibstat(lines) or parse_sysfs_ib(lines)
+        if not ports:
+            raise InputError(str(ib), "", "no ports found (expected `ibstat` output or "
+                             "/sys/class/infiniband/*/ports/*/{state,rate} path:value lines)")
         env.problems += check_ports(ports, ib.name)
     if nccl_log:
         env.problems += check_nccl_log(

@@ -16,6 +16,7 @@ from rich.table import Table
 
 from gpufleet.cli.common import console, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan
 from gpufleet.ops.preflight import CATALOG, Options, as_dicts, run_preflight
 
@@ -51,7 +52,7 @@ def run_cmd(
     """Run the pre-flight checks on this node; exit 1 if any check fails."""
     _output(output)
     if quick and long:
-        raise typer.BadParameter("choose one of --quick and --long")
+        raise InputError("--quick/--long", "", "expected one of them, not both")
     for name, v in (
         ("--min-busbw", min_busbw),
         ("--fleet-tflops", fleet_tflops),
@@ -59,12 +60,16 @@ def run_cmd(
         ("--min-nic-gbps", min_nic_gbps),
     ):
         if v is not None and not (0 < v < 1e6):
-            raise typer.BadParameter(f"expected a positive number below 1e6 (got {v})", param_hint=name)
+            raise InputError(name, "", f"expected a positive number below 1e6 (got {v})")
     opts = Options(list(storage or []), min_busbw, fleet_tflops, fleet_hbm, min_nic_gbps)
     results = run_preflight(long=long, opts=opts)
     failed = [r for r in results if r.status == "fail"]
+    ran = [r for r in results if r.status != "skipped"]
+    # a gate where every check was skipped measured nothing: no verdict (null), not "passed"
+    passed = (not failed) if ran else None
     if output == "json":
-        console.print_json(json.dumps({"passed": not failed, "checks": as_dicts(results)}))
+        doc = {"passed": passed, "checks_run": len(ran), "checks": as_dicts(results)}
+        console.print_json(json.dumps(doc))
     else:
         t = Table(title=f"pre-flight ({'long' if long else 'quick'})")
         for col in ("check", "status", "value", "threshold", "seconds", "detail"):
@@ -75,9 +80,13 @@ def run_cmd(
             thr = f"{r.threshold:g} {r.unit}" if r.threshold is not None else ""
             t.add_row(r.name, f"[{colour[r.status]}]{r.status}[/]", val, thr, f"{r.seconds:g}", r.detail)
         console.print(t)
-        console.print(
-            "FAILED: " + ", ".join(r.name for r in failed) if failed else "gate passed", highlight=False
-        )
+        if failed:
+            summary = "FAILED: " + ", ".join(r.name for r in failed)
+        elif not ran:
+            summary = f"no verdict: all {len(results)} checks were skipped (nothing here was measured)"
+        else:
+            summary = f"gate passed ({len(ran)} of {len(results)} checks ran, the rest skipped)"
+        console.print(summary, highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 

@@ -29,7 +29,12 @@ def slurm_profiles(policies: list[str], slurm_conf: Path | None, fleet: Fleet
     from gpufleet.adapters.slurm.conf import read_slurm_conf
     from gpufleet.adapters.slurm.settings import profile_from_conf
 
-    setup = profile_from_conf(read_slurm_conf(slurm_conf), fleet)
+    conf = read_slurm_conf(slurm_conf)
+    if not conf.settings and not conf.nodes:
+        # an empty conf would silently replay with Slurm's defaults (zero weights: plain FIFO)
+        raise fail(f"{slurm_conf}: no Key=Value lines (expected a slurm.conf with the cluster's "
+                   "Priority* weights and SchedulerParameters)")
+    setup = profile_from_conf(conf, fleet)
     return {SLURM_POLICY: (setup.profile, setup.cycle_interval_s)}
 
 

@@ -79,7 +79,8 @@ def check_smi_q(src: Source, out: list[Finding], now: set[str]) -> None:
             out.append(
                 Finding(
                     layer,
-                    f"GPU {g.bus_id}: {failure}",
+                    f"GPU {g.bus_id}: {failure}" if g.bus_id != "?"
+                    else f"a GPU (no bus id in this excerpt): {failure}",
                     action,
                     confirm,
                     [_ev(src, g.line_of(path))],
@@ -237,14 +238,13 @@ def check_nvlink(src: Source, out: list[Finding], now: set[str]) -> None:
         return
     bad = [g for g in gpus if g.inactive]
     for g in bad:
-        first = g.links[g.inactive[0]][1]
         out.append(
             Finding(
                 "nvlink_fabric",
                 f"GPU {g.index}: {len(g.inactive)} of {len(g.links)} NVLinks inactive",
                 "reboot",
                 "nvidia-smi nvlink -s; nvidia-smi nvlink -e",
-                [_ev(src, first)],
+                [_ev(src, g.links[i][1]) for i in g.inactive],  # every down link, not just the first
                 "nvlink-down",
             )
         )

@@ -82,6 +82,9 @@ def steps(node: str, docker_image: str | None) -> list[Step]:
     return s
 
 
+MAX_TIMEOUT_S = 3600.0
+
+
 def run_step(step: Step, out: Path, timeout: float) -> Record:
     cmd = " ".join(step.argv)
     if shutil.which(step.argv[0]) is None:
@@ -190,8 +193,10 @@ def collect(
     docker_image: str | None = None,
     progress: Callable[[Record], None] | None = None,
 ) -> list[Record]:
-    if timeout <= 0 or timeout != timeout:
-        raise InputError("--timeout", "", f"expected seconds > 0 (got {timeout})")
+    # NaN fails the comparison; the upper bound keeps subprocess's own arithmetic finite (1e308 s
+    # overflowed inside it) and an hour per command is already far past any sane collection
+    if not 0 < timeout <= MAX_TIMEOUT_S:
+        raise InputError("--timeout", "", f"expected seconds in (0, {MAX_TIMEOUT_S:g}] (got {timeout})")
     if out.exists() and not out.is_dir():
         raise InputError(str(out), "", "exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)

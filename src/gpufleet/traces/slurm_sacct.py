@@ -257,6 +257,10 @@ def _time(row: dict[str, str], field: str, source: str, no: int) -> datetime | N
         raise InputError(source, f"line {no}: {field}", f"expected an ISO time, got {row[field]!r}") from None
 
 
+#: TimelimitRaw values that mean "no limit of the job's own" (sacct prints these, not minutes)
+_NO_LIMIT = frozenset({"UNLIMITED", "PARTITION_LIMIT", "INFINITE", "NONE"})
+
+
 def _seconds_after(t: datetime, origin: datetime) -> float:
     return (t - origin).total_seconds()
 
@@ -272,12 +276,20 @@ def _job(row: dict[str, str], state: str, origin: datetime, start: datetime, end
     if end < start:
         raise InputError(source, f"line {no}: End", f"expected End ≥ Start ({start.isoformat()}), "
                          f"got {end.isoformat()}")
-    elapsed = parse_duration(row.get("Elapsed", ""))
+    elapsed_text = row.get("Elapsed", "").strip()
+    elapsed = parse_duration(elapsed_text)
     if elapsed is None:
+        if elapsed_text:
+            raise InputError(source, f"line {no}: Elapsed", f"expected [D-]HH:MM:SS, got {elapsed_text!r}")
         elapsed = _seconds_after(end, start)
     limit = row.get("TimelimitRaw", "").strip()
+    if limit and not limit.isdigit() and limit.upper() not in _NO_LIMIT:
+        raise InputError(source, f"line {no}: TimelimitRaw",
+                         f"expected whole minutes or UNLIMITED, got {limit!r}")
     estimate = float(limit) * 60 if limit.isdigit() else parse_duration(row.get("Timelimit", ""))
     priority = row.get("Priority", "").strip()
+    if priority and not priority.isdigit():
+        raise InputError(source, f"line {no}: Priority", f"expected a whole number ≥ 0, got {priority!r}")
     submit = _seconds_after(_time(row, "Submit", source, no) or origin, origin)
     # Job-size priority counts what the job asked for (ReqTRES), not what DefCpuPerGPU gave it
     where = f"line {no}: ReqTRES"

@@ -183,3 +183,38 @@ def test_compare_refuses_unbounded_sizes_before_asking_slurm(tmp_path: Path) -> 
         res = runner.invoke(app, ["slurm", "compare", "--slurm-conf", str(DATA / "slurm.conf"), flag, value,
                                   "--out", str(tmp_path / "o")])
         assert res.exit_code == 2 and message in res.output, res.output
+
+
+def test_simulate_policy_slurm_with_a_missing_empty_or_folder_conf_is_one_line(tmp_path: Path) -> None:
+    """A missing conf, a folder, a binary file and an empty (comments-only) file are each refused:
+    the empty one used to replay silently with all-zero weights (plain FIFO) and exit 0."""
+    trace = _trace(tmp_path)
+    (tmp_path / "empty.conf").write_text("# nothing but a comment\n\n")
+    (tmp_path / "bin.conf").write_bytes(b"\xff\xfe\x00\x01" * 64)
+    cases = {tmp_path / "nope.conf": "cannot read file", tmp_path: "cannot read file",
+             tmp_path / "bin.conf": "expected a UTF-8 text file",
+             tmp_path / "empty.conf": "no Key=Value lines"}
+    for conf, message in cases.items():
+        res = runner.invoke(app, ["simulate", "--fleet", str(tmp_path / "fleet.yaml"), "--trace", str(trace),
+                                  "--policy", "slurm", "--slurm-conf", str(conf), "--no-progress",
+                                  "--out", str(tmp_path / "o")])
+        assert res.exit_code == 2, (conf, res.output)
+        assert message in res.output and len(res.output.strip().splitlines()) == 1, res.output
+
+
+def test_an_out_path_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """import-conf --out FOLDER raised IsADirectoryError with a traceback (exit 1); export-conf and
+    simulate --out naming an existing file raised FileExistsError."""
+    a_file = tmp_path / "taken.txt"
+    a_file.write_text("x")
+    fleet_file = tmp_path / "fleet.yaml"
+    assert runner.invoke(app, ["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(fleet_file)]
+                         ).exit_code == 0
+    for args, message in (
+        (["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(tmp_path)], "Is a directory"),
+        (["slurm", "export-conf", str(fleet_file), "--out", str(a_file)], "File exists"),
+    ):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1, res.output
+        assert message in res.output

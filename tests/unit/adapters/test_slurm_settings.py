@@ -64,7 +64,7 @@ def test_an_include_of_a_missing_file_names_the_including_file_and_line(tmp_path
 
 def test_a_file_that_includes_itself_is_an_error_not_a_hang(tmp_path: Path) -> None:
     (tmp_path / "slurm.conf").write_text(NODE + "Include slurm.conf\n")
-    with pytest.raises(InputError, match="nested includes"):
+    with pytest.raises(InputError, match="expected no include loop, got slurm.conf → slurm.conf"):
         read_slurm_conf(tmp_path / "slurm.conf")
 
 
@@ -162,3 +162,42 @@ def test_a_backfill_option_outside_slurms_range_is_one_error_naming_it(option: s
     key = option.split("=")[0]
     with pytest.raises(InputError, match=f"SchedulerParameters: {key}: expected a whole number"):
         BackfillSettings.from_conf(conf)
+
+
+def test_an_include_loop_through_two_files_is_named_as_a_loop(tmp_path: Path) -> None:
+    """a.conf includes b.conf which includes a.conf again: Slurm would recurse; we name the loop."""
+    (tmp_path / "slurm.conf").write_text(NODE + "Include a.conf\n")
+    (tmp_path / "a.conf").write_text("PriorityWeightAge=1\nInclude b.conf\n")
+    (tmp_path / "b.conf").write_text("include a.conf\n")
+    with pytest.raises(InputError, match=r"b.conf: line 1: Include: expected no include loop, "
+                                         r"got a.conf → b.conf → a.conf"):
+        read_slurm_conf(tmp_path / "slurm.conf")
+
+
+def test_a_glob_include_that_matches_its_own_file_is_a_loop_not_a_hang(tmp_path: Path) -> None:
+    import time
+
+    (tmp_path / "slurm.conf").write_text(NODE + "Include *.inc\n")
+    for name in ("x.inc", "y.inc"):
+        (tmp_path / name).write_text("Include *.inc\n")
+    start = time.monotonic()
+    with pytest.raises(InputError, match="include loop"):
+        read_slurm_conf(tmp_path / "slurm.conf")
+    assert time.monotonic() - start < 2.0
+
+
+def test_a_node_named_on_two_nodename_lines_is_one_error_naming_the_second_line() -> None:
+    with pytest.raises(InputError, match="line 2: node g3 is defined twice"):
+        parse_slurm_conf(NODE + "NodeName=g3 CPUs=8 RealMemory=1000\n")
+
+
+def test_continuations_join_lower_case_keys_and_a_comment_ends_the_continuation() -> None:
+    """Slurm's parser (parse_config.c _get_next_line) strips the comment before it looks for the
+    trailing backslash, so a backslash inside a comment does not continue the line: RealMemory on
+    the third line is a separate (ignored-for-nodes) setting and the node keeps the default 1 MB."""
+    conf = parse_slurm_conf("nodename=g[1-2] cpus=32 \\\n   gres=gpu:h100:4 \\\n   realmemory=2000\n"
+                            "NodeName=g3 CPUs=8 Gres=gpu:h100:2   # two per node \\\n"
+                            "RealMemory=1000\nPartitionName=p Nodes=ALL\n")
+    assert [(n.name, n.cpus, n.real_memory_mb, [str(g) for g in n.gres]) for n in conf.nodes] == [
+        ("g1", 32, 2000, ["gpu:h100:4"]), ("g2", 32, 2000, ["gpu:h100:4"]), ("g3", 8, 1, ["gpu:h100:2"])]
+    assert conf.setting("realmemory") == "1000"

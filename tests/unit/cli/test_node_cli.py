@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.main import app
@@ -112,3 +113,59 @@ def test_node_nccl_env_prints_exports_and_problems():
 def test_node_nccl_env_rejects_a_file_that_is_not_a_topology():
     res = runner.invoke(app, ["node", "nccl-env", "--topo", str(OPS / "bundles/ib-port-polling/ibstat.txt")])
     assert res.exit_code == 2 and "topo -m" in res.output
+
+
+def _one_line_exit_2(args: list[str], message: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert message in res.output, res.output
+
+
+LABELS = str(OPS / "operator/labels-nfd-t4.txt")
+TOPO = str(OPS / "nccl/topo-h100-9nic.txt")
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--nodes", "0", "--nodes: expected an integer from 1 to 100000 (got 0)"),
+    ("--nodes", "1000000000000", "--nodes: expected an integer from 1 to 100000"),
+    ("--engineers", "-1", "--engineers: expected an integer from 1 to 10000 (got -1)"),
+    ("--minutes-per-node", "nan", "--minutes-per-node: expected minutes in (0, 100000) (got nan)"),
+    ("--minutes-per-node", "-5", "--minutes-per-node: expected minutes"),
+    ("--operator-minutes", "inf", "--operator-minutes: expected minutes in (0, 100000) (got inf)"),
+    ("--operator-minutes", "1e308", "--operator-minutes: expected minutes"),
+])
+def test_operator_status_names_the_one_bad_numeric_flag(flag: str, value: str, message: str) -> None:
+    """Before: a multi-line Typer box saying '--nodes and --engineers must be positive' or
+    'minutes must be positive numbers' without naming which flag or value."""
+    _one_line_exit_2(["node", "operator-status", "--labels", LABELS, flag, value], message)
+
+
+def test_an_empty_file_a_folder_or_a_device_where_a_file_is_expected_is_one_line(tmp_path) -> None:
+    """An empty labels file used to print a whole 'not a GPU node' chain and exit 0; a folder was
+    reported as 'no such file'."""
+    empty = tmp_path / "labels.txt"
+    empty.write_text("\n  \n")
+    _one_line_exit_2(["node", "operator-status", "--labels", str(empty)], "empty file")
+    _one_line_exit_2(["node", "operator-status", "--labels", LABELS, "--pods", str(empty)], "empty file")
+    _one_line_exit_2(["node", "operator-status", "--labels", str(tmp_path)], "is a folder, expected a file")
+    _one_line_exit_2(["node", "nccl-env", "--topo", str(tmp_path)], "is a folder, expected a file")
+    _one_line_exit_2(["node", "nccl-env", "--topo", "/dev/null"], "not a regular file")
+    _one_line_exit_2(["node", "nccl-env", "--topo", TOPO, "--nccl-log", str(empty)], "empty file")
+
+
+def test_nccl_env_refuses_an_ib_file_with_no_ports_instead_of_saying_nothing(tmp_path) -> None:
+    """Before: a text file with no ibstat/sysfs port in it was read as 'no port problems'."""
+    junk = tmp_path / "ibstat.txt"
+    junk.write_text("mlx5 not here\n")
+    _one_line_exit_2(["node", "nccl-env", "--topo", TOPO, "--ib", str(junk)], "no ports found")
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("0", "--timeout: expected seconds in (0, 3600] (got 0.0)"),
+    ("nan", "(got nan)"), ("-1", "(got -1.0)"), ("inf", "(got inf)"),
+    ("1e308", "(got 1e+308)"),  # was an OverflowError traceback from subprocess
+])
+def test_node_collect_bad_timeout_is_one_line(tmp_path, value: str, message: str) -> None:
+    _one_line_exit_2(["node", "collect", "--out", str(tmp_path / "b"), "--timeout", value], message)

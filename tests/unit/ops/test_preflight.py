@@ -129,3 +129,18 @@ def test_the_gpu_benchmark_child_says_why_it_cannot_run_here():
         assert first == {"skipped": "torch not installed"}
     else:
         assert "skipped" in first or first["value"] > 0
+
+
+def test_the_long_diagnostic_figures_follow_the_same_arithmetic_by_hand():
+    """Long diagnostic = the gate's seven checks + dcgm_long (catch 0.60, 900 s): 74 + 900 = 974 s.
+    Miss = 0.2747115 (the gate's) × 0.4 = 0.1098846, catch 0.8901154; residual rate
+    0.02 × 0.1098846 = 0.0021977; P' = 1 − 0.9978023^64 = 1 − e^{64·(−0.0022001)} = 0.13134;
+    saving (0.72555 − 0.13134)·64·8·0.5 = 152.12 GPU-h; cost 64·8·974/3600 = 138.52 GPU-h;
+    net 13.59 GPU-h — less than the gate's 109.67 − 10.52 = 99.15, so the gate is the better buy."""
+    _, gate, long = plan(0.02, 64, 8, 0.5).options
+    assert math.isclose(long.catch, 0.8901154, abs_tol=1e-6)
+    assert math.isclose(long.p_fail_start, 0.13134, abs_tol=5e-5)
+    assert math.isclose(long.saving_gpu_h, 152.12, abs_tol=0.01)
+    assert math.isclose(long.cost_gpu_h, 138.52, abs_tol=0.01)
+    assert math.isclose(long.net_gpu_h, 13.59, abs_tol=0.01)
+    assert math.isclose(gate.net_gpu_h, 99.15, abs_tol=0.01)

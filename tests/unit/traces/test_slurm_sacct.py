@@ -201,3 +201,32 @@ def test_a_node_failure_keeps_the_failed_gang_and_lists_the_requeued_one() -> No
     assert [(x.job_id, x.state) for x in got.unfinished] == [("2", "PENDING")]
     assert "requeued after a node failure" in got.unfinished[0].why
     assert got.not_started == ()
+
+
+FULL_HEADER = "JobID|JobName|Account|AllocTRES|Submit|Start|End|Elapsed|TimelimitRaw|State|NNodes|Priority"
+FULL_ROW = ("1|j|acct|cpu=8,gres/gpu=1,node=1|2026-11-30T13:00:00|2026-11-30T13:00:01|2026-11-30T13:00:03"
+            "|{elapsed}|{limit}|COMPLETED|1|{priority}")
+
+
+@pytest.mark.parametrize(("elapsed", "limit", "priority", "message"), [
+    ("00:00:02", "abc", "1031", "line 2: TimelimitRaw: expected whole minutes or UNLIMITED, got 'abc'"),
+    ("00:00:02", "-5", "1031", "line 2: TimelimitRaw: expected whole minutes or UNLIMITED, got '-5'"),
+    ("00:00:02", "nan", "1031", "line 2: TimelimitRaw"),
+    ("00:00:02", "2", "high", "line 2: Priority: expected a whole number ≥ 0, got 'high'"),
+    ("00:00:02", "2", "-7", "line 2: Priority"),
+    ("two secs", "2", "1031", r"line 2: Elapsed: expected \[D-\]HH:MM:SS, got 'two secs'"),
+])
+def test_a_garbled_time_limit_priority_or_elapsed_is_one_error_not_a_silent_default(
+        elapsed: str, limit: str, priority: str, message: str) -> None:
+    """Before the QA pass these rows were read with no limit (estimate None), priority 0 and the
+    run time from End − Start: exit 0 with a trace that differed from what Slurm recorded."""
+    with pytest.raises(InputError, match=message):
+        parse_sacct(FULL_HEADER + "\n" + FULL_ROW.format(elapsed=elapsed, limit=limit, priority=priority))
+
+
+@pytest.mark.parametrize("limit", ["UNLIMITED", "Partition_Limit"])
+def test_a_job_without_its_own_limit_has_no_estimate(limit: str) -> None:
+    """sacct prints UNLIMITED / Partition_Limit in TimelimitRaw for jobs with no limit of their own."""
+    trace = parse_sacct(FULL_HEADER + "\n" + FULL_ROW.format(elapsed="00:00:02", limit=limit, priority="7"))
+    assert trace.jobs[0].run_time_estimate is None
+    assert trace.jobs[0].priority == 7

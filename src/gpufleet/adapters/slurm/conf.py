@@ -198,9 +198,13 @@ _INCLUDE = re.compile(r"include\s+(\S.*)$", re.IGNORECASE)
 
 
 def included_lines(text: str, source: str, base: Path | None,
-                   depth: int = 0) -> list[tuple[str, int, str]]:
-    """(file, line number, text) of ``text`` with every ``Include FILE`` line replaced by FILE's lines."""
+                   depth: int = 0, chain: tuple[str, ...] = ()) -> list[tuple[str, int, str]]:
+    """(file, line number, text) of ``text`` with every ``Include FILE`` line replaced by FILE's lines.
+
+    ``chain`` holds the files being read (outermost first) so a loop is named as one
+    (``a.conf → b.conf → a.conf``) instead of being cut at the depth bound."""
     out: list[tuple[str, int, str]] = []
+    chain = chain or (str(Path(source).resolve()),)
     for lineno, line in logical_lines(text):
         m = _INCLUDE.match(line)
         if not m:
@@ -220,7 +224,11 @@ def included_lines(text: str, source: str, base: Path | None,
         if not paths:
             raise InputError(source, f"line {lineno}: Include", f"no file matches {str(target)!r}")
         for path in paths:
-            out += included_lines(read_text(path), path, base, depth + 1)
+            resolved = str(Path(path).resolve())
+            if resolved in chain:
+                loop = " → ".join(Path(p).name for p in (*chain[chain.index(resolved):], resolved))
+                raise InputError(source, f"line {lineno}: Include", f"expected no include loop, got {loop}")
+            out += included_lines(read_text(path), path, base, depth + 1, (*chain, resolved))
     return out
 
 
