@@ -17,8 +17,10 @@ import typer
 from gpufleet.cli.common import console, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
+from gpufleet.model.health import HealthState, IllegalTransition
 from gpufleet.ops.collect import Record, collect
 from gpufleet.ops.diagnose import Diagnosis, diagnose
+from gpufleet.ops.health_moves import verdict_moves
 from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
 from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pods
 from gpufleet.ops.parse_smi import parse_topo
@@ -36,16 +38,25 @@ def _check_output(output: str) -> None:
         raise typer.BadParameter(f"expected 'text' or 'json' (got {output!r})", param_hint="--output")
 
 
-def _print_diagnosis(d: Diagnosis) -> None:
+def _health_path(d: Diagnosis, state: HealthState) -> list[str]:
+    """The node's states along the health machine this verdict moves it through (model/health.py)."""
+    try:
+        moves = verdict_moves(state, d.layer, d.action)
+    except IllegalTransition as e:
+        raise typer.BadParameter(str(e), param_hint="--node-state") from None
+    return [str(state)] + [str(m.to) for m in moves] if moves else []
+
+
+def _print_diagnosis(d: Diagnosis, state: HealthState) -> None:
     def row(label: str, value: str) -> None:
         console.print(f"[bold]{label:<9}[/] {value}", highlight=False, soft_wrap=True)
 
     row("layer", d.layer)
     row("failure", d.failure)
     row("action", d.action)
-    event = health_event(d.layer, d.action)
-    if event.events:
-        row("health", f"{' → '.join(event.events)}  ({event.why})")
+    path = _health_path(d, state)
+    if path:
+        row("health", f"{' → '.join(path)}  ({health_event(d.layer, d.action).why})")
     if d.evidence:
         console.print("[bold]evidence[/]", highlight=False)
         for e in d.evidence:
@@ -70,6 +81,9 @@ def diagnose_cmd(
         Path, typer.Argument(help="Folder of command outputs from one node (or one log file).")
     ],
     output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    node_state: Annotated[HealthState, typer.Option(
+        "--node-state", help="The node's health state now; the verdict moves it along the health "
+        "state machine from there.")] = HealthState.HEALTHY,
 ) -> None:
     """Name the root cause of a node's GPU trouble from the outputs of its tools."""
     _check_output(output)
@@ -77,9 +91,10 @@ def diagnose_cmd(
     if output == "json":
         doc = d.to_dict()
         doc["health_event"] = health_event(d.layer, d.action).to_dict()
+        doc["health_path"] = _health_path(d, node_state)
         console.print_json(json.dumps(doc))
     else:
-        _print_diagnosis(d)
+        _print_diagnosis(d, node_state)
 
 
 @node_app.command("collect")

@@ -23,7 +23,18 @@ def test_node_diagnose_prints_layer_action_evidence_and_health_events():
     res = runner.invoke(app, ["node", "diagnose", str(DATA / "xid119-gsp-timeout")])
     assert res.exit_code == 0, res.output
     assert "gpu_xid" in res.output and "reset_gpu" in res.output
-    assert "dmesg.txt:3:" in res.output and "drain → quarantine → repair → preflight" in res.output
+    assert "dmesg.txt:3:" in res.output
+    assert "healthy → suspect → draining → quarantined → diagnosing → repaired" in res.output
+
+
+def test_node_diagnose_moves_the_node_along_the_health_machine_from_its_state_now():
+    """A GPU that fell off the bus, found while the node was in pre-flight: the verdict (reboot)
+    takes it out of service and through diagnosis to repaired; it must pass pre-flight again."""
+    res = runner.invoke(app, ["node", "diagnose", str(DATA / "xid79-fallen-off-bus"), "--output", "json",
+                              "--node-state", "preflight"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["health_path"] == [
+        "preflight", "suspect", "draining", "quarantined", "diagnosing", "repaired"]
 
 
 def test_node_diagnose_json_is_machine_readable():
