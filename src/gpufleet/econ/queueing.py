@@ -20,12 +20,12 @@ import math
 import numpy as np
 from scipy.stats import poisson
 
+from gpufleet.sim import reliability
+
 
 def erlang_b(n: int, a: float) -> float:
-    b = 1.0
-    for k in range(1, n + 1):
-        b = a * b / (k + a * b)
-    return b
+    """Erlang B for ``n`` servers at ``a`` Erlangs: the one recurrence in sim/reliability.py."""
+    return reliability.erlang_b(a, n)
 
 
 def erlang_c(n: int, a: float) -> float:

@@ -14,8 +14,10 @@ checkpoints.
   largest n with p_eff < (the price it would otherwise pay), the gang belongs off spot: the
   never-on-spot rule for big gangs.
 
-This is the small formula module the capacity planner uses; the simulated spot fleet (issue 13)
-lives in the simulator, not here.
+The interval formulas and the waste per reclaim (τ/2 + R) are the simulator's own
+(sim/reliability.py): the spot reclaims the simulator runs (sim/failures.py, issue 13) are checked
+against exactly these, within 5% (tests/unit/sim/test_failures_sim.py), so the capacity planner's
+spot price rests on a simulated model, not on a second copy of the arithmetic.
 """
 
 from __future__ import annotations
@@ -23,24 +25,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpufleet.sim.reliability import daly_interval_s, spot_waste_per_reclaim_s, young_interval_s
+
 
 def young_interval(delta: float, mtbi: float) -> float:
-    return math.sqrt(2.0 * delta * mtbi)
+    return young_interval_s(delta, mtbi)
 
 
 def daly_interval(delta: float, mtbi: float) -> float:
-    if delta <= 0:
-        return 0.0
-    if delta >= 2.0 * mtbi:
-        return mtbi
-    x = delta / (2.0 * mtbi)
-    return math.sqrt(2.0 * delta * mtbi) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta
+    """Daly's interval (sim/reliability.py); 0 when checkpoints cost nothing."""
+    return 0.0 if delta <= 0 else daly_interval_s(delta, mtbi)
 
 
 def overhead_fraction(delta: float, restart: float, mtbi: float, tau: float) -> float:
-    """Share of paid time that is not useful work, δ/τ + (τ/2 + R)/M, capped at 1."""
+    """Share of paid time that is not useful work, δ/τ + (τ/2 + R)/M, capped at 1: the checkpoint
+    writes, and per interruption the simulator's waste per reclaim."""
     ckpt = delta / tau if tau > 0 else 0.0
-    return min(1.0, ckpt + (tau / 2.0 + restart) / mtbi)
+    return min(1.0, ckpt + spot_waste_per_reclaim_s(tau, restart) / mtbi)
 
 
 @dataclass(frozen=True)
