@@ -35,9 +35,12 @@ def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | bool | str]
 
 
 def metric_names(fleet: Fleet) -> set[str]:
-    """The numeric columns a cell's row has: those of an empty simulation on ``fleet``."""
+    """The numeric columns a cell's row has: those of an empty simulation on ``fleet``. A statistic
+    over no jobs is None there (a wait percentile of nothing is not 0 s), and a number in a cell
+    that has jobs."""
     empty = flat_summary(summarize(simulate(fleet, [], profile("gang-bestfit"))))
-    return {k for k, v in empty.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    return {k for k, v in empty.items()
+            if v is None or (isinstance(v, int | float) and not isinstance(v, bool))}
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
