@@ -22,11 +22,12 @@ from gpufleet.sweep.spec import Cell, apply_parameters
 TIMING_COLUMNS = ("sim_wall_s", "cell_wall_s")
 
 
-def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | bool | str]:
-    """The summary's scalars, plus wait percentiles by job size as ``wait_p50_s[9-64]``."""
-    row: dict[str, float | int | bool | str] = {}
+def flat_summary(summary: dict[str, Any]) -> dict[str, float | int | bool | str | None]:
+    """The summary's scalars (None where a statistic covers no jobs), plus wait percentiles by job
+    size as ``wait_p50_s[9-64]``."""
+    row: dict[str, float | int | bool | str | None] = {}
     for k, v in summary.items():
-        if isinstance(v, bool | int | float | str):
+        if v is None or isinstance(v, bool | int | float | str):
             row[k] = v
     for label, bucket in (summary.get("wait_by_size") or {}).items():
         row[f"wait_p50_s[{label}]"] = bucket["wait_p50_s"]
