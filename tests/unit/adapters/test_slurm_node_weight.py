@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpufleet.adapters.slurm.conf import parse_slurm_conf
@@ -23,6 +25,7 @@ from gpufleet.model.fleet_config import load_fleet
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.slurm_like import cons_tres_choice
+from gpufleet.testing.builders import fleet
 
 #: Three idle 8-GPU nodes under one leaf (no topology.conf); gpu01 is listed first but heaviest.
 CONF = """ClusterName=w
@@ -104,3 +107,22 @@ def test_an_equal_weight_fleet_exports_no_weight_at_all() -> None:
 def test_a_weight_slurm_cannot_hold_is_one_error_naming_the_node(weight: str) -> None:
     with pytest.raises(InputError, match="NodeName=gpu01: Weight"):
         parse_slurm_conf(CONF.replace("Weight=100", f"Weight={weight}"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(weights=st.lists(st.integers(0, 3), min_size=8, max_size=8),
+       busy=st.lists(st.booleans(), min_size=8, max_size=8), need=st.integers(1, 8))
+def test_under_one_switch_the_job_gets_the_lightest_usable_nodes_first_listed_first(
+        weights: list[int], busy: list[bool], need: int) -> None:
+    """One leaf of 8 nodes: whatever the weights and busy nodes, an R-node job gets the R usable
+    nodes that come first by (weight, slurm.conf order), or nothing when fewer than R are usable."""
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=8).build())
+    for i, b in enumerate(busy):
+        if b:
+            table.take(i, PodRequest(gpus=8))
+    chosen = cons_tres_choice(_job("g", need, 8), table, np.array(weights))
+    usable = sorted((w, i) for i, (w, b) in enumerate(zip(weights, busy, strict=True)) if not b)
+    if len(usable) < need:
+        assert chosen is None
+    else:
+        assert chosen is not None and [b.node for b in chosen] == [i for _, i in usable[:need]]
