@@ -115,7 +115,8 @@ def test_a_weight_slurm_cannot_hold_is_one_error_naming_the_node(weight: str) ->
 def test_under_one_switch_the_job_gets_the_lightest_usable_nodes_first_listed_first(
         weights: list[int], busy: list[bool], need: int) -> None:
     """One leaf of 8 nodes: whatever the weights and busy nodes, an R-node job gets the R usable
-    nodes that come first by (weight, slurm.conf order), or nothing when fewer than R are usable."""
+    nodes that come first by (weight, slurm.conf order) — every lighter tier whole, then the last
+    tier in order — or nothing when fewer than R are usable."""
     table = NodeTable.from_fleet(fleet().leaves(1, nodes=8).build())
     for i, b in enumerate(busy):
         if b:
@@ -125,4 +126,17 @@ def test_under_one_switch_the_job_gets_the_lightest_usable_nodes_first_listed_fi
     if len(usable) < need:
         assert chosen is None
     else:
-        assert chosen is not None and [b.node for b in chosen] == [i for _, i in usable[:need]]
+        assert chosen is not None and sorted(b.node for b in chosen) == sorted(i for _, i in usable[:need])
+
+
+def test_a_gang_spans_two_leaves_to_take_every_lighter_node_first() -> None:
+    """Two leaves of 4 idle nodes; nodes 0 (leaf 0) and 4 (leaf 1) weigh 1, the rest 5. A 3-node
+    job: tier 1 has 2 nodes, too few, so tier 5 opens; Slurm takes *all* tier-1 nodes (0 and 4),
+    then the next node of their leaves in leaf order: node 1. Without weights it would be leaf 0's
+    nodes 0, 1, 2 (best fit, one leaf)."""
+    table = NodeTable.from_fleet(fleet().leaves(2, nodes=4).build())
+    weights = np.array([1, 5, 5, 5, 1, 5, 5, 5])
+    chosen = cons_tres_choice(_job("g3", 3, 8), table, weights)
+    assert chosen is not None and [b.node for b in chosen] == [0, 4, 1]
+    plain = cons_tres_choice(_job("g3", 3, 8), table)
+    assert plain is not None and [b.node for b in plain] == [0, 1, 2]
