@@ -39,7 +39,8 @@ app.add_typer(slurm_app, name="slurm")
 
 #: Each compare job is one sbatch on the emulated cluster (≈45 jobs/s launched): 10,000 is minutes.
 MAX_COMPARE_JOBS = 10_000
-NODE_FIELDS = ("id", "gpu", "gpus", "cpus", "memory_gb", "zone", "spine", "leaf", "nvlink_domain", "health")
+NODE_FIELDS = ("id", "gpu", "gpus", "cpus", "memory_gb", "zone", "spine", "leaf", "nvlink_domain", "health",
+               "weight")
 
 
 def fleet_to_yaml(fleet: Fleet) -> dict[str, Any]:

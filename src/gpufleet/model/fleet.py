@@ -36,6 +36,10 @@ class Node:
     leaf: str
     nvlink_domain: str
     health: NodeHealth = NodeHealth.HEALTHY
+    #: Scheduling weight (Slurm's ``NodeName=… Weight=``): of nodes that can all hold a job, the
+    #: lower weights are used first. Only the Slurm-like node choice reads it; equal (1, Slurm's
+    #: default) unless a fleet says otherwise.
+    weight: int = 1
 
     @property
     def model(self) -> GpuModel:

@@ -77,6 +77,8 @@ class NodeSpec(_Strict):
     leaf: str
     nvlink_domain: str
     health: NodeHealth = NodeHealth.HEALTHY
+    #: Slurm's node Weight (uint32, at most 2^32 - 2: 2^32 - 1 is Slurm's INFINITE).
+    weight: int = Field(default=1, ge=0, le=2**32 - 2)
 
     @field_validator("gpu")
     @classmethod
@@ -86,7 +88,7 @@ class NodeSpec(_Strict):
     def build(self) -> Node:
         return Node(id=NodeId(self.id), gpu=self.gpu, gpus=self.gpus, cpus=self.cpus,
                     memory_gb=self.memory_gb, zone=self.zone, spine=self.spine, leaf=self.leaf,
-                    nvlink_domain=self.nvlink_domain, health=self.health)
+                    nvlink_domain=self.nvlink_domain, health=self.health, weight=self.weight)
 
 
 class FabricSpec(_Strict):

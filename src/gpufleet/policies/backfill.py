@@ -84,6 +84,21 @@ class ShadowReserver:
     #: No job is planned to start later than this many seconds from now (Slurm's ``bf_window``):
     #: a job whose earliest start lies beyond it gets no reservation this cycle.
     window_s: float = math.inf
+    #: Slurm's ``bf_resolution``: its backfill map holds a planned job's nodes from its start to
+    #: its end, both rounded *down* to a multiple of this many epoch seconds (backfill.c:
+    #: ``start_time = (start_time / backfill_resolution) * backfill_resolution``, likewise
+    #: ``end_reserve``), while the start it reports stays exact. So a backfill job that would end
+    #: in the last (start mod resolution) seconds before a planned start is refused. 0: exact.
+    resolution_s: float = 0.0
+    #: Epoch second of sim time 0, so the grid falls on Slurm's (whole multiples of epoch time).
+    resolution_epoch_s: float = 0.0
+
+    def _grid(self, t: float) -> float:
+        """``t`` rounded down to the bf_resolution grid (unchanged when the resolution is 0)."""
+        if self.resolution_s <= 0 or not math.isfinite(t):
+            return t
+        e = self.resolution_epoch_s
+        return math.floor((t + e) / self.resolution_s) * self.resolution_s - e
 
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
@@ -113,7 +128,8 @@ class ShadowReserver:
                 continue  # fits now without hurting earlier reservations: backfill will start it
             res = Reservation(pj.job.id, start, tuple(sorted({b.node for b in bindings})), bindings,
                               protected=len(holds) < self.protect)
-            holds.append((res, Hold.of(bindings, n, start, start + ctx.planned_run(pj.job), pj.job.id)))
+            holds.append((res, Hold.of(bindings, n, self._grid(start),
+                                       self._grid(start + ctx.planned_run(pj.job)), pj.job.id)))
             when = f"reserved to start at t={start:.0f}s (in {start - ctx.now:.0f}s)"
             ctx.statuses.note(pj.job.id, when, ctx.profile.name, estimated_start=start)
         ctx.handoff.reservation_plan = ReservationPlan(avail, holds)

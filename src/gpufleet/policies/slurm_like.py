@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,14 +132,29 @@ class SlurmObservedPriority:
         return sorted(admitted, key=lambda p: (-p.job.priority, slurm_id_key(p.job)))
 
 
-def cons_tres_choice(job: Job, table: NodeTable) -> tuple[PodBinding, ...] | None:
+def cons_tres_choice(job: Job, table: NodeTable,
+                     weights: np.ndarray | None = None) -> tuple[PodBinding, ...] | None:
     """Nodes as select/cons_tres with topology/tree picks them, for a one-pod-set whole-GPU job.
 
-    Slurm's topology guide: find the lowest-level switch that can satisfy the request, then
-    allocate on its leaf switches best fit; slurm.conf(5) ``Weight``: lowest weight first, then the
-    order of the nodes in slurm.conf. Here (all weights equal, as on the emulated cluster): the
-    leaf with the *fewest* usable nodes that still holds all R tasks, its first R nodes in table
-    (slurm.conf) order; when no leaf can, the spine likewise, filling its fullest leaves first.
+    slurm.conf(5), NodeName ``Weight``: "All things being equal, jobs will be allocated the nodes
+    with the lowest weight which satisfies their requirements"; Slurm's topology guide: the
+    lowest-level switch that can satisfy the request, best fit. Slurm's ``_eval_nodes_topo``
+    (select/cons_tres job_test.c, 22.05-era source) does it in this order, copied here with
+    ``weights`` aligned with the table's rows (None: all equal, Slurm's default of 1):
+
+    1. add weight tiers, lightest first, until the usable nodes number at least R (the tasks);
+    2. if one tier was enough: the leaf with the *fewest* usable nodes of it that still holds all
+       R (best fit; first on ties), its first R nodes in table (slurm.conf) order; when no leaf
+       can, the spine likewise, filling its fullest leaves first;
+    3. if heavier tiers were needed: *every* node of the lighter tiers is taken ("all of the lower
+       priority nodes should be included in the job's allocation"), then the rest from the last
+       tier on those nodes' leaves (leaf order, then node order), then from other leaves, best
+       fit first, else the fullest.
+
+    Example: one leaf of ``a`` (Weight=10) and ``b`` (Weight=1), both idle, a one-node job: tier 1
+    holds only ``b``, which is enough, so ``b`` — while with equal weights ``a`` (listed first). A
+    3-node job on two leaves whose only weight-1 nodes are the first of each: both are taken, and
+    the third node is leaf 0's next one (the job spans two leaves to honour the weights).
     It does not look for the node with the fewest free GPUs, which our gang best fit does (the
     issue measured Slurm picking the tightest node for 40-52 % of one-node jobs, best fit 80-84 %).
     None when the job is of another kind or does not fit now (the caller falls back).
@@ -153,34 +169,82 @@ def cons_tres_choice(job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Non
     need = ps.replicas
     if int(ok.sum()) < need:
         return None
+    w = np.zeros(len(table), np.int64) if weights is None else np.asarray(weights, np.int64)
+    best = np.zeros(len(table), bool)
+    lighter = np.zeros(len(table), bool)
+    for tier in np.unique(w[ok]):
+        lighter = best.copy()
+        best |= ok & (w == tier)
+        if int(best.sum()) >= need:
+            break
+    if lighter.any():
+        nodes = _with_lighter_nodes(lighter, best & ~lighter, need, table)
+    else:
+        nodes = _lowest_switch(best, need, table)
+    if nodes is None:
+        return None
+    return tuple(PodBinding(job.id, ps.name, k, int(n), req) for k, n in enumerate(nodes))
+
+
+def _lowest_switch(usable: np.ndarray, need: int, table: NodeTable) -> list[int] | None:
+    """``need`` usable nodes under the lowest switch that holds them (see ``cons_tres_choice``)."""
     for level in (table.leaf_idx, table.spine_idx):
-        counts = np.bincount(level[ok], minlength=int(level.max()) + 1 if len(level) else 0)
+        counts = np.bincount(level[usable], minlength=int(level.max()) + 1 if len(level) else 0)
         fitting = np.flatnonzero(counts >= need)
         if not len(fitting):
             continue
         group = int(fitting[np.argmin(counts[fitting])])  # best fit: fewest usable nodes, first on ties
-        members = ok & (level == group)
+        members = np.flatnonzero(usable & (level == group))
         if level is table.spine_idx:
             leaf_counts = np.bincount(table.leaf_idx[members], minlength=int(table.leaf_idx.max()) + 1)
             rank = {int(leaf): r for r, leaf in enumerate(np.argsort(-leaf_counts, kind="stable"))}
-            nodes = sorted(np.flatnonzero(members), key=lambda i: (rank[int(table.leaf_idx[i])], i))[:need]
-        else:
-            nodes = list(np.flatnonzero(members)[:need])
-        return tuple(PodBinding(job.id, ps.name, k, int(n), req) for k, n in enumerate(nodes))
+            return sorted(members, key=lambda i: (rank[int(table.leaf_idx[i])], i))[:need]
+        return [int(i) for i in members[:need]]
     return None
+
+
+def _with_lighter_nodes(lighter: np.ndarray, last: np.ndarray, need: int, table: NodeTable) -> list[int]:
+    """Every lighter node, then ``last``-tier nodes on their leaves, then on the best other leaves."""
+    nodes = [int(i) for i in np.flatnonzero(lighter)]
+    leaf = table.leaf_idx
+    used = set(int(x) for x in np.unique(leaf[lighter]))
+    for i in np.flatnonzero(last & np.isin(leaf, list(used))):
+        if len(nodes) == need:
+            return nodes
+        nodes.append(int(i))
+    rest = last & ~np.isin(leaf, list(used))
+    while len(nodes) < need and rest.any():
+        counts = np.bincount(leaf[rest], minlength=int(leaf.max()) + 1)
+        short = need - len(nodes)
+        fitting = np.flatnonzero(counts >= short)
+        pick = int(fitting[np.argmin(counts[fitting])]) if len(fitting) else int(np.argmax(counts))
+        members = np.flatnonzero(rest & (leaf == pick))
+        nodes.extend(int(i) for i in members[:short])
+        rest &= leaf != pick
+    return nodes
 
 
 class OneTaskPerNode:
     """Gang best fit where each pod (Slurm task) of a pod set gets a node of its own; with
-    ``slurm_nodes`` the nodes are those select/cons_tres would pick (``cons_tres_choice``)."""
+    ``slurm_nodes`` the nodes are those select/cons_tres would pick (``cons_tres_choice``), using
+    ``node_weights`` (node name → Slurm Weight; missing names weigh 1, Slurm's default)."""
 
     name = "one-task-per-node"
 
     def __init__(self, stop_at_first_blocked: bool = False, defer: bool = False,
-                 slurm_nodes: bool = False) -> None:
+                 slurm_nodes: bool = False, node_weights: Mapping[str, int] | None = None) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked
         self.defer = defer
         self.slurm_nodes = slurm_nodes
+        self.node_weights = dict(node_weights or {})
+        self._weights: tuple[tuple[str, ...], np.ndarray | None] | None = None
+
+    def weights_for(self, table: NodeTable) -> np.ndarray | None:
+        """The weights in the table's row order (None when all are equal); kept per node list."""
+        if self._weights is None or self._weights[0] is not table.names:
+            w = np.array([self.node_weights.get(str(n), 1) for n in table.names], np.int64)
+            self._weights = (table.names, w if len(w) and int(w.min()) != int(w.max()) else None)
+        return self._weights[1]
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         if len(job.pod_sets) != 1:
@@ -189,7 +253,7 @@ class OneTaskPerNode:
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         if self.slurm_nodes:
-            chosen = cons_tres_choice(job, table)
+            chosen = cons_tres_choice(job, table, self.weights_for(table))
             if chosen is not None:
                 return chosen
         return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
@@ -201,14 +265,20 @@ class OneTaskPerNode:
 def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conservative", depth: int = 1000,
                        window_s: float = math.inf,
                        orderer: SlurmMultifactor | SlurmObservedPriority | None = None,
-                       slurm_nodes: bool = False) -> Profile:
+                       slurm_nodes: bool = False,
+                       node_weights: Mapping[str, int] | None = None,
+                       resolution_s: float = 0.0, epoch_s: float = 0.0) -> Profile:
     """Slurm's order and task placement with ``conservative`` (Slurm's) or ``easy`` backfill.
 
     The place step is Slurm's main scheduler (priority order, stop at the first job that does not
     fit); reserve + backfill are its backfill scheduler: ``depth`` (``bf_max_job_test``) blocked
     jobs get a planned start, all of them protected with ``conservative``, the first only with
     ``easy``; a later job starts now only if it delays none of them. ``window_s`` (``bf_window``)
-    bounds that plan (``ShadowReserver.window_s``).
+    bounds that plan (``ShadowReserver.window_s``). ``node_weights`` (node name → slurm.conf
+    ``Weight``) steer the select/cons_tres node choice (``slurm_nodes``). ``resolution_s``
+    (``bf_resolution``) rounds each planned job's time on its nodes down to that grid of epoch
+    seconds (``epoch_s``: the epoch second of sim time 0), as Slurm's backfill map does
+    (``ShadowReserver.resolution_s``); planned starts themselves stay exact, as Slurm reports them.
     """
     if orderer is None:
         if priority is None:
@@ -217,9 +287,10 @@ def slurm_like_profile(priority: SlurmPriority | None, backfill: str = "conserva
     if backfill not in ("conservative", "easy"):
         raise ValueError(f"unknown backfill {backfill!r}; expected 'conservative' or 'easy'")
     protect = depth if backfill == "conservative" else 1
-    placer = OneTaskPerNode(stop_at_first_blocked=True, slurm_nodes=slurm_nodes)
+    placer = OneTaskPerNode(stop_at_first_blocked=True, slurm_nodes=slurm_nodes, node_weights=node_weights)
     return Profile(f"slurm-like-{backfill}" + ("-cons-tres" if slurm_nodes else ""), placer=placer,
                    orderer=orderer,
                    reserver=ShadowReserver("slurm-backfill-plan", protect=protect, depth=depth,
-                                          keep_promises=False, window_s=window_s),
+                                          keep_promises=False, window_s=window_s,
+                                          resolution_s=resolution_s, resolution_epoch_s=epoch_s),
                    backfiller=ReservationBackfill(backfill))

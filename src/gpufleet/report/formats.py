@@ -54,6 +54,8 @@ D = {
     "fleet.nodes[].leaf": "Leaf switch name.",
     "fleet.nodes[].nvlink_domain": "NVLink domain name (the node's own name for an HGX node).",
     "fleet.nodes[].health": "healthy, degraded, draining or down.",
+    "fleet.nodes[].weight": "Scheduling weight (Slurm's node Weight, default 1): lighter nodes are used "
+                             "first by the Slurm-like node choice.",
     "workload": "Exactly one of `generator`, `jobs` or `trace`.",
     "workload.generator": "A seeded synthetic workload sized to the fleet.",
     "workload.generator.days": "Arrival window, days; the simulation runs until the queue drains.",

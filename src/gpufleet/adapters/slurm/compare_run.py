@@ -100,9 +100,9 @@ def _bf_stats(sdiag_text: str) -> tuple[int, float] | None:
 def bf_period(before: str, after: str, since: float) -> float | None:
     """Mean seconds from one backfill pass to the next while our jobs were queued: (time of the
     last pass − ``since``, the first submission) / passes run since, from sdiag's "Backfilling
-    stats" taken before and after. Slurm sleeps ``bf_interval`` after a pass ends and wakes on
-    whole seconds, so with bf_interval=2 its passes came ~3 s apart on the emulated cluster (30
-    in 89 s) where a fixed-interval replay runs one every 2 s. None when sdiag says too little.
+    stats" taken before and after. With bf_interval=2 on the emulated cluster the captured pair
+    (tests/data/slurm/sdiag-*.txt) gives 9 passes in 18 s: 2.0 s, passes of 4-160 ms (docs/slurm.md,
+    "Backfill pass period and duration"). None when sdiag says too little.
     """
     b, a = _bf_stats(before), _bf_stats(after)
     if b is None or a is None or a[0] - b[0] < 2:
@@ -198,7 +198,8 @@ def replay(fleet: Fleet, conf: SlurmConf, jobs: Sequence[Job], slurm: SlurmRun,
     phase = 0.0
     if slurm.ctld_since is not None and origin is not None:
         phase = slurm.ctld_since - origin.timestamp()
-    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase, slurm_nodes=slurm_nodes)
+    setup = profile_from_conf(conf, fleet, backfill=backfill, phase_s=phase, slurm_nodes=slurm_nodes,
+                              epoch_s=origin.timestamp() if origin is not None else 0.0)
     prio, profile = setup.priority, setup.profile
     interval = setup.cycle_interval_s
     if pass_timing and slurm.bf_period_s is not None:

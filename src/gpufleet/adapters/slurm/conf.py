@@ -173,6 +173,8 @@ def _expand(hostlist: str, source: str, where: str) -> list[str]:
         raise InputError(source, where, str(e)) from None
 
 
+#: Largest node Weight: Slurm keeps it in 32 bits and reserves 2^32 - 1 (INFINITE).
+MAX_WEIGHT = 2**32 - 2
 _NODE_KEYS = {"nodename", "cpus", "procs", "realmemory", "gres", "feature", "features", "state", "weight"}
 
 
@@ -189,6 +191,9 @@ def _node_records(kv: list[tuple[str, str]], defaults: dict[str, str], source: s
     features = tuple(f for f in re.split(r"[,&|]", features_text) if f)
     state = values.get("state")
     weight = _int(values["weight"], source, where + ": Weight", "Weight") if "weight" in values else None
+    if weight is not None and weight > MAX_WEIGHT:
+        raise InputError(source, where + ": Weight", f"expected a node weight of at most {MAX_WEIGHT} "
+                         f"(a 32-bit number; 2^32 - 1 is Slurm's INFINITE), got {weight}")
     names = _expand(kv[0][1], source, where)
     return [SlurmNode(n, cpus, memory, gres, features, state, weight) for n in names]
 

@@ -126,8 +126,9 @@ def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None
     pending = [PendingJob(_job(q)) for q in snap.jobs if q.pending and q.wait_reason in WAITS_FOR_CAPACITY
                and not held_to_one_switch(q, table, snap.taken_at)]
     bf = BackfillSettings.from_conf(conf) if conf is not None else BackfillSettings()
+    # Times here are epoch seconds (snapshot time), so bf_resolution's grid needs no offset.
     profile = slurm_like_profile(None, depth=bf.max_job_test, window_s=bf.window_s,
-                                 orderer=SlurmObservedPriority())
+                                 orderer=SlurmObservedPriority(), resolution_s=bf.resolution_s)
     return CycleInput(now=snap.taken_at, nodes=table, pending=pending, profile=profile, running=running)
 
 

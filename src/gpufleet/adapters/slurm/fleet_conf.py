@@ -31,6 +31,8 @@ from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
 from gpufleet.model.ids import NodeId
 
 MB_PER_GB = 1024
+#: slurm.conf(5) NodeName ``Weight``: "The default value is 1."
+DEFAULT_WEIGHT = 1
 DEGRADED_FEATURE = "degraded"
 DEFAULT_LEAF = "leaf0"
 DEFAULT_SPINE = "spine0"
@@ -137,6 +139,7 @@ def fleet_from_conf(conf: SlurmConf, topology: Topology | None = None, *, defaul
             leaf=place.leaf if place else DEFAULT_LEAF,
             nvlink_domain=domains.get(sn.name, sn.name),
             health=_health(sn),
+            weight=DEFAULT_WEIGHT if sn.weight is None else sn.weight,
         ))
     if not nodes:
         raise InputError(source, "NodeName", "expected at least one node with a GPU (Gres=gpu:TYPE:N)")
@@ -172,6 +175,8 @@ def _node_attrs(node: Node) -> str:
     if node.health is NodeHealth.DEGRADED:
         features.append(DEGRADED_FEATURE)
     parts.append(f"Feature={','.join(features)}")
+    if node.weight != DEFAULT_WEIGHT:
+        parts.append(f"Weight={node.weight}")
     if node.health is NodeHealth.DOWN:
         parts.append("State=DOWN")
     elif node.health is NodeHealth.DRAINING:

@@ -7,9 +7,9 @@ What is read (defaults are Slurm 22.05's, from slurm.conf(5)):
   ``PriorityFavorSmall`` (NO), ``PriorityMaxAge`` (7-0, i.e. 7 days), ``PriorityCalcPeriod``
   (5 minutes); durations in ``[D-]HH:MM:SS``, ``D-HH``, ``MM:SS`` or bare minutes;
 * the backfill scheduler's ``SchedulerParameters``: ``bf_interval`` (30 s between passes),
-  ``bf_window`` (1440 minutes: no job is planned further ahead), ``bf_resolution`` (60 s; read and
-  reported, not modelled: see policies/backfill.ShadowReserver.window_s), ``bf_max_job_test`` (500 jobs
-  planned per pass).
+  ``bf_window`` (1440 minutes: no job is planned further ahead), ``bf_resolution`` (60 s: each
+  planned job's hold on its nodes is rounded down to that grid, its reported start is not; see
+  policies/backfill.ShadowReserver.resolution_s), ``bf_max_job_test`` (500 jobs planned per pass).
 
 ``profile_from_conf`` is what ``gpufleet simulate --policy slurm --slurm-conf FILE`` and
 ``gpufleet slurm compare`` run: ``bf_interval`` becomes the cycle interval, ``bf_max_job_test``
@@ -118,11 +118,15 @@ class SlurmSetup:
 
 
 def profile_from_conf(conf: SlurmConf, fleet: Fleet, *, backfill: str = "conservative",
-                      phase_s: float = 0.0, slurm_nodes: bool = False) -> SlurmSetup:
+                      phase_s: float = 0.0, slurm_nodes: bool = False,
+                      epoch_s: float = 0.0) -> SlurmSetup:
     """The Slurm-like profile configured by ``conf`` (see the module docstring); ``slurm_nodes``
-    picks nodes as select/cons_tres does instead of gang best fit."""
+    picks nodes as select/cons_tres does instead of gang best fit; ``epoch_s`` is the epoch second
+    of sim time 0, which puts the bf_resolution grid where Slurm's falls."""
     prio = priority_from_conf(conf, fleet, phase_s)
     bf = BackfillSettings.from_conf(conf)
     profile = slurm_like_profile(prio, backfill, depth=bf.max_job_test, window_s=bf.window_s,
-                                 slurm_nodes=slurm_nodes)
+                                 slurm_nodes=slurm_nodes,
+                                 node_weights={str(n.id): n.weight for n in fleet.nodes},
+                                 resolution_s=bf.resolution_s, epoch_s=epoch_s)
     return SlurmSetup(profile, bf.interval_s, prio, bf)
