@@ -27,6 +27,9 @@ from gpufleet.policies.topology_blind import TopologyBlind
 PROFILES: dict[str, Callable[[], Profile]] = {
     "gang-bestfit": lambda: Profile("gang-bestfit", placer=GangBestFit()),
     "per-pod": lambda: Profile("per-pod", placer=PerPodLeastAllocated(), gang=False),
+    # Strict FIFO: gang best-fit that stops at the first job that does not fit (no reservation, no
+    # backfill) - Tiresias's `fifo` schedule, as `gang-bestfit` is its `fjf` (bench/tiresias.py).
+    "gang-fifo": lambda: Profile("gang-fifo", placer=GangBestFit(stop_at_first_blocked=True)),
     "gang-easy": lambda: Profile("gang-easy", placer=GangBestFit(stop_at_first_blocked=True),
                                  reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill()),
     "gang-easy-trusting": lambda: Profile(
