@@ -203,3 +203,22 @@ def hybrid_cmd(
         table.add_row(key, *(f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key])
                              for r in result.values()))
     console.print(table)
+
+
+def simulate_hybrid(args: list[str], seed: int | None, output: str) -> None:
+    """``gpufleet simulate hybrid [OPTIONS]``: the same command as ``gpufleet k8s hybrid``.
+    ``simulate`` parses its own ``--seed``/``--output`` first, so those are passed on; every other
+    option is left to ``hybrid``, which checks it (a bad one: one line, exit 2; Typer prints usage
+    errors itself, through common.plain_cli_style, and exits 2)."""
+    import click
+
+    forwarded = [*args, *(["--seed", str(seed)] if seed is not None else []),
+                 *(["--output", output] if output != "text" else [])]
+    command = typer.main.get_command(k8s_app).commands["hybrid"]   # type: ignore[attr-defined]
+    try:
+        rc = command.main(args=forwarded, prog_name="gpufleet simulate hybrid", standalone_mode=False)
+    except click.ClickException as e:
+        raise fail(f"simulate hybrid: {e.format_message()} (its options: gpufleet k8s hybrid --help)") \
+            from None
+    if rc:   # a typer.Exit(code) from hybrid comes back as a return value here
+        raise typer.Exit(rc)

@@ -110,3 +110,29 @@ def test_hybrid_compares_the_three_arms_as_json():
 def test_hybrid_refuses_bad_flags_in_one_line(args):
     r = runner.invoke(app, ["k8s", "hybrid", *args])
     assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args", [
+    ["--nodes", "4", "--days", "0.25", "-o", "json", "--seed", "3"],
+    ["--nodes", "4", "--days", "0.25", "--output", "json", "--seed", "3"],
+], ids=["options-after-hybrid", "simulate-own-output-and-seed"])
+def test_simulate_hybrid_is_the_same_command_as_k8s_hybrid(args):
+    """The issue names it `gpufleet simulate hybrid`; the numbers must equal `k8s hybrid`'s for
+    the same flags, whether --output/--seed are parsed by simulate or passed on."""
+    via_simulate = runner.invoke(app, ["simulate", "hybrid", *args])
+    direct = runner.invoke(app, ["k8s", "hybrid", "--nodes", "4", "--days", "0.25", "-o", "json",
+                                 "--seed", "3"])
+    assert via_simulate.exit_code == 0 and direct.exit_code == 0, via_simulate.output
+    assert json.loads(via_simulate.stdout) == json.loads(direct.stdout)
+    assert json.loads(direct.stdout)["spec"]["seed"] == 3
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["simulate", "hybrid", "--nodes", "0"], "--nodes"),
+    (["simulate", "hybrid", "--bogus", "1"], "--bogus"),
+    (["simulate", "hybrid", "--policy", "fifo"], "--policy"),
+    (["simulate", "default", "--nodes", "4"], "--nodes"),
+], ids=["bad-value", "unknown-option", "simulate-only-option", "hybrid-option-on-a-scenario"])
+def test_simulate_hybrid_refuses_bad_flags_in_one_line(args, expected):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
