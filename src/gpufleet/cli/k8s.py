@@ -48,6 +48,9 @@ def analyze(
         "--block-label", help="node label naming the block (our spine); repeatable")] = None,
     nvlink_label: Annotated[list[str] | None, typer.Option(
         "--nvlink-label", help="node label naming the NVLink domain (default nvidia.com/gpu.clique)")] = None,
+    defrag: Annotated[bool, typer.Option(
+        help="plan moves of running gangs for the whole cluster (greedy; slower on large clusters: "
+        "bench/README.md)")] = True,
 ) -> None:
     """Allocated vs usable GPUs, stranded GPUs and why, and for each pending pod or gang the chain
     of what holds it back, with the engine's estimated start and who blocks it."""
@@ -61,7 +64,7 @@ def analyze(
         raise fail(f"{snapshot}: no Node objects; include nodes (kubectl get nodes,pods,... -o json)")
     from gpufleet.report.kubernetes import analysis_dict, html_report, text_lines
 
-    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600)
+    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag)
     data = analysis_dict(result)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -121,7 +121,7 @@ class KubeScheduler:
         self.cache.reconcile({k: (p.get("spec") or {}).get("nodeName", "") for k, p in pods.items()},
                              set(pods), now)
         analysis = analyze(self.snapshot(), scheduler=self.cfg.name, now=now,
-                           assume_runtime_s=self.cfg.assume_runtime_s)
+                           assume_runtime_s=self.cfg.assume_runtime_s, defrag=False)
         report = TickReport(leader=True)
         self.metrics.set_pending(sum(len(g.gang.pods) for g in analysis.gangs))
         for g in analysis.gangs:

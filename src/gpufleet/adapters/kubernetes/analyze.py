@@ -116,9 +116,10 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
-            now: float | None = None, scheduler: str | None = None) -> Analysis:
+            now: float | None = None, scheduler: str | None = None, defrag: bool = True) -> Analysis:
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
-    that one are decided (the others still hold what they are bound to)."""
+    that one are decided (the others still hold what they are bound to). ``defrag=False`` skips
+    the cluster-wide defrag plan (the live scheduler's ticks do not act on it)."""
     topo = topology or TopologyLabels()
     dra = _guard("DRA objects", read_dra, snap)
     nodes = [_guard(_name("Node", o), read_node, o, topo, dra_gpus=dra.gpu_devices(_name("", o).strip()))
@@ -158,7 +159,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                      "whole-GPU pods and single MIG instances")
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
-                       [_minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty], t_now)
+                       [_minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
+                       t_now) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
                     frag, plan)
 

@@ -83,6 +83,7 @@ class _State:
         self.where = {g.key: [(p, p.node_name) for p in g.pods] for g in running}
         self.gangs = {g.key: g for g in running}
         self.moved: set[str] = set()   # a gang moves at most once in a plan
+        self.eligible: dict[tuple[str, str], bool] = {}   # (pod, node) -> node filters pass; shared
         self.cost = {g.key: g.gpus * max(0.0, now - min((p.started or p.created or now) for p in g.pods))
                      / 3600 for g in running}
 
@@ -90,14 +91,20 @@ class _State:
         c = object.__new__(_State)
         c.nodes, c.gangs, c.cost = self.nodes, self.gangs, self.cost
         c.moved = set(self.moved)
+        c.eligible = self.eligible
         c.free = {k: list(v) for k, v in self.free.items()}
         c.where = {k: list(v) for k, v in self.where.items()}
         return c
 
+    def allowed(self, p: KubePod, n: KubeNode) -> bool:
+        k = (p.key, n.name)
+        if k not in self.eligible:
+            self.eligible[k] = static_reason(p, n) is None
+        return self.eligible[k]
+
     def fits(self, p: KubePod, n: KubeNode) -> bool:
         g, c, m = self.free[n.name]
-        return (p.gpus <= g + EPS and p.cpus <= c + EPS and p.memory_gb <= m + EPS
-                and static_reason(p, n) is None)
+        return p.gpus <= g + EPS and p.cpus <= c + EPS and p.memory_gb <= m + EPS and self.allowed(p, n)
 
     def take(self, p: KubePod, name: str, sign: float = 1.0) -> None:
         f = self.free[name]
@@ -124,10 +131,20 @@ class _State:
         return Move(key, sum(p.gpus for p, _ in pods), tuple(sorted({a for _, a in pods})),
                     tuple(sorted({a for _, a in placed})), round(self.cost[key], 2))
 
+    def lower_bound(self, p: KubePod, n: KubeNode) -> float | None:
+        """A cost no room-making on ``n`` can beat (its cheapest movable gang), or None when even
+        moving every movable gang there would not free enough GPUs."""
+        if n.node.gpus < p.gpus or not self.allowed(p, n):
+            return None
+        here = {k: sum(q.gpus for q, a in ps if a == n.name) for k, ps in self.where.items()
+                if k not in self.moved}
+        here = {k: g for k, g in here.items() if g > 0}
+        if self.free[n.name][0] + sum(here.values()) + EPS < p.gpus:
+            return None
+        return round(min((self.cost[k] for k in here), default=0.0), 2)
+
     def make_room(self, p: KubePod, n: KubeNode) -> tuple[_State, list[Move]] | None:
         """The cheapest moves that let ``p`` onto ``n`` (none when it fits), on a copy."""
-        if n.node.gpus < p.gpus or static_reason(p, n) is not None:
-            return None
         trial, moves = self.copy(), []
         here = sorted({k for k, ps in trial.where.items() for q, a in ps if a == n.name and q.gpus > 0},
                       key=lambda k: (trial.cost[k] / max(1, sum(q.gpus for q, a in trial.where[k]
@@ -143,15 +160,33 @@ class _State:
         return (trial, moves) if trial.fits(p, n) else None
 
 
+def _shape(p: KubePod) -> tuple:
+    return (p.gpus, p.cpus, p.memory_gb, p.gpu_models, tuple(map(str, p.tolerations)),
+            tuple(sorted(p.node_selector.items())), p.namespace)
+
+
 def _place(state: _State, core: list[KubePod]) -> tuple[_State, list[str], list[Move]] | None:
     nodes: list[str] = []
     moves: list[Move] = []
     for p in sorted(core, key=lambda q: (-q.gpus, q.key)):
-        options = [(sum(m.gpu_h for m in mv), n.name, st, mv)
-                   for n in state.nodes if (r := state.make_room(p, n)) is not None for st, mv in [r]]
-        if not options:
+        direct = next((n for n in state.nodes if state.fits(p, n)), None)
+        if direct is not None:   # fits without a move: no cheaper option exists
+            state = state.copy()
+            state.take(p, direct.name)
+            nodes.append(direct.name)
+            continue
+        bounds = sorted((lb, n.name, n) for n in state.nodes
+                        if (lb := state.lower_bound(p, n)) is not None)
+        best: tuple | None = None
+        for lb, name, n in bounds:   # cheapest bound first; stop once no node can beat the best
+            if best is not None and (lb, name) > best[:2]:
+                break
+            r = state.make_room(p, n)
+            if r is not None and (best is None or (sum(m.gpu_h for m in r[1]), name) < best[:2]):
+                best = (sum(m.gpu_h for m in r[1]), name, r[0], r[1])
+        if best is None:
             return None
-        _, name, state, mv = min(options, key=lambda o: (o[0], o[1]))
+        _, name, state, mv = best
         state.take(p, name)
         nodes.append(name)
         moves += mv
@@ -167,8 +202,12 @@ def plan(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[G
     state = _State(nodes, free, running, now)
     while todo:
         best = None
+        tried: dict[tuple, tuple | None] = {}
         for g in todo:
-            r = _place(state, list(g.pods))
+            shape = tuple(_shape(p) for p in g.pods)   # gangs of one shape place alike: once per step
+            if shape not in tried:
+                tried[shape] = _place(state, list(g.pods))
+            r = tried[shape]
             if r is None or not r[2]:
                 continue
             cost = sum(m.gpu_h for m in r[2])
