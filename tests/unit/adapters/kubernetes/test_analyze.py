@@ -4,6 +4,9 @@ published manifests), and copies of the real GPU node changed as each test says.
 import copy
 from datetime import UTC, datetime
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gpufleet.adapters.kubernetes.analyze import analyze
 from gpufleet.adapters.kubernetes.snapshot import Snapshot, load
 
@@ -276,3 +279,33 @@ def test_no_defrag_plan_when_no_move_helps(nori):
     p["status"] = {"phase": "Running", "startTime": "2025-03-19T22:18:09Z"}
     an = analyze(_snap([_eight_gpu(nori, "a")], [p, _gpu_pod("w", gpus="8")]))
     assert an.defrag is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(running=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4]), st.integers(1, 12)),
+                        max_size=8),
+       waiting=st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=4))
+def test_a_defrag_plan_never_starts_more_gpus_than_are_free_and_moves_a_gang_once(nori, running, waiting):
+    """Moves only shift work between nodes, so whatever the cluster, the GPUs a plan starts are
+    at most the free GPUs (4 nodes × 8 − running); each step's cost is the sum of its moves,
+    each running gang moves at most once, and only waiting gangs are started."""
+    nodes = [_eight_gpu(nori, f"n{i}") for i in range(4)]
+    used, pods = [0] * 4, []
+    for k, (node, gpus, hours) in enumerate(running):
+        if used[node] + gpus > 8:
+            continue
+        used[node] += gpus
+        p = _gpu_pod(f"r{k}", gpus=str(gpus))
+        p["spec"]["nodeName"] = f"n{node}"
+        p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{23 - hours:02d}:18:09Z"}
+        pods.append(p)
+    pods += [_gpu_pod(f"w{k}", gpus=str(g)) for k, g in enumerate(waiting)]
+    an = analyze(_snap(nodes, pods))
+    if an.defrag is None:
+        return
+    d = an.defrag
+    assert d.started_gpus <= 32 - sum(used)
+    moved = [m.gang for s in d.steps for m in s.moves]
+    assert len(moved) == len(set(moved)) and all(g.startswith("t/r") for g in moved)
+    assert all(s.gang.startswith("t/w") and s.moves for s in d.steps)
+    assert all(abs(s.displaced_gpu_h - sum(m.gpu_h for m in s.moves)) < 0.01 for s in d.steps)
