@@ -159,6 +159,20 @@ class KubeScheduler:
             self._event(key, "Scheduled", f"Successfully assigned {key} to {node}", "Normal", "Binding", now)
             self.said.pop(key, None)
         report.bound += done
+        self._clear_podgroup(g, now)
+
+    def _clear_podgroup(self, g: GangReport, now: float) -> None:
+        """A Volcano PodGroup we marked Unschedulable is marked Scheduled once its gang is bound."""
+        said_key = f"VolcanoPodGroup:{g.gang.key}"
+        obj = self.store["VolcanoPodGroup"].get(g.gang.key)
+        if g.gang.kind != "Volcano PodGroup" or obj is None or self.said.pop(said_key, None) is None:
+            return
+        ns, name = g.gang.key.split("/", 1)
+        existing = (obj.get("status") or {}).get("conditions") or []
+        body = writer.volcano_podgroup_scheduled(existing if isinstance(existing, list) else [], now,
+                                                 f"{self.cfg.identity}-{int(now)}")
+        with contextlib.suppress(ApiError):
+            self.api.patch_podgroup(str(obj.get("apiVersion", "")), ns, name, body)
 
     def _roll_back(self, g: GangReport, done: list[tuple[str, str]], failed: str, err: ApiError,
                    now: float) -> None:

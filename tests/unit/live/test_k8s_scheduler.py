@@ -177,6 +177,25 @@ def test_a_waiting_volcano_podgroup_gets_volcanos_unschedulable_condition_once()
     assert len(api.podgroup_patches) == 1
 
 
+def test_a_volcano_podgroup_marked_unschedulable_is_marked_scheduled_once_its_gang_is_bound():
+    """The gang of one 8-GPU pod waits on a full node (another 8-GPU pod runs there), gets the
+    Unschedulable condition; when a second 8-GPU node joins it is bound, and the PodGroup then
+    carries Volcano's Scheduled condition and no Unschedulable one."""
+    pg = json.loads((DATA / "volcano" / "podgroup-test.json").read_text())
+    busy = gpu_pod("busy", 8, scheduler="default-scheduler")
+    busy["spec"]["nodeName"] = "a"
+    busy["status"] = {"phase": "Running", "startTime": "2025-03-19T23:00:00Z"}
+    api = ApiServerDouble([eight_gpu_node("a"), busy, volcano_pod("v0", 8), pg])
+    s = scheduler(api)
+    assert "default/v0" in s.tick().waiting
+    api.add(eight_gpu_node("b"))
+    r = s.tick()
+    assert r.bound == [("default/v0", "b")]
+    conds = {c["type"]: c for c in api.objects["VolcanoPodGroup"]["default/test"]["status"]["conditions"]}
+    assert set(conds) == {"Scheduled"} and conds["Scheduled"]["status"] == "True"
+    assert len(api.podgroup_patches) == 2
+
+
 def test_a_waiting_scheduler_plugins_podgroup_gets_an_event_about_the_podgroup():
     """scheduler-plugins' CRD has no status.conditions (it would be pruned), so the reason goes
     into one FailedScheduling Event whose ``regarding`` is the PodGroup ``nginx`` (the

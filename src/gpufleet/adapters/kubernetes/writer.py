@@ -66,6 +66,17 @@ def volcano_podgroup_condition(existing: list, message: str, now: float, transit
     return {"status": {"conditions": [*kept, ours]}}
 
 
+def volcano_podgroup_scheduled(existing: list, now: float, transition_id: str) -> dict:
+    """Once the gang is bound: our ``Unschedulable`` condition goes, and ``Scheduled`` is set the
+    way Volcano writes it (its documented PodGroup example: ``reason: tasks in gang are ready to
+    be scheduled``), so no stale reason stays on the PodGroup."""
+    kept = [c for c in existing if isinstance(c, dict) and c.get("type") not in (VOLCANO_UNSCHEDULABLE,
+                                                                                   "Scheduled")]
+    ours = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+            "lastTransitionTime": _rfc3339(now), "transitionID": transition_id}
+    return {"status": {"conditions": [*kept, ours]}}
+
+
 def podgroup_event(namespace: str, name: str, uid: str, api_version: str, *, note: str, now: float,
                    controller: str, instance: str) -> dict:
     """A ``FailedScheduling`` Warning about a PodGroup (scheduler-plugins' CRD has no conditions)."""
