@@ -48,6 +48,9 @@ def analyze(
         "--block-label", help="node label naming the block (our spine); repeatable")] = None,
     nvlink_label: Annotated[list[str] | None, typer.Option(
         "--nvlink-label", help="node label naming the NVLink domain (default nvidia.com/gpu.clique)")] = None,
+    defrag: Annotated[bool, typer.Option(
+        help="plan moves of running gangs for the whole cluster (greedy; slower on large clusters: "
+        "bench/README.md)")] = True,
 ) -> None:
     """Allocated vs usable GPUs, stranded GPUs and why, and for each pending pod or gang the chain
     of what holds it back, with the engine's estimated start and who blocks it."""
@@ -61,7 +64,7 @@ def analyze(
         raise fail(f"{snapshot}: no Node objects; include nodes (kubectl get nodes,pods,... -o json)")
     from gpufleet.report.kubernetes import analysis_dict, html_report, text_lines
 
-    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600)
+    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag)
     data = analysis_dict(result)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -162,7 +165,9 @@ def hybrid_cmd(
     = 0.6,
     training_load: Annotated[float, typer.Option(help="offered GPU load of training gangs (0-1)")] = 0.45,
     service_load: Annotated[float, typer.Option(help="mean offered GPU load of services (0-1)")] = 0.30,
-    drain_min: Annotated[float, typer.Option(help="minutes to hand a drained node to the other side")] = 15.0,
+    drain_min: Annotated[float, typer.Option(
+        help="minutes to hand a drained node to the other side (reboot, kubelet/slurmd join); "
+        "15 is an assumption, no sourced figure")] = 15.0,
     rebalance_min: Annotated[float, typer.Option(help="minutes between dynamic-split decisions")] = 30.0,
     seed: Annotated[int, typer.Option(help="workload seed")] = 0,
     output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
@@ -171,7 +176,7 @@ def hybrid_cmd(
     dynamic split (nodes lent on demand, each move drained) and all-Kubernetes, same workload."""
     from rich.table import Table
 
-    from gpufleet.sim.hybrid import HybridSpec, compare
+    from gpufleet.sim.hybrid import HybridSpec, compare, k8s_limits
 
     checks = [(1 <= nodes <= 512, f"--nodes: expected 1..512, got {nodes}"),
               (math.isfinite(days) and 0 < days <= 30, f"--days: expected (0, 30], got {days}"),
@@ -192,8 +197,10 @@ def hybrid_cmd(
                       service_load=service_load, drain_s=drain_min * 60, rebalance_s=rebalance_min * 60,
                       seed=seed)
     result = compare(spec)
+    allk = result["all-k8s"]
+    limits = k8s_limits(nodes, int(allk["k8s_peak_pods"]), int(allk["k8s_peak_pods_per_node"]))
     if output is Output.JSON:
-        typer.echo(json.dumps({"spec": spec.__dict__, "arms": result}, indent=2))
+        typer.echo(json.dumps({"spec": spec.__dict__, "arms": result, "all_k8s_limits": limits}, indent=2))
         return
     table = Table(title=f"{nodes} nodes x 8 GPUs, {days:g} days, static split {slurm_share:.0%} Slurm")
     table.add_column("")
@@ -203,3 +210,29 @@ def hybrid_cmd(
         table.add_row(key, *(f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key])
                              for r in result.values()))
     console.print(table)
+    u, lim = limits["used"], limits["limits"]
+    console.print(f"all-Kubernetes as one cluster: {u['nodes']} of {lim['nodes']} nodes, peak {u['pods']} of "
+                  f"{lim['pods']} pods, {u['pods_per_node']} of {lim['pods_per_node']} pods per node "
+                  f"(documented limits, {limits['source']}); "
+                  + ("within them" if not limits["breached"] else f"breaks: {', '.join(limits['breached'])}")
+                  + ". Neither stack has an operating cost in this model (docs/kubernetes.md).",
+                  highlight=False)
+
+
+def simulate_hybrid(args: list[str], seed: int | None, output: str) -> None:
+    """``gpufleet simulate hybrid [OPTIONS]``: the same command as ``gpufleet k8s hybrid``.
+    ``simulate`` parses its own ``--seed``/``--output`` first, so those are passed on; every other
+    option is left to ``hybrid``, which checks it (a bad one: one line, exit 2; Typer prints usage
+    errors itself, through common.plain_cli_style, and exits 2)."""
+    import click
+
+    forwarded = [*args, *(["--seed", str(seed)] if seed is not None else []),
+                 *(["--output", output] if output != "text" else [])]
+    command = typer.main.get_command(k8s_app).commands["hybrid"]   # type: ignore[attr-defined]
+    try:
+        rc = command.main(args=forwarded, prog_name="gpufleet simulate hybrid", standalone_mode=False)
+    except click.ClickException as e:
+        raise fail(f"simulate hybrid: {e.format_message()} (its options: gpufleet k8s hybrid --help)") \
+            from None
+    if rc:   # a typer.Exit(code) from hybrid comes back as a return value here
+        raise typer.Exit(rc)

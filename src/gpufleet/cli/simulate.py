@@ -199,13 +199,15 @@ def print_reliability(summaries: dict[str, dict]) -> None:
     console.print(t)
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @one_line_errors
 def simulate(
+    ctx: typer.Context,
     scenario: Annotated[str | None, typer.Argument(
         help="Scenario YAML file, or a bundled name (default, deadlock, tenancy, training, "
         "fractional), or 'serving' (the inference floor on the Alibaba 2025 serving trace; "
-        "--trace CSV to point at it). Default: 'default'.")] = None,
+        "--trace CSV to point at it), or 'hybrid' (Slurm partition + Kubernetes pool on one fleet; "
+        "takes the options of `gpufleet k8s hybrid`). Default: 'default'.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help=f"Policy to run (repeatable): {', '.join(PROFILES)}.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for summary.json, report.html, event logs.")]
@@ -230,6 +232,18 @@ def simulate(
             raise fail("serving: --fleet and --policy do not apply; `plan serving` takes its options")
         from gpufleet.cli.plan_serving import simulate_serving
         return simulate_serving(trace, out, seed, progress)
+    unknown = [a for a in [scenario or "", *ctx.args] if a.startswith("-") and not Path(a).exists()]
+    if unknown and scenario != "hybrid":   # unknown options are let through only for 'hybrid'
+        raise fail(f"gpufleet simulate: No such option: {unknown[0]} (see 'gpufleet simulate --help')")
+    if scenario == "hybrid" and not Path(scenario).exists():   # the Slurm + Kubernetes split (cli/k8s.py)
+        if fleet is not None or trace is not None or policy or slurm_conf is not None:
+            raise fail("hybrid: --fleet, --trace, --policy and --slurm-conf do not apply; "
+                       "see `gpufleet k8s hybrid --help` for its options")
+        from gpufleet.cli.k8s import simulate_hybrid
+        return simulate_hybrid(list(ctx.args), seed, output.value)
+    if ctx.args:   # extra arguments are allowed only so that 'hybrid' can take its own options
+        raise fail(f"gpufleet simulate: Got unexpected extra argument {ctx.args[0]!r} "
+                   "(see 'gpufleet simulate --help')")
     scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
     custom = slurm_profiles(policies, slurm_conf, scn.fleet)

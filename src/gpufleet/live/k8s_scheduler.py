@@ -12,7 +12,10 @@ Each tick, as leader only (a Lease):
    bind them one by one; if one bind fails, the pods already bound are deleted (their
    controllers recreate them) and the assumptions dropped: the gang is bound whole or not at all;
 5. for every waiting pod, when its reason changed: a ``FailedScheduling`` Event and the
-   ``PodScheduled=False`` condition with the chain's per-node counts and the estimated start.
+   ``PodScheduled=False`` condition with the chain's per-node counts and the estimated start;
+   for a gang that is a PodGroup, the same reason on the PodGroup once: a Volcano PodGroup gets
+   the ``Unschedulable`` condition Volcano itself writes, a scheduler-plugins PodGroup (whose CRD
+   has no conditions) a ``FailedScheduling`` Event about the PodGroup (writer.py has the shapes).
 """
 
 from __future__ import annotations
@@ -118,7 +121,7 @@ class KubeScheduler:
         self.cache.reconcile({k: (p.get("spec") or {}).get("nodeName", "") for k, p in pods.items()},
                              set(pods), now)
         analysis = analyze(self.snapshot(), scheduler=self.cfg.name, now=now,
-                           assume_runtime_s=self.cfg.assume_runtime_s)
+                           assume_runtime_s=self.cfg.assume_runtime_s, defrag=False)
         report = TickReport(leader=True)
         self.metrics.set_pending(sum(len(g.gang.pods) for g in analysis.gangs))
         for g in analysis.gangs:
@@ -156,6 +159,20 @@ class KubeScheduler:
             self._event(key, "Scheduled", f"Successfully assigned {key} to {node}", "Normal", "Binding", now)
             self.said.pop(key, None)
         report.bound += done
+        self._clear_podgroup(g, now)
+
+    def _clear_podgroup(self, g: GangReport, now: float) -> None:
+        """A Volcano PodGroup we marked Unschedulable is marked Scheduled once its gang is bound."""
+        said_key = f"VolcanoPodGroup:{g.gang.key}"
+        obj = self.store["VolcanoPodGroup"].get(g.gang.key)
+        if g.gang.kind != "Volcano PodGroup" or obj is None or self.said.pop(said_key, None) is None:
+            return
+        ns, name = g.gang.key.split("/", 1)
+        existing = (obj.get("status") or {}).get("conditions") or []
+        body = writer.volcano_podgroup_scheduled(existing if isinstance(existing, list) else [], now,
+                                                 f"{self.cfg.identity}-{int(now)}")
+        with contextlib.suppress(ApiError):
+            self.api.patch_podgroup(str(obj.get("apiVersion", "")), ns, name, body)
 
     def _roll_back(self, g: GangReport, done: list[tuple[str, str]], failed: str, err: ApiError,
                    now: float) -> None:
@@ -184,6 +201,28 @@ class KubeScheduler:
             with contextlib.suppress(ApiError):   # the pod went away; the next tick's store drops it
                 self.api.patch_pod_status(p.namespace, p.name, writer.unschedulable_condition(message, now))
             self.said[p.key] = message
+        self._say_on_podgroup(g, message, now)
+
+    def _say_on_podgroup(self, g: GangReport, message: str, now: float) -> None:
+        kind = {"Volcano PodGroup": "VolcanoPodGroup", "PodGroup": "PodGroup"}.get(g.gang.kind)
+        obj = self.store[kind].get(g.gang.key) if kind else None
+        said_key = f"{kind}:{g.gang.key}"
+        if obj is None or self.said.get(said_key) == message:
+            return
+        ns, name = g.gang.key.split("/", 1)
+        api_version = str(obj.get("apiVersion", ""))
+        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        with contextlib.suppress(ApiError):   # the PodGroup went away: nothing to write on
+            if kind == "VolcanoPodGroup":
+                existing = (obj.get("status") or {}).get("conditions") or []
+                body = writer.volcano_podgroup_condition(existing if isinstance(existing, list) else [],
+                                                         message, now, f"{self.cfg.identity}-{int(now)}")
+                self.api.patch_podgroup(api_version, ns, name, body)
+            else:
+                self.api.create_event(ns, writer.podgroup_event(
+                    ns, name, uid, api_version, note=message, now=now,
+                    controller=f"{self.cfg.name}-scheduler", instance=self.cfg.identity))
+        self.said[said_key] = message
 
     def _event(self, key: str, reason: str, note: str, type_: str, action: str, now: float) -> None:
         ns, name = key.split("/", 1)

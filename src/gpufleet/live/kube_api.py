@@ -39,11 +39,20 @@ class KubeApi(Protocol):
     def delete_pod(self, namespace: str, pod: str) -> None: ...
     def create_event(self, namespace: str, body: dict) -> None: ...
     def patch_pod_status(self, namespace: str, pod: str, body: dict) -> None: ...
+    def patch_podgroup(self, api_version: str, namespace: str, name: str, body: dict) -> None: ...
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int,
                       now: float) -> bool: ...
 
 
-KINDS = ("Node", "Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice", "DeviceClass")
+#: "VolcanoPodGroup" is Volcano's ``scheduling.volcano.sh`` PodGroup (its objects say ``kind:
+#: PodGroup``); "PodGroup" is scheduler-plugins' ``scheduling.x-k8s.io`` one. Two stores, because the
+#: two can share a namespace/name.
+KINDS = ("Node", "Pod", "PodGroup", "VolcanoPodGroup", "ResourceClaim", "ResourceClaimTemplate",
+         "ResourceSlice", "DeviceClass")
+
+
+def _wire_kind(kind: str) -> str:
+    return "PodGroup" if kind == "VolcanoPodGroup" else kind
 
 
 class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is tested through a double
@@ -67,10 +76,12 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
 
     def _list_call(self, kind: str) -> tuple[Any, tuple, dict]:
         pg = ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+        vpg = ("scheduling.volcano.sh", "v1beta1", "podgroups")
         return {
             "Node": (self.core.list_node, (), {}),
             "Pod": (self.core.list_pod_for_all_namespaces, (), {}),
             "PodGroup": (self.custom.list_cluster_custom_object, pg, {}),
+            "VolcanoPodGroup": (self.custom.list_cluster_custom_object, vpg, {}),
             "ResourceClaim": (self.resource.list_resource_claim_for_all_namespaces, (), {}),
             "ResourceClaimTemplate": (self.resource.list_resource_claim_template_for_all_namespaces, (), {}),
             "ResourceSlice": (self.resource.list_resource_slice, (), {}),
@@ -87,7 +98,7 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
                 return [], ""
             raise ApiError(e.status, str(e.reason)) from None
         doc = json.loads(resp.data)
-        items = [{**it, "kind": it.get("kind") or kind} for it in doc.get("items") or []]
+        items = [{**it, "kind": it.get("kind") or _wire_kind(kind)} for it in doc.get("items") or []]
         return items, str((doc.get("metadata") or {}).get("resourceVersion", ""))
 
     def watch(self, kind: str, resource_version: str, timeout_s: int) -> Iterator[dict]:
@@ -101,7 +112,7 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
                 raw = ev.get("raw_object") or {}
                 if ev.get("type") == "ERROR" and raw.get("code") == 410:
                     raise Gone(raw.get("message", "410 Gone"))
-                yield {"type": ev.get("type"), "object": {**raw, "kind": raw.get("kind") or kind}}
+                yield {"type": ev.get("type"), "object": {**raw, "kind": raw.get("kind") or _wire_kind(kind)}}
         except ApiException as e:
             if e.status == 410:
                 raise Gone(str(e.reason)) from None
@@ -125,6 +136,13 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
 
     def patch_pod_status(self, namespace: str, pod: str, body: dict) -> None:
         self._call(self.core.patch_namespaced_pod_status, pod, namespace, body)
+
+    def patch_podgroup(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        """A merge patch (the client picks merge-patch for a dict body); Volcano's CRD has no status
+        subresource, so its status is patched on the object itself."""
+        group, version = api_version.split("/", 1)
+        self._call(self.custom.patch_namespaced_custom_object, group, version, namespace, "podgroups", name,
+                   body)
 
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         """Take or renew the Lease when it is free, ours, or expired; a conflict (409) means another

@@ -44,7 +44,38 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
                      "would_bind": [{"pod": p, "node": n} for p, n in g.assignments]}
                     for g in a.gangs],
+        "defrag_plan": _defrag_dict(a),
     }
+
+
+def _defrag_dict(a: Analysis) -> dict[str, Any] | None:
+    d = a.defrag
+    if d is None:
+        return None
+    return {"waiting_gpus": d.waiting_gpus, "started_gpus": d.started_gpus,
+            "displaced_gpu_hours": d.displaced_gpu_h,
+            "steps": [{"starts": s.gang, "gpus": s.gpus, "on": list(s.nodes),
+                       "displaced_gpu_hours": s.displaced_gpu_h,
+                       "moves": [{"gang": m.gang, "gpus": m.gpus, "from": list(m.from_nodes),
+                                  "to": list(m.to_nodes), "gpu_hours": m.gpu_h} for m in s.moves]}
+                      for s in d.steps]}
+
+
+def defrag_lines(a: Analysis) -> list[str]:
+    """The plan, step by step, cheapest displacement per GPU started first."""
+    d = a.defrag
+    if d is None:
+        return []
+    out = [f"defrag plan: {len(d.steps)} step(s) start {d.started_gpus} of {d.waiting_gpus} waiting GPU(s), "
+           f"moving {d.displaced_gpu_h:g} GPU-h of running work (moved gangs restart elsewhere at once)"]
+    total = 0.0
+    for i, s in enumerate(d.steps, 1):
+        total += s.displaced_gpu_h
+        moves = "; ".join(f"move {m.gang} ({m.gpus} GPU) {','.join(m.from_nodes)} -> {','.join(m.to_nodes)}"
+                          f" [{m.gpu_h:g} GPU-h]" for m in s.moves)
+        out.append(f"  {i}) start {s.gang} ({s.gpus} GPU) on {', '.join(s.nodes)}: {moves}; "
+                   f"{s.displaced_gpu_h:g} GPU-h (cumulative {total:g})")
+    return out
 
 
 def text_lines(a: Analysis) -> list[str]:
@@ -65,6 +96,8 @@ def text_lines(a: Analysis) -> list[str]:
     for g in a.gangs:
         out.append("")
         out += [g.chain[0]] + [f"  {line}" for line in g.chain[1:]]
+    if a.defrag is not None:
+        out += ["", *defrag_lines(a)]
     if a.skipped:
         out.append("")
         out.append("skipped kinds (not read): "
@@ -103,6 +136,17 @@ def html_report(a: Analysis) -> str:
         + "".join(f"<li>{escape(line)}</li>" for line in g.chain[1:])
         + f"</ol><p>estimated start: {escape(_when(g.estimated_start, a.now) or 'none')}</p>"
         for g in a.gangs) or "<p>Nothing is pending.</p>"
+    d = a.defrag
+    defrag = ("<p>" + str(escape(defrag_lines(a)[0])) + "</p>" + table(
+        ["#", "start", "GPUs", "on", "moves (gang, GPUs, from → to, GPU-h)", "GPU-h moved"],
+        [[i, s.gang, s.gpus, ", ".join(s.nodes),
+          "; ".join(f"{m.gang} ({m.gpus}) {','.join(m.from_nodes)} → {','.join(m.to_nodes)}: {m.gpu_h:g}"
+                    for m in s.moves), f"{s.displaced_gpu_h:g}"]
+         for i, s in enumerate(d.steps, 1)]) if d is not None else
+              "<p>No set of moves lets a waiting gang start (or nothing waits on GPUs).</p>")
+    defrag += ("<p><small>Moves are evictions whose pods fit in free room elsewhere (re-created at once); "
+               "cost = GPUs × hours the moved gang has run. Greedy, whole-GPU count pods only "
+               "(DRA-claim and MIG pods are neither placed nor moved).</small></p>")
     skipped = ("<p>Skipped (kinds this report does not read): "
                + str(escape(", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))) + "</p>"
                if a.skipped else "")
@@ -116,6 +160,7 @@ def html_report(a: Analysis) -> str:
         Section("Nodes and the four GPU layers", nodes),
         Section("Stranded GPUs", stranded),
         Section("Pending pods and gangs: why they wait", gangs),
+        Section("Defrag plan for the whole cluster", defrag),
     ]
     when = _when(a.now, a.now) or "unknown time"
     return render("Kubernetes cluster analysis", f"snapshot of {when}", sections)

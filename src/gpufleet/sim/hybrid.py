@@ -110,6 +110,8 @@ class ArmResult:
     drain_gpu_h: float = 0.0
     never_started: int = 0
     fleet_gpus: int = 0
+    k8s_peak_pods: int = 0
+    k8s_peak_pods_per_node: int = 0
 
     def summary(self) -> dict[str, float]:
         def stat(xs: list[float], q: float | None = None) -> float:
@@ -122,7 +124,8 @@ class ArmResult:
                 "service_wait_mean_h": stat(self.waits[SERVICES]),
                 "service_wait_p95_h": stat(self.waits[SERVICES], 95),
                 "utilization": util, "node_moves": self.moves, "drain_gpu_h": self.drain_gpu_h,
-                "never_started": self.never_started}
+                "never_started": self.never_started, "k8s_peak_pods": self.k8s_peak_pods,
+                "k8s_peak_pods_per_node": self.k8s_peak_pods_per_node}
 
 
 def side_of(job: Job, arm: str) -> str:
@@ -193,6 +196,20 @@ class _Driver:
                 self.result.busy_gpu_s += j.total_gpus * j.run_time
                 self.push(t + j.run_time, FINISH, j.id)
             self.pending[side] = [j for j in self.pending[side] if j.id not in started]
+            if side == K8S and started:
+                self._count_k8s_pods()
+
+    def _count_k8s_pods(self) -> None:
+        """Peak pods on the Kubernetes side, total and on one node: the quantities the documented
+        single-cluster limits are stated in (``K8S_LIMITS``)."""
+        per_node: dict[int, int] = {}
+        for rj, s in self.running.values():
+            if s == K8S:
+                for b in rj.bindings:
+                    per_node[b.node] = per_node.get(b.node, 0) + 1
+        r = self.result
+        r.k8s_peak_pods = max(r.k8s_peak_pods, sum(per_node.values()))
+        r.k8s_peak_pods_per_node = max(r.k8s_peak_pods_per_node, max(per_node.values(), default=0))
 
     def rebalance(self, t: float) -> None:
         demand = {s: sum(j.total_gpus for j in self.pending[s]) for s in (SLURM, K8S)}
@@ -272,3 +289,21 @@ def run_arm(spec: HybridSpec, jobs: list[Job], arm: str) -> ArmResult:
 def compare(spec: HybridSpec) -> dict[str, dict[str, float]]:
     jobs = workload(spec)
     return {arm: run_arm(spec, jobs, arm).summary() for arm in ARMS}
+
+
+#: Kubernetes' documented single-cluster envelope ("Considerations for large clusters",
+#: https://kubernetes.io/docs/setup/best-practices/cluster-large/, v1.35: a cluster is designed
+#: for configurations within all of these). Beyond it "all Kubernetes" means several clusters,
+#: which this model (one shared pool) does not represent.
+K8S_LIMITS = {"nodes": 5000, "pods": 150_000, "pods_per_node": 110}
+K8S_LIMITS_SOURCE = "https://kubernetes.io/docs/setup/best-practices/cluster-large/"
+
+
+def k8s_limits(nodes: int, peak_pods: int, peak_pods_per_node: int) -> dict:
+    """Which documented limits one Kubernetes cluster of ``nodes`` running these pod counts
+    breaks, and how many clusters the node limit alone calls for (⌈nodes / 5000⌉)."""
+    used = {"nodes": nodes, "pods": peak_pods, "pods_per_node": peak_pods_per_node}
+    breached = [k for k, limit in K8S_LIMITS.items() if used[k] > limit]
+    return {"limits": dict(K8S_LIMITS), "used": used, "breached": breached,
+            "clusters_for_nodes": max(1, math.ceil(nodes / K8S_LIMITS["nodes"])),
+            "source": K8S_LIMITS_SOURCE}

@@ -10,7 +10,9 @@ an exception). What it models, and nothing more:
   ``restart()`` does the same and forgets the Lease, as an API server restart would);
 - binding: sets ``spec.nodeName`` and ``PodScheduled=True``; 409 if already bound, 404 if gone;
   ``fail_bind`` makes chosen pods' binds fail with a code;
-- events and status patches are recorded; the Lease is a holder and a renew time.
+- events and status patches are recorded; a PodGroup patch is applied as a JSON merge patch
+  (RFC 7386: objects merge, lists are replaced whole) and recorded; the Lease is a holder and a
+  renew time.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ def _key(obj: dict) -> str:
     return f"{m.get('namespace') or ''}/{m.get('name')}"
 
 
+def _kind(obj: dict) -> str:
+    """The store a wire object lives in: Volcano's PodGroup apart from scheduler-plugins'."""
+    if obj.get("kind") == "PodGroup" and str(obj.get("apiVersion", "")).startswith("scheduling.volcano.sh"):
+        return "VolcanoPodGroup"
+    return str(obj.get("kind"))
+
+
 class ApiServerDouble:
     def __init__(self, objects: list[dict]) -> None:
         self.version = 100
@@ -39,9 +48,10 @@ class ApiServerDouble:
         self.fail_bind: dict[str, int] = {}
         self.lease: dict | None = None
         self.calls = 0
+        self.podgroup_patches: list[tuple[str, dict]] = []
         for o in objects:
-            if o.get("kind") in self.objects:
-                self._write(o["kind"], "ADDED", copy.deepcopy(o))
+            if _kind(o) in self.objects:
+                self._write(_kind(o), "ADDED", copy.deepcopy(o))
 
     def _write(self, kind: str, type_: str, obj: dict) -> None:
         self.version += 1
@@ -54,7 +64,7 @@ class ApiServerDouble:
 
     # what a test does to the cluster
     def add(self, obj: dict) -> None:
-        self._write(obj["kind"], "ADDED", copy.deepcopy(obj))
+        self._write(_kind(obj), "ADDED", copy.deepcopy(obj))
 
     def compact(self) -> None:
         self.oldest = self.version
@@ -109,8 +119,29 @@ class ApiServerDouble:
             raise ApiError(404, "not found")
         self.status_patches.append((key, body))
 
+    def patch_podgroup(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        key = f"{namespace}/{name}"
+        kind = _kind({"kind": "PodGroup", "apiVersion": api_version})
+        obj = self.objects[kind].get(key)
+        if obj is None:
+            raise ApiError(404, "not found")
+        self._write(kind, "MODIFIED", _merge(copy.deepcopy(obj), body))
+        self.podgroup_patches.append((key, body))
+
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         if self.lease and self.lease["holder"] != identity and now - self.lease["renew"] < duration_s:
             return False
         self.lease = {"holder": identity, "renew": now}
         return True
+
+
+def _merge(target: dict, patch: dict) -> dict:
+    """RFC 7386 JSON merge patch: null deletes, objects merge, anything else (lists) replaces."""
+    for k, v in patch.items():
+        if v is None:
+            target.pop(k, None)
+        elif isinstance(v, dict) and isinstance(target.get(k), dict):
+            _merge(target[k], v)
+        else:
+            target[k] = copy.deepcopy(v)
+    return target

@@ -144,3 +144,78 @@ def test_metrics_are_exposed_in_the_prometheus_text_format():
     s.tick()
     text = s.metrics.exposition().decode()
     assert re.search(r"^gpufleet_bindings_total 1(\.0)?$", text, re.M) and "gpufleet_pending_pods" in text
+
+
+def volcano_pod(name: str, gpus: int) -> dict:
+    """gpu_pod, annotated as a member of the Volcano PodGroup ``test`` (Volcano's own annotation)."""
+    pod = gpu_pod(name, gpus=gpus)
+    pod["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "test"}
+    return pod
+
+
+def test_a_waiting_volcano_podgroup_gets_volcanos_unschedulable_condition_once():
+    """Volcano's documented PodGroup ``test`` (minMember 1) and one pod asking 16 GPUs; the only
+    node has 8, so the gang can never start. The PodGroup's old Unschedulable condition is
+    replaced by ours (same type/status/reason as Volcano's), its Scheduled condition is kept,
+    and an unchanged reason is not written again."""
+    pg = json.loads((DATA / "volcano" / "podgroup-test.json").read_text())
+    api = ApiServerDouble([eight_gpu_node("a"), volcano_pod("v0", 16), pg])
+    s = scheduler(api)
+    r = s.tick()
+    assert "default/v0" in r.waiting
+    assert [k for k, _ in api.podgroup_patches] == ["default/test"]
+    stored = api.objects["VolcanoPodGroup"]["default/test"]["status"]
+    conds = {c["type"]: c for c in stored["conditions"]}
+    assert set(conds) == {"Unschedulable", "Scheduled"} and len(stored["conditions"]) == 2
+    ours = conds["Unschedulable"]
+    assert (ours["status"], ours["reason"]) == ("True", "NotEnoughResources")
+    assert ours["message"] == r.waiting["default/v0"] and "UNRESOLVABLE" in ours["message"]
+    assert ours["lastTransitionTime"] == "2025-03-19T23:18:09Z"
+    assert conds["Scheduled"]["transitionID"] == "54514401-5c90-4b11-840d-90c1cda93096"
+    assert stored["phase"] == "Running"                   # a merge patch leaves the rest alone
+    s.tick()
+    assert len(api.podgroup_patches) == 1
+
+
+def test_a_volcano_podgroup_marked_unschedulable_is_marked_scheduled_once_its_gang_is_bound():
+    """The gang of one 8-GPU pod waits on a full node (another 8-GPU pod runs there), gets the
+    Unschedulable condition; when a second 8-GPU node joins it is bound, and the PodGroup then
+    carries Volcano's Scheduled condition and no Unschedulable one."""
+    pg = json.loads((DATA / "volcano" / "podgroup-test.json").read_text())
+    busy = gpu_pod("busy", 8, scheduler="default-scheduler")
+    busy["spec"]["nodeName"] = "a"
+    busy["status"] = {"phase": "Running", "startTime": "2025-03-19T23:00:00Z"}
+    api = ApiServerDouble([eight_gpu_node("a"), busy, volcano_pod("v0", 8), pg])
+    s = scheduler(api)
+    assert "default/v0" in s.tick().waiting
+    api.add(eight_gpu_node("b"))
+    r = s.tick()
+    assert r.bound == [("default/v0", "b")]
+    conds = {c["type"]: c for c in api.objects["VolcanoPodGroup"]["default/test"]["status"]["conditions"]}
+    assert set(conds) == {"Scheduled"} and conds["Scheduled"]["status"] == "True"
+    assert len(api.podgroup_patches) == 2
+
+
+def test_a_waiting_scheduler_plugins_podgroup_gets_an_event_about_the_podgroup():
+    """scheduler-plugins' CRD has no status.conditions (it would be pruned), so the reason goes
+    into one FailedScheduling Event whose ``regarding`` is the PodGroup ``nginx`` (the
+    coscheduling README's, minMember set to 2 here); its members are two 8-GPU pods and the only
+    node has 8 GPUs, so 2 × 8 = 16 > 8 and the gang can never start."""
+    pg = json.loads((DATA / "cluster" / "podgroups.json").read_text())["items"][0]
+    pg["spec"]["minMember"] = 2
+    pods = []
+    for name in ("n0", "n1"):
+        p = gpu_pod(name)
+        p["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "nginx"}
+        pods.append(p)
+    api = ApiServerDouble([eight_gpu_node("a"), pg, *pods])
+    s = scheduler(api)
+    s.tick()
+    about_pg = [e for e in api.events if e["regarding"]["kind"] == "PodGroup"]
+    assert len(about_pg) == 1 and api.podgroup_patches == []
+    ev = about_pg[0]
+    assert (ev["reason"], ev["type"], ev["regarding"]["name"]) == ("FailedScheduling", "Warning", "nginx")
+    assert ev["regarding"]["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+    assert "UNRESOLVABLE" in ev["note"]
+    s.tick()
+    assert len([e for e in api.events if e["regarding"]["kind"] == "PodGroup"]) == 1

@@ -57,3 +57,27 @@ def test_every_job_runs_once_under_the_dynamic_split_and_all_kubernetes():
 def test_an_unknown_arm_is_refused():
     with pytest.raises(ValueError, match="arm"):
         run_arm(TINY, gang16(), "half")
+
+
+def test_the_kubernetes_side_counts_its_peak_pods_per_cluster_and_per_node():
+    """All-Kubernetes runs the 2 × 8-GPU gang: 2 pods at once, one on each node; under the static
+    split the gang never reaches Kubernetes (it is training: the Slurm side), so 0 pods there."""
+    r = run_arm(TINY, gang16(), "all-k8s")
+    assert (r.k8s_peak_pods, r.k8s_peak_pods_per_node) == (2, 1)
+    s = run_arm(TINY, gang16(), "static")
+    assert (s.k8s_peak_pods, s.k8s_peak_pods_per_node) == (0, 0)
+
+
+@pytest.mark.parametrize("nodes, pods, per_node, breached, clusters", [
+    (16, 100, 8, [], 1),
+    (5000, 150_000, 110, [], 1),                         # exactly at every documented limit
+    (5001, 150_001, 111, ["nodes", "pods", "pods_per_node"], 2),
+    (12_000, 96_000, 8, ["nodes"], 3),                   # 12,000 / 5,000 = 2.4 -> 3 clusters
+], ids=["small", "at-the-limits", "one-past-each", "large-gpu-fleet"])
+def test_one_kubernetes_cluster_is_checked_against_the_documented_limits(nodes, pods, per_node, breached,
+                                                                         clusters):
+    """kubernetes.io "Considerations for large clusters": ≤ 5,000 nodes, ≤ 150,000 pods,
+    ≤ 110 pods per node."""
+    from gpufleet.sim.hybrid import k8s_limits
+    out = k8s_limits(nodes, pods, per_node)
+    assert out["breached"] == breached and out["clusters_for_nodes"] == clusters

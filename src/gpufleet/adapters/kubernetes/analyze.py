@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
+from gpufleet.adapters.kubernetes.defrag import DefragPlan
+from gpufleet.adapters.kubernetes.defrag import plan as defrag_plan
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation
@@ -80,6 +82,8 @@ class Analysis:
     assume_runtime_s: float
     #: pod size (GPUs) -> share of free GPUs a pod of that size cannot use (fragmentation.py)
     fragmentation: dict[int, float] = field(default_factory=dict)
+    #: moves of running gangs that let waiting GPU demand start (defrag.py); None: none helps
+    defrag: DefragPlan | None = None
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> float:
@@ -112,9 +116,10 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
-            now: float | None = None, scheduler: str | None = None) -> Analysis:
+            now: float | None = None, scheduler: str | None = None, defrag: bool = True) -> Analysis:
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
-    that one are decided (the others still hold what they are bound to)."""
+    that one are decided (the others still hold what they are bound to). ``defrag=False`` skips
+    the cluster-wide defrag plan (the live scheduler's ticks do not act on it)."""
     topo = topology or TopologyLabels()
     dra = _guard("DRA objects", read_dra, snap)
     nodes = [_guard(_name("Node", o), read_node, o, topo, dra_gpus=dra.gpu_devices(_name("", o).strip()))
@@ -153,8 +158,24 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
         notes.append("MIG requests are checked by the node filters; the engine estimate covers "
                      "whole-GPU pods and single MIG instances")
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
+    plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
+                       [_minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
+                       t_now) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag)
+                    frag, plan)
+
+
+def _after_starts(free: dict, reports: list[GangReport], pending: list[KubePod]) -> dict:
+    """Free capacity once the gangs the engine starts now hold their nodes."""
+    out = {k: list(v) for k, v in free.items()}
+    by_key = {p.key: p for p in pending}
+    for r in reports:
+        for key, node in r.assignments:
+            p = by_key.get(key)
+            if p is not None and node in out:
+                f = out[node]
+                out[node] = [f[0] - p.gpus, f[1] - p.cpus, f[2] - p.memory_gb]
+    return out
 
 
 def _name(kind: str, obj: dict) -> str:

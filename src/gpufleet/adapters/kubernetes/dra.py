@@ -54,6 +54,9 @@ class Request:
     mode: str = "ExactCount"
     count: int = 1
     admin_access: bool = False
+    #: ``firstAvailable`` subrequests, in the user's order of preference (named "request/sub");
+    #: the fields above are the first one's, for readers that look at one request shape
+    alternatives: tuple[Request, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,14 @@ def read_classes(classes: list[dict]) -> dict[str, tuple[str, ...]]:
 def _request(r: dict) -> Request:
     body = r.get("exactly") or r        # v1/v1beta2 nest under "exactly"; v1beta1 is flat
     if r.get("firstAvailable") and not r.get("exactly"):
-        body = r["firstAvailable"][0]    # the first alternative (later ones are not modelled)
-    return Request(name=str(r.get("name", "")), device_class=str(body.get("deviceClassName", "")),
+        subs = tuple(_one(f"{r.get('name', '')}/{s.get('name', '')}", s) for s in r["firstAvailable"])
+        return Request(subs[0].name.split("/")[0], subs[0].device_class, subs[0].selectors, subs[0].mode,
+                       subs[0].count, subs[0].admin_access, alternatives=subs)
+    return _one(str(r.get("name", "")), body)
+
+
+def _one(name: str, body: dict) -> Request:
+    return Request(name=name, device_class=str(body.get("deviceClassName", "")),
                    selectors=tuple(str((s.get("cel") or {}).get("expression", "true"))
                                    for s in body.get("selectors") or []),
                    mode=str(body.get("allocationMode") or "ExactCount"), count=int(body.get("count") or 1),

@@ -4,6 +4,19 @@ Shapes from core/v1: ``POST /api/v1/namespaces/{ns}/pods/{name}/binding`` takes 
 ``target`` is the Node; an ``events.k8s.io/v1`` Event names the pod in ``regarding``; the
 ``PodScheduled=False, reason=Unschedulable`` condition goes through ``pods/status`` so autoscalers
 and Kueue see it (kube-scheduler does the same).
+
+PodGroups, from their published CRDs:
+
+- Volcano ``scheduling.volcano.sh/v1beta1`` (config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml):
+  ``status.conditions[]`` of ``{type, status, reason, message, lastTransitionTime, transitionID}``;
+  Volcano itself writes ``type: Unschedulable, status: "True", reason: NotEnoughResources`` for a
+  gang it cannot place (volcano.sh docs, "PodGroup Condition Reason"). The CRD has no status
+  subresource, and a CRD list has no merge key, so the patch is a JSON merge patch of the whole
+  list: the other conditions are carried over and ours replaces the old ``Unschedulable`` one.
+- scheduler-plugins ``scheduling.x-k8s.io/v1alpha1`` (manifests/coscheduling/crd.yaml): its status
+  has only ``phase, occupiedBy, running, succeeded, failed, scheduleStartTime`` — no conditions;
+  the structural schema would prune a ``conditions`` field silently. The reason goes into an Event
+  whose ``regarding`` is the PodGroup (``kubectl describe podgroup`` shows it) instead.
 """
 
 from __future__ import annotations
@@ -39,3 +52,36 @@ def unschedulable_condition(message: str, now: float) -> dict:
     return {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                                        "message": message[:1024], "lastTransitionTime": _rfc3339(now),
                                        "lastProbeTime": None}]}}
+
+
+VOLCANO_UNSCHEDULABLE = "Unschedulable"
+
+
+def volcano_podgroup_condition(existing: list, message: str, now: float, transition_id: str) -> dict:
+    """A merge patch for a Volcano PodGroup: ``existing`` conditions kept, except an older
+    ``Unschedulable`` one, which ours replaces (same shape and reason as Volcano's own)."""
+    kept = [c for c in existing if isinstance(c, dict) and c.get("type") != VOLCANO_UNSCHEDULABLE]
+    ours = {"type": VOLCANO_UNSCHEDULABLE, "status": "True", "reason": "NotEnoughResources",
+            "message": message[:1024], "lastTransitionTime": _rfc3339(now), "transitionID": transition_id}
+    return {"status": {"conditions": [*kept, ours]}}
+
+
+def volcano_podgroup_scheduled(existing: list, now: float, transition_id: str) -> dict:
+    """Once the gang is bound: our ``Unschedulable`` condition goes, and ``Scheduled`` is set the
+    way Volcano writes it (its documented PodGroup example: ``reason: tasks in gang are ready to
+    be scheduled``), so no stale reason stays on the PodGroup."""
+    kept = [c for c in existing if isinstance(c, dict) and c.get("type") not in (VOLCANO_UNSCHEDULABLE,
+                                                                                   "Scheduled")]
+    ours = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
+            "lastTransitionTime": _rfc3339(now), "transitionID": transition_id}
+    return {"status": {"conditions": [*kept, ours]}}
+
+
+def podgroup_event(namespace: str, name: str, uid: str, api_version: str, *, note: str, now: float,
+                   controller: str, instance: str) -> dict:
+    """A ``FailedScheduling`` Warning about a PodGroup (scheduler-plugins' CRD has no conditions)."""
+    body = event(namespace, name, uid, reason="FailedScheduling", note=note, type_="Warning",
+                 action="Scheduling", now=now, controller=controller, instance=instance)
+    body["regarding"] = {"apiVersion": api_version, "kind": "PodGroup", "namespace": namespace,
+                         "name": name, "uid": uid}
+    return body

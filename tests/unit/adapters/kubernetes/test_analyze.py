@@ -4,6 +4,9 @@ published manifests), and copies of the real GPU node changed as each test says.
 import copy
 from datetime import UTC, datetime
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from gpufleet.adapters.kubernetes.analyze import analyze
 from gpufleet.adapters.kubernetes.snapshot import Snapshot, load
 
@@ -239,3 +242,70 @@ def test_an_eviction_whose_pods_fit_elsewhere_is_offered_as_a_defrag_move(nori):
     assert fix.what == "evict t/r-a to place on a (a defrag move: they fit in free GPUs elsewhere now)"
     assert fix.displaced_gpu_h == 4.0
     assert an.fragmentation[8] == 1.0 and an.fragmentation[4] == 0.0
+
+
+def test_the_cluster_defrag_plan_starts_the_most_waiting_gpus_for_the_least_work_moved(nori):
+    """Four 8-GPU nodes a-d, each running one 4-GPU pod started 1, 2, 3 and 4 h before the
+    snapshot (costs 4, 8, 12, 16 GPU-h if moved). 16 GPUs are free, 4 per node, so neither
+    waiting 8-GPU pod (w1, w2) fits. The plan:
+    1) move r-a (4 GPU-h) into b's free 4 GPUs; w1 starts on a (0.5 GPU-h per GPU started);
+    2) b is full and r-a moved once already, so for w2 the cheapest is moving r-c (12 GPU-h)
+       into d's free 4 GPUs (moving r-d would cost 16); w2 starts on c.
+    All 16 waiting GPUs start for 4 + 12 = 16 GPU-h moved. The single-gang fix list cannot say
+    this: it offers each waiting pod the same cheapest eviction (r-a)."""
+    nodes = [_eight_gpu(nori, n) for n in "abcd"]
+    run = []
+    for node, start in zip("abcd", ("22", "21", "20", "19"), strict=True):
+        p = _gpu_pod(f"r-{node}", gpus="4")
+        p["spec"]["nodeName"] = node
+        p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{start}:18:09Z"}
+        run.append(p)
+    an = analyze(_snap(nodes, [*run, _gpu_pod("w1", gpus="8"), _gpu_pod("w2", gpus="8")]))
+    d = an.defrag
+    assert d is not None and (d.waiting_gpus, d.started_gpus, d.displaced_gpu_h) == (16, 16, 16.0)
+    first, second = d.steps
+    assert (first.gang, first.nodes, first.displaced_gpu_h) == ("t/w1", ("a",), 4.0)
+    assert [(m.gang, m.from_nodes, m.to_nodes) for m in first.moves] == [("t/r-a", ("a",), ("b",))]
+    assert (second.gang, second.nodes, second.displaced_gpu_h) == ("t/w2", ("c",), 12.0)
+    assert [(m.gang, m.from_nodes, m.to_nodes) for m in second.moves] == [("t/r-c", ("c",), ("d",))]
+    assert {gang(an, k).fixes[0].what.split(" to ")[0] for k in ("t/w1", "t/w2")} == {"evict t/r-a"}
+
+
+def test_no_defrag_plan_when_no_move_helps(nori):
+    """One 8-GPU node running a 4-GPU pod and a waiting 8-GPU pod: the running pod has nowhere
+    else to go, so no move exists and the plan is None (the report says so)."""
+    p = _gpu_pod("r", gpus="4")
+    p["spec"]["nodeName"] = "a"
+    p["status"] = {"phase": "Running", "startTime": "2025-03-19T22:18:09Z"}
+    an = analyze(_snap([_eight_gpu(nori, "a")], [p, _gpu_pod("w", gpus="8")]))
+    assert an.defrag is None
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(running=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4]), st.integers(1, 12)),
+                        max_size=8),
+       waiting=st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=4))
+def test_a_defrag_plan_never_starts_more_gpus_than_are_free_and_moves_a_gang_once(nori, running, waiting):
+    """Moves only shift work between nodes, so whatever the cluster, the GPUs a plan starts are
+    at most the free GPUs (4 nodes × 8 − running); each step's cost is the sum of its moves,
+    each running gang moves at most once, and only waiting gangs are started."""
+    nodes = [_eight_gpu(nori, f"n{i}") for i in range(4)]
+    used, pods = [0] * 4, []
+    for k, (node, gpus, hours) in enumerate(running):
+        if used[node] + gpus > 8:
+            continue
+        used[node] += gpus
+        p = _gpu_pod(f"r{k}", gpus=str(gpus))
+        p["spec"]["nodeName"] = f"n{node}"
+        p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{23 - hours:02d}:18:09Z"}
+        pods.append(p)
+    pods += [_gpu_pod(f"w{k}", gpus=str(g)) for k, g in enumerate(waiting)]
+    an = analyze(_snap(nodes, pods))
+    if an.defrag is None:
+        return
+    d = an.defrag
+    assert d.started_gpus <= 32 - sum(used)
+    moved = [m.gang for s in d.steps for m in s.moves]
+    assert len(moved) == len(set(moved)) and all(g.startswith("t/r") for g in moved)
+    assert all(s.gang.startswith("t/w") and s.moves for s in d.steps)
+    assert all(abs(s.displaced_gpu_h - sum(m.gpu_h for m in s.moves)) < 0.01 for s in d.steps)

@@ -110,3 +110,61 @@ def test_hybrid_compares_the_three_arms_as_json():
 def test_hybrid_refuses_bad_flags_in_one_line(args):
     r = runner.invoke(app, ["k8s", "hybrid", *args])
     assert r.exit_code == 2 and args[0] in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("args", [
+    ["--nodes", "4", "--days", "0.25", "-o", "json", "--seed", "3"],
+    ["--nodes", "4", "--days", "0.25", "--output", "json", "--seed", "3"],
+], ids=["options-after-hybrid", "simulate-own-output-and-seed"])
+def test_simulate_hybrid_is_the_same_command_as_k8s_hybrid(args):
+    """The issue names it `gpufleet simulate hybrid`; the numbers must equal `k8s hybrid`'s for
+    the same flags, whether --output/--seed are parsed by simulate or passed on."""
+    via_simulate = runner.invoke(app, ["simulate", "hybrid", *args])
+    direct = runner.invoke(app, ["k8s", "hybrid", "--nodes", "4", "--days", "0.25", "-o", "json",
+                                 "--seed", "3"])
+    assert via_simulate.exit_code == 0 and direct.exit_code == 0, via_simulate.output
+    assert json.loads(via_simulate.stdout) == json.loads(direct.stdout)
+    assert json.loads(direct.stdout)["spec"]["seed"] == 3
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["simulate", "hybrid", "--nodes", "0"], "--nodes"),
+    (["simulate", "hybrid", "--bogus", "1"], "--bogus"),
+    (["simulate", "hybrid", "--policy", "fifo"], "--policy"),
+    (["simulate", "default", "--nodes", "4"], "--nodes"),
+], ids=["bad-value", "unknown-option", "simulate-only-option", "hybrid-option-on-a-scenario"])
+def test_simulate_hybrid_refuses_bad_flags_in_one_line(args, expected):
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output
+
+
+def test_analyze_prints_the_defrag_plan_unless_told_not_to(tmp_path, nori):
+    """Two 8-GPU copies of nori, a 4-GPU pod running on each, one waiting 8-GPU pod: moving one
+    running pod onto the other node starts it, so the plan has one step; --no-defrag drops it."""
+    items = []
+    for name in ("a", "b"):
+        n = json.loads(json.dumps(nori))
+        n["metadata"]["name"] = name
+        for k in ("capacity", "allocatable"):
+            n["status"][k]["nvidia.com/gpu"] = "8"
+        items.append(n)
+    for name, node, gpus in (("r-a", "a", "4"), ("r-b", "b", "4"), ("w", None, "8")):
+        res = {"nvidia.com/gpu": gpus}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "t"},
+               "spec": {"containers": [{"name": "c", "resources": {"limits": res, "requests": res}}],
+                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]},
+               "status": {"phase": "Pending"}}
+        if node:
+            pod["spec"]["nodeName"] = node
+            pod["status"] = {"phase": "Running", "startTime": "2025-03-19T22:18:09Z"}
+        items.append(pod)
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    with_plan = runner.invoke(app, ["k8s", "analyze", str(snap), "-o", "json"])
+    without = runner.invoke(app, ["k8s", "analyze", str(snap), "-o", "json", "--no-defrag"])
+    assert with_plan.exit_code == 0 and without.exit_code == 0, with_plan.output
+    plan = json.loads(with_plan.stdout)["defrag_plan"]
+    assert plan["started_gpus"] == 8 and len(plan["steps"]) == 1 and plan["steps"][0]["starts"] == "t/w"
+    assert json.loads(without.stdout)["defrag_plan"] is None
+    text = runner.invoke(app, ["k8s", "analyze", str(snap)])
+    assert "defrag plan: 1 step(s) start 8 of 8 waiting GPU(s)" in text.stdout

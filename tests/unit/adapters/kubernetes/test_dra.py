@@ -150,3 +150,57 @@ def test_counts_strand_the_qualifying_gpus_of_mixed_nodes_that_claims_use():
     r = counts_vs_claims(by_node, req, classes(), set())
     assert (r.qualifying, r.unusable_counts, r.unusable_claims, r.mixed_nodes) == (12, 4, 0, 1)
     assert (r.pods_counts, r.pods_claims) == (4, 6)
+
+
+def _first_available(*names):
+    """One request ``gpu`` whose firstAvailable subrequests are the ``exactly`` bodies of these
+    published claim templates, in this order, each named after its template."""
+    items = {t["metadata"]["name"]: t for t in real("dra/claimtemplates.json")["items"]}
+    subs = [{"name": n, **items[n]["spec"]["spec"]["devices"]["requests"][0]["exactly"]} for n in names]
+    return read_claim({"kind": "ResourceClaim", "metadata": {"name": "fa", "namespace": "ns"},
+                       "spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": subs}]}}})
+
+
+def test_first_available_tries_the_next_subrequest_when_the_first_cannot_be_met():
+    """The published A100 (40Gi) cannot meet 'more than 40Gi', the first choice; the second, the
+    A100 by product name, takes gpu-0, recorded under gpu/a100-gpu as the API names results.
+    In the other order the first choice already fits and is taken."""
+    devices, counters, _ = read_slices([nvidia_slice()])
+    out = allocate(_first_available("gpu-over-40gi", "a100-gpu"), devices, classes(), set(), counters)
+    assert out.ok and {k: [d.name for d in v] for k, v in out.devices.items()} == {"gpu/a100-gpu": ["gpu-0"]}
+    out = allocate(_first_available("single-gpu", "gpu-over-40gi"), devices, classes(), set(), counters)
+    assert out.ok and list(out.devices) == ["gpu/single-gpu"]
+    out = allocate(_first_available("gpu-over-40gi"), devices, classes(), set(), counters)
+    assert not out.ok and "0 free matching" in out.reason
+
+
+def test_the_allocator_takes_the_fit_that_strands_the_fewest_devices():
+    """The Kubernetes docs' partitionable slices (counter set gpu-1-counters, 8Gi; device-1 and
+    device-2 each consume 6Gi), plus, as copies changed here: a second counter set
+    gpu-2-counters of 8Gi with device-3 (2Gi of it) and device-4 (all 8Gi: the whole GPU), and
+    device-5 taking 2Gi of gpu-1. device-1 is allocated, so gpu-1 has 8 − 6 = 2Gi left.
+    A claim for any one device of the class (device-2 no longer fits: 2Gi < 6Gi):
+    - first fit (name order) takes device-3: gpu-2 keeps 6Gi < 8Gi, so device-4 is stranded;
+    - device-4 takes all of gpu-2: device-3 is stranded;
+    - device-5 uses gpu-1's last 2Gi, which nothing else there could use (device-2 needs 6Gi):
+      nothing newly stranded. The best fit is device-5."""
+    from gpufleet.adapters.kubernetes.dra import Claim, Request
+    items = copy.deepcopy(real("dra/resourceslices-partitionable.json")["items"])
+    counters_slice, devices_slice = items
+    gpu2 = copy.deepcopy(counters_slice["spec"]["sharedCounters"][0])
+    gpu2["name"] = "gpu-2-counters"
+    counters_slice["spec"]["sharedCounters"].append(gpu2)
+    template_dev = devices_slice["spec"]["devices"][0]
+    for name, cset, size in (("device-3", "gpu-2-counters", "2Gi"), ("device-4", "gpu-2-counters", "8Gi"),
+                             ("device-5", "gpu-1-counters", "2Gi")):
+        d = copy.deepcopy(template_dev)
+        d["name"] = name
+        d["consumesCounters"] = [{"counterSet": cset, "counters": {"memory": {"value": size}}}]
+        devices_slice["spec"]["devices"].append(d)
+    devices, counters, notes = read_slices(items)
+    assert notes == [] and len(devices) == 5
+    used = {next(d.key for d in devices if d.name == "device-1")}
+    left = counters_after(devices, counters, used)
+    claim = Claim("ns", "one", (Request("r", "example", ()),))
+    out = allocate(claim, devices, {"example": ()}, used, left)
+    assert out.ok and [d.name for d in out.devices["r"]] == ["device-5"]
