@@ -12,7 +12,7 @@ from gpufleet.policies.defrag import DefragPreemptor
 from gpufleet.policies.fairshare import (
     DominantResourceFairShare,
     FirstComeFirstServed,
-    KeepAdmissionOrder,
+    GuaranteedFirst,
     SlurmClassicFairShare,
     SmallestJobFirst,
 )
@@ -65,10 +65,10 @@ def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "che
     orderer = order or DominantResourceFairShare()
     admitter = QuotaAdmitter(orderer)
     if not backfill:
-        return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=KeepAdmissionOrder(),
+        return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=GuaranteedFirst(),
                        preemptor=TenancyPreemptor(admitter, victims))
     return Profile(name, placer=GangBestFit(stop_at_first_blocked=True), admitter=admitter,
-                   orderer=KeepAdmissionOrder(), reserver=ShadowReserver(protect=1),
+                   orderer=GuaranteedFirst(), reserver=ShadowReserver(protect=1),
                    backfiller=ReservationBackfill(), preemptor=TenancyPreemptor(admitter, victims))
 
 
