@@ -96,7 +96,7 @@ def test_a_tenant_under_its_guarantee_gets_it_back_within_a_cycle_plus_the_grace
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=jobs_st, policy=st.sampled_from(["tenancy", "tenancy-easy"]))
+@given(rows=jobs_st, policy=st.sampled_from(["tenancy", "tenancy-easy", "kueue"]))
 def test_no_gang_is_ever_partially_evicted(rows, policy):
     """The simulator samples the GPUs actually bound on its node table after every event time.
     Replaying the log with whole gangs (a start binds all of a job's GPUs, a preemption or a
@@ -145,7 +145,7 @@ def plans_checked(seen: list[int]):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=jobs_st, grace=st.sampled_from([0.0, 30.0]),
-       policy=st.sampled_from(["tenancy", "tenancy-easy", "tenancy-naive-victims"]))
+       policy=st.sampled_from(["tenancy", "tenancy-easy", "tenancy-naive-victims", "kueue"]))
 def test_no_gpu_slot_is_ever_negative_in_a_plan(rows, grace, policy):
     """Whatever admission, placement, backfill and preemption search do on a cycle's Plan, no
     node ever shows fewer than 0 or more than its GPUs free: several beneficiaries in one cycle

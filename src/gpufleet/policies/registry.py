@@ -18,6 +18,8 @@ from gpufleet.policies.fairshare import (
 )
 from gpufleet.policies.fractional import FractionalGangFit
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.policies.kueue_admit import KueueAdmitter, KueueOrder
+from gpufleet.policies.kueue_preemption import KueuePreemptor
 from gpufleet.policies.per_pod import PerPodLeastAllocated
 from gpufleet.policies.preemption import TenancyPreemptor
 from gpufleet.policies.quota import QuotaAdmitter
@@ -44,6 +46,9 @@ PROFILES: dict[str, Callable[[], Profile]] = {
     "tenancy-easy": lambda: tenancy_profile("tenancy-easy", backfill=True),
     "tenancy-naive-victims": lambda: tenancy_profile("tenancy-naive-victims", victims="naive"),
     "tenancy-slurm": lambda: tenancy_profile("tenancy-slurm", order=SlurmClassicFairShare()),
+    # Kueue's own rules (per-queue preemption policies, fair sharing, StrictFIFO): docs/kueue.md.
+    "kueue": lambda: Profile("kueue", placer=GangBestFit(), admitter=KueueAdmitter(),
+                             orderer=KueueOrder(), preemptor=KueuePreemptor()),
     "static-partitions": lambda: Profile("static-partitions", placer=GangBestFit(),
                                          admitter=QuotaAdmitter(FirstComeFirstServed(), borrowing=False),
                                          orderer=FirstComeFirstServed()),
