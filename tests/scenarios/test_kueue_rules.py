@@ -199,3 +199,58 @@ def test_our_profile_keeps_a_within_nominal_job_admitted_where_kueue_leaves_it_p
     kueue = cycle(run, [w("a-1", "a", 8, prio=1)], t, nodes=2)
     assert [p.for_job for p in ours.preemptions] == ["a-1"]
     assert kueue.preemptions == () and kueue.statuses["a-1"].code is StatusCode.NOT_ADMITTED
+
+
+A100 = "A100-80GB"
+
+
+def two_flavor_cycle(run, pending, tenancy):
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).leaves(1, nodes=1, gpu=A100).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], profile("kueue"),
+                                running=run, tenancy=tenancy))
+
+
+@pytest.mark.parametrize("when_can_borrow, flavor", [("Borrow", F), ("TryNextFlavor", A100)])
+def test_flavor_fungibility_borrows_on_the_first_flavor_or_tries_the_next(when_can_borrow, flavor):
+    """a's flavors in order: H100 (nominal 8) then A100 (nominal 8); b has H100 nominal 8 and runs
+    nothing, lending it. a runs 8 on H100 already. a-2 (8 GPUs, any model) fits H100 only by
+    borrowing b's 8 and A100 without borrowing. whenCanBorrow Borrow: H100 (the first flavor
+    where it fits); TryNextFlavor: A100. Nodes 0-1 are H100, node 2 is A100."""
+    a = TenantQueue("a", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(8))),
+                    kueue=KueueQueuePolicy(when_can_borrow=when_can_borrow))
+    t = Tenancy(tenants=(a, cq("b", 8)), cohorts=(Cohort("c"),))
+    r = two_flavor_cycle([on(w("a-1", "a", 8), 0)], [w("a-2", "a", 8)], t)
+    assert r.started == ("a-2",)
+    node = next(b.node for b in r.bindings if b.job == "a-2")
+    assert (node == 2) is (flavor == A100)
+
+
+@pytest.mark.parametrize("cpus, admitted", [(64.0, True), (96.0, False)])
+def test_quota_on_cpu_refuses_a_workload_whose_gpus_fit(cpus, admitted):
+    """a covers GPUs (nominal 8) and cpu (nominal 128) on H100, no cohort; it runs a-1 with 64
+    cores and 0 GPUs. a-2 asks 8 GPUs (fits: 0 + 8 ≤ 8) and c cores: 64 + 64 = 128 ≤ 128 is
+    admitted, 64 + 96 = 160 > 128 is not, though its GPUs fit."""
+    a = TenantQueue("a", None, ((F, FlavorQuota(8)),),
+                    resources=((F, "cpu", FlavorQuota(128)),))
+    t = Tenancy(tenants=(a,))
+    cpu_job = replace(job("x").tenant("a").gpus(0).cpus(64).models(F).runs(90_000).build(), id="a-1")
+    gpu_job = replace(job("x").tenant("a").gpus(8).cpus(cpus).runs(90_000).build(), id="a-2")
+    r = cycle([on(cpu_job, 0)], [gpu_job], t, nodes=1)
+    assert ("a-2" in r.started) is admitted
+    if not admitted:
+        assert r.statuses["a-2"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+def test_a_hierarchical_cohort_lends_a_sibling_teams_quota_through_the_parent():
+    """org > {team1 > a, team2 > b}; a nominal 8, b nominal 8, 2 nodes. b runs nothing, so its 8
+    are lendable up the tree to org and down to team1: a-2 (8 more GPUs while a runs 8) is
+    admitted by borrowing. With b's lending limit 0 nothing is lendable and a-2 waits."""
+    for lend, admitted in ((None, True), (0, False)):
+        t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                             TenantQueue("b", "team2", ((F, FlavorQuota(8, None, lend)),))),
+                    cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")))
+        r = cycle([on(w("a-1", "a", 8), 0)], [w("a-2", "a", 8)], t, nodes=2)
+        assert ("a-2" in r.started) is admitted, lend

@@ -14,8 +14,8 @@ The shape follows Kueue (ClusterQueue → *tenant*, Cohort → *cohort*, Resourc
 
 Where we differ from Kueue, and why:
 
-* Quotas count GPUs only. CPU and memory are node constraints the placer enforces; quota on them
-  adds configuration nobody asked for in a GPU fleet.
+* Our profiles count GPU quota only. CPU and memory are node constraints the placer enforces;
+  quota on them (``resources``, imported from Kueue) is enforced by the ``kueue`` profile.
 * A job inside its tenant's nominal quota is always admitted, even while borrowers hold the
   capacity; reclaim preemption then takes it back. Kueue folds the same idea into "fits with
   preemption"; stating the guarantee as an admission rule makes the reason a user sees simpler.
@@ -100,6 +100,9 @@ class TenantQueue:
     priority_budget_gpus: int | None = None
     #: What Kueue would do with this queue (the ``kueue`` profile reads it; ours ignores it).
     kueue: KueueQueuePolicy = KueueQueuePolicy()
+    #: Quota on resources other than GPUs, (flavor, resource, quota): ``cpu`` (cores),
+    #: ``memory_gb`` or any named resource. The ``kueue`` profile enforces cpu and memory.
+    resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -117,6 +120,10 @@ class Cohort:
     name: str
     parent: str | None = None
     quotas: tuple[tuple[str, FlavorQuota], ...] = ()
+    #: Non-GPU quota owned by the cohort, (flavor, resource, quota), as on TenantQueue.
+    resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
+    #: Fair-sharing weight of the cohort inside its parent (Kueue's Cohort .spec.fairSharing).
+    weight: float = 1.0
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:

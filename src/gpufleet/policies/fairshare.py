@@ -83,11 +83,15 @@ def current_allocation(tenancy: Tenancy, running: Sequence[RunningJob],
 
 def drf_share(alloc: dict[str, int], usage_gpu_s: float, weight: float, capacity: dict[str, int],
               half_life_s: float, usage_weight: float) -> float:
-    """The weighted, usage-aware dominant share of one tenant (module docstring)."""
+    """The weighted, usage-aware dominant share of one tenant (module docstring). Weight 0 (as
+    Kueue allows) means the tenant goes last: an infinite share once it holds anything."""
     current = max((g / capacity.get(f, 1) for f, g in alloc.items()), default=0.0)
     total = sum(capacity.values())
     historical = usage_gpu_s * math.log(2) / (half_life_s * total) if half_life_s > 0 and total else 0.0
-    return ((1.0 - usage_weight) * current + usage_weight * historical) / weight
+    raw = (1.0 - usage_weight) * current + usage_weight * historical
+    if weight <= 0:
+        return math.inf if raw > 0 else 0.0
+    return raw / weight
 
 
 class DominantResourceFairShare:
@@ -128,7 +132,7 @@ def slurm_factor(usage: float, total_usage: float, weight: float, total_weight: 
     """Slurm's classic fair-share factor 2^(−U/S) with U and S normalised to fractions."""
     u = usage / total_usage if total_usage > 0 else 0.0
     s = weight / total_weight if total_weight > 0 else 1.0
-    return 2.0 ** (-u / s)
+    return 2.0 ** (-u / s) if s > 0 else 0.0
 
 
 class SlurmClassicFairShare:

@@ -30,6 +30,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
     AdmissionBook,
@@ -73,8 +74,10 @@ def weighted_share(ledger: QuotaLedger, tenant: str, extra: tuple[str, int] | No
     return math.inf if t.weight == 0 else drs / t.weight
 
 
-def kueue_flavor(ledger: QuotaLedger, job: Job) -> tuple[str | None, bool]:
-    """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False)."""
+def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
+                 ) -> tuple[str | None, bool]:
+    """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
+    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue_resources.py)."""
     t = ledger.tenancy.tenant(job.tenant)
     assert t is not None
     g = job.total_gpus
@@ -83,9 +86,11 @@ def kueue_flavor(ledger: QuotaLedger, job: Job) -> tuple[str | None, bool]:
         q = t.quota(f)
         used = ledger.used(job.tenant, f)
         fits_cohort = g <= ledger.available(("t", job.tenant), f) if t.cohort else used + g <= q.nominal
-        if used + g <= q.nominal and fits_cohort:
+        if used + g <= q.nominal and fits_cohort and (res is None or res.refusal(job, f, False) is None):
             return f, False
         within_limit = q.borrowing_limit is None or used + g <= q.nominal + q.borrowing_limit
+        if res is not None and res.refusal(job, f, True) is not None:
+            continue
         if t.cohort and within_limit and fits_cohort and borrow_at is None:
             if t.kueue.when_can_borrow == "Borrow":
                 return f, True
@@ -107,6 +112,7 @@ class KueueAdmitter:
         if tenancy is None:
             return list(pending)
         ledger = QuotaLedger.from_running(tenancy, ctx.running)
+        res = ResourceLedger.from_running(tenancy, ctx.running)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
         for pj in pending:
@@ -122,13 +128,14 @@ class KueueAdmitter:
         admitted: list[PendingJob] = []
         rank = 0
         while heads:
-            tenant = min(heads, key=lambda t: self._head_key(queues[t][heads[t]], ledger, tenancy))
+            tenant = min(heads, key=lambda t: self._head_key(queues[t][heads[t]], ledger, res, tenancy))
             pj = queues[tenant][heads[tenant]]
             job = pj.job
-            flavor, borrows = kueue_flavor(ledger, job)
+            flavor, borrows = kueue_flavor(ledger, job, res)
             if flavor is not None:
                 pinned = with_flavor(job, flavor) if job.total_gpus else job
                 ledger.add(job.tenant, flavor, job.total_gpus)
+                res.add_job(job, flavor)
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
             else:
@@ -155,13 +162,13 @@ class KueueAdmitter:
         return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
 
     @staticmethod
-    def _head_key(pj: PendingJob, ledger: QuotaLedger, tenancy: Tenancy) -> tuple:
+    def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy) -> tuple:
         job = pj.job
         if tenancy.fair_sharing:
-            flavor, _ = kueue_flavor(ledger, job)
+            flavor, _ = kueue_flavor(ledger, job, res)
             share = weighted_share(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
             return (share, -job.priority, job.submit_time, job.id)
-        flavor, borrows = kueue_flavor(ledger, job)
+        flavor, borrows = kueue_flavor(ledger, job, res)
         return (int(borrows), -job.priority, job.submit_time, job.id)
 
 

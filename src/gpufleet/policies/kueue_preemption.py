@@ -40,16 +40,8 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
+from gpufleet.policies.kueue_resources import ResourceLedger, root_cohort
 from gpufleet.policies.quota import QuotaLedger, admission_book, job_gpus_by_flavor, with_flavor
-
-
-def _root(tenancy: Tenancy, cohort: str | None) -> str | None:
-    while cohort is not None:
-        c = tenancy.cohort(cohort)
-        if c is None or c.parent is None:
-            return cohort
-        cohort = c.parent
-    return None
 
 
 class KueuePreemptor:
@@ -75,6 +67,7 @@ class KueuePreemptor:
                 for b in rj.bindings:
                     plan.release_binding(b)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         out: list[Preemption] = []
         for rec in records:
             job = rec.pending.job
@@ -86,7 +79,7 @@ class KueuePreemptor:
                 flavors = flavors[:1]
             for flavor in flavors:
                 pinned = with_flavor(job, flavor)
-                found = _Search(pinned, flavor, plan, ctx, ledger, live).targets()
+                found = _Search(pinned, flavor, plan, ctx, ledger, live, res).targets()
                 if found is None:
                     continue
                 victims, bindings, why = found
@@ -95,8 +88,10 @@ class KueuePreemptor:
                 for rj in victims:
                     live.pop(rj.job.id)
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
+                    res.charge(rj.job.tenant, rj.bindings, -1)
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
                 ledger.add(job.tenant, flavor, job.total_gpus)
+                res.add_job(job, flavor)
                 ctx.statuses[job.id] = Status(StatusCode.WAIT, (
                     f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
                     "they are evicted",), self.name, ctx.now + tenancy.grace_s)
@@ -109,8 +104,9 @@ class _Search:
     """One workload's target search on the Plan; see the module docstring."""
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
-                 live: dict[JobId, RunningJob]) -> None:
+                 live: dict[JobId, RunningJob], res: ResourceLedger) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
+        self.res = res
         self.tenancy: Tenancy = ctx.tenancy
         self.cq = job.tenant
         q = self.tenancy.tenant(self.cq)
@@ -126,7 +122,7 @@ class _Search:
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
         pol, p = self.queue.kueue, self.job.priority
-        root = _root(self.tenancy, self.queue.cohort)
+        root = root_cohort(self.tenancy, self.queue.cohort)
         own, others = [], []
         for rj in live.values():
             if self._gpus(rj) == 0:
@@ -139,7 +135,7 @@ class _Search:
                     own.append(rj)
                 continue
             other = self.tenancy.tenant(rj.job.tenant)
-            if root is None or other is None or _root(self.tenancy, other.cohort) != root:
+            if root is None or other is None or root_cohort(self.tenancy, other.cohort) != root:
                 continue
             if self.ledger.within_nominal(rj.job.tenant, self.flavor):
                 continue  # not borrowing: never a candidate
@@ -169,6 +165,12 @@ class _Search:
             return None
         if self.queue.cohort is None and used + self.g > q.nominal:
             return None
+        if self.queue.resources:
+            rtrial = self.res.copy()
+            for rj in victims:
+                rtrial.charge(rj.job.tenant, rj.bindings, -1)
+            if rtrial.refusal(self.job, self.flavor, borrow) is not None:
+                return None
         for rj in victims:
             for b in rj.bindings:
                 self.plan.release_binding(b)
