@@ -19,7 +19,7 @@ def _main() -> None:
     """GPU-fleet scheduler: simulate policies, benchmark packing, talk to Slurm."""
 
 
-COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology")
+COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "kueue")
 
 
 def _register() -> None:

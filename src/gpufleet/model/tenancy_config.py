@@ -73,11 +73,22 @@ def _flavors(v: dict[str, QuotaSpec]) -> dict[str, QuotaSpec]:
     return {canonical_gpu_name(k): q for k, q in v.items()}
 
 
-def _resource_flavors(v: dict[str, dict[str, QuotaSpec]]) -> dict[str, dict[str, QuotaSpec]]:
+class ResourceQuotaSpec(_Strict):
+    """Quota on cpu (cores), memory_gb or a named resource: fractional amounts allowed."""
+
+    nominal: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    borrowing_limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    lending_limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    def build(self) -> FlavorQuota:
+        return FlavorQuota(self.nominal, self.borrowing_limit, self.lending_limit)  # type: ignore[arg-type]
+
+
+def _resource_flavors(v: dict[str, dict[str, ResourceQuotaSpec]]) -> dict[str, dict[str, ResourceQuotaSpec]]:
     return {canonical_gpu_name(k): q for k, q in v.items()}
 
 
-def _resources(v: dict[str, dict[str, QuotaSpec]]) -> tuple[tuple[str, str, FlavorQuota], ...]:
+def _resources(v: dict[str, dict[str, ResourceQuotaSpec]]) -> tuple[tuple[str, str, FlavorQuota], ...]:
     return tuple((f, r, q.build()) for f, qs in v.items() for r, q in qs.items())
 
 
@@ -101,8 +112,10 @@ class TenantSpec(_Strict):
     cohort: str | None = None
     weight: float = Field(default=1.0, ge=0)
     priority_budget_gpus: int | None = Field(default=None, ge=0)
-    quotas: dict[str, QuotaSpec] = Field(min_length=1)
-    resources: dict[str, dict[str, QuotaSpec]] = {}
+    #: GPU quota per model. Empty: the queue admits no GPU jobs (a Kueue ClusterQueue that covers
+    #: only cpu and memory imports so).
+    quotas: dict[str, QuotaSpec] = {}
+    resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
     kueue: KueueSpec = KueueSpec()
 
     _canon = field_validator("quotas")(_flavors)
@@ -114,7 +127,7 @@ class CohortSpec(_Strict):
     parent: str | None = None
     weight: float = Field(default=1.0, ge=0)
     quotas: dict[str, QuotaSpec] = {}
-    resources: dict[str, dict[str, QuotaSpec]] = {}
+    resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
 
     _canon = field_validator("quotas")(_flavors)
     _canon_r = field_validator("resources")(_resource_flavors)
