@@ -254,3 +254,14 @@ def test_a_hierarchical_cohort_lends_a_sibling_teams_quota_through_the_parent():
                     cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")))
         r = cycle([on(w("a-1", "a", 8), 0)], [w("a-2", "a", 8)], t, nodes=2)
         assert ("a-2" in r.started) is admitted, lend
+
+
+def test_quota_already_being_released_is_waited_for_not_preempted_for_again():
+    """The reclaim scenario one cycle later: b1 is under eviction notice (its 8 GPUs are going).
+    a-1 fits a's nominal once b1 is gone, so Kueue preempts nobody else (b2 keeps running)."""
+    run = [replace(on(w("b1", "b", 8, prio=3), 0), evicting=True, evict_at=NOW + 30),
+           on(w("b2", "b", 8, prio=5), 1)]
+    r = cycle(run, [w("a-1", "a", 8, prio=1)],
+              ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 8)), nodes=2)
+    assert r.preemptions == ()
+    assert "evicted workloads are releasing" in r.statuses["a-1"].reasons[-1]

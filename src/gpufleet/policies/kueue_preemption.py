@@ -79,7 +79,19 @@ class KueuePreemptor:
                 flavors = flavors[:1]
             for flavor in flavors:
                 pinned = with_flavor(job, flavor)
-                found = _Search(pinned, flavor, plan, ctx, ledger, live, res).targets()
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
+                room = search.fits_without_victims()
+                if room is not None:
+                    # Quota and GPUs that workloads under eviction notice are releasing: claim
+                    # them (so no later workload counts them) and preempt nobody new.
+                    for b in room:
+                        plan.bind(b)
+                    ledger.add(job.tenant, flavor, job.total_gpus)
+                    res.add_job(job, flavor)
+                    ctx.statuses[job.id] = Status(StatusCode.NOT_ADMITTED, (
+                        rec.reason, "waiting for quota that evicted workloads are releasing"), self.name)
+                    break
+                found = search.targets()
                 if found is None:
                     continue
                 victims, bindings, why = found
@@ -235,6 +247,13 @@ class _Search:
             if self._fits(targets, True) is not None:
                 return self._minimise(targets, True)
         return None
+
+    def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
+        """W's bindings when it fits once the workloads already under notice are gone."""
+        fitted = self._fits([], True)
+        if fitted is None:
+            self.plan.rollback(self.mark)
+        return fitted
 
     def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
         """(victims, W's bindings on the room they free, reason per victim), leaving the Plan
