@@ -44,7 +44,8 @@ def test_a_cohort_borrowing_limit_caps_what_its_whole_subtree_borrows():
     limit, may use its own 16 (org has 16 free)."""
     ten = Tenancy(tenants=(TenantQueue("a", "t1", ((H, FlavorQuota(16)),)),
                            TenantQueue("b", "t2", ((H, FlavorQuota(16)),))),
-                  cohorts=(Cohort("org"), Cohort("t1", "org"), Cohort("t2", "org", ((H, FlavorQuota(0, 8)),))))
+                  cohorts=(Cohort("org"), Cohort("t1", "org"),
+                           Cohort("t2", "org", ((H, FlavorQuota(0, 8)),))))
     led = QuotaLedger(ten)
     led.add("b", H, 16)
     assert led.available(("t", "b"), H) == 8
