@@ -12,6 +12,7 @@ imported config, anything with a ``tenancy:`` section) as those manifests.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +26,9 @@ from gpufleet.adapters.kueue.to_tenancy import to_tenancy
 from gpufleet.cli.common import console, err_console, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError, from_validation_error
+from gpufleet.model.job import Job
 from gpufleet.model.tenancy_config import TenancySpec
+from gpufleet.sim.scenario import Scenario, ScenarioSpec, parse_scenario
 
 kueue_app = typer.Typer(help="Read Kueue's quota objects into a tenancy config; write them back.",
                         no_args_is_help=True)
@@ -116,3 +119,61 @@ def export_cmd(
     else:
         out.write_text(text)
         err_console.print(f"wrote {out}: {len(manifests)} object(s)")
+
+
+def kueue_tenancy(paths: list[Path]) -> tuple[dict, dict[str, str]]:
+    """A tenancy section and its LocalQueues from Kueue manifests, or from a config that
+    ``gpufleet kueue import`` wrote (one YAML file with a ``tenancy:`` section)."""
+    if len(paths) == 1 and paths[0].is_file():
+        try:
+            data = yaml.safe_load(paths[0].read_text())
+        except (yaml.YAMLError, UnicodeDecodeError, OSError):
+            data = None
+        if isinstance(data, dict) and "tenancy" in data:
+            spec, local = load_tenancy(paths[0])
+            return spec.model_dump(exclude_defaults=True), local
+    objects, notes = read_manifests(paths)
+    config, more = to_tenancy(objects)
+    for n in notes + more:
+        err_console.print(f"note: {n}", highlight=False, soft_wrap=True)
+    return config["tenancy"], config["kueue_local_queues"]
+
+
+class KueueTraceScenario(Scenario):
+    """A trace replayed under a Kueue config: each job's tenant names its ClusterQueue, or a
+    LocalQueue (namespace/name, name, or namespace when only one queue lives there) that
+    points to one."""
+
+    def __init__(self, spec: ScenarioSpec, source: str, local_queues: dict[str, str]) -> None:
+        super().__init__(spec, source)
+        queues = {t.name for t in spec.tenancy.tenants} if spec.tenancy else set()
+        self.tenant_of: dict[str, str] = {q: q for q in queues}
+        by_ns: dict[str, set[str]] = {}
+        for key, cq in local_queues.items():
+            ns, _, name = key.rpartition("/")
+            self.tenant_of.setdefault(key, cq)
+            self.tenant_of.setdefault(name, cq)
+            by_ns.setdefault(ns, set()).add(cq)
+        for ns, cqs in by_ns.items():
+            if len(cqs) == 1:
+                self.tenant_of.setdefault(ns, next(iter(cqs)))
+        for j in super().jobs():
+            if j.tenant not in self.tenant_of:
+                raise InputError(str(spec.workload.trace), f"job {j.id}: tenant",
+                                 f"a ClusterQueue or LocalQueue of the Kueue config, not {j.tenant!r} "
+                                 f"(queues: {', '.join(sorted(queues))})")
+
+    def jobs(self, seed: int | None = None) -> list[Job]:
+        return [replace(j, tenant=self.tenant_of[j.tenant]) for j in super().jobs(seed)]
+
+
+def kueue_trace_scenario(fleet: Path, trace: Path, kueue: list[Path]) -> Scenario:
+    """``gpufleet simulate --fleet F --trace T --kueue DIR``: the trace under the Kueue config,
+    decided by our policy and by Kueue's rules."""
+    section, local = kueue_tenancy(kueue)
+    data = {"name": trace.stem, "description": f"trace {trace} on fleet {fleet} under the Kueue config "
+            f"{', '.join(map(str, kueue))}: our four-layer policy and Kueue's rules side by side",
+            "fleet": {"file": str(fleet.resolve())}, "workload": {"trace": str(trace.resolve())},
+            "policies": ["tenancy", "kueue"], "tenancy": section}
+    base = parse_scenario(data, "<command line>")
+    return KueueTraceScenario(base.spec, base.source, local)

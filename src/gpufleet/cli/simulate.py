@@ -149,9 +149,18 @@ def simulate(
     trace: Annotated[Path | None, typer.Option(
         help="Trace in gpufleet JSON lines (e.g. from `gpufleet slurm import-sacct`), with --fleet.")]
     = None,
+    kueue: Annotated[list[Path] | None, typer.Option(
+        help="Kueue manifests (files, directories) or a `gpufleet kueue import` config, with --fleet "
+        "and --trace: replay the trace under those quotas with our policy and Kueue's.")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
-    scn = resolve_scenario(scenario, fleet, trace)
+    if kueue:
+        if scenario is not None or fleet is None or trace is None:
+            raise fail("--kueue goes with --fleet and --trace, instead of a SCENARIO")
+        from gpufleet.cli.kueue import kueue_trace_scenario
+        scn = kueue_trace_scenario(fleet, trace, kueue)
+    else:
+        scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
     for p in policies:
         if p not in PROFILES:
