@@ -12,6 +12,7 @@ from gpufleet.traces.jsonl import write_jobs
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "kueue"
 runner = CliRunner()
+FLEET = "fleet: {name: two, groups: [{nodes: 2, gpu: H100-80GB, gpus_per_node: 8, leaf_size: 2}]}\n"
 
 
 def test_a_trace_replays_under_kueues_gpu_example_with_both_rule_sets(tmp_path):
@@ -22,7 +23,7 @@ def test_a_trace_replays_under_kueues_gpu_example_with_both_rule_sets(tmp_path):
     r = runner.invoke(app, ["kueue", "import", str(DATA / "v1beta2" / "tas-sample-gpu-queues.yaml"),
                             "--gpu-model", "tas-flavor=H100-80GB", "--out", str(cfg)])
     assert r.exit_code == 0, r.output
-    fleet.write_text("fleet: {name: two, groups: [{nodes: 2, gpu: H100-80GB, gpus_per_node: 8, leaf_size: 2}]}\n")
+    fleet.write_text(FLEET)
     write_jobs(trace, [job(f"j{i}").tenant("default/tas-user-queue" if i else "tas-user-queue")
                        .gpus(8).runs(3600).build() for i in range(3)])
     r = runner.invoke(app, ["simulate", "--fleet", str(fleet), "--trace", str(trace), "--kueue", str(cfg),
@@ -39,7 +40,7 @@ def test_a_trace_tenant_without_a_queue_gets_one_line(tmp_path):
     cfg, fleet, trace = (tmp_path / n for n in ("tenancy.yaml", "fleet.yaml", "t.jsonl"))
     runner.invoke(app, ["kueue", "import", str(DATA / "v1beta2" / "tas-sample-gpu-queues.yaml"),
                         "--gpu-model", "tas-flavor=H100-80GB", "--out", str(cfg)])
-    fleet.write_text("fleet: {name: two, groups: [{nodes: 2, gpu: H100-80GB, gpus_per_node: 8, leaf_size: 2}]}\n")
+    fleet.write_text(FLEET)
     write_jobs(trace, [job("j0").tenant("nobody").gpus(8).build()])
     r = runner.invoke(app, ["simulate", "--fleet", str(fleet), "--trace", str(trace), "--kueue", str(cfg),
                             "--no-progress", "--out", str(tmp_path / "o")])
