@@ -54,6 +54,8 @@ class ResourceLedger:
     def from_running(cls, tenancy: Tenancy, running: Sequence[RunningJob],
                      skip_evicting: bool = False) -> ResourceLedger:
         led = cls(tenancy)
+        if not any(t.resources for t in tenancy.tenants):
+            return led  # GPU quota only: nothing here is ever consulted
         for rj in running:
             if not (skip_evicting and rj.evicting):
                 led.charge(rj.job.tenant, rj.bindings)
