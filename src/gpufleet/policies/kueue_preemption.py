@@ -69,8 +69,14 @@ class KueuePreemptor:
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         out: list[Preemption] = []
+        # (queue, shape, priority) that found neither room nor targets: a later workload of the
+        # same kind finds no more (the cycle only binds and charges more), so skip it.
+        hopeless: set[tuple] = set()
         for rec in records:
             job = rec.pending.job
+            same = (job.tenant, job.shape_key, job.priority)
+            if same in hopeless:
+                continue
             t = tenancy.tenant(job.tenant)
             flavors = ledger.candidate_flavors(job)
             if t is None or not flavors or job.total_gpus == 0:
@@ -108,6 +114,8 @@ class KueuePreemptor:
                     f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
                     "they are evicted",), self.name, ctx.now + tenancy.grace_s)
                 break
+            else:
+                hopeless.add(same)
         plan.rollback(mark0)
         return out
 
@@ -127,7 +135,9 @@ class _Search:
         self.g = job.total_gpus
         self.mark = plan.checkpoint()
         self.within_nominal = ledger.used(self.cq, flavor) + self.g <= q.quota(flavor).nominal
-        self.own, self.others = self._candidates(live)
+        self.live = live
+        self.own: list[RunningJob] = []
+        self.others: list[RunningJob] = []
 
     def _gpus(self, rj: RunningJob) -> int:
         return job_gpus_by_flavor(rj.bindings, self.ledger.default_flavor(rj.job.tenant)).get(self.flavor, 0)
@@ -258,6 +268,7 @@ class _Search:
     def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
         """(victims, W's bindings on the room they free, reason per victim), leaving the Plan
         with the victims released; or None with the Plan as found."""
+        self.own, self.others = self._candidates(self.live)
         if self.tenancy.fair_sharing:
             chosen = self._fair() if (self.own or self.others) else None
             borrow = True
