@@ -125,10 +125,13 @@ class KueueAdmitter:
         for q in queues.values():
             q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
         heads = {t: 0 for t in queues}
+        # Each head's key changes only when quota is charged (an admission) or when that queue's
+        # head moves on: recompute all keys after an admission, one key after a refusal.
+        keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
         admitted: list[PendingJob] = []
         rank = 0
         while heads:
-            tenant = min(heads, key=lambda t: self._head_key(queues[t][heads[t]], ledger, res, tenancy))
+            tenant = min(heads, key=keys.__getitem__)
             pj = queues[tenant][heads[tenant]]
             job = pj.job
             flavor, borrows = kueue_flavor(ledger, job, res)
@@ -157,6 +160,8 @@ class KueueAdmitter:
             heads[tenant] += 1
             if heads[tenant] >= len(queues[tenant]):
                 del heads[tenant]
+            for t in (heads if flavor is not None else (tenant,) if tenant in heads else ()):
+                keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
         _keep_admission_book(ctx, AdmissionBook(records, ledger))
         order = {pj.job.id: i for i, pj in enumerate(pending)}
         return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
