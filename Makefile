@@ -27,7 +27,7 @@ test-slow: $(VENV)/.installed-dev
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
-	$(BIN)/mypy src/gpufleet/model src/gpufleet/engine
+	$(BIN)/mypy src/gpufleet/model src/gpufleet/engine src/gpufleet/policies
 	$(BIN)/lint-imports
 
 # Coverage-guided fuzzing (atheris) of every reader for FUZZ_SECONDS each; crashes land in

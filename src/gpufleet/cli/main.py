@@ -33,7 +33,7 @@ def _main(
 
 
 COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan",
-                   "explain", "sweep", "ray", "schema")
+                   "explain", "sweep", "ray", "schema", "kueue")
 
 
 def _register() -> None:

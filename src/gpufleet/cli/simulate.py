@@ -225,6 +225,9 @@ def simulate(
         "--policy slurm (Slurm's multifactor order, one task per node, conservative backfill).")] = None,
     output: Annotated[Output, typer.Option(
         help="text: tables on stdout; json: summary.json's document on stdout instead.")] = Output.TEXT,
+    kueue: Annotated[list[Path] | None, typer.Option(
+        help="Kueue manifests (files, directories) or a `gpufleet kueue import` config, with --fleet "
+        "and --trace: replay the trace under those quotas with our policy and Kueue's.")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
     if scenario == "serving" and not Path(scenario).exists():  # the serving-floor study (cli/plan_serving.py)
@@ -244,7 +247,13 @@ def simulate(
     if ctx.args:   # extra arguments are allowed only so that 'hybrid' can take its own options
         raise fail(f"gpufleet simulate: Got unexpected extra argument {ctx.args[0]!r} "
                    "(see 'gpufleet simulate --help')")
-    scn = resolve_scenario(scenario, fleet, trace)
+    if kueue:
+        if scenario is not None or fleet is None or trace is None:
+            raise fail("--kueue goes with --fleet and --trace, instead of a SCENARIO")
+        from gpufleet.cli.kueue import kueue_trace_scenario
+        scn = kueue_trace_scenario(fleet, trace, kueue)
+    else:
+        scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies
     custom = slurm_profiles(policies, slurm_conf, scn.fleet)
     for p in policies:

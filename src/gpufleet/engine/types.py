@@ -116,6 +116,10 @@ class Admission:
     admitted: bool
     flavor: str
     reason: str = ""
+    #: 0: admitted within its tenant's guarantee; 1: admitted as a borrower (or refused).
+    tier: int = 1
+    #: Position in the fair-share order admission walked.
+    rank: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ The shape follows Kueue (ClusterQueue → *tenant*, Cohort → *cohort*, Resourc
 
 Where we differ from Kueue, and why:
 
-* Quotas count GPUs only. CPU and memory are node constraints the placer enforces; quota on them
-  adds configuration nobody asked for in a GPU fleet.
+* Our profiles count GPU quota only. CPU and memory are node constraints the placer enforces;
+  quota on them (``resources``, imported from Kueue) is enforced by the ``kueue`` profile.
 * A job inside its tenant's nominal quota is always admitted, even while borrowers hold the
   capacity; reclaim preemption then takes it back. Kueue folds the same idea into "fits with
   preemption"; stating the guarantee as an admission rule makes the reason a user sees simpler.
@@ -50,6 +50,43 @@ class PriorityClass:
     preemptible: bool = True
 
 
+WITHIN_CLUSTER_QUEUE = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
+BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
+QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True, slots=True)
+class KueueQueuePolicy:
+    """A ClusterQueue's own rules, used by the ``kueue`` profile only (policies/kueue_*.py).
+
+    Kueue's defaults: no preemption of any kind, BestEffortFIFO queueing."""
+
+    within_cluster_queue: str = "Never"
+    reclaim_within_cohort: str = "Never"
+    borrow_within_cohort: str = "Never"
+    #: borrowWithinCohort may preempt only workloads with priority ≤ this (None: any lower).
+    max_priority_threshold: int | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    #: Flavor fungibility: on a flavor where the job fits only by borrowing, ``Borrow`` takes it,
+    #: ``TryNextFlavor`` looks for a later flavor where it fits without borrowing first.
+    when_can_borrow: str = "Borrow"
+    #: Where it fits only by preempting: ``TryNextFlavor`` (Kueue's default) or ``Preempt``.
+    when_can_preempt: str = "TryNextFlavor"
+
+    def __post_init__(self) -> None:
+        checks = ((self.within_cluster_queue, WITHIN_CLUSTER_QUEUE, "withinClusterQueue"),
+                  (self.reclaim_within_cohort, RECLAIM_WITHIN_COHORT, "reclaimWithinCohort"),
+                  (self.borrow_within_cohort, BORROW_WITHIN_COHORT, "borrowWithinCohort"),
+                  (self.queueing_strategy, QUEUEING_STRATEGIES, "queueingStrategy"),
+                  (self.when_can_borrow, ("Borrow", "TryNextFlavor"), "whenCanBorrow"),
+                  (self.when_can_preempt, ("Preempt", "TryNextFlavor"), "whenCanPreempt"))
+        for value, allowed, name in checks:
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+
+
 @dataclass(frozen=True, slots=True)
 class TenantQueue:
     name: str
@@ -61,6 +98,11 @@ class TenantQueue:
     #: GPUs this tenant may run at once in classes above the default or marked non-preemptible;
     #: beyond it, jobs are treated as the default class. None = no budget.
     priority_budget_gpus: int | None = None
+    #: What Kueue would do with this queue (the ``kueue`` profile reads it; ours ignores it).
+    kueue: KueueQueuePolicy = KueueQueuePolicy()
+    #: Quota on resources other than GPUs, (flavor, resource, quota): ``cpu`` (cores),
+    #: ``memory_gb`` or any named resource. The ``kueue`` profile enforces cpu and memory.
+    resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -78,6 +120,10 @@ class Cohort:
     name: str
     parent: str | None = None
     quotas: tuple[tuple[str, FlavorQuota], ...] = ()
+    #: Non-GPU quota owned by the cohort, (flavor, resource, quota), as on TenantQueue.
+    resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
+    #: Fair-sharing weight of the cohort inside its parent (Kueue's Cohort .spec.fairSharing).
+    weight: float = 1.0
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -99,6 +145,10 @@ class Tenancy:
     grace_s: float = 0.0
     #: Priority value of the default class (jobs above it count against priority budgets).
     default_priority: int = 0
+    #: Kueue's fair sharing (the ``kueue`` profile): admission by lowest weighted share, and
+    #: preemption across queues by these strategies, in order.
+    fair_sharing: bool = False
+    fair_sharing_strategies: tuple[str, ...] = FAIR_SHARING_STRATEGIES
     _by_name: dict[str, TenantQueue] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

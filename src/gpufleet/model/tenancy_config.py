@@ -18,15 +18,36 @@ tenancy:
       weight: 2
       priority_budget_gpus: 32
       quotas: {H100-80GB: {nominal: 96, borrowing_limit: 64, lending_limit: 48}}
+      # Read by the `kueue` profile only (Kueue's ClusterQueue fields; docs/kueue.md):
+      resources: {H100-80GB: {cpu: {nominal: 1152}, memory_gb: {nominal: 16384}}}
+      kueue:
+        within_cluster_queue: LowerPriority      # Never | LowerPriority | LowerOrNewerEqualPriority
+        reclaim_within_cohort: Any               # Never | LowerPriority | Any
+        borrow_within_cohort: LowerPriority      # Never | LowerPriority
+        max_priority_threshold: 100
+        queueing_strategy: StrictFIFO            # BestEffortFIFO | StrictFIFO
+        when_can_borrow: Borrow                  # Borrow | TryNextFlavor
+        when_can_preempt: TryNextFlavor          # Preempt | TryNextFlavor
+  fair_sharing: {preemption_strategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]}
 ```
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpufleet.model.catalog import canonical_gpu_name
-from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
+from gpufleet.model.tenancy import (
+    FAIR_SHARING_STRATEGIES,
+    Cohort,
+    FlavorQuota,
+    KueueQueuePolicy,
+    PriorityClass,
+    Tenancy,
+    TenantQueue,
+)
 
 
 class _Strict(BaseModel):
@@ -53,22 +74,71 @@ def _flavors(v: dict[str, QuotaSpec]) -> dict[str, QuotaSpec]:
     return {canonical_gpu_name(k): q for k, q in v.items()}
 
 
+class ResourceQuotaSpec(_Strict):
+    """Quota on cpu (cores), memory_gb or a named resource: fractional amounts allowed."""
+
+    nominal: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    borrowing_limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    lending_limit: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    def build(self) -> FlavorQuota:
+        return FlavorQuota(self.nominal, self.borrowing_limit, self.lending_limit)  # type: ignore[arg-type]
+
+
+def _resource_flavors(v: dict[str, dict[str, ResourceQuotaSpec]]) -> dict[str, dict[str, ResourceQuotaSpec]]:
+    return {canonical_gpu_name(k): q for k, q in v.items()}
+
+
+def _resources(v: dict[str, dict[str, ResourceQuotaSpec]]) -> tuple[tuple[str, str, FlavorQuota], ...]:
+    return tuple((f, r, q.build()) for f, qs in v.items() for r, q in qs.items())
+
+
+class KueueSpec(_Strict):
+    """A ClusterQueue's Kueue rules (model/tenancy.py KueueQueuePolicy), read by ``kueue``."""
+
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = "Never"
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Never"
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
+    max_priority_threshold: int | None = None
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
+    when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
+
+    def build(self) -> KueueQueuePolicy:
+        return KueueQueuePolicy(**self.model_dump())
+
+
 class TenantSpec(_Strict):
     name: str = Field(min_length=1)
     cohort: str | None = None
-    weight: float = Field(default=1.0, gt=0)
+    weight: float = Field(default=1.0, ge=0)
     priority_budget_gpus: int | None = Field(default=None, ge=0)
-    quotas: dict[str, QuotaSpec] = Field(min_length=1)
+    #: GPU quota per model. Empty: the queue admits no GPU jobs (a Kueue ClusterQueue that covers
+    #: only cpu and memory imports so).
+    quotas: dict[str, QuotaSpec] = {}
+    resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
+    kueue: KueueSpec = KueueSpec()
 
     _canon = field_validator("quotas")(_flavors)
+    _canon_r = field_validator("resources")(_resource_flavors)
 
 
 class CohortSpec(_Strict):
     name: str = Field(min_length=1)
     parent: str | None = None
+    weight: float = Field(default=1.0, ge=0)
     quotas: dict[str, QuotaSpec] = {}
+    resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
 
     _canon = field_validator("quotas")(_flavors)
+    _canon_r = field_validator("resources")(_resource_flavors)
+
+
+class FairSharingSpec(_Strict):
+    """Kueue's fair sharing for the ``kueue`` profile (present = enabled)."""
+
+    preemption_strategies: list[Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]] = Field(
+        default=["LessThanOrEqualToFinalShare", "LessThanInitialShare"], min_length=1)
 
 
 class PriorityClassSpec(_Strict):
@@ -84,6 +154,7 @@ class TenancySpec(_Strict):
     priority_classes: list[PriorityClassSpec] = []
     cohorts: list[CohortSpec] = []
     tenants: list[TenantSpec] = Field(min_length=1)
+    fair_sharing: FairSharingSpec | None = None
 
     def problem(self) -> tuple[str, str] | None:
         """(field, what is expected) for the first broken cross-reference, or None.
@@ -124,11 +195,16 @@ class TenancySpec(_Strict):
             default = self.class_value("default") or 0
         return Tenancy(
             tenants=tuple(TenantQueue(t.name, t.cohort, tuple((f, q.build()) for f, q in t.quotas.items()),
-                                      t.weight, t.priority_budget_gpus) for t in self.tenants),
-            cohorts=tuple(Cohort(c.name, c.parent, tuple((f, q.build()) for f, q in c.quotas.items()))
+                                      t.weight, t.priority_budget_gpus, t.kueue.build(),
+                                      _resources(t.resources)) for t in self.tenants),
+            cohorts=tuple(Cohort(c.name, c.parent, tuple((f, q.build()) for f, q in c.quotas.items()),
+                                 _resources(c.resources), c.weight)
                           for c in self.cohorts),
             priority_classes=tuple(PriorityClass(p.name, p.value, p.preemptible)
                                    for p in self.priority_classes),
             half_life_s=self.half_life_h * 3600.0, usage_weight=self.usage_weight,
             grace_s=self.grace_s, default_priority=default,
+            fair_sharing=self.fair_sharing is not None,
+            fair_sharing_strategies=tuple(self.fair_sharing.preemption_strategies)
+            if self.fair_sharing is not None else FAIR_SHARING_STRATEGIES,
         )

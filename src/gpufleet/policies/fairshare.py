@@ -21,6 +21,9 @@ running jobs so far). Tenants go in order of F (high first); jobs within one in 
 
 ``FirstComeFirstServed`` and ``SmallestJobFirst`` are naive baselines the tenancy report compares
 against: one ignores tenants, the other favours small jobs whoever submits them.
+
+``GuaranteedFirst`` is the order phase of the tenancy profiles: guaranteed jobs, then borrowers,
+each in the fair-share order the quota admitter used to decide who gets quota.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from collections.abc import Sequence
 from gpufleet.engine.phases.order import priority_fifo
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.quota import job_flavor, job_gpus_by_flavor
+from gpufleet.policies.quota import admission_book, job_flavor, job_gpus_by_flavor
 
 
 def _within_tenant(p: PendingJob) -> tuple:
@@ -80,11 +83,15 @@ def current_allocation(tenancy: Tenancy, running: Sequence[RunningJob],
 
 def drf_share(alloc: dict[str, int], usage_gpu_s: float, weight: float, capacity: dict[str, int],
               half_life_s: float, usage_weight: float) -> float:
-    """The weighted, usage-aware dominant share of one tenant (module docstring)."""
+    """The weighted, usage-aware dominant share of one tenant (module docstring). Weight 0 (as
+    Kueue allows) means the tenant goes last: an infinite share once it holds anything."""
     current = max((g / capacity.get(f, 1) for f, g in alloc.items()), default=0.0)
     total = sum(capacity.values())
     historical = usage_gpu_s * math.log(2) / (half_life_s * total) if half_life_s > 0 and total else 0.0
-    return ((1.0 - usage_weight) * current + usage_weight * historical) / weight
+    raw = (1.0 - usage_weight) * current + usage_weight * historical
+    if weight <= 0:
+        return math.inf if raw > 0 else 0.0
+    return raw / weight
 
 
 class DominantResourceFairShare:
@@ -125,7 +132,7 @@ def slurm_factor(usage: float, total_usage: float, weight: float, total_weight: 
     """Slurm's classic fair-share factor 2^(−U/S) with U and S normalised to fractions."""
     u = usage / total_usage if total_usage > 0 else 0.0
     s = weight / total_weight if total_weight > 0 else 1.0
-    return 2.0 ** (-u / s)
+    return 2.0 ** (-u / s) if s > 0 else 0.0
 
 
 class SlurmClassicFairShare:
@@ -169,10 +176,19 @@ class SmallestJobFirst:
         return sorted(admitted, key=lambda p: (p.job.total_gpus, p.job.submit_time, p.job.id))
 
 
-class KeepAdmissionOrder:
-    """The order the admitter produced (QuotaAdmitter already orders by fair share, in tiers)."""
+class GuaranteedFirst:
+    """Jobs admitted within their tenant's nominal quota first, then borrowers; each tier in the
+    fair-share order admission walked (policies/quota.py records both). Jobs admission did not
+    record keep their relative order, after the rest."""
 
-    name = "admission-order"
+    name = "guaranteed-first"
 
     def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
-        return list(admitted)
+        seen = admission_book(ctx).by_id()
+        last = (2, len(admitted))
+
+        def key(ip: tuple[int, PendingJob]) -> tuple[int, int]:
+            r = seen.get(ip[1].job.id)
+            return (r.tier, r.rank) if r is not None else (last[0], ip[0])
+
+        return [p for _, p in sorted(enumerate(admitted), key=key)]

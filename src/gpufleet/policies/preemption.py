@@ -2,25 +2,38 @@
 
 Who may be a victim of beneficiary J (tenant t, flavor f, g GPUs, effective priority p):
 
-* **Reclaim.** When J fits t's nominal quota (usage + g ≤ nominal), any running job of another
-  tenant u that is borrowing f (usage_u > nominal_u), for as long as u stays above nominal as
-  victims are removed. Borrowed capacity is reclaimable whatever the job's class.
-* **Priority.** A running job of t itself with lower effective priority whose class is
+* **Own work.** A running job of t itself with lower effective priority whose class is
   preemptible (a class is honoured only within the tenant's priority budget).
+* **Reclaim.** A running job of another tenant u that is borrowing f (usage_u > nominal_u), for
+  as long as u stays above nominal as victims are removed, and only while J is within t's
+  guarantee once the chosen own victims are gone: usage_t − own + g ≤ nominal_t. Borrowed
+  capacity is reclaimable whatever the job's class.
+
+The cheapest combination that gives J its guarantee, in this order:
+
+1. the least of t's own lower-priority work that brings J within t's nominal quota,
+   k = max(0, usage_t + g − nominal_t) GPUs of it (nothing when J already fits its guarantee);
+2. then reclaim from borrowers, cheapest first, stopping at each borrower once it is back
+   within its nominal quota (evicting t's own work while another tenant keeps borrowed GPUs
+   would be undone by a reclaim in the next cycle anyway: two evictions where one suffices);
+3. then more of t's own lower-priority work.
 
 Jobs already under an eviction notice are never victims twice: their capacity is released on the
 snapshot first and claimed, in order, by the beneficiaries it fits, without new notices.
 
 Search, per beneficiary in admission order, on the Plan (nothing leaves the engine):
 
-1. sort candidates by the victim rule;
+1. order candidates as above (within each group, by the victim rule);
 2. release candidates one whole gang at a time (Plan.release of every binding) until J passes
-   quota and fits (fit_gang); if it never does, roll back and preempt nothing for J;
+   quota and fits (fit_gang); if it never does, undo and preempt nothing for J;
 3. reprieve: try putting back each chosen victim, most expensive first; keep it running when J
-   still fits without it;
-4. bind J tentatively so later beneficiaries cannot count the same GPUs, emit the notices.
+   still fits (and a reclaim stays justified) without it;
+4. leave the chosen victims released and bind J on the room they free, so a later beneficiary
+   sees exactly what is left: no GPU is ever counted twice and no node's free count goes
+   negative.
 At the end the Plan is rolled back to where preemption found it: J starts in a later cycle, once
-its victims are gone.
+its victims are gone. A job the preemptor does not act on keeps the status earlier phases gave
+it (a backfill-held job keeps its reason and its estimated start).
 
 Victim rules (sort keys, smallest first):
 
@@ -33,9 +46,12 @@ Victim rules (sort keys, smallest first):
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
 
 from gpufleet.engine.checkpoints import eviction_cost
-from gpufleet.engine.plan import Plan
+from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
 from gpufleet.model.ids import JobId
@@ -74,6 +90,16 @@ def naive(rj: RunningJob, priority: int, now: float, grace_s: float) -> tuple:
 VICTIM_RULES: dict[str, VictimKey] = {"checkpoint-aware": checkpoint_aware, "naive": naive}
 
 _QUOTA_REFUSALS = (EXCEEDS_NOMINAL, EXCEEDS_BORROWING, WAITING_FOR_COHORT)
+OWN, RECLAIM = "priority", "reclaim"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """Victims chosen for one beneficiary, with the bindings it gets on the room they free."""
+
+    victims: tuple[JobId, ...]
+    bindings: tuple[PodBinding, ...]
+    reason: str
 
 
 class TenancyPreemptor:
@@ -92,7 +118,8 @@ class TenancyPreemptor:
         blocked_ids = {p.job.id for p in blocked
                        if (st := ctx.statuses.get(p.job.id)) is None
                        or st.code is not StatusCode.UNRESOLVABLE}
-        beneficiaries = [r for r in self.admitter.records(ctx)
+        records = self.admitter.records(ctx)
+        beneficiaries = [r for r in records
                          if (r.admitted and r.pending.job.id in blocked_ids)
                          or (not r.admitted and r.reason in _QUOTA_REFUSALS)]
         if not beneficiaries:
@@ -100,17 +127,21 @@ class TenancyPreemptor:
         mark0 = plan.checkpoint()
         # Quota as it stands after this cycle's starts, with jobs under notice already gone.
         ledger = QuotaLedger.from_running(tenancy, ctx.running, skip_evicting=True)
-        tenant_of = {r.pending.job.id: r.pending.job.tenant for r in self.admitter.records(ctx)}
+        tenant_of = {r.pending.job.id: r.pending.job.tenant for r in records}
         for b in plan.commit():
             ledger.charge_bindings(tenant_of.get(b.job, ""), (b,))
+        # GPUs per node that jobs under notice will free: the only room a job may claim as
+        # "already being evicted" (free GPUs beyond it are simply free, held by another phase).
+        evicting_room = np.zeros(len(plan.table.gpu_free), dtype=np.int64)
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:
                     plan.release_binding(b)
+                    evicting_room[b.node] += b.request.gpus
         protected = protected_running(tenancy, ctx.running)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         out: list[Preemption] = []
-        hopeless: set[tuple] = set()  # (tenant, shape, admitted) that found no victims this cycle
+        hopeless: set[tuple] = set()  # (tenant, shape, admitted, priority) that found no victims
         for rec in beneficiaries:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, rec.admitted, job.priority)
@@ -118,89 +149,119 @@ class TenancyPreemptor:
                 continue
             fitted = fit_gang(job, plan.table, ctx, self.name)
             if rec.admitted and not isinstance(fitted, Status):
-                # Capacity already under eviction notice is enough: claim it, notice nobody.
+                # It fits as things stand: hold the room so later beneficiaries do not count it
+                # twice; relabel it only when the room is capacity under eviction notice.
+                if _claims(fitted, plan, evicting_room):
+                    ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
+                        "waiting for capacity already being evicted",), self.name,
+                        _evicted_by(fitted, ctx)))
                 for b in fitted:
                     plan.bind(b)
-                ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
-                    "waiting for capacity already being evicted",), self.name))
                 continue
-            chosen = self._victims(job, rec.flavor, rec.admitted, plan, ctx, ledger, live, protected)
-            if chosen is None:
+            choice = self._victims(job, rec.flavor, rec.admitted, plan, ctx, ledger, live, protected)
+            if choice is None:
                 hopeless.add(same)
                 continue
             hopeless.clear()
-            victims, bindings, reason = chosen
-            for b in bindings:
+            for b in choice.bindings:
                 plan.bind(b)
-            for v in victims:
+            for v in choice.victims:
                 rj = live.pop(v)
                 ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
-                out.append(Preemption(v, job.id, reason, tenancy.grace_s))
+                out.append(Preemption(v, job.id, choice.reason, tenancy.grace_s))
             ledger.add(job.tenant, rec.flavor, job.total_gpus)
             ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
-                f"preempting {', '.join(victims)} ({reason}); starts once they are evicted",), self.name))
+                f"preempting {', '.join(choice.victims)} ({choice.reason}); starts once they are "
+                "evicted",), self.name, ctx.now + tenancy.grace_s))
         plan.rollback(mark0)
         return out
 
-    def _candidates(self, job: Job, flavor: str, admitted: bool, ctx: CycleContext,
-                    ledger: QuotaLedger, live: dict[JobId, RunningJob],
-                    protected: set[JobId]) -> list[tuple[tuple, RunningJob, str]]:
+    def _candidates(self, job: Job, flavor: str, ctx: CycleContext, ledger: QuotaLedger,
+                    live: dict[JobId, RunningJob], protected: set[JobId]
+                    ) -> tuple[list[RunningJob], list[RunningJob]]:
+        """(own lower-priority jobs, other tenants' jobs on ``flavor``), each by the victim rule."""
         tenancy = ctx.tenancy
         assert tenancy is not None  # preempt() returns before any search without tenancy
-        reclaim = admitted and ledger.within_nominal(job.tenant, flavor, job.total_gpus)
-        prio = job.priority
-        out = []
+        own: list[tuple[tuple, RunningJob]] = []
+        others: list[tuple[tuple, RunningJob]] = []
         for rj in live.values():
             uses = job_gpus_by_flavor(rj.bindings, ledger.default_flavor(rj.job.tenant))
             if flavor and flavor not in uses:
                 continue
             eff = effective_priority(tenancy, rj.job, protected)
+            key = self.key(rj, eff, ctx.now, tenancy.grace_s)
             if rj.job.tenant == job.tenant:
-                if eff < prio and (tenancy.preemptible(rj.job.priority) or rj.job.id not in protected):
-                    out.append((self.key(rj, eff, ctx.now, tenancy.grace_s), rj, "priority"))
-            elif reclaim and not ledger.within_nominal(rj.job.tenant, flavor):
-                out.append((self.key(rj, eff, ctx.now, tenancy.grace_s), rj, "reclaim"))
-        out.sort(key=lambda x: x[0])
-        return out
+                if eff < job.priority and (tenancy.preemptible(rj.job.priority)
+                                           or rj.job.id not in protected):
+                    own.append((key, rj))
+            elif not ledger.within_nominal(rj.job.tenant, flavor):
+                others.append((key, rj))
+        own.sort(key=lambda x: x[0])
+        others.sort(key=lambda x: x[0])
+        return [rj for _, rj in own], [rj for _, rj in others]
 
     def _victims(self, job: Job, flavor: str, admitted: bool, plan: Plan, ctx: CycleContext,
                  ledger: QuotaLedger, live: dict[JobId, RunningJob], protected: set[JobId]
-                 ) -> tuple[list[JobId], tuple, str] | None:
-        cands = self._candidates(job, flavor, admitted, ctx, ledger, live, protected)
-        if not cands:
+                 ) -> Choice | None:
+        """The cheapest victim set for ``job`` (module docstring); on success the Plan is left
+        with those victims released (the caller binds the job there), else as it was found."""
+        own, others = self._candidates(job, flavor, ctx, ledger, live, protected)
+        if not own and not others:
             return None
         mark = plan.checkpoint()
+        g = job.total_gpus
+        queue = ctx.tenancy.tenant(job.tenant) if ctx.tenancy is not None else None
+        nominal = queue.quota(flavor).nominal if flavor and queue is not None else 0
+        kinds: dict[JobId, str] = {}
 
-        def attempt(victims: list[RunningJob]) -> tuple | None:
-            plan.rollback(mark)
+        def valid(victims: list[RunningJob]) -> QuotaLedger | None:
+            """The ledger with ``victims`` gone, when removing them is allowed for J."""
             trial = ledger.copy()
             for rj in victims:
                 trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-                for b in rj.bindings:
-                    plan.release_binding(b)
+            if any(kinds[v.job.id] == RECLAIM for v in victims):
+                if not trial.within_nominal(job.tenant, flavor, g):
+                    return None
+                if not _reclaim_justified(victims, kinds, flavor, ledger):
+                    return None
             if not admitted and trial.decide(job)[0] is None:
                 return None
+            return trial
+
+        def attempt(victims: list[RunningJob]) -> tuple[PodBinding, ...] | None:
+            plan.rollback(mark)
+            if valid(victims) is None:
+                return None
+            for rj in victims:
+                for b in rj.bindings:
+                    plan.release_binding(b)
             fitted = fit_gang(job, plan.table, ctx, self.name)
             return None if isinstance(fitted, Status) else fitted
 
-        kinds: dict[JobId, str] = {}
+        # Own work that must go before J is within its guarantee; then reclaim; then the rest.
+        must_free = max(0, ledger.used(job.tenant, flavor) + g - nominal) if flavor else g
+        first, freed = [], 0
+        for rj in own:
+            if freed >= must_free:
+                break
+            first.append(rj)
+            freed += rj.job.total_gpus
+        reclaimable = others if freed >= must_free else []
+        rest = [rj for rj in own if rj not in first]
+        order = [(rj, OWN) for rj in first] + [(rj, RECLAIM) for rj in reclaimable] + \
+                [(rj, OWN) for rj in rest]
         chosen: list[RunningJob] = []
         fitted = None
-        # Cheap bound first: J cannot fit before free + released GPUs of its flavor reach its size.
         mask = plan.table.model_mask((flavor,)) if flavor else None
         free = plan.table.gpu_free[plan.table.schedulable if mask is None else plan.table.schedulable & mask]
-        room = int(free.sum())
-        for _, rj, kind in cands:
-            if kind == "reclaim":
-                trial = ledger.copy()
-                for v in chosen:
-                    trial.charge_bindings(v.job.tenant, v.bindings, -1)
-                if trial.within_nominal(rj.job.tenant, flavor):
-                    continue  # that borrower is back within its quota: nothing left to reclaim
+        room = int(free.sum())  # cheap bound: J cannot fit before free + released reach g
+        for rj, kind in order:
             kinds[rj.job.id] = kind
+            if kind == RECLAIM and not _reclaim_justified([*chosen, rj], kinds, flavor, ledger):
+                continue  # that borrower is back within its quota: nothing left to reclaim
             chosen.append(rj)
             room += rj.job.total_gpus
-            if room < job.total_gpus:
+            if room < g:
                 continue
             fitted = attempt(chosen)
             if fitted is not None:
@@ -210,13 +271,51 @@ class TenancyPreemptor:
             return None
         # Reprieve, most expensive first: keep a victim running when J fits without it.
         for rj in reversed(list(chosen)):
-            rest = [v for v in chosen if v is not rj]
-            again = attempt(rest) if rest else None
-            if again is not None:
-                chosen, fitted = rest, again
-        plan.rollback(mark)
-        reason = ("reclaim" if any(kinds[v.job.id] == "reclaim" for v in chosen) else "priority")
-        detail = (f"reclaim: {job.tenant} is within its nominal {flavor} quota"
-                  if reason == "reclaim" else f"priority {job.priority} within tenant {job.tenant}")
-        return [v.job.id for v in chosen], fitted, detail
+            rest_v = [v for v in chosen if v is not rj]
+            if rest_v and attempt(rest_v) is not None:
+                chosen = rest_v
+        fitted = attempt(chosen)  # leave the Plan with exactly the chosen victims released
+        assert fitted is not None
+        reclaim = any(kinds[v.job.id] == RECLAIM for v in chosen)
+        detail = (f"reclaim: {job.tenant} is within its nominal {flavor} quota" if reclaim
+                  else f"priority {job.priority} within tenant {job.tenant}")
+        return Choice(tuple(v.job.id for v in chosen), fitted, detail)
 
+
+def _reclaim_justified(victims: list[RunningJob], kinds: dict[JobId, str], flavor: str,
+                       ledger: QuotaLedger) -> bool:
+    """Every reclaimed tenant can give up its victims one by one while still above its nominal
+    quota at each step: taking the largest last, usage − (Σ victims − max victim) > nominal."""
+    by_tenant: dict[str, list[int]] = {}
+    for v in victims:
+        if kinds[v.job.id] == RECLAIM:
+            gpus = job_gpus_by_flavor(v.bindings, ledger.default_flavor(v.job.tenant)).get(flavor, 0)
+            by_tenant.setdefault(v.job.tenant, []).append(gpus)
+    for tenant, sizes in by_tenant.items():
+        if ledger.within_nominal(tenant, flavor, -(sum(sizes) - max(sizes))):
+            return False
+    return True
+
+
+def _claims(fitted: tuple[PodBinding, ...], plan: Plan, evicting_room: np.ndarray) -> bool:
+    """Does this fit use GPUs that jobs under notice will free? Claims them (decrements
+    ``evicting_room``) when it does. A node's free GPUs beyond its evicting room are free now."""
+    need: dict[int, int] = {}
+    for b in fitted:
+        need[b.node] = need.get(b.node, 0) + b.request.gpus
+    used = False
+    for node, gpus in need.items():
+        free_now = int(plan.table.gpu_free[node]) - int(evicting_room[node])
+        from_evicting = min(int(evicting_room[node]), max(0, gpus - free_now))
+        if from_evicting > 0:
+            evicting_room[node] -= from_evicting
+            used = True
+    return used
+
+
+def _evicted_by(fitted: tuple[PodBinding, ...], ctx: CycleContext) -> float | None:
+    """When the jobs under notice on the fitted nodes are gone: the job's earliest start."""
+    nodes = {b.node for b in fitted}
+    ends = [rj.evict_at for rj in ctx.running if rj.evicting and rj.evict_at is not None
+            and any(b.node in nodes for b in rj.bindings)]
+    return max(ends) if ends else None

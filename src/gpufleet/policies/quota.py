@@ -24,11 +24,13 @@ Admission of a job of g GPUs for tenant t, trying t's flavors in order:
    no cohort → ExceedsNominalQuota; g ≤ available(t, f) → admitted as a borrower; else
    WaitingForCohortCapacity. The first flavor's reason is reported when none admits.
 
-Admission runs in two tiers over the fair-share order the admitter is given: first every job that
-fits its tenant's nominal quota, then the borrowers, against what the first tier left. Admitted
-jobs are charged as they are admitted, so two jobs of one cycle never spend the same quota, and
-the admitted list comes back tier by tier: guaranteed jobs are placed before borrowers (pair the
-admitter with ``KeepAdmissionOrder``), or a borrower would take back the GPUs just reclaimed.
+Admission runs in two tiers over the fair-share order the admitter is given (who is charged
+first decides who gets the quota): first every job that fits its tenant's nominal quota, then the
+borrowers, against what the first tier left. Admitted jobs are charged as they are admitted, so
+two jobs of one cycle never spend the same quota. The admitter decides *who*; it returns the
+admitted jobs in the order they were pending and records each one's tier and fair-share rank.
+The order phase (``GuaranteedFirst``, policies/fairshare.py) then puts guaranteed jobs before
+borrowers, each tier in fair-share order, or a borrower would take back the GPUs just reclaimed.
 An admitted job's GPU requests are pinned to the flavor it was admitted on, so placement puts it
 on the GPUs its quota paid for.
 
@@ -40,7 +42,7 @@ that would exceed it is admitted as the default class.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.phases.order import Orderer, PriorityFifo
 from gpufleet.engine.plan import PodBinding
@@ -259,9 +261,29 @@ def effective_priority(tenancy: Tenancy, job: Job, protected: set[JobId]) -> int
     return job.priority if job.id in protected or not raised(tenancy, job) else tenancy.default_priority
 
 
-#: One pending job as the admitter saw it, in admission order (the engine's typed hand-off
-#: from admit to preempt: ``CycleContext.handoff.admissions``).
+#: One pending job as the admitter saw it, in admission order: the engine's typed hand-off from
+#: admit to later phases (``CycleContext.handoff.admissions``), with its tier and fair-share rank.
 AdmissionRecord = Admission
+
+
+@dataclass(slots=True)
+class AdmissionBook:
+    """What admission decided this cycle: the records in admission order. The one thing the quota
+    policies hand to later phases; it lives on the engine's typed hand-off."""
+
+    records: list[AdmissionRecord] = field(default_factory=list)
+
+    def by_id(self) -> dict[JobId, AdmissionRecord]:
+        return {r.pending.job.id: r for r in self.records}
+
+
+def admission_book(ctx: CycleContext) -> AdmissionBook:
+    """This cycle's admission book (empty when no quota admitter ran)."""
+    return AdmissionBook(ctx.handoff.admissions)
+
+
+def _keep_admission_book(ctx: CycleContext, book: AdmissionBook) -> None:
+    ctx.handoff.admissions = book.records
 
 
 class QuotaAdmitter:
@@ -279,7 +301,7 @@ class QuotaAdmitter:
     def records(self, ctx: CycleContext) -> list[AdmissionRecord]:
         """This cycle's admission records, handed from admit to preempt on the cycle context
         (the policy object itself holds no state between calls)."""
-        return ctx.handoff.admissions
+        return admission_book(ctx).records
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
@@ -295,6 +317,7 @@ class QuotaAdmitter:
         borrowing: list[PendingJob] = []
         records: list[AdmissionRecord] = []
         ordered = self.order.order(list(pending), ctx)
+        rank = {pj.job.id: i for i, pj in enumerate(ordered)}
         # Tier 1: every job that fits its tenant's nominal quota, so that guaranteed demand is
         # charged before anyone borrows. Tier 2: the rest, borrowing what tier 1 left unused.
         tier2: list[tuple[PendingJob, Job]] = []
@@ -314,7 +337,7 @@ class QuotaAdmitter:
             pinned = with_flavor(job, flavor) if job.total_gpus else job
             ledger.add(job.tenant, flavor, job.total_gpus)
             guaranteed.append(PendingJob(pinned, pj.bound))
-            records.append(AdmissionRecord(guaranteed[-1], True, flavor))
+            records.append(AdmissionRecord(guaranteed[-1], True, flavor, tier=0, rank=rank[job.id]))
         for pj, job in tier2:
             flavor, why = ledger.decide(job)
             if flavor is not None and not self.borrowing and not ledger.within_nominal(
@@ -325,12 +348,13 @@ class QuotaAdmitter:
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 cands = ledger.candidate_flavors(job)
                 records.append(AdmissionRecord(PendingJob(job, pj.bound), False,
-                                               cands[0] if cands else "", why[0]))
+                                               cands[0] if cands else "", why[0], rank=rank[job.id]))
                 continue
             pinned = with_flavor(job, flavor) if flavor else job
             ledger.add(job.tenant, flavor, job.total_gpus)
             out = PendingJob(pinned, pj.bound)
             borrowing.append(out)
-            records.append(AdmissionRecord(out, True, flavor))
-        ctx.handoff.admissions = records
-        return guaranteed + borrowing
+            records.append(AdmissionRecord(out, True, flavor, tier=1, rank=rank[job.id]))
+        _keep_admission_book(ctx, AdmissionBook(records))
+        admitted = {p.job.id: p for p in guaranteed + borrowing}
+        return [admitted[pj.job.id] for pj in pending if pj.job.id in admitted]

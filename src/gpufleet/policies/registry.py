@@ -12,12 +12,14 @@ from gpufleet.policies.defrag import DefragPreemptor
 from gpufleet.policies.fairshare import (
     DominantResourceFairShare,
     FirstComeFirstServed,
-    KeepAdmissionOrder,
+    GuaranteedFirst,
     SlurmClassicFairShare,
     SmallestJobFirst,
 )
 from gpufleet.policies.fractional import FractionalGangFit
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.policies.kueue_admit import KueueAdmitter, KueueOrder
+from gpufleet.policies.kueue_preemption import KueuePreemptor
 from gpufleet.policies.per_pod import PerPodLeastAllocated
 from gpufleet.policies.preemption import TenancyPreemptor
 from gpufleet.policies.quota import QuotaAdmitter
@@ -47,6 +49,9 @@ PROFILES: dict[str, Callable[[], Profile]] = {
     "tenancy-easy": lambda: tenancy_profile("tenancy-easy", backfill=True),
     "tenancy-naive-victims": lambda: tenancy_profile("tenancy-naive-victims", victims="naive"),
     "tenancy-slurm": lambda: tenancy_profile("tenancy-slurm", order=SlurmClassicFairShare()),
+    # Kueue's own rules (per-queue preemption policies, fair sharing, StrictFIFO): docs/kueue.md.
+    "kueue": lambda: Profile("kueue", placer=GangBestFit(), admitter=KueueAdmitter(),
+                             orderer=KueueOrder(), preemptor=KueuePreemptor()),
     "static-partitions": lambda: Profile("static-partitions", placer=GangBestFit(),
                                          admitter=QuotaAdmitter(FirstComeFirstServed(), borrowing=False),
                                          orderer=FirstComeFirstServed()),
@@ -68,10 +73,10 @@ def tenancy_profile(name: str, order: Orderer | None = None, victims: str = "che
     orderer = order or DominantResourceFairShare()
     admitter = QuotaAdmitter(orderer)
     if not backfill:
-        return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=KeepAdmissionOrder(),
+        return Profile(name, placer=GangBestFit(), admitter=admitter, orderer=GuaranteedFirst(),
                        preemptor=TenancyPreemptor(admitter, victims))
     return Profile(name, placer=GangBestFit(stop_at_first_blocked=True), admitter=admitter,
-                   orderer=KeepAdmissionOrder(), reserver=ShadowReserver(protect=1),
+                   orderer=GuaranteedFirst(), reserver=ShadowReserver(protect=1),
                    backfiller=ReservationBackfill(), preemptor=TenancyPreemptor(admitter, victims))
 
 

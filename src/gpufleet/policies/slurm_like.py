@@ -178,7 +178,7 @@ def cons_tres_choice(job: Job, table: NodeTable,
         if int(best.sum()) >= need:
             break
     if lighter.any():
-        nodes = _with_lighter_nodes(lighter, best & ~lighter, need, table)
+        nodes: list[int] | None = _with_lighter_nodes(lighter, best & ~lighter, need, table)
     else:
         nodes = _lowest_switch(best, need, table)
     if nodes is None:
@@ -198,7 +198,7 @@ def _lowest_switch(usable: np.ndarray, need: int, table: NodeTable) -> list[int]
         if level is table.spine_idx:
             leaf_counts = np.bincount(table.leaf_idx[members], minlength=int(table.leaf_idx.max()) + 1)
             rank = {int(leaf): r for r, leaf in enumerate(np.argsort(-leaf_counts, kind="stable"))}
-            return sorted(members, key=lambda i: (rank[int(table.leaf_idx[i])], i))[:need]
+            return [int(i) for i in sorted(members, key=lambda i: (rank[int(table.leaf_idx[i])], i))[:need]]
         return [int(i) for i in members[:need]]
     return None
 

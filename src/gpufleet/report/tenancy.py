@@ -19,6 +19,7 @@ from gpufleet.report.fmt import duration, pct
 from gpufleet.report.html import Section, img, table
 from gpufleet.report.plots import COLORS, to_png_b64
 from gpufleet.report.tenancy_gaming import GamingResult, run_all
+from gpufleet.report.tenancy_kueue import kueue_section
 from gpufleet.sim.runner import SimResult
 
 POOLING = ("static-partitions", "free-for-all", "tenancy")
@@ -198,5 +199,8 @@ def tenancy_sections(results: Mapping[str, SimResult], summaries: Mapping[str, d
     v = victim_section(summaries)
     if v is not None:
         out.append(v)
+    k = kueue_section(summaries, tenancy)
+    if k is not None:
+        out.append(k)
     out.append(gaming_section())
     return out

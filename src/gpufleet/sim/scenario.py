@@ -254,6 +254,8 @@ class ScenarioSpec(_Strict):
         names = {t.name for t in ten.tenants}
         if w.jobs is not None:
             wanted = [(f"workload.jobs[{i}].tenant", j.tenant) for i, j in enumerate(w.jobs)]
+        elif w.trace is not None:
+            wanted = []  # a trace's tenants are known once it is read (cli/kueue.py checks them)
         else:
             gen = w.generator.tenants if w.generator and w.generator.tenants else WorkloadSpec().tenants
             wanted = [(f"workload.generator.tenants[{i}]", t.name) for i, t in enumerate(gen)]

@@ -2,7 +2,6 @@
 
 from dataclasses import replace
 
-from gpufleet.engine.checkpoints import eviction_cost
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -11,6 +10,7 @@ from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.policies.preemption import work_lost_gpu_s
 from gpufleet.policies.quota import with_flavor
 from gpufleet.policies.registry import profile
+from gpufleet.sim.runner import simulate
 from gpufleet.testing.builders import fleet, job
 
 F = "H100-80GB"
@@ -71,10 +71,24 @@ def test_a_tenant_within_its_guarantee_reclaims_from_the_borrower_losing_the_lea
     assert smart.started == () and smart.bindings == ()
 
 
-def test_the_engine_prices_an_eviction_as_the_simulator_accounts_for_it():
-    for rj in borrowers():
-        for grace in (0.0, 30.0):
-            assert work_lost_gpu_s(rj, 10_000.0, grace) == eviction_cost(rj, 10_000.0, grace).lost_gpu_s
+def test_the_simulator_charges_the_victim_exactly_the_work_the_preemptor_priced():
+    """2 nodes; a and b nominal 8 each. b runs b1 (checkpoint every 600 s) and b2 (every
+    3,600 s), both 8 GPUs from t = 0 for 10,000 s, checkpoint cost 60 s (> the 30 s grace, so no
+    fresh checkpoint on notice), restart 30 s. a asks 8 GPUs for 600 s at t = 1,000.
+    Evicted at 1,030: b1 progress 1,030, saved ⌊1,030 / 600⌋ × 600 = 600 → 8 × (430 + 30) = 3,680
+    GPU-s; b2 saved 0 → 8 × (1,030 + 30) = 8,480. b1 is the victim, and the run loses 3,680 GPU-s.
+    a starts at 1,030 and ends at 1,630; b1 restarts then and needs 30 + (10,000 − 600) s more:
+    it finishes at 1,630 + 9,430 = 11,060."""
+    b = [job(f"b{i}").tenant("b").gpus(8).runs(10_000).checkpoints(iv, 60, 30).build()
+         for i, iv in ((1, 600), (2, 3600))]
+    a = job("a1").tenant("a").gpus(8).at(1_000).runs(600).build()
+    q = ((F, FlavorQuota(8)),)
+    tn = Tenancy(tenants=(TenantQueue("a", "c", q), TenantQueue("b", "c", q)), cohorts=(Cohort("c"),),
+                 grace_s=30.0)
+    r = simulate(fleet().leaves(1, nodes=2).build(), [*b, a], profile("tenancy"), tenancy=tn)
+    assert [jid for _, kind, jid, _ in r.recorder.log if kind == "preempt"] == ["b1"]
+    assert r.lost_gpu_s == 3_680.0
+    assert r.starts["a1"] == 1_030.0 and r.finishes["b1"] == 11_060.0
 
 
 def test_a_borrower_is_never_preempted_for_another_borrower():

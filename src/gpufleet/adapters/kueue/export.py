@@ -1,0 +1,126 @@
+"""A gpufleet tenancy config → Kueue manifests (v1beta2 by default, or v1beta1).
+
+* one ResourceFlavor per GPU model, named after it in lower case, with the node label GPU
+  feature discovery sets (``nvidia.com/gpu.product``) so it selects those nodes;
+* one ClusterQueue per tenant: a single resource group covering ``nvidia.com/gpu`` and every
+  other resource the tenant has quota for (Kueue requires every flavor of a group to list the
+  group's resources in the same order, so a missing one is written with nominalQuota 0), the
+  cohort, the preemption policy, queueing strategy, flavor fungibility and fair-sharing weight;
+* one Cohort per cohort (parent, own quota, weight); the LocalQueues import recorded, else one
+  per tenant in a namespace named after it; one WorkloadPriorityClass per priority class.
+
+What Kueue has no field for (``priority_budget_gpus``, preemptible classes, the decayed-usage
+half-life) is returned as notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.model.tenancy_config import QuotaSpec, ResourceQuotaSpec, TenancySpec
+
+API = "kueue.x-k8s.io"
+GPU = "nvidia.com/gpu"
+
+
+def flavor_name(model: str) -> str:
+    return model.lower()
+
+
+def _quantity(resource: str, value: float) -> int | str:
+    if resource == "memory_gb":
+        return f"{round(value * 1000)}M"
+    if float(value).is_integer():
+        return int(value)
+    return f"{round(value * 1000)}m"
+
+
+def _res(name: str, q: QuotaSpec | ResourceQuotaSpec | None, resource: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": "memory" if resource == "memory_gb" else name,
+                           "nominalQuota": _quantity(resource, q.nominal if q else 0)}
+    if q is not None and q.borrowing_limit is not None:
+        out["borrowingLimit"] = _quantity(resource, q.borrowing_limit)
+    if q is not None and q.lending_limit is not None:
+        out["lendingLimit"] = _quantity(resource, q.lending_limit)
+    return out
+
+
+def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]]
+            ) -> list[dict[str, Any]]:
+    models = list(dict.fromkeys([*quotas, *resources]))
+    if not models:
+        return []
+    others = list(dict.fromkeys(r for m in models for r in resources.get(m, {})))
+    covered = [GPU, *("memory" if r == "memory_gb" else r for r in others)]
+    flavors = []
+    for m in models:
+        rs = [_res(GPU, quotas.get(m), GPU)]
+        rs += [_res(r, resources.get(m, {}).get(r), r) for r in others]
+        flavors.append({"name": flavor_name(m), "resources": rs})
+    return [{"coveredResources": covered, "flavors": flavors}]
+
+
+def _fungibility(value: str, version: str) -> str:
+    """v1beta2 renamed "stop at this flavor" (v1beta1's Borrow / Preempt) to MayStopSearch."""
+    return "MayStopSearch" if version == "v1beta2" and value in ("Borrow", "Preempt") else value
+
+
+def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: dict[str, str] | None = None
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """(manifests, notes about what Kueue cannot express). ``local_queues`` (namespace/name →
+    ClusterQueue, as import wrote them) replaces the one-LocalQueue-per-tenant default."""
+    api = f"{API}/{version}"
+    notes: list[str] = []
+    models = list(dict.fromkeys([m for t in spec.tenants for m in (*t.quotas, *t.resources)]
+                                + [m for c in spec.cohorts for m in (*c.quotas, *c.resources)]))
+    out: list[dict[str, Any]] = [
+        {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(m)},
+         "spec": {"nodeLabels": {"nvidia.com/gpu.product": m}}} for m in models]
+    for c in spec.cohorts:
+        cs: dict[str, Any] = {}
+        if c.parent:
+            cs["parentName" if version == "v1beta2" else "parent"] = c.parent
+        groups = _groups(c.quotas, c.resources)
+        if groups:
+            cs["resourceGroups"] = groups
+        if c.weight != 1.0:
+            cs["fairSharing"] = {"weight": _quantity("weight", c.weight)}
+        out.append({"apiVersion": api, "kind": "Cohort", "metadata": {"name": c.name}, "spec": cs})
+    for t in spec.tenants:
+        s: dict[str, Any] = {"namespaceSelector": {}}
+        if t.cohort:
+            s["cohortName" if version == "v1beta2" else "cohort"] = t.cohort
+        s["resourceGroups"] = _groups(t.quotas, t.resources)
+        k = t.kueue
+        pre: dict[str, Any] = {"withinClusterQueue": k.within_cluster_queue,
+                               "reclaimWithinCohort": k.reclaim_within_cohort}
+        if k.borrow_within_cohort != "Never":
+            bwc: dict[str, Any] = {"policy": k.borrow_within_cohort}
+            if k.max_priority_threshold is not None:
+                bwc["maxPriorityThreshold"] = k.max_priority_threshold
+            pre["borrowWithinCohort"] = bwc
+        s["preemption"] = pre
+        s["queueingStrategy"] = k.queueing_strategy
+        s["flavorFungibility"] = {"whenCanBorrow": _fungibility(k.when_can_borrow, version),
+                                  "whenCanPreempt": _fungibility(k.when_can_preempt, version)}
+        if t.weight != 1.0:
+            s["fairSharing"] = {"weight": _quantity("weight", t.weight)}
+        if t.priority_budget_gpus is not None:
+            notes.append(f"tenant {t.name!r}: priority_budget_gpus has no Kueue field; not exported")
+        out.append({"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": t.name}, "spec": s})
+        mine = [k for k, v in (local_queues or {}).items() if v == t.name] if local_queues else [
+            f"{t.name}/{t.name}"]
+        for key in mine:
+            ns, _, name = key.rpartition("/")
+            out.append({"apiVersion": api, "kind": "LocalQueue",
+                        "metadata": {"name": name, "namespace": ns or "default"},
+                        "spec": {"clusterQueue": t.name}})
+    for p in spec.priority_classes:
+        out.append({"apiVersion": api, "kind": "WorkloadPriorityClass", "metadata": {"name": p.name},
+                    "value": p.value})
+        if not p.preemptible:
+            notes.append(f"priority class {p.name!r}: 'preemptible: false' has no Kueue field; not exported")
+    if spec.fair_sharing is not None:
+        notes.append("fair sharing is set in Kueue's Configuration (fairSharing.enable, "
+                     f"preemptionStrategies {spec.fair_sharing.preemption_strategies}), not in these objects")
+    return out, notes

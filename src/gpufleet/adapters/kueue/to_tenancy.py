@@ -1,0 +1,293 @@
+"""Kueue objects → a gpufleet tenancy config (the ``tenancy:`` section of a scenario).
+
+The mapping (model/tenancy.py names Kueue's counterparts):
+
+* ResourceFlavor → a GPU model: from ``--gpu-model FLAVOR=MODEL``, else a node label whose value
+  names a model in our catalog (``nvidia.com/gpu.product``, ``cloud.google.com/gke-accelerator``,
+  …), else the flavor's own name. A flavor with no GPU model can carry no GPU quota.
+* ClusterQueue → a tenant: ``nvidia.com/gpu`` (or ``amd.com/gpu``) quota per flavor → ``quotas``;
+  ``cpu``, ``memory`` (bytes → GB, 10⁹) and named resources → ``resources``; ``cohort`` (v1beta1)
+  or ``cohortName`` (v1beta2); ``preemption``, ``queueingStrategy``, ``flavorFungibility``
+  (v1beta2's ``MayStopSearch`` is v1beta1's ``Borrow`` / ``Preempt``) → ``kueue``;
+  ``fairSharing.weight`` → ``weight``.
+* Cohort → a cohort (``parent`` / ``parentName``, its own quota, its weight). A cohort a queue
+  names without a Cohort object is created, as Kueue creates it.
+* LocalQueue → ``kueue_local_queues``: namespace/name → ClusterQueue (how a trace's jobs find
+  their tenant).
+* WorkloadPriorityClass → a priority class (``value``).
+* Kueue's Configuration (config.kueue.x-k8s.io) ``fairSharing`` → ``fair_sharing``.
+
+Every field not carried over is reported as a note ("not imported: …"), never dropped silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpufleet.adapters.kueue.quantity import parse_quantity
+from gpufleet.adapters.kueue.read import Manifest
+from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
+from gpufleet.model.errors import InputError, from_validation_error
+from gpufleet.model.tenancy_config import TenancySpec
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+MODEL_LABELS = ("nvidia.com/gpu.product", "cloud.google.com/gke-accelerator",
+                "karpenter.k8s.aws/instance-gpu-name", "gpu.nvidia.com/class")
+ENUMS = {
+    "withinClusterQueue": ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+    "reclaimWithinCohort": ("Never", "LowerPriority", "Any"),
+    "borrowWithinCohort.policy": ("Never", "LowerPriority"),
+    "queueingStrategy": ("BestEffortFIFO", "StrictFIFO"),
+    "whenCanBorrow": ("Borrow", "MayStopSearch", "TryNextFlavor"),
+    "whenCanPreempt": ("Preempt", "MayStopSearch", "TryNextFlavor"),
+    "preemptionStrategies": ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+}
+
+
+def _enum(m: Manifest, path: str, value: Any, key: str) -> Any:
+    allowed = ENUMS[key]
+    if value not in allowed:
+        raise m.error(path, f"one of {', '.join(allowed)}, not {value!r}")
+    return value
+
+
+def _model(name: str) -> str | None:
+    try:
+        return canonical_gpu_name(name)
+    except UnknownGpuModel:
+        return None
+
+
+class Translation:
+    """Collects the config and the notes while walking the objects."""
+
+    def __init__(self, objects: list[Manifest], gpu_models: dict[str, str]) -> None:
+        self.objects = objects
+        self.notes: list[str] = []
+        self.flavors: dict[str, str | None] = {}
+        for m in objects:
+            if m.kind == "ResourceFlavor":
+                self.flavors[m.name] = self._flavor_model(m, gpu_models)
+        for name, model in gpu_models.items():
+            self.flavors.setdefault(name, _model(model))
+
+    def note(self, m: Manifest, path: str, why: str = "not modelled by gpufleet") -> None:
+        self.notes.append(f"{m.source}: {m.where}: not imported: {path} ({why})")
+
+    def leftovers(self, m: Manifest, node: Any, known: set[str], path: str) -> None:
+        if isinstance(node, dict):
+            for k in node:
+                if k not in known:
+                    self.note(m, f"{path}.{k}" if path else k)
+
+    # -- ResourceFlavor ---------------------------------------------------------------------
+    def _flavor_model(self, m: Manifest, overrides: dict[str, str]) -> str | None:
+        spec = m.body.get("spec") or {}
+        if m.name in overrides:
+            model = _model(overrides[m.name])
+            if model is None:
+                raise InputError("--gpu-model", m.name,
+                                 f"a GPU model in the catalog, not {overrides[m.name]!r}")
+            return model
+        labels = spec.get("nodeLabels") or {}
+        if not isinstance(labels, dict):
+            raise m.error("spec.nodeLabels", "a mapping of label to value")
+        for key in (*MODEL_LABELS, *labels):
+            if key in labels and isinstance(labels[key], str) and (model := _model(labels[key])):
+                return model
+        return _model(m.name)
+
+    def resource_flavor(self, m: Manifest) -> None:
+        spec = m.body.get("spec") or {}
+        self.leftovers(m, spec, {"nodeLabels"}, "spec")
+        self.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "spec", "status"}, "")
+
+    # -- quota --------------------------------------------------------------------------------
+    def _groups(self, m: Manifest, spec: dict, out: dict[str, Any]) -> None:
+        groups = spec.get("resourceGroups") or []
+        if not isinstance(groups, list):
+            raise m.error("spec.resourceGroups", "a list of resource groups")
+        for gi, g in enumerate(groups):
+            gp = f"spec.resourceGroups[{gi}]"
+            if not isinstance(g, dict) or not isinstance(g.get("flavors"), list):
+                raise m.error(gp, "coveredResources and a list of flavors")
+            self.leftovers(m, g, {"coveredResources", "flavors"}, gp)
+            for fi, fl in enumerate(g["flavors"]):
+                fp = f"{gp}.flavors[{fi}]"
+                if not isinstance(fl, dict) or not isinstance(fl.get("name"), str):
+                    raise m.error(f"{fp}.name", "the name of a ResourceFlavor")
+                self.leftovers(m, fl, {"name", "resources"}, fp)
+                fname = fl["name"]
+                model = self.flavors.get(fname, _model(fname))
+                for ri, res in enumerate(fl.get("resources") or []):
+                    rp = f"{fp}.resources[{ri}]"
+                    if not isinstance(res, dict) or not isinstance(res.get("name"), str):
+                        raise m.error(f"{rp}.name", "a resource name (e.g. nvidia.com/gpu, cpu, memory)")
+                    self.leftovers(m, res, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"}, rp)
+                    self._resource(m, rp, fname, model, res, out)
+
+    def _resource(self, m: Manifest, rp: str, fname: str, model: str | None, res: dict,
+                  out: dict[str, Any]) -> None:
+        rname = res["name"]
+        vals: dict[str, float | None] = {}
+        for key, ours in (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"),
+                          ("lendingLimit", "lending_limit")):
+            if key in res:
+                try:
+                    vals[ours] = parse_quantity(res[key])
+                except ValueError as e:
+                    raise m.error(f"{rp}.{key}", str(e)) from None
+        if model is None:
+            if rname in GPU_RESOURCES:
+                raise m.error(f"{rp}", f"flavor {fname!r} carries {rname} quota but names no GPU model "
+                              f"gpufleet knows; pass --gpu-model {fname}=MODEL (e.g. H100-80GB)")
+            self.note(m, rp, f"{rname} quota on flavor {fname!r}, which has no GPU model")
+            return
+        if rname in GPU_RESOURCES:
+            for k, v in vals.items():
+                if v is not None and v != int(v):
+                    raise m.error(f"{rp}", f"whole GPUs for {rname}, not {v} ({k})")
+            out.setdefault("quotas", {})[model] = {k: int(v) for k, v in vals.items() if v is not None}
+            return
+        key = "memory_gb" if rname == "memory" else rname
+        scale = 1e-9 if rname == "memory" else 1.0
+        out.setdefault("resources", {}).setdefault(model, {})[key] = {
+            k: round(v * scale, 9) for k, v in vals.items() if v is not None}
+
+    # -- ClusterQueue, Cohort -------------------------------------------------------------------
+    def cluster_queue(self, m: Manifest) -> dict[str, Any]:
+        spec = m.body.get("spec") or {}
+        if not isinstance(spec, dict):
+            raise m.error("spec", "a mapping")
+        t: dict[str, Any] = {"name": m.name, "quotas": {}}
+        cohort = spec.get("cohortName" if m.version == "v1beta2" else "cohort")
+        if cohort is not None:
+            t["cohort"] = str(cohort)
+        self._groups(m, spec, t)
+        known = {"resourceGroups", "preemption", "queueingStrategy", "flavorFungibility", "fairSharing",
+                 "cohortName" if m.version == "v1beta2" else "cohort"}
+        if spec.get("namespaceSelector") in ({}, None):
+            known.add("namespaceSelector")  # {} selects every namespace: nothing to carry
+        self.leftovers(m, spec, known, "spec")
+        kq: dict[str, Any] = {}
+        pre = spec.get("preemption") or {}
+        self.leftovers(m, pre, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"},
+                       "spec.preemption")
+        for k, ours in (("withinClusterQueue", "within_cluster_queue"),
+                        ("reclaimWithinCohort", "reclaim_within_cohort")):
+            if k in pre:
+                kq[ours] = _enum(m, f"spec.preemption.{k}", pre[k], k)
+        bwc = pre.get("borrowWithinCohort") or {}
+        self.leftovers(m, bwc, {"policy", "maxPriorityThreshold"}, "spec.preemption.borrowWithinCohort")
+        if "policy" in bwc:
+            kq["borrow_within_cohort"] = _enum(m, "spec.preemption.borrowWithinCohort.policy", bwc["policy"],
+                                               "borrowWithinCohort.policy")
+        if "maxPriorityThreshold" in bwc:
+            thr = bwc["maxPriorityThreshold"]
+            if not isinstance(thr, int) or isinstance(thr, bool):
+                raise m.error("spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                              "an integer priority")
+            kq["max_priority_threshold"] = thr
+        if "queueingStrategy" in spec:
+            kq["queueing_strategy"] = _enum(m, "spec.queueingStrategy", spec["queueingStrategy"],
+                                            "queueingStrategy")
+        fung = spec.get("flavorFungibility") or {}
+        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt"}, "spec.flavorFungibility")
+        for k, ours, stop in (("whenCanBorrow", "when_can_borrow", "Borrow"),
+                              ("whenCanPreempt", "when_can_preempt", "Preempt")):
+            if k in fung:
+                v = _enum(m, f"spec.flavorFungibility.{k}", fung[k], k)
+                kq[ours] = stop if v == "MayStopSearch" else v
+        if kq:
+            t["kueue"] = kq
+        self._weight(m, spec, t)
+        return t
+
+    def _weight(self, m: Manifest, spec: dict, out: dict[str, Any]) -> None:
+        fs = spec.get("fairSharing") or {}
+        self.leftovers(m, fs, {"weight"}, "spec.fairSharing")
+        if "weight" in fs:
+            try:
+                out["weight"] = parse_quantity(fs["weight"])
+            except ValueError as e:
+                raise m.error("spec.fairSharing.weight", str(e)) from None
+
+    def cohort(self, m: Manifest) -> dict[str, Any]:
+        spec = m.body.get("spec") or {}
+        c: dict[str, Any] = {"name": m.name}
+        parent = spec.get("parentName" if m.version == "v1beta2" else "parent")
+        if parent is not None:
+            c["parent"] = str(parent)
+        self._groups(m, spec, c)
+        self._weight(m, spec, c)
+        self.leftovers(m, spec, {"resourceGroups", "fairSharing",
+                                 "parentName" if m.version == "v1beta2" else "parent"}, "spec")
+        return c
+
+
+def _configuration(m: Manifest, tr: Translation) -> dict | None:
+    """Kueue's Configuration: only ``fairSharing`` bears on quota decisions."""
+    tr.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "fairSharing"}, "")
+    fs = m.body.get("fairSharing") or {}
+    tr.leftovers(m, fs, {"enable", "preemptionStrategies"}, "fairSharing")
+    if not fs.get("enable"):
+        return None
+    strategies = fs.get("preemptionStrategies") or list(ENUMS["preemptionStrategies"])
+    if not isinstance(strategies, list):
+        raise m.error("fairSharing.preemptionStrategies", "a list of strategies")
+    for i, v in enumerate(strategies):
+        _enum(m, f"fairSharing.preemptionStrategies[{i}]", v, "preemptionStrategies")
+    return {"preemption_strategies": strategies}
+
+
+def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None,
+               fair_sharing: dict | None = None) -> tuple[dict[str, Any], list[str]]:
+    """({"tenancy": …, "kueue_local_queues": …}, notes). Raises InputError on a malformed object."""
+    tr = Translation(objects, gpu_models or {})
+    tenants, cohorts, classes, local = [], {}, [], {}
+    for m in objects:
+        if m.kind == "ResourceFlavor":
+            tr.resource_flavor(m)
+        elif m.kind == "ClusterQueue":
+            tenants.append((m, tr.cluster_queue(m)))
+        elif m.kind == "Cohort":
+            cohorts[m.name] = tr.cohort(m)
+        elif m.kind == "LocalQueue":
+            cq = (m.body.get("spec") or {}).get("clusterQueue")
+            if not isinstance(cq, str):
+                raise m.error("spec.clusterQueue", "the name of a ClusterQueue")
+            local[f"{m.namespace or 'default'}/{m.name}"] = cq
+            tr.leftovers(m, m.body.get("spec"), {"clusterQueue"}, "spec")
+        elif m.kind == "Configuration":
+            fair_sharing = _configuration(m, tr) if fair_sharing is None else fair_sharing
+        elif m.kind == "WorkloadPriorityClass":
+            value = m.body.get("value")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise m.error("value", "an integer priority")
+            classes.append({"name": m.name, "value": value})
+    for _, t in tenants:
+        if "cohort" in t:
+            cohorts.setdefault(t["cohort"], {"name": t["cohort"]})
+    for c in list(cohorts.values()):
+        if "parent" in c:
+            cohorts.setdefault(c["parent"], {"name": c["parent"]})
+    if not tenants:
+        raise InputError(", ".join(sorted({m.source for m in objects})) or "input", "",
+                         "at least one ClusterQueue")
+    section: dict[str, Any] = {"tenants": [t for _, t in tenants]}
+    if cohorts:
+        section["cohorts"] = list(cohorts.values())
+    if classes:
+        section["priority_classes"] = classes
+    if fair_sharing is not None:
+        section["fair_sharing"] = fair_sharing
+    try:
+        spec = TenancySpec.model_validate(section)
+    except ValidationError as e:
+        raise from_validation_error(tenants[0][0].source, e, "tenancy") from None
+    problem = spec.problem()
+    if problem is not None:
+        raise InputError(tenants[0][0].source, *problem)
+    return {"tenancy": spec.model_dump(exclude_defaults=True), "kueue_local_queues": local}, tr.notes

@@ -1,0 +1,189 @@
+"""Kueue's admission, exactly: quota only, heads of queues, StrictFIFO or BestEffortFIFO.
+
+What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's concept docs
+(ClusterQueue, Cohort, Fair Sharing; kubernetes-sigs/kueue site/content/en/docs/concepts):
+
+* Each tenant is a ClusterQueue; its pending workloads are ordered by priority (high first),
+  then creation (submit) time.
+* A workload is admitted on the first of its queue's flavors where its GPUs fit the *unused
+  quota*: usage + g ≤ nominal (no borrowing), or g ≤ what the cohort can lend within the
+  borrowing limit (borrowing, QuotaLedger.available). With ``whenCanBorrow: TryNextFlavor`` a
+  later flavor that fits without borrowing is preferred to borrowing on an earlier one.
+  Unlike ours, nominal quota is not a promise of admission: when borrowers hold it, the
+  workload stays pending until preemption frees the quota (policies/kueue_preemption.py).
+* Queues are served by their heads: classic Kueue takes heads that do not borrow before heads
+  that do, then higher priority, then older; with fair sharing, the head whose queue would have
+  the lowest weighted share after admission. ``StrictFIFO``: a head that does not fit blocks
+  its whole queue; ``BestEffortFIFO``: it steps aside and the next workload of the queue is tried.
+* Weighted share (Kueue's DRS value), per queue x with weight w in a cohort:
+  share(x) = 1000 × max_f max(0, usage(x, f) − nominal(x, f)) / lendable(f) / w, where
+  lendable(f) is what the cohort's queues may lend of f (Σ nominal, or the lending limit);
+  w = 0 gives an infinite share.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.quota import (
+    UNKNOWN_TENANT,
+    AdmissionBook,
+    AdmissionRecord,
+    QuotaLedger,
+    _keep_admission_book,
+    admission_book,
+    with_flavor,
+)
+
+INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"
+STRICT_FIFO_BLOCKED = "StrictFIFOBlocked"
+
+
+def lendable(tenancy: Tenancy, cohort: str | None, flavor: str) -> int:
+    """GPUs of ``flavor`` the queues of ``cohort`` may lend (nominal, or the lending limit)."""
+    total = 0
+    for t in tenancy.tenants:
+        if t.cohort == cohort:
+            q = t.quota(flavor)
+            total += q.nominal if q.lending_limit is None else min(q.nominal, q.lending_limit)
+    return total
+
+
+def weighted_share(ledger: QuotaLedger, tenant: str, extra: tuple[str, int] | None = None) -> float:
+    """Kueue's weighted dominant-resource share of ``tenant`` (module docstring); ``extra`` adds
+    (flavor, GPUs) to its usage first (the share it would have with a workload admitted)."""
+    tenancy = ledger.tenancy
+    t = tenancy.tenant(tenant)
+    if t is None:
+        return math.inf
+    drs = 0.0
+    for f, q in t.quotas:
+        used = ledger.used(tenant, f) + (extra[1] if extra and extra[0] == f else 0)
+        borrowed = max(0, used - q.nominal)
+        pool = lendable(tenancy, t.cohort, f)
+        if borrowed > 0:
+            drs = max(drs, math.inf if pool == 0 else 1000.0 * borrowed / pool)
+    if drs == 0.0:
+        return 0.0
+    return math.inf if t.weight == 0 else drs / t.weight
+
+
+def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
+                 ) -> tuple[str | None, bool]:
+    """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
+    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue_resources.py)."""
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    g = job.total_gpus
+    borrow_at: str | None = None
+    for f in ledger.candidate_flavors(job):
+        q = t.quota(f)
+        used = ledger.used(job.tenant, f)
+        fits_cohort = g <= ledger.available(("t", job.tenant), f) if t.cohort else used + g <= q.nominal
+        if used + g <= q.nominal and fits_cohort and (res is None or res.refusal(job, f, False) is None):
+            return f, False
+        within_limit = q.borrowing_limit is None or used + g <= q.nominal + q.borrowing_limit
+        if res is not None and res.refusal(job, f, True) is not None:
+            continue
+        if t.cohort and within_limit and fits_cohort and borrow_at is None:
+            if t.kueue.when_can_borrow == "Borrow":
+                return f, True
+            borrow_at = f
+    return (borrow_at, True) if borrow_at is not None else (None, False)
+
+
+class KueueAdmitter:
+    """Kueue's admission (module docstring); records go to the cycle's AdmissionBook like ours,
+    so the Kueue preemptor reads the same hand-off."""
+
+    name = "kueue-admission"
+
+    def records(self, ctx: CycleContext) -> list[AdmissionRecord]:
+        return admission_book(ctx).records
+
+    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        tenancy: Tenancy | None = ctx.tenancy
+        if tenancy is None:
+            return list(pending)
+        ledger = QuotaLedger.from_running(tenancy, ctx.running)
+        res = ResourceLedger.from_running(tenancy, ctx.running)
+        queues: dict[str, list[PendingJob]] = {}
+        records: list[AdmissionRecord] = []
+        for pj in pending:
+            if tenancy.tenant(pj.job.tenant) is None:
+                why = (UNKNOWN_TENANT, f"no ClusterQueue for tenant {pj.job.tenant!r}")
+                ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
+                records.append(AdmissionRecord(pj, False, "", why[0]))
+                continue
+            queues.setdefault(pj.job.tenant, []).append(pj)
+        for q in queues.values():
+            q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+        heads = {t: 0 for t in queues}
+        # Each head's key changes only when quota is charged (an admission) or when that queue's
+        # head moves on: recompute all keys after an admission, one key after a refusal.
+        keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
+        admitted: list[PendingJob] = []
+        rank = 0
+        while heads:
+            tenant = min(heads, key=keys.__getitem__)
+            pj = queues[tenant][heads[tenant]]
+            job = pj.job
+            flavor, borrows = kueue_flavor(ledger, job, res)
+            if flavor is not None:
+                pinned = with_flavor(job, flavor) if job.total_gpus else job
+                ledger.add(job.tenant, flavor, job.total_gpus)
+                res.add_job(job, flavor)
+                admitted.append(PendingJob(pinned, pj.bound))
+                records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
+            else:
+                cands = ledger.candidate_flavors(job)
+                why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
+                       f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
+                ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
+                records.append(AdmissionRecord(pj, False, cands[0] if cands else "", why[0], rank=rank))
+                queue = tenancy.tenant(tenant)
+                if queue is not None and queue.kueue.queueing_strategy == "StrictFIFO":
+                    for rest in queues[tenant][heads[tenant] + 1:]:
+                        why2 = (STRICT_FIFO_BLOCKED, f"StrictFIFO: behind the head of ClusterQueue "
+                                f"{tenant!r}, {job.id}, which does not fit")
+                        ctx.statuses.record(rest.job.id, Status(StatusCode.NOT_ADMITTED, why2, self.name))
+                        records.append(AdmissionRecord(rest, False, "", why2[0], rank=rank))
+                    del heads[tenant]
+                    rank += 1
+                    continue
+            rank += 1
+            heads[tenant] += 1
+            if heads[tenant] >= len(queues[tenant]):
+                del heads[tenant]
+            for t in (heads if flavor is not None else (tenant,) if tenant in heads else ()):
+                keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
+        _keep_admission_book(ctx, AdmissionBook(records))
+        order = {pj.job.id: i for i, pj in enumerate(pending)}
+        return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
+
+    @staticmethod
+    def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy) -> tuple:
+        job = pj.job
+        if tenancy.fair_sharing:
+            flavor, _ = kueue_flavor(ledger, job, res)
+            share = weighted_share(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
+            return (share, -job.priority, job.submit_time, job.id)
+        flavor, borrows = kueue_flavor(ledger, job, res)
+        return (int(borrows), -job.priority, job.submit_time, job.id)
+
+
+class KueueOrder:
+    """Kueue's head order: the order in which admission served the queues' heads (recorded as
+    each record's rank), which is the order placement tries the admitted workloads."""
+
+    name = "kueue-head-order"
+
+    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        rank = {r.pending.job.id: r.rank for r in admission_book(ctx).records}
+        return sorted(admitted, key=lambda p: rank.get(p.job.id, len(rank)))

@@ -1,0 +1,293 @@
+"""Kueue's preemption, exactly: classic (per-queue policies) and fair sharing.
+
+From Kueue's concept doc "Preemption" (kubernetes-sigs/kueue, site/content/en/docs/concepts/
+preemption.md). A workload W of ClusterQueue X that does not fit the unused quota (admission
+left it pending with InsufficientUnusedQuota) may preempt:
+
+* **candidates in X** satisfying X's ``withinClusterQueue``: ``LowerPriority`` (priority < W's),
+  ``LowerOrNewerEqualPriority`` (lower, or equal and submitted after W), ``Never``;
+* **candidates in other queues of the cohort that are borrowing** (usage above nominal in W's
+  flavor), satisfying X's ``reclaimWithinCohort``: ``LowerPriority``, ``Any``, ``Never``; and,
+  when W would itself borrow, ``borrowWithinCohort: LowerPriority`` (priority < W's and
+  ≤ ``maxPriorityThreshold``) — without it a borrowing W preempts only inside X (under fair
+  sharing the strategies below decide instead).
+
+Candidates are sorted: other (borrowing) queues first, then lower priority, then most recently
+started. Targets (classic): W within X's nominal quota → greedily take candidates until W fits
+without borrowing; else with ``borrowWithinCohort`` → greedily until W fits, borrowing allowed;
+else, and as a last resort, only X's own candidates, borrowing allowed. A candidate of another
+queue is skipped once that queue is no longer borrowing. Finally targets are minimised: in
+reverse order, a target is dropped when W still fits without evicting it.
+
+**Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
+take the candidate queue Y with the highest weighted share (policies/kueue_admit.py) and the
+first of its candidates U that satisfies the strategy (own-queue candidates always do):
+``LessThanOrEqualToFinalShare``: share(X with W) ≤ share(Y without U);
+``LessThanInitialShare``: share(X with W) < share(Y). Then minimise as above.
+
+"Fits" is Kueue's quota test plus our physical test (fit_gang on the Plan with the targets
+released), so a Kueue run in the simulator never evicts for a job that then cannot start.
+Victims stay released while W is bound tentatively (no GPU counted twice, as in ours).
+"""
+
+from __future__ import annotations
+
+from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.gang import fit_gang
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
+from gpufleet.policies.kueue_resources import ResourceLedger, root_cohort
+from gpufleet.policies.quota import QuotaLedger, admission_book, job_gpus_by_flavor, with_flavor
+
+
+class KueuePreemptor:
+    """Kueue's preemption (module docstring)."""
+
+    name = "kueue-preemption"
+
+    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+        tenancy: Tenancy | None = ctx.tenancy
+        if tenancy is None:
+            return []
+        records = [r for r in admission_book(ctx).records
+                   if not r.admitted and r.reason == INSUFFICIENT_QUOTA]
+        if not records:
+            return []
+        mark0 = plan.checkpoint()
+        ledger = QuotaLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        tenant_of = {r.pending.job.id: r.pending.job.tenant for r in admission_book(ctx).records}
+        for b in plan.commit():
+            ledger.charge_bindings(tenant_of.get(b.job, ""), (b,))
+        for rj in ctx.running:
+            if rj.evicting:
+                for b in rj.bindings:
+                    plan.release_binding(b)
+        live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        out: list[Preemption] = []
+        # (queue, shape, priority) that found neither room nor targets: a later workload of the
+        # same kind finds no more (the cycle only binds and charges more), so skip it.
+        hopeless: set[tuple] = set()
+        for rec in records:
+            job = rec.pending.job
+            same = (job.tenant, job.shape_key, job.priority)
+            if same in hopeless:
+                continue
+            t = tenancy.tenant(job.tenant)
+            flavors = ledger.candidate_flavors(job)
+            if t is None or not flavors or job.total_gpus == 0:
+                continue
+            if t.kueue.when_can_preempt == "Preempt":
+                flavors = flavors[:1]
+            for flavor in flavors:
+                pinned = with_flavor(job, flavor)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
+                room = search.fits_without_victims()
+                if room is not None:
+                    # Quota and GPUs that workloads under eviction notice are releasing: claim
+                    # them (so no later workload counts them) and preempt nobody new.
+                    for b in room:
+                        plan.bind(b)
+                    ledger.add(job.tenant, flavor, job.total_gpus)
+                    res.add_job(job, flavor)
+                    ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
+                        rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    break
+                found = search.targets()
+                if found is None:
+                    continue
+                victims, bindings, why = found
+                for b in bindings:
+                    plan.bind(b)
+                for rj in victims:
+                    live.pop(rj.job.id)
+                    ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
+                    res.charge(rj.job.tenant, rj.bindings, -1)
+                    out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
+                ledger.add(job.tenant, flavor, job.total_gpus)
+                res.add_job(job, flavor)
+                ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
+                    f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
+                    "they are evicted",), self.name, ctx.now + tenancy.grace_s))
+                break
+            else:
+                hopeless.add(same)
+        plan.rollback(mark0)
+        return out
+
+
+class _Search:
+    """One workload's target search on the Plan; see the module docstring."""
+
+    def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
+                 live: dict[JobId, RunningJob], res: ResourceLedger) -> None:
+        self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
+        self.res = res
+        assert ctx.tenancy is not None  # the preemptor returns before any search without tenancy
+        self.tenancy: Tenancy = ctx.tenancy
+        self.cq = job.tenant
+        q = self.tenancy.tenant(self.cq)
+        assert q is not None
+        self.queue = q
+        self.g = job.total_gpus
+        self.mark = plan.checkpoint()
+        self.within_nominal = ledger.used(self.cq, flavor) + self.g <= q.quota(flavor).nominal
+        self.live = live
+        self.own: list[RunningJob] = []
+        self.others: list[RunningJob] = []
+
+    def _gpus(self, rj: RunningJob) -> int:
+        return job_gpus_by_flavor(rj.bindings, self.ledger.default_flavor(rj.job.tenant)).get(self.flavor, 0)
+
+    def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
+        pol, p = self.queue.kueue, self.job.priority
+        root = root_cohort(self.tenancy, self.queue.cohort)
+        own, others = [], []
+        for rj in live.values():
+            if self._gpus(rj) == 0:
+                continue
+            q = rj.job.priority
+            if rj.job.tenant == self.cq:
+                if (pol.within_cluster_queue == "LowerPriority" and q < p) or (
+                        pol.within_cluster_queue == "LowerOrNewerEqualPriority"
+                        and (q < p or (q == p and rj.job.submit_time > self.job.submit_time))):
+                    own.append(rj)
+                continue
+            other = self.tenancy.tenant(rj.job.tenant)
+            if root is None or other is None or root_cohort(self.tenancy, other.cohort) != root:
+                continue
+            if self.ledger.within_nominal(rj.job.tenant, self.flavor):
+                continue  # not borrowing: never a candidate
+            reclaim = pol.reclaim_within_cohort
+            ok = reclaim == "Any" or (reclaim == "LowerPriority" and q < p)
+            if ok and not self.within_nominal and not self.tenancy.fair_sharing:
+                thr = pol.max_priority_threshold
+                ok = pol.borrow_within_cohort == "LowerPriority" and q < p and (thr is None or q <= thr)
+            if ok:
+                others.append(rj)
+        def key(rj: RunningJob) -> tuple:
+            return (rj.job.priority, -rj.start_time, rj.job.id)
+        return sorted(own, key=key), sorted(others, key=key)
+
+    def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
+        self.plan.rollback(self.mark)
+        trial = self.ledger.copy()
+        for rj in victims:
+            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+        q = self.queue.quota(self.flavor)
+        used = trial.used(self.cq, self.flavor)
+        if not borrow and used + self.g > q.nominal:
+            return None
+        if q.borrowing_limit is not None and used + self.g > q.nominal + q.borrowing_limit:
+            return None
+        if self.queue.cohort is not None and self.g > trial.available(("t", self.cq), self.flavor):
+            return None
+        if self.queue.cohort is None and used + self.g > q.nominal:
+            return None
+        if self.queue.resources:
+            rtrial = self.res.copy()
+            for rj in victims:
+                rtrial.charge(rj.job.tenant, rj.bindings, -1)
+            if rtrial.refusal(self.job, self.flavor, borrow) is not None:
+                return None
+        for rj in victims:
+            for b in rj.bindings:
+                self.plan.release_binding(b)
+        fitted = fit_gang(self.job, self.plan.table, self.ctx, "kueue")
+        return None if isinstance(fitted, Status) else fitted
+
+    def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
+        freed = sum(self._gpus(v) for v in gone if v.job.tenant == tenant)
+        return not self.ledger.within_nominal(tenant, self.flavor, -freed)
+
+    def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
+        chosen: list[RunningJob] = []
+        for rj in cands:
+            if rj.job.tenant != self.cq and not self._borrowing(rj.job.tenant, chosen):
+                continue
+            chosen.append(rj)
+            if self._fits(chosen, borrow) is not None:
+                return self._minimise(chosen, borrow)
+        return None
+
+    def _minimise(self, chosen: list[RunningJob], borrow: bool) -> list[RunningJob]:
+        for rj in reversed(list(chosen)):
+            rest = [v for v in chosen if v is not rj]
+            if rest and self._fits(rest, borrow) is not None:
+                chosen = rest
+        return chosen
+
+    def _fair(self) -> list[RunningJob] | None:
+        cands = {rj.job.id: rj for rj in [*self.own, *self.others]}
+        targets: list[RunningJob] = []
+        for strategy in self.tenancy.fair_sharing_strategies:
+            pool = dict(cands)
+            while self._fits(targets, True) is None and pool:
+                trial = self.ledger.copy()
+                for v in targets:
+                    trial.charge_bindings(v.job.tenant, v.bindings, -1)
+                queues = sorted({rj.job.tenant for rj in pool.values()},
+                                key=lambda t: (-weighted_share(trial, t), t))
+                took = False
+                for y in queues:
+                    mine = x_share = weighted_share(trial, self.cq, (self.flavor, self.g))
+                    for rj in [r for r in pool.values() if r.job.tenant == y]:
+                        del pool[rj.job.id]
+                        if y != self.cq:
+                            if not self._borrowing(y, targets):
+                                continue
+                            after = trial.copy()
+                            after.charge_bindings(y, rj.bindings, -1)
+                            ok = (mine <= weighted_share(after, y)
+                                  if strategy == "LessThanOrEqualToFinalShare"
+                                  else x_share < weighted_share(trial, y))
+                            if not ok:
+                                continue
+                        targets.append(rj)
+                        cands.pop(rj.job.id, None)
+                        took = True
+                        break
+                    if took:
+                        break
+                if not took:
+                    break
+            if self._fits(targets, True) is not None:
+                return self._minimise(targets, True)
+        return None
+
+    def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
+        """W's bindings when it fits once the workloads already under notice are gone."""
+        fitted = self._fits([], True)
+        if fitted is None:
+            self.plan.rollback(self.mark)
+        return fitted
+
+    def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
+        """(victims, W's bindings on the room they free, reason per victim), leaving the Plan
+        with the victims released; or None with the Plan as found."""
+        self.own, self.others = self._candidates(self.live)
+        if self.tenancy.fair_sharing:
+            chosen = self._fair() if (self.own or self.others) else None
+            borrow = True
+        else:
+            chosen, borrow = None, True
+            if self.others and self.within_nominal:
+                chosen, borrow = self._greedy([*self.others, *self.own], False), False
+            elif self.others and self.queue.kueue.borrow_within_cohort != "Never":
+                chosen = self._greedy([*self.others, *self.own], True)
+            if chosen is None and self.own:
+                chosen, borrow = self._greedy(self.own, True), True
+        if not chosen:
+            self.plan.rollback(self.mark)
+            return None
+        fitted = self._fits(chosen, borrow)
+        assert fitted is not None
+        why = {rj.job.id: ("InClusterQueue" if rj.job.tenant == self.cq else
+                           "InCohortReclamation" if self.within_nominal else
+                           "InCohortFairSharing" if self.tenancy.fair_sharing else
+                           "InCohortReclaimWhileBorrowing") for rj in chosen}
+        return chosen, fitted, why

@@ -1,0 +1,267 @@
+"""The ``kueue`` profile decides as Kueue's documented rules say, one scenario per rule.
+
+Each scenario is written from Kueue's concept docs (ClusterQueue, Cohort, Preemption, Fair
+Sharing; kubernetes-sigs/kueue site/content/en/docs/concepts), not from our code. Tenants are
+ClusterQueues, one flavor H100-80GB, 8-GPU nodes, one cycle at t = 10,000. Outcomes as data:
+who is preempted and why (Kueue's reasons InClusterQueue, InCohortReclamation, …), who waits.
+"""
+
+from dataclasses import replace
+
+import pytest
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, weighted_share
+from gpufleet.policies.quota import QuotaLedger, with_flavor
+from gpufleet.policies.registry import profile
+from gpufleet.testing.builders import fleet, job
+
+F = "H100-80GB"
+NOW = 10_000.0
+
+
+def cq(name: str, nominal: int, cohort: str | None = "c", weight: float = 1.0, **policy) -> TenantQueue:
+    return TenantQueue(name, cohort, ((F, FlavorQuota(nominal)),), weight, kueue=KueueQueuePolicy(**policy))
+
+
+def ten(*queues: TenantQueue, fair: tuple[str, ...] | None = None) -> Tenancy:
+    cohorts = (Cohort("c"),) if any(q.cohort for q in queues) else ()
+    if fair is None:
+        return Tenancy(tenants=queues, cohorts=cohorts)
+    return Tenancy(tenants=queues, cohorts=cohorts, fair_sharing=True, fair_sharing_strategies=fair)
+
+
+def w(name: str, tenant: str, gpus: int, prio: int = 0, submit: float = 0.0) -> Job:
+    return replace(job("x").tenant(tenant).gpus(gpus).priority(prio).at(submit).runs(90_000).build(), id=name)
+
+
+def on(j: Job, node: int, start: float = NOW - 1_000) -> RunningJob:
+    jj = with_flavor(j, F)
+    ps = jj.pod_sets[0]
+    return RunningJob(jj, start, (PodBinding(j.id, ps.name, 0, node, ps.request),))
+
+
+def cycle(run: list[RunningJob], pending: list[Job], tenancy: Tenancy, nodes: int):
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=nodes).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], profile("kueue"),
+                                running=run, tenancy=tenancy))
+
+
+def preempted(r) -> list[tuple[str, str]]:
+    return sorted((p.job, p.reason) for p in r.preemptions)
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("Never", []),
+    ("LowerPriority", [("a-low", "InClusterQueue")]),
+])
+def test_within_cluster_queue_decides_whether_lower_priority_work_of_the_queue_is_preempted(policy, expected):
+    """One node, one queue a (nominal 8, no cohort) running a-low (8 GPUs, priority 0). a-hi (8,
+    priority 10) does not fit the unused quota (8 + 8 > 8). withinClusterQueue: Never (Kueue's
+    default) keeps a-low; LowerPriority evicts it (0 < 10)."""
+    r = cycle([on(w("a-low", "a", 8), 0)], [w("a-hi", "a", 8, prio=10)],
+              ten(cq("a", 8, cohort=None, within_cluster_queue=policy)), nodes=1)
+    assert preempted(r) == expected
+    if not expected:
+        assert r.statuses["a-hi"].code is StatusCode.NOT_ADMITTED
+        assert r.statuses["a-hi"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+@pytest.mark.parametrize("policy, running_submit, expected", [
+    ("LowerPriority", 500.0, []),                                   # equal priority: never
+    ("LowerOrNewerEqualPriority", 500.0, [("a-run", "InClusterQueue")]),  # equal and newer
+    ("LowerOrNewerEqualPriority", 50.0, []),                        # equal but older
+])
+def test_lower_or_newer_equal_priority_also_preempts_equal_priority_work_submitted_later(
+        policy, running_submit, expected):
+    """a (nominal 8, one node) runs a-run (priority 0, submitted at 500 or 50); a-old (priority 0,
+    submitted at 100) is pending. LowerOrNewerEqualPriority preempts an equal-priority workload
+    only when it is newer than the preemptor: 500 > 100 yes, 50 > 100 no."""
+    r = cycle([on(w("a-run", "a", 8, submit=running_submit), 0)], [w("a-old", "a", 8, submit=100.0)],
+              ten(cq("a", 8, cohort=None, within_cluster_queue=policy)), nodes=1)
+    assert preempted(r) == expected
+
+
+@pytest.mark.parametrize("policy, expected", [
+    ("Never", []),
+    ("LowerPriority", []),                                   # b's jobs have priority 3, 5 ≥ 1
+    ("Any", [("b1", "InCohortReclamation")]),                # lowest priority first: b1 (3)
+])
+def test_reclaim_within_cohort_takes_back_lent_quota_by_the_queue_policy(policy, expected):
+    """a and b (nominal 8 each) share cohort c on 2 nodes. b runs b1 (priority 3) and b2
+    (priority 5), 8 GPUs each: 16, so 8 borrowed. a-1 (8 GPUs, priority 1) fits a's nominal
+    (0 + 8 ≤ 8) but the cohort has 16 − 16 = 0 unused: it needs preemption. Never: nothing;
+    LowerPriority: only b workloads below priority 1, none; Any: candidates sorted by lower
+    priority first, b1; after it b is at 8 = nominal, so b2 is no longer a candidate."""
+    run = [on(w("b1", "b", 8, prio=3), 0), on(w("b2", "b", 8, prio=5), 1)]
+    r = cycle(run, [w("a-1", "a", 8, prio=1)], ten(cq("a", 8, reclaim_within_cohort=policy), cq("b", 8)),
+              nodes=2)
+    assert preempted(r) == expected
+
+
+@pytest.mark.parametrize("borrow, threshold, expected", [
+    ("Never", None, []),
+    ("LowerPriority", 5, [("b0", "InCohortReclaimWhileBorrowing")]),
+    ("LowerPriority", 1, []),
+])
+def test_borrow_within_cohort_lets_a_borrowing_workload_preempt_up_to_the_threshold(borrow, threshold,
+                                                                                     expected):
+    """a, b, c nominal 8 each, 3 nodes (24 GPUs). a runs a0 (8), b runs b0 (priority 2) and b1
+    (priority 7), c nothing: 24 used, c's 8 lent to b. a-hi (8, priority 10) would borrow
+    (8 + 8 > 8), so reclaim alone does not apply. borrowWithinCohort LowerPriority with
+    maxPriorityThreshold 5: b0 (2 ≤ 5) is a target, b1 (7 > 5) is not; after b0, a borrows
+    8 of the 8 the cohort then has free. Threshold 1: neither; Never: no cohort candidates,
+    and a's own a0 is protected by withinClusterQueue Never."""
+    run = [on(w("a0", "a", 8), 0), on(w("b0", "b", 8, prio=2), 1), on(w("b1", "b", 8, prio=7), 2)]
+    a = cq("a", 8, reclaim_within_cohort="Any", borrow_within_cohort=borrow, max_priority_threshold=threshold)
+    r = cycle(run, [w("a-hi", "a", 8, prio=10)], ten(a, cq("b", 8), cq("c", 8)), nodes=3)
+    assert preempted(r) == expected
+
+
+@pytest.mark.parametrize("strategy, small_admitted", [("BestEffortFIFO", True), ("StrictFIFO", False)])
+def test_strict_fifo_holds_the_queue_behind_a_head_that_does_not_fit(strategy, small_admitted):
+    """a (nominal 8, no cohort), 2 empty nodes. a-big (16 GPUs, priority 5) heads the queue and
+    can never fit a's 8; a-small (8, priority 0) would. BestEffortFIFO admits and starts a-small;
+    StrictFIFO keeps it pending behind a-big."""
+    r = cycle([], [w("a-big", "a", 16, prio=5), w("a-small", "a", 8)],
+              ten(cq("a", 8, cohort=None, queueing_strategy=strategy)), nodes=2)
+    assert ("a-small" in r.started) is small_admitted
+    if not small_admitted:
+        assert r.statuses["a-small"].reasons[0] == STRICT_FIFO_BLOCKED
+
+
+def test_classic_kueue_admits_non_borrowing_heads_before_borrowing_ones():
+    """a (nominal 8) and b (nominal 0) share cohort c; one node of 8, nothing running. b-1 (8
+    GPUs, priority 5, submitted first) can only borrow; a-1 (8, priority 0) fits a's nominal.
+    Kueue serves heads that do not borrow first, whatever their priority: a-1 takes the 8 of
+    quota, and b-1 finds 8 − 8 = 0 to borrow."""
+    r = cycle([], [w("b-1", "b", 8, prio=5, submit=-10.0), w("a-1", "a", 8)],
+              ten(cq("a", 8), cq("b", 0)), nodes=1)
+    assert r.started == ("a-1",)
+    assert r.statuses["b-1"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+def test_kueue_weighted_share_is_borrowed_over_lendable_per_weight():
+    """a, b, c nominal 8 each: lendable 24. b uses 16 (borrows 8): share = 1000 × 8 / 24 = 333.3;
+    with weight 2 it is 166.7; a at 8 borrows nothing: 0; weight 0 and borrowing: infinite."""
+    t = ten(cq("a", 8), cq("b", 8, weight=2.0), cq("c", 8, weight=0.0))
+    led = QuotaLedger(t)
+    led.add("a", F, 8)
+    led.add("b", F, 16)
+    led.add("c", F, 12)
+    assert weighted_share(led, "a") == 0.0
+    assert weighted_share(led, "b") == pytest.approx(1000 * 8 / 24 / 2)
+    assert weighted_share(led, "c") == float("inf")
+    assert weighted_share(led, "a", (F, 4)) == pytest.approx(1000 * 4 / 24)
+
+
+@pytest.mark.parametrize("strategies, expected", [
+    (("LessThanOrEqualToFinalShare",), []),
+    (("LessThanInitialShare",), [("b0", "InCohortFairSharing")]),
+    (("LessThanOrEqualToFinalShare", "LessThanInitialShare"), [("b0", "InCohortFairSharing")]),
+])
+def test_fair_sharing_preempts_by_its_strategies_in_order(strategies, expected):
+    """Fair sharing on. a, b nominal 8, c nominal 24 (idle, lends all): lendable 40, 5 nodes.
+    b runs b0, b1, b2 (8 each, newest b0): 24, borrowing 16 → share 1000 × 16 / 40 = 400.
+    a runs a0 (8) and a1 (4): 12, borrowing 4. a-w (8 GPUs) would bring a to 20, borrowing 12
+    → share 300; 36 of 40 used, 4 free: it needs a preemption.
+    LessThanOrEqualToFinalShare: 300 ≤ share(b without an 8-GPU job) = 1000 × 8 / 40 = 200? no.
+    LessThanInitialShare: 300 < 400 yes → b0 (newest of b, the candidate order). The default
+    list tries the first, then falls back to the second."""
+    run = [on(w(f"b{i}", "b", 8), i, start=NOW - 100 * (i + 1)) for i in range(3)]
+    run += [on(w("a0", "a", 8), 3), on(w("a1", "a", 4), 4)]
+    t = ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 8), cq("c", 24), fair=strategies)
+    r = cycle(run, [w("a-w", "a", 8, prio=1)], t, nodes=5)
+    assert preempted(r) == expected
+
+
+def test_our_profile_keeps_a_within_nominal_job_admitted_where_kueue_leaves_it_pending():
+    """The difference docs/kueue.md argues: the same state as the reclaim scenario (b borrows 8,
+    a-1 fits a's nominal). Ours admits a-1 (a guarantee is a promise) and reclaims; Kueue with
+    its default policy (reclaimWithinCohort Never) leaves it pending with no preemption at all."""
+    run = [on(w("b1", "b", 8, prio=3), 0), on(w("b2", "b", 8, prio=5), 1)]
+    t = ten(cq("a", 8), cq("b", 8))
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    ours = run_cycle(CycleInput(NOW, table, [PendingJob(w("a-1", "a", 8, prio=1))], profile("tenancy"),
+                                running=run, tenancy=t))
+    kueue = cycle(run, [w("a-1", "a", 8, prio=1)], t, nodes=2)
+    assert [p.for_job for p in ours.preemptions] == ["a-1"]
+    assert kueue.preemptions == () and kueue.statuses["a-1"].code is StatusCode.NOT_ADMITTED
+
+
+A100 = "A100-80GB"
+
+
+def two_flavor_cycle(run, pending, tenancy):
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).leaves(1, nodes=1, gpu=A100).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], profile("kueue"),
+                                running=run, tenancy=tenancy))
+
+
+@pytest.mark.parametrize("when_can_borrow, flavor", [("Borrow", F), ("TryNextFlavor", A100)])
+def test_flavor_fungibility_borrows_on_the_first_flavor_or_tries_the_next(when_can_borrow, flavor):
+    """a's flavors in order: H100 (nominal 8) then A100 (nominal 8); b has H100 nominal 8 and runs
+    nothing, lending it. a runs 8 on H100 already. a-2 (8 GPUs, any model) fits H100 only by
+    borrowing b's 8 and A100 without borrowing. whenCanBorrow Borrow: H100 (the first flavor
+    where it fits); TryNextFlavor: A100. Nodes 0-1 are H100, node 2 is A100."""
+    a = TenantQueue("a", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(8))),
+                    kueue=KueueQueuePolicy(when_can_borrow=when_can_borrow))
+    t = Tenancy(tenants=(a, cq("b", 8)), cohorts=(Cohort("c"),))
+    r = two_flavor_cycle([on(w("a-1", "a", 8), 0)], [w("a-2", "a", 8)], t)
+    assert r.started == ("a-2",)
+    node = next(b.node for b in r.bindings if b.job == "a-2")
+    assert (node == 2) is (flavor == A100)
+
+
+@pytest.mark.parametrize("cpus, admitted", [(64.0, True), (96.0, False)])
+def test_quota_on_cpu_refuses_a_workload_whose_gpus_fit(cpus, admitted):
+    """a covers GPUs (nominal 8) and cpu (nominal 128) on H100, no cohort; it runs a-1 with 64
+    cores and 0 GPUs. a-2 asks 8 GPUs (fits: 0 + 8 ≤ 8) and c cores: 64 + 64 = 128 ≤ 128 is
+    admitted, 64 + 96 = 160 > 128 is not, though its GPUs fit."""
+    a = TenantQueue("a", None, ((F, FlavorQuota(8)),),
+                    resources=((F, "cpu", FlavorQuota(128)),))
+    t = Tenancy(tenants=(a,))
+    cpu_job = replace(job("x").tenant("a").gpus(0).cpus(64).models(F).runs(90_000).build(), id="a-1")
+    gpu_job = replace(job("x").tenant("a").gpus(8).cpus(cpus).runs(90_000).build(), id="a-2")
+    r = cycle([on(cpu_job, 0)], [gpu_job], t, nodes=1)
+    assert ("a-2" in r.started) is admitted
+    if not admitted:
+        assert r.statuses["a-2"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+def test_a_hierarchical_cohort_lends_a_sibling_teams_quota_through_the_parent():
+    """org > {team1 > a, team2 > b}; a nominal 8, b nominal 8, 2 nodes. b runs nothing, so its 8
+    are lendable up the tree to org and down to team1: a-2 (8 more GPUs while a runs 8) is
+    admitted by borrowing. With b's lending limit 0 nothing is lendable and a-2 waits."""
+    for lend, admitted in ((None, True), (0, False)):
+        t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                             TenantQueue("b", "team2", ((F, FlavorQuota(8, None, lend)),))),
+                    cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")))
+        r = cycle([on(w("a-1", "a", 8), 0)], [w("a-2", "a", 8)], t, nodes=2)
+        assert ("a-2" in r.started) is admitted, lend
+
+
+def test_quota_already_being_released_is_waited_for_not_preempted_for_again():
+    """The reclaim scenario one cycle later: b1 is under eviction notice (its 8 GPUs are going).
+    a-1 fits a's nominal once b1 is gone, so Kueue preempts nobody else (b2 keeps running)."""
+    run = [replace(on(w("b1", "b", 8, prio=3), 0), evicting=True, evict_at=NOW + 30),
+           on(w("b2", "b", 8, prio=5), 1)]
+    r = cycle(run, [w("a-1", "a", 8, prio=1)],
+              ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 8)), nodes=2)
+    assert r.preemptions == ()
+    assert "evicted workloads are releasing" in r.statuses["a-1"].reasons[-1]
