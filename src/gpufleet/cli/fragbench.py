@@ -138,6 +138,9 @@ def fragbench(
     if out is not None:
         check_out_dir(out)
     work = Workload(read_nodes(nodes), read_pods(pods))
+    if not work.pods.total_gpu_milli.any():
+        raise fail(f"{pods}: no pod asks for a GPU (num_gpu is 0 on every row); the fragmentation "
+                   "experiment needs GPU pods")
     pods_name = pods.name
     results: dict[str, PolicyResult] = {}
     with Progress(TextColumn("[bold]{task.description:<14}"), BarColumn(), MofNCompleteColumn(),

@@ -89,6 +89,8 @@ def arrival_order(work: Workload, rng: np.random.Generator, ratio: float = TUNE_
         while total > target and kept:
             total -= int(total_of[kept.pop(int(rng.integers(len(kept))))])
         return np.array(kept, dtype=np.int64)
+    if not total_of.any():
+        return order  # no pod asks for a GPU: no number of copies reaches a GPU target
     extra: list[IntArray] = []
     n = len(work.pods)
     while True:

@@ -116,3 +116,19 @@ def test_a_policy_run_reports_the_mean_kpis_over_seeds(work):
     assert set(s) == {"unallocated_pct_at_100", "unallocated_std", "alloc_pct_at_130"}
     assert s["unallocated_pct_at_100"] == pytest.approx(float(np.mean(res.unallocated_at_100)), abs=1e-3)
     assert 0 <= s["alloc_pct_at_130"] <= 100
+
+
+def test_a_pod_list_without_gpu_pods_is_one_line_not_an_endless_inflation(tmp_path):
+    """Inflating the arrivals to 1.3 × the fleet's GPU milli never ends when every pod asks for
+    0 milli (the fuzz suite found the loop growing until the machine ran out of memory)."""
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.main import app
+
+    (tmp_path / "n.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,4,V100\n")
+    (tmp_path / "p.csv").write_text("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+                                    "p0,1000,1024,0,0,\n")
+    res = CliRunner().invoke(app, ["fragbench", "--nodes", str(tmp_path / "n.csv"), "--pods",
+                                   str(tmp_path / "p.csv"), "--seeds", "1", "--no-progress",
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "no pod asks for a GPU" in res.output
