@@ -262,6 +262,36 @@ def _unresolvable(status: Status | None) -> bool:
     return status is not None and status.code is StatusCode.UNRESOLVABLE
 
 
+def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
+    """The distinct shape keys of ``jobs`` and, per job, the index of its key in that list.
+
+    Shape keys are interned when a Job is built (model/job.py), so equal keys are usually one
+    object: group by ``id()`` with an integer sort, then merge the few groups whose keys are equal
+    but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
+    a sort of 100,000 integers, not 100,000 hashes of nested tuples; the classes' order does not
+    matter to the scan (a class's verdict never depends on another's index)."""
+    keys = list(map(attrgetter("shape_key"), jobs))
+    if not keys:
+        return [], np.zeros(0, np.int64)
+    idents = np.fromiter(map(id, keys), np.int64, len(keys))
+    _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
+    index: dict[tuple, int] = {}
+    group_class = np.fromiter((index.setdefault(keys[i], len(index)) for i in first.tolist()),
+                              np.int64, first.size)
+    return list(index), group_class[inverse.reshape(-1)]
+
+
+def estimates(jobs: list[Job]) -> np.ndarray:
+    """``Job.estimate`` for every job, as two column reads: the estimate where one is given,
+    else the true run time (None reads as NaN in a float array)."""
+    est = np.array(list(map(attrgetter("run_time_estimate"), jobs)), dtype=float)
+    missing = np.isnan(est)
+    if missing.any():
+        run = np.fromiter(map(attrgetter("run_time"), jobs), float, len(jobs))
+        est[missing] = run[missing]
+    return est
+
+
 class _Scan:
     """The bounded, class-aware walk over backfill candidates, in queue order.
 
@@ -292,14 +322,11 @@ class _Scan:
 
     @classmethod
     def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
-        index: dict[tuple, int] = {}
-        ids = np.fromiter((index.setdefault(k, len(index)) for k in map(attrgetter("shape_key"), jobs)),
-                          np.int64, len(jobs))
-        classes = list(index)
+        classes, ids = shape_classes(jobs)
         if ctx.estimate_accuracy:
             planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
         else:
-            planned = np.fromiter(map(attrgetter("estimate"), jobs), float, len(jobs))
+            planned = estimates(jobs)
         end = ctx.now + planned
         mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
             else np.zeros(len(jobs), np.int64)
@@ -341,21 +368,26 @@ class _Scan:
         or 'not examined'; returns how many were settled by class without a search of their own.
         The verdicts are chained after what earlier phases found (a reserved job keeps the start
         estimate the reservation schedule gave it: ``engine.status.merge``)."""
-        unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
-                                              "was reached before this job's turn",), "backfill")
-        by_combo = np.full(self.dead.size, unexamined, dtype=object)
-        for combo, status in self.why.items():
-            by_combo[combo] = status
         waiting = np.flatnonzero(~self.was_started)
-        verdicts = by_combo[self.combo[waiting]]
-        own = {int(k) for k in self.own}
-        keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
-        ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
-               else [jobs[k].id for k in waiting.tolist()])
-        verdict_list = verdicts.tolist()
-        if keep is not None:
-            ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
-        statuses.record_many(ids, verdict_list)
-        for k, status in self.own.items():
-            statuses.record(jobs[k].id, status)
-        return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
+        skipped = int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
+        combo, why, own = self.combo[waiting], dict(self.why), dict(self.own)
+        n_all = len(jobs)
+
+        def verdicts() -> tuple[list[JobId], list[Status]]:
+            unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
+                                                  "was reached before this job's turn",), "backfill")
+            by_combo = np.full(self.dead.size, unexamined, dtype=object)
+            for c, status in why.items():
+                by_combo[c] = status
+            verdict_list = by_combo[combo].tolist()
+            keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
+            ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
+                   else [jobs[k].id for k in waiting.tolist()])
+            if keep is not None:
+                ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
+            ids += [jobs[k].id for k in own]
+            verdict_list += list(own.values())
+            return ids, verdict_list
+
+        statuses.record_later(verdicts)
+        return skipped
