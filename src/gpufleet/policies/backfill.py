@@ -36,7 +36,14 @@ from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Reservation, ReservationPlan, RunningJob
+from gpufleet.engine.types import (
+    CycleContext,
+    PendingJob,
+    Reservation,
+    ReservationPlan,
+    RunningJob,
+    job_estimates,
+)
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
@@ -88,8 +95,8 @@ class ShadowReserver:
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
-        avail = CapacityTimeline.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)],
-                                       ctx.expected_end)
+        running = [*ctx.running, *_just_placed(plan, ctx)]
+        avail = CapacityTimeline.build(plan.table, running, ctx.expected_end, ctx.expected_ends(running))
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
@@ -270,7 +277,7 @@ def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
     but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
     a sort of 100,000 integers, not 100,000 hashes of nested tuples; the classes' order does not
     matter to the scan (a class's verdict never depends on another's index)."""
-    keys = list(map(attrgetter("shape_key"), jobs))
+    keys = list(map(attrgetter("_shape"), jobs))  # the slot behind ``Job.shape_key``
     if not keys:
         return [], np.zeros(0, np.int64)
     idents = np.fromiter(map(id, keys), np.int64, len(keys))
@@ -279,17 +286,6 @@ def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
     group_class = np.fromiter((index.setdefault(keys[i], len(index)) for i in first.tolist()),
                               np.int64, first.size)
     return list(index), group_class[inverse.reshape(-1)]
-
-
-def estimates(jobs: list[Job]) -> np.ndarray:
-    """``Job.estimate`` for every job, as two column reads: the estimate where one is given,
-    else the true run time (None reads as NaN in a float array)."""
-    est = np.array(list(map(attrgetter("run_time_estimate"), jobs)), dtype=float)
-    missing = np.isnan(est)
-    if missing.any():
-        run = np.fromiter(map(attrgetter("run_time"), jobs), float, len(jobs))
-        est[missing] = run[missing]
-    return est
 
 
 class _Scan:
@@ -326,7 +322,7 @@ class _Scan:
         if ctx.estimate_accuracy:
             planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
         else:
-            planned = estimates(jobs)
+            planned = job_estimates(jobs)
         end = ctx.now + planned
         mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
             else np.zeros(len(jobs), np.int64)
