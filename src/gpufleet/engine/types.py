@@ -137,10 +137,11 @@ class CycleFacts:
 def job_estimates(jobs: Sequence[Job]) -> np.ndarray:
     """``Job.estimate`` for every job, as two column reads: the estimate where one is given,
     else the true run time (None reads as NaN in a float array)."""
-    est = np.array(list(map(attrgetter("run_time_estimate"), jobs)), dtype=float).reshape(-1)
+    n = len(jobs)
+    est = np.fromiter(map(attrgetter("run_time_estimate"), jobs), float, n)  # None reads as NaN
     missing = np.isnan(est)
     if missing.any():
-        run = np.fromiter(map(attrgetter("run_time"), jobs), float, len(jobs))
+        run = np.fromiter(map(attrgetter("run_time"), jobs), float, n)
         est[missing] = run[missing]
     return est
 

@@ -26,6 +26,7 @@ overlap). A (class, mode) that failed is not searched again this cycle, and at m
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -248,21 +249,27 @@ class ReservationBackfill:
 
 
 def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip``. Skipped jobs (reserved, unresolvable) sit near the head of
-    the queue, so find them with an early-exit walk and slice around them instead of testing
-    every one of 100,000 ids."""
+    """The blocked jobs minus ``skip`` (reserved, unresolvable: a handful). Each skipped id is
+    found with ``list.index``, a C-level scan, and deleted, instead of a Python test of every
+    one of 100,000 ids."""
     jobs = list(map(attrgetter("job"), blocked))
-    remaining = set(skip)
-    cut: list[int] = []
-    for i, j in enumerate(jobs):
-        if not remaining:
-            break
-        if j.id in remaining:
-            cut.append(i)
-            remaining.discard(j.id)
+    if not skip:
+        return jobs
+    ids = list(map(attrgetter("id"), jobs))
+    cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
     for i in reversed(cut):
         del jobs[i]
     return jobs
+
+
+def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:
+    """``ids.index`` (a C-level scan) that answers −1 for an id not in the list."""
+    def find(job: JobId) -> int:
+        try:
+            return ids.index(job)
+        except ValueError:
+            return -1
+    return find
 
 
 def _unresolvable(status: Status | None) -> bool:
@@ -277,13 +284,13 @@ def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
     but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
     a sort of 100,000 integers, not 100,000 hashes of nested tuples; the classes' order does not
     matter to the scan (a class's verdict never depends on another's index)."""
-    keys = list(map(attrgetter("_shape"), jobs))  # the slot behind ``Job.shape_key``
-    if not keys:
+    if not jobs:
         return [], np.zeros(0, np.int64)
-    idents = np.fromiter(map(id, keys), np.int64, len(keys))
+    # ``_shape`` is the slot behind ``Job.shape_key`` (no Python-level property call per job).
+    idents = np.fromiter(map(id, map(attrgetter("_shape"), jobs)), np.int64, len(jobs))
     _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
     index: dict[tuple, int] = {}
-    group_class = np.fromiter((index.setdefault(keys[i], len(index)) for i in first.tolist()),
+    group_class = np.fromiter((index.setdefault(jobs[i].shape_key, len(index)) for i in first.tolist()),
                               np.int64, first.size)
     return list(index), group_class[inverse.reshape(-1)]
 
