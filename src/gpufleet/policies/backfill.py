@@ -249,17 +249,32 @@ class ReservationBackfill:
 
 
 def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip`` (reserved, unresolvable: a handful). Each skipped id is
-    found with ``list.index``, a C-level scan, and deleted, instead of a Python test of every
-    one of 100,000 ids."""
+    """The blocked jobs minus ``skip`` (reserved, unresolvable: usually a handful). A few skipped
+    ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one
+    of 100,000 ids; more than ``_FEW`` are found in one Python walk that stops when all are found.
+    Only the first occurrence of an id is removed, either way."""
     jobs = list(map(attrgetter("job"), blocked))
     if not skip:
         return jobs
-    ids = list(map(attrgetter("id"), jobs))
-    cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
+    if len(skip) <= _FEW:
+        ids = list(map(attrgetter("id"), jobs))
+        cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
+    else:  # many (say, a thousand jobs bigger than the fleet): one walk, not a scan per id
+        remaining = set(skip)
+        cut = []
+        for i, j in enumerate(jobs):
+            if not remaining:
+                break
+            if j.id in remaining:
+                cut.append(i)
+                remaining.discard(j.id)
     for i in reversed(cut):
         del jobs[i]
     return jobs
+
+
+#: Up to this many skipped ids, one C-level ``list.index`` scan each beats one Python walk.
+_FEW = 16
 
 
 def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:

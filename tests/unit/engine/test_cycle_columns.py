@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from gpufleet.engine.capacity import Releases
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.status import Status, StatusBoard, StatusCode, merge
-from gpufleet.engine.types import CycleContext, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.job import PodRequest
-from gpufleet.policies.backfill import shape_classes
+from gpufleet.policies.backfill import _without, shape_classes
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import job
 
@@ -110,3 +110,11 @@ def test_jobs_of_equal_shape_share_a_class_even_when_their_keys_are_separate_obj
     assert len(classes) == 2
     assert ids[0] == ids[1] != ids[2]
     assert classes[ids[0]] == a.shape_key and classes[ids[2]] == c.shape_key
+
+
+def test_backfill_candidates_drop_exactly_the_skipped_jobs_whether_few_or_many():
+    """3 and 40 skipped ids (one absent from the queue each time): the candidates are the queue
+    minus those ids, in queue order, by either path of ``_without``."""
+    queue = [PendingJob(job(f"j{i:03d}").build()) for i in range(100)]
+    for skip in ({"j000", "j050", "absent"}, {f"j{i:03d}" for i in range(0, 80, 2)} | {"absent"}):
+        assert [j.id for j in _without(queue, skip)] == [pj.job.id for pj in queue if pj.job.id not in skip]
