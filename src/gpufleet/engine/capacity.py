@@ -33,6 +33,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from gpufleet.engine.phases.order import id_ranks
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
@@ -69,7 +70,7 @@ class Releases:
             empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
             return cls((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
         ids = list(map(attrgetter("job.id"), running))
-        order = np.lexsort((np.array(ids), ends)).tolist()  # stable: ties keep input order
+        order = np.lexsort((id_ranks(ids), ends)).tolist()  # stable: ties keep input order
         ranked = [running[i] for i in order]
         per_job = list(map(attrgetter("bindings"), ranked))
         counts = np.fromiter(map(len, per_job), np.int64, n)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.engine.capacity import Releases
+from gpufleet.engine.phases.order import priority_fifo
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.status import Status, StatusBoard, StatusCode, merge
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
@@ -118,3 +119,13 @@ def test_backfill_candidates_drop_exactly_the_skipped_jobs_whether_few_or_many()
     queue = [PendingJob(job(f"j{i:03d}").build()) for i in range(100)]
     for skip in ({"j000", "j050", "absent"}, {f"j{i:03d}" for i in range(0, 80, 2)} | {"absent"}):
         assert [j.id for j in _without(queue, skip)] == [pj.job.id for pj in queue if pj.job.id not in skip]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 3),
+                          st.sampled_from(["a", "b", "ab", "b0", "é", "Z"])), min_size=64, max_size=150))
+def test_the_columnar_queue_order_is_priority_then_submit_then_id_like_a_python_sort(rows):
+    """The reference is Python's stable sort on (−priority, submit, id); duplicate ids included."""
+    queue = [PendingJob(job(jid).at(float(t)).priority(p).build()) for p, t, jid in rows]
+    expected = sorted(queue, key=lambda pj: (-pj.job.priority, pj.job.submit_time, pj.job.id))
+    assert [id(pj) for pj in priority_fifo(queue)] == [id(pj) for pj in expected]
