@@ -5,7 +5,8 @@
 
 Builds N nodes × 8 H100 (leaves of 32) about 90% allocated by running jobs with staggered ends,
 and M pending jobs of mixed shapes (1-64 GPUs, as the workload generator draws them) from 16
-tenants. Measures, with the EASY-backfill profile (all six phases):
+tenants. Measures, with the EASY-backfill profile (all six phases; ``--profile NAME`` for another, e.g.
+topology-aware):
 - ``cycle_median_s``: median wall time of one full cycle on that input;
 - ``placements_per_s``: jobs started per second of cycle time while the queue drains (after each
   cycle the clock moves to ten minutes past the next job end and every job ending by then
@@ -79,8 +80,8 @@ def build(nodes: int, pending: int, seed: int):
     return fleet, table, running, queue
 
 
-def time_cycles(table, running, queue, reps: int) -> list[float]:
-    prof = profile("gang-easy")
+def time_cycles(table, running, queue, reps: int, name: str = "gang-easy") -> list[float]:
+    prof = profile(name)
     out = []
     for _ in range(reps):
         t0 = time.perf_counter()
@@ -89,9 +90,9 @@ def time_cycles(table, running, queue, reps: int) -> list[float]:
     return out
 
 
-def drain(table, running, queue, budget_s: float) -> tuple[int, float, int]:
+def drain(table, running, queue, budget_s: float, name: str = "gang-easy") -> tuple[int, float, int]:
     """Cycles until the queue is empty or ``budget_s`` of cycle time is spent."""
-    prof = profile("gang-easy")
+    prof = profile(name)
     table = table.copy()
     running = list(running)
     pending = {pj.job.id: pj for pj in queue}
@@ -121,11 +122,12 @@ def drain(table, running, queue, budget_s: float) -> tuple[int, float, int]:
     return placed, spent, cycles
 
 
-def measure(nodes: int, pending: int, seed: int, reps: int, naive: bool, drain_s: float) -> dict:
+def measure(nodes: int, pending: int, seed: int, reps: int, naive: bool, drain_s: float,
+            name: str = "gang-easy") -> dict:
     fleet, table, running, queue = build(nodes, pending, seed)
-    times = time_cycles(table, running, queue, reps)
+    times = time_cycles(table, running, queue, reps, name)
     busy = round(100 * table.gpus_allocated / fleet.total_gpus, 1)
-    out = {"nodes": nodes, "pending": pending, "busy_pct": busy, "running": len(running),
+    out = {"profile": name, "nodes": nodes, "pending": pending, "busy_pct": busy, "running": len(running),
            "cycle_median_s": round(statistics.median(times), 4)}
     if naive:
         sample = queue if pending <= 10_000 else queue[: pending // 10]
@@ -137,7 +139,7 @@ def measure(nodes: int, pending: int, seed: int, reps: int, naive: bool, drain_s
             out["naive_scaled_from"] = len(sample)
         out["speedup"] = round(naive_s / out["cycle_median_s"], 1)
     if drain_s > 0:
-        placed, spent, cycles = drain(table, running, queue, drain_s)
+        placed, spent, cycles = drain(table, running, queue, drain_s, name)
         out["placements_per_s"] = round(placed / spent) if spent else 0
         out["drain_cycles"] = cycles
         out["drain_placed"] = placed
@@ -152,6 +154,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--drain-s", type=float, default=600.0,
                     help="cycle-time budget for the drain; the default lets 100,000 jobs drain fully")
+    ap.add_argument("--profile", default="gang-easy", metavar="NAME",
+                    help="scheduling profile to time (gang-easy, topology-aware, topology-easy, ...)")
     ap.add_argument("--grid", action="store_true", help="cycle time over N x M (no naive, no drain)")
     args = ap.parse_args()
     if args.grid:
@@ -163,7 +167,8 @@ def main() -> None:
                 rows.append(r)
         print(json.dumps({"grid": rows}))
         return
-    print(json.dumps(measure(args.nodes, args.pending, args.seed, args.reps, True, args.drain_s)))
+    print(json.dumps(measure(args.nodes, args.pending, args.seed, args.reps, True, args.drain_s,
+                             args.profile)))
 
 
 if __name__ == "__main__":

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
+from gpufleet.engine.phases.order import id_ranks
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
@@ -52,23 +55,34 @@ class Releases:
     rel_mem: np.ndarray
 
     @classmethod
-    def build(cls, running: Sequence[RunningJob], expected_end: Callable[[RunningJob], float]) -> Releases:
-        keyed = sorted(((expected_end(rj), rj.job.id, rj) for rj in running), key=lambda x: x[:2])
-        rank: list[int] = []
-        node: list[int] = []
-        gpu: list[int] = []
-        cpu: list[float] = []
-        mem: list[float] = []
-        for k, (_, _, rj) in enumerate(keyed):
-            for b in rj.bindings:
-                rank.append(k)
-                node.append(b.node)
-                gpu.append(b.request.gpus)
-                cpu.append(b.request.cpus)
-                mem.append(b.request.memory_gb)
-        return cls(tuple(j for _, j, _ in keyed), np.array([e for e, _, _ in keyed], float),
-                   np.array(rank, np.int64), np.array(node, np.int64), np.array(gpu, np.int64),
-                   np.array(cpu, float), np.array(mem, float))
+    def build(cls, running: Sequence[RunningJob], expected_end: Callable[[RunningJob], float],
+              ends: np.ndarray | None = None) -> Releases:
+        """Rank ``running`` by (expected end, job id) and lay out its pods in that order.
+
+        ``ends``, when given, is ``expected_end`` of every running job already computed as one
+        column (``CycleContext.expected_ends``). Ranking is one ``lexsort`` and the pods are read
+        as columns: with 15,000 running jobs this is a few C-level passes per cycle, not a Python
+        step per job and per pod."""
+        n = len(running)
+        if ends is None:
+            ends = np.fromiter(map(expected_end, running), float, n)
+        if n == 0:
+            empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
+            return cls((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
+        ids = list(map(attrgetter("job.id"), running))
+        order = np.lexsort((id_ranks(ids), ends)).tolist()  # stable: ties keep input order
+        ranked = [running[i] for i in order]
+        per_job = list(map(attrgetter("bindings"), ranked))
+        counts = np.fromiter(map(len, per_job), np.int64, n)
+        binds = list(chain.from_iterable(per_job))
+        reqs = list(map(attrgetter("request"), binds))
+        m = len(binds)
+        return cls(tuple(ids[i] for i in order), ends[order],
+                   np.repeat(np.arange(n, dtype=np.int64), counts),
+                   np.fromiter(map(attrgetter("node"), binds), np.int64, m),
+                   np.fromiter(map(attrgetter("gpus"), reqs), np.int64, m),
+                   np.fromiter(map(attrgetter("cpus"), reqs), float, m),
+                   np.fromiter(map(attrgetter("memory_gb"), reqs), float, m))
 
     def __len__(self) -> int:
         return int(self.ends.size)
@@ -121,8 +135,9 @@ class CapacityTimeline:
 
     @classmethod
     def build(cls, table: NodeTable, running: Sequence[RunningJob],
-              expected_end: Callable[[RunningJob], float]) -> CapacityTimeline:
-        return cls(table, Releases.build(running, expected_end))
+              expected_end: Callable[[RunningJob], float],
+              ends: np.ndarray | None = None) -> CapacityTimeline:
+        return cls(table, Releases.build(running, expected_end, ends))
 
     def over(self, table: NodeTable) -> CapacityTimeline:
         """The same releases laid over another base table (the releases are not rebuilt)."""

@@ -92,6 +92,12 @@ class Checkpointing:
     restart_s: float = 0.0
 
 
+#: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
+#: ``id()`` (an integer sort) instead of hashing 100,000 nested tuples. Grows with the number of
+#: distinct shapes seen by the process (hundreds), never with the number of jobs.
+_SHAPES: dict[tuple, tuple] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     id: JobId
@@ -114,7 +120,8 @@ class Job:
     _shape: tuple = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_shape", self._compute_shape_key())
+        key = self._compute_shape_key()
+        object.__setattr__(self, "_shape", _SHAPES.setdefault(key, key))
 
     @property
     def total_gpus(self) -> int:

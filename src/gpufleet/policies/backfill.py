@@ -26,6 +26,7 @@ overlap). A (class, mode) that failed is not searched again this cycle, and at m
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -36,7 +37,14 @@ from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Reservation, ReservationPlan, RunningJob
+from gpufleet.engine.types import (
+    CycleContext,
+    PendingJob,
+    Reservation,
+    ReservationPlan,
+    RunningJob,
+    job_estimates,
+)
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
@@ -103,8 +111,8 @@ class ShadowReserver:
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
-        avail = CapacityTimeline.build(plan.table, [*ctx.running, *_just_placed(plan, ctx)],
-                                       ctx.expected_end)
+        running = [*ctx.running, *_just_placed(plan, ctx)]
+        avail = CapacityTimeline.build(plan.table, running, ctx.expected_end, ctx.expected_ends(running))
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
@@ -257,25 +265,65 @@ class ReservationBackfill:
 
 
 def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip``. Skipped jobs (reserved, unresolvable) sit near the head of
-    the queue, so find them with an early-exit walk and slice around them instead of testing
-    every one of 100,000 ids."""
+    """The blocked jobs minus ``skip`` (reserved, unresolvable: usually a handful). A few skipped
+    ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one
+    of 100,000 ids; more than ``_FEW`` are found in one Python walk that stops when all are found.
+    Only the first occurrence of an id is removed, either way."""
     jobs = list(map(attrgetter("job"), blocked))
-    remaining = set(skip)
-    cut: list[int] = []
-    for i, j in enumerate(jobs):
-        if not remaining:
-            break
-        if j.id in remaining:
-            cut.append(i)
-            remaining.discard(j.id)
+    if not skip:
+        return jobs
+    if len(skip) <= _FEW:
+        ids = list(map(attrgetter("id"), jobs))
+        cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
+    else:  # many (say, a thousand jobs bigger than the fleet): one walk, not a scan per id
+        remaining = set(skip)
+        cut = []
+        for i, j in enumerate(jobs):
+            if not remaining:
+                break
+            if j.id in remaining:
+                cut.append(i)
+                remaining.discard(j.id)
     for i in reversed(cut):
         del jobs[i]
     return jobs
 
 
+#: Up to this many skipped ids, one C-level ``list.index`` scan each beats one Python walk.
+_FEW = 16
+
+
+def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:
+    """``ids.index`` (a C-level scan) that answers −1 for an id not in the list."""
+    def find(job: JobId) -> int:
+        try:
+            return ids.index(job)
+        except ValueError:
+            return -1
+    return find
+
+
 def _unresolvable(status: Status | None) -> bool:
     return status is not None and status.code is StatusCode.UNRESOLVABLE
+
+
+def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
+    """The distinct shape keys of ``jobs`` and, per job, the index of its key in that list.
+
+    Shape keys are interned when a Job is built (model/job.py), so equal keys are usually one
+    object: group by ``id()`` with an integer sort, then merge the few groups whose keys are equal
+    but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
+    a sort of 100,000 integers, not 100,000 hashes of nested tuples; the classes' order does not
+    matter to the scan (a class's verdict never depends on another's index)."""
+    if not jobs:
+        return [], np.zeros(0, np.int64)
+    # ``_shape`` is the slot behind ``Job.shape_key`` (no Python-level property call per job).
+    idents = np.fromiter(map(id, map(attrgetter("_shape"), jobs)), np.int64, len(jobs))
+    _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
+    index: dict[tuple, int] = {}
+    group_class = np.fromiter((index.setdefault(jobs[i].shape_key, len(index)) for i in first.tolist()),
+                              np.int64, first.size)
+    return list(index), group_class[inverse.reshape(-1)]
 
 
 class _Scan:
@@ -308,14 +356,11 @@ class _Scan:
 
     @classmethod
     def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
-        index: dict[tuple, int] = {}
-        ids = np.fromiter((index.setdefault(k, len(index)) for k in map(attrgetter("shape_key"), jobs)),
-                          np.int64, len(jobs))
-        classes = list(index)
+        classes, ids = shape_classes(jobs)
         if ctx.estimate_accuracy:
             planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
         else:
-            planned = np.fromiter(map(attrgetter("estimate"), jobs), float, len(jobs))
+            planned = job_estimates(jobs)
         end = ctx.now + planned
         mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
             else np.zeros(len(jobs), np.int64)
@@ -357,21 +402,26 @@ class _Scan:
         or 'not examined'; returns how many were settled by class without a search of their own.
         The verdicts are chained after what earlier phases found (a reserved job keeps the start
         estimate the reservation schedule gave it: ``engine.status.merge``)."""
-        unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
-                                              "was reached before this job's turn",), "backfill")
-        by_combo = np.full(self.dead.size, unexamined, dtype=object)
-        for combo, status in self.why.items():
-            by_combo[combo] = status
         waiting = np.flatnonzero(~self.was_started)
-        verdicts = by_combo[self.combo[waiting]]
-        own = {int(k) for k in self.own}
-        keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
-        ids = (list(map(attrgetter("id"), jobs)) if waiting.size == len(jobs)
-               else [jobs[k].id for k in waiting.tolist()])
-        verdict_list = verdicts.tolist()
-        if keep is not None:
-            ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
-        statuses.record_many(ids, verdict_list)
-        for k, status in self.own.items():
-            statuses.record(jobs[k].id, status)
-        return int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
+        skipped = int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
+        combo, why, own = self.combo[waiting], dict(self.why), dict(self.own)
+        n_all = len(jobs)
+
+        def verdicts() -> tuple[list[JobId], list[Status]]:
+            unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
+                                                  "was reached before this job's turn",), "backfill")
+            by_combo = np.full(self.dead.size, unexamined, dtype=object)
+            for c, status in why.items():
+                by_combo[c] = status
+            verdict_list = by_combo[combo].tolist()
+            keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
+            ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
+                   else [jobs[k].id for k in waiting.tolist()])
+            if keep is not None:
+                ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
+            ids += [jobs[k].id for k in own]
+            verdict_list += list(own.values())
+            return ids, verdict_list
+
+        statuses.record_later(verdicts)
+        return skipped

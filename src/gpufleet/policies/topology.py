@@ -186,7 +186,8 @@ class TopologyAware:
             return cache[key]
         caches = ctx.caches
         if caches.running_releases is None:
-            caches.running_releases = Releases.build(ctx.running, ctx.expected_end)
+            caches.running_releases = Releases.build(ctx.running, ctx.expected_end,
+                                                     ctx.expected_ends(ctx.running))
         atoms = ps.replicas // k
         timeline = CapacityTimeline(table, caches.running_releases)
         wait = timeline.first_end_when(

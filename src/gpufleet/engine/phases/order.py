@@ -35,6 +35,17 @@ def priority_fifo(jobs: list[PendingJob]) -> list[PendingJob]:
     js = list(map(attrgetter("job"), jobs))
     prio = np.fromiter(map(attrgetter("priority"), js), np.int64, n)
     submit = np.fromiter(map(attrgetter("submit_time"), js), np.float64, n)
-    ids = np.array(list(map(attrgetter("id"), js)))
-    order = np.lexsort((ids, submit, -prio))
-    return [jobs[i] for i in order.tolist()]
+    order = np.lexsort((id_ranks(list(map(attrgetter("id"), js))), submit, -prio))
+    return list(map(jobs.__getitem__, order.tolist()))
+
+
+def id_ranks(ids: list[str]) -> np.ndarray:
+    """Each id's rank in Python string order, as integers a ``lexsort`` key can use; equal ids
+    keep their input order, as the stable ``lexsort`` on the strings did. Python's own sort of
+    the ids costs about half of building a numpy string array from 100,000 Python strings, and
+    gives the same order (code points)."""
+    n = len(ids)
+    perm = sorted(range(n), key=ids.__getitem__)
+    ranks = np.empty(n, np.int64)
+    ranks[np.fromiter(perm, np.int64, n)] = np.arange(n, dtype=np.int64)
+    return ranks
