@@ -28,3 +28,16 @@ test-slow: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src/gpufleet/model src/gpufleet/engine
+
+# Mutation testing, not part of `make test`: one module at a time with only its tests (tools/mutation.toml).
+# make mutation MODULES="engine/plan.py policies/fgd/measure.py" MUTATION_TIMEOUT=900
+MODULES ?= engine/plan.py policies/preemption.py policies/backfill.py policies/quota.py policies/fgd/measure.py
+MUTATION_TIMEOUT ?= 1800
+
+$(VENV)/.installed-mutation: pyproject.toml $(VENV)/.installed-dev
+	$(BIN)/pip install -q -e '.[dev,k8s,mutation]'
+	touch $@
+
+.PHONY: mutation
+mutation: $(VENV)/.installed-mutation
+	MUTATION_TIMEOUT=$(MUTATION_TIMEOUT) $(BIN)/python tools/mutation.py run $(MODULES)
