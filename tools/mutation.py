@@ -103,6 +103,7 @@ def run_module(module: str, config: dict, timeout_s: float) -> None:
         if (ROOT / path).read_bytes() != original:
             (ROOT / path).write_bytes(original)
             print(f"   restored {path}", flush=True)
+        (ROOT / f"{path}.bak").unlink(missing_ok=True)  # mutmut's own copy, left behind when stopped
 
 
 def equivalents(config: dict, module: str) -> dict[tuple[str, str], str]:

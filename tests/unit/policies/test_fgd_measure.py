@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -144,3 +146,62 @@ def test_the_vectorised_form_agrees_with_the_definition_on_random_nodes():
     want = [frag_reference(int(cpu[i]), free[i, : ngpu[i]].tolist(), models[model_idx[i]], t)
             for i in range(n)]
     assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_typical_pods_stop_at_exactly_95_percent():
+    """95 of 100 pods share one spec: they cover exactly 95 % (>= the threshold), so the 5 others are
+    left out and the one typical spec has popularity 95/95 = 1."""
+    cpu = np.array([1000] * 95 + [2000] * 5)
+    milli = np.array([500] * 95 + [1000] * 5)
+    count = np.ones(100, dtype=np.int64)
+    t = typical_pods(cpu, milli, count, (frozenset(),) * 100)
+    assert t.cpu.tolist() == [1000]
+    assert t.p.tolist() == [1.0]
+
+
+def test_typical_pods_are_ranked_most_popular_first():
+    """3 pods of a 2-CPU spec arrive after 1 pod of a 1-CPU spec: the 2-CPU spec is the most popular
+    (3 of 4 = 75 %) and comes first; the 1-CPU spec then brings the cover to 100 %."""
+    cpu = np.array([1000, 2000, 2000, 2000])
+    t = typical_pods(cpu, np.full(4, 500), np.ones(4, dtype=np.int64), (frozenset(),) * 4)
+    assert t.cpu.tolist() == [2000, 1000]
+    assert t.p.tolist() == [0.75, 0.25]
+
+
+@pytest.mark.parametrize("order", [[1000, 2000], [2000, 1000]], ids=["small spec first", "large spec first"])
+def test_equally_popular_specs_are_cut_the_same_way_whatever_order_the_pods_arrive_in(order):
+    """Two specs with one pod each and a 50 % threshold: one spec is enough (1 of 2 pods), and it is
+    the smaller spec (1 CPU) however the trace lists them, so the cut is deterministic."""
+    t = typical_pods(np.array(order), np.full(2, 500), np.ones(2, dtype=np.int64), (frozenset(),) * 2,
+                     threshold=0.5)
+    assert t.cpu.tolist() == [1000]
+    assert t.p.tolist() == [1.0]
+
+
+def test_typical_pods_refuse_columns_of_different_lengths():
+    with pytest.raises(ValueError):
+        typical_pods(np.array([1000, 2000]), np.array([500]), np.array([1]), (frozenset(),))
+
+
+@pytest.mark.parametrize(("cpu", "milli", "expected"), [
+    (4000, 500, FragClass.Q3_SATISFIED), (4000, 0, FragClass.XL_SATISFIED),
+], ids=["a gpu task", "a cpu-only task"])
+def test_a_task_asking_exactly_the_cpu_left_is_satisfied(cpu, milli, expected):
+    assert classify(4000, [1000], "T4", cpu, milli, 1 if milli else 0, frozenset()) is expected
+
+
+def test_the_classes_carry_fgds_quadrant_labels():
+    """The labels of FGD's `GetNodePodFrag` (kubernetes-scheduler-simulator pkg/utils/frag.go:556-582,
+    /work/shared/reference/fgd.md): quadrants Q1-Q4, CPU-only XL/XR, and NoAccess."""
+    assert [c.value for c in FragClass] == ["Q1", "Q2", "Q3", "Q4", "XL", "XR", "NoAccess"]
+
+
+def test_a_target_workload_cannot_be_altered_once_built():
+    t = make_typical([(1000, 500, 1, frozenset(), 1.0)])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.p = np.array([0.5])  # type: ignore[misc]
+
+
+def test_a_frag_table_keeps_the_workload_the_fgd_policies_read_back():
+    t = make_typical([(1000, 500, 1, frozenset(), 1.0)])
+    assert FragTable(t, ("T4",), 8).typical is t
