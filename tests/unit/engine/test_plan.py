@@ -87,3 +87,11 @@ def test_committed_decisions_cannot_be_altered_afterwards():
     (decision,) = plan.commit()
     with pytest.raises(dataclasses.FrozenInstanceError):
         decision.node = 1  # type: ignore[misc]
+
+
+def test_a_fractional_binding_without_a_slot_holds_cpu_only():
+    """A binding with no slot says "no GPU chosen yet": it holds its 4 CPUs and no GPU share (8.0 free)."""
+    plan, _ = _share_plan()
+    plan.bind(PodBinding("s", "w", 0, 0, SHARE))
+    assert plan.table.cpu_total[0] - plan.table.cpu_free[0] == 4
+    assert _free_gpus_on_node_0(plan) == pytest.approx(8.0)
