@@ -205,3 +205,47 @@ def test_a_target_workload_cannot_be_altered_once_built():
 def test_a_frag_table_keeps_the_workload_the_fgd_policies_read_back():
     t = make_typical([(1000, 500, 1, frozenset(), 1.0)])
     assert FragTable(t, ("T4",), 8).typical is t
+
+
+@pytest.mark.parametrize(("free", "expected"), [
+    ([1000] * 8, 0.0), ([1000] * 7 + [0], 7000.0),
+], ids=["all 8 gpus free fragment nothing", "7 free gpus are all fragment"])
+def test_an_8_gpu_task_fits_only_a_node_with_8_free_gpus(free, expected):
+    """An 8-GPU whole-GPU spec (popularity 1) on an 8-GPU T4 node with CPU to spare: with 8 free GPUs
+    it fits and no free GPU is below its 1000 milli (fragment 0); with 7 it lacks a GPU, so all
+    7 x 1000 idle milli are fragment."""
+    t = make_typical([(1000, 1000, 8, frozenset(), 1.0)])
+    assert frag_reference(8000, free, "T4", t) == expected
+    assert vectorised(t, 8000, free, "T4") == expected
+
+
+def test_a_task_wider_than_every_node_never_fits():
+    """A 16-GPU spec on a fleet of at most 8 GPUs per node: every idle milli (8 x 1000) is fragment."""
+    t = make_typical([(1000, 1000, 16, frozenset(), 1.0)])
+    assert vectorised(t, 8000, [1000] * 8, "T4") == 8000.0
+
+
+def test_a_spec_with_a_gpu_count_but_no_gpu_share_counts_as_cpu_only():
+    """r_m = 0 makes a spec CPU-only in FGD's definition whatever its count (fgd.md): with
+    popularity 1, all 1000 + 500 idle milli are fragment, in both forms."""
+    t = make_typical([(1000, 0, 1, frozenset(), 1.0)])
+    assert frag_reference(8000, [1000, 500], "T4", t) == 1500.0
+    assert vectorised(t, 8000, [1000, 500], "T4") == 1500.0
+
+
+def test_the_multi_gpu_part_of_several_candidate_states_per_node_agrees_with_one_state_at_a_time():
+    """FGD's gradient scores every candidate placement in one call: N(r) and S(r) shaped
+    (nodes, candidates). Each column must equal the plain per-node call for that candidate."""
+    t = typical(TYPICAL_PODS)
+    table = FragTable(t, ("2080", "T4"), 8)
+    model_idx, cpu = np.array([0, 1]), np.array([64000, 20000])
+    free = np.array([[[1000] * 8, [1000] * 4 + [0] * 4, [500] * 8],
+                     [[1000] * 2 + [0] * 6, [1000] * 8, [0] * 8]])  # (nodes, candidates, gpus)
+    n_at = {r: (free >= r).sum(axis=2) for r, _, _ in table.multi}
+    s_at = {r: np.where(free >= r, free, 0).sum(axis=2) for r, _, _ in table.multi}
+    together = table.multi_part(model_idx, cpu, n_at, s_at)
+    assert together[0, 0] > 0  # an idle 8-GPU 2080 node with 64 CPUs fits several multi-GPU specs
+    for c in range(3):
+        one = table.multi_part(model_idx, cpu, {r: v[:, c] for r, v in n_at.items()},
+                               {r: v[:, c] for r, v in s_at.items()})
+        assert together[:, c].tolist() == pytest.approx(one.tolist())
