@@ -35,7 +35,7 @@ MODULES ?= engine/plan.py policies/preemption.py policies/backfill.py policies/q
 MUTATION_TIMEOUT ?= 1800
 
 $(VENV)/.installed-mutation: pyproject.toml $(VENV)/.installed-dev
-	$(BIN)/pip install -q -e '.[dev,k8s,mutation]'
+	$(BIN)/pip install -q -e '.[mutation]'
 	touch $@
 
 .PHONY: mutation

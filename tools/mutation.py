@@ -15,6 +15,8 @@ where "killed" includes timeouts (a mutant that hangs the tests is caught) and a
 listed in tools/mutation.toml with its reason. Surviving mutants are printed as diffs so the next step is
 clear: a test that kills it, or an [[equivalent]] entry with the reason it cannot be told apart.
 Exit status 1 when a module is under TARGET (0.90) or has untested mutants, 2 on bad input.
+mutmut 2.5 keeps a kill across test edits (it assumes tests only grow) and retests the rest when any
+file under tests/ changes; delete .mutmut-cache for a from-scratch score after removing tests.
 """
 
 from __future__ import annotations
