@@ -173,6 +173,8 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     if argv[0] == "run":
+        # `timeout` and CI send SIGTERM: turn it into KeyboardInterrupt so the module is restored.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         if not shutil.which(bin_path("mutmut")):
             print("mutmut not installed: pip install -e '.[dev,mutation]'", file=sys.stderr)
             return 2
