@@ -41,3 +41,16 @@ fuzz: $(VENV)/.installed-dev
 	    -rss_limit_mb=4096 corpus) || exit 1; done; \
 	else echo "atheris is not installable here: running the hypothesis fuzz suite at 50x"; \
 	  GPUFLEET_FUZZ_SCALE=50 $(BIN)/pytest -q -p no:cacheprovider tests/fuzz; fi
+
+# Mutation testing, not part of `make test`: one module at a time with only its tests (tools/mutation.toml).
+# make mutation MODULES="engine/plan.py policies/fgd/measure.py" MUTATION_TIMEOUT=900
+MODULES ?= engine/plan.py policies/preemption.py policies/backfill.py policies/quota.py policies/fgd/measure.py
+MUTATION_TIMEOUT ?= 1800
+
+$(VENV)/.installed-mutation: pyproject.toml $(VENV)/.installed-dev
+	$(BIN)/pip install -q -e '.[mutation]'
+	touch $@
+
+.PHONY: mutation
+mutation: $(VENV)/.installed-mutation
+	MUTATION_TIMEOUT=$(MUTATION_TIMEOUT) $(BIN)/python tools/mutation.py run $(MODULES)

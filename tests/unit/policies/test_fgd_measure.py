@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -144,3 +146,106 @@ def test_the_vectorised_form_agrees_with_the_definition_on_random_nodes():
     want = [frag_reference(int(cpu[i]), free[i, : ngpu[i]].tolist(), models[model_idx[i]], t)
             for i in range(n)]
     assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_typical_pods_stop_at_exactly_95_percent():
+    """95 of 100 pods share one spec: they cover exactly 95 % (>= the threshold), so the 5 others are
+    left out and the one typical spec has popularity 95/95 = 1."""
+    cpu = np.array([1000] * 95 + [2000] * 5)
+    milli = np.array([500] * 95 + [1000] * 5)
+    count = np.ones(100, dtype=np.int64)
+    t = typical_pods(cpu, milli, count, (frozenset(),) * 100)
+    assert t.cpu.tolist() == [1000]
+    assert t.p.tolist() == [1.0]
+
+
+def test_typical_pods_are_ranked_most_popular_first():
+    """3 pods of a 2-CPU spec arrive after 1 pod of a 1-CPU spec: the 2-CPU spec is the most popular
+    (3 of 4 = 75 %) and comes first; the 1-CPU spec then brings the cover to 100 %."""
+    cpu = np.array([1000, 2000, 2000, 2000])
+    t = typical_pods(cpu, np.full(4, 500), np.ones(4, dtype=np.int64), (frozenset(),) * 4)
+    assert t.cpu.tolist() == [2000, 1000]
+    assert t.p.tolist() == [0.75, 0.25]
+
+
+@pytest.mark.parametrize("order", [[1000, 2000], [2000, 1000]], ids=["small spec first", "large spec first"])
+def test_equally_popular_specs_are_cut_the_same_way_whatever_order_the_pods_arrive_in(order):
+    """Two specs with one pod each and a 50 % threshold: one spec is enough (1 of 2 pods), and it is
+    the smaller spec (1 CPU) however the trace lists them, so the cut is deterministic."""
+    t = typical_pods(np.array(order), np.full(2, 500), np.ones(2, dtype=np.int64), (frozenset(),) * 2,
+                     threshold=0.5)
+    assert t.cpu.tolist() == [1000]
+    assert t.p.tolist() == [1.0]
+
+
+def test_typical_pods_refuse_columns_of_different_lengths():
+    with pytest.raises(ValueError):
+        typical_pods(np.array([1000, 2000]), np.array([500]), np.array([1]), (frozenset(),))
+
+
+@pytest.mark.parametrize(("cpu", "milli", "expected"), [
+    (4000, 500, FragClass.Q3_SATISFIED), (4000, 0, FragClass.XL_SATISFIED),
+], ids=["a gpu task", "a cpu-only task"])
+def test_a_task_asking_exactly_the_cpu_left_is_satisfied(cpu, milli, expected):
+    assert classify(4000, [1000], "T4", cpu, milli, 1 if milli else 0, frozenset()) is expected
+
+
+def test_the_classes_carry_fgds_quadrant_labels():
+    """The labels of FGD's `GetNodePodFrag` (kubernetes-scheduler-simulator pkg/utils/frag.go:556-582,
+    /work/shared/reference/fgd.md): quadrants Q1-Q4, CPU-only XL/XR, and NoAccess."""
+    assert [c.value for c in FragClass] == ["Q1", "Q2", "Q3", "Q4", "XL", "XR", "NoAccess"]
+
+
+def test_a_target_workload_cannot_be_altered_once_built():
+    t = make_typical([(1000, 500, 1, frozenset(), 1.0)])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        t.p = np.array([0.5])  # type: ignore[misc]
+
+
+def test_a_frag_table_keeps_the_workload_the_fgd_policies_read_back():
+    t = make_typical([(1000, 500, 1, frozenset(), 1.0)])
+    assert FragTable(t, ("T4",), 8).typical is t
+
+
+@pytest.mark.parametrize(("free", "expected"), [
+    ([1000] * 8, 0.0), ([1000] * 7 + [0], 7000.0),
+], ids=["all 8 gpus free fragment nothing", "7 free gpus are all fragment"])
+def test_an_8_gpu_task_fits_only_a_node_with_8_free_gpus(free, expected):
+    """An 8-GPU whole-GPU spec (popularity 1) on an 8-GPU T4 node with CPU to spare: with 8 free GPUs
+    it fits and no free GPU is below its 1000 milli (fragment 0); with 7 it lacks a GPU, so all
+    7 x 1000 idle milli are fragment."""
+    t = make_typical([(1000, 1000, 8, frozenset(), 1.0)])
+    assert frag_reference(8000, free, "T4", t) == expected
+    assert vectorised(t, 8000, free, "T4") == expected
+
+
+def test_a_task_wider_than_every_node_never_fits():
+    """A 16-GPU spec on a fleet of at most 8 GPUs per node: every idle milli (8 x 1000) is fragment."""
+    t = make_typical([(1000, 1000, 16, frozenset(), 1.0)])
+    assert vectorised(t, 8000, [1000] * 8, "T4") == 8000.0
+
+
+def test_a_spec_with_a_gpu_count_but_no_gpu_share_counts_as_cpu_only():
+    """r_m = 0 makes a spec CPU-only in FGD's definition whatever its count (fgd.md): with
+    popularity 1, all 1000 + 500 idle milli are fragment, in both forms."""
+    t = make_typical([(1000, 0, 1, frozenset(), 1.0)])
+    assert frag_reference(8000, [1000, 500], "T4", t) == 1500.0
+    assert vectorised(t, 8000, [1000, 500], "T4") == 1500.0
+
+
+def test_the_multi_gpu_part_of_several_candidate_states_per_node_agrees_with_one_state_at_a_time():
+    """FGD's gradient scores every candidate placement in one call: N(r) and S(r) shaped
+    (nodes, candidates). Each column must equal the plain per-node call for that candidate."""
+    t = typical(TYPICAL_PODS)
+    table = FragTable(t, ("2080", "T4"), 8)
+    model_idx, cpu = np.array([0, 1]), np.array([64000, 20000])
+    free = np.array([[[1000] * 8, [1000] * 4 + [0] * 4, [500] * 8],
+                     [[1000] * 2 + [0] * 6, [1000] * 8, [0] * 8]])  # (nodes, candidates, gpus)
+    n_at = {r: (free >= r).sum(axis=2) for r, _, _ in table.multi}
+    s_at = {r: np.where(free >= r, free, 0).sum(axis=2) for r, _, _ in table.multi}
+    together = table.multi_part(model_idx, cpu, n_at, s_at)
+    assert together[0, 0] > 0  # an idle 8-GPU 2080 node with 64 CPUs fits several multi-GPU specs
+    for c in range(3):
+        one = table.multi_part(model_idx, cpu, {r: v[:, c] for r, v in n_at.items()},
+                               {r: v[:, c] for r, v in s_at.items()})
+        assert together[:, c].tolist() == pytest.approx(one.tolist())
