@@ -204,8 +204,8 @@ def print_reliability(summaries: dict[str, dict]) -> None:
 def simulate(
     ctx: typer.Context,
     scenario: Annotated[str | None, typer.Argument(
-        help="Scenario YAML file, or a bundled name (default, deadlock, tenancy, training, "
-        "fractional), or 'serving' (the inference floor on the Alibaba 2025 serving trace; "
+        help=f"Scenario YAML file, or a bundled name ({', '.join(bundled_names())}), or 'serving' "
+        "(the inference floor on the Alibaba 2025 serving trace; "
         "--trace CSV to point at it), or 'hybrid' (Slurm partition + Kubernetes pool on one fleet; "
         "takes the options of `gpufleet k8s hybrid`). Default: 'default'.")] = None,
     policy: Annotated[list[str] | None, typer.Option(
