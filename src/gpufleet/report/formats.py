@@ -133,9 +133,36 @@ D = {
     "tenancy.tenants[].weight": "Fair-share weight.",
     "tenancy.tenants[].priority_budget_gpus": "GPUs the tenant may run at high priority.",
     "tenancy.tenants[].quotas": "GPU model → quota, GPUs.",
+    "tenancy.cohorts[].weight": "Fair-sharing weight of the cohort (Kueue's fairSharing.weight; 0 = "
+                                "its share counts as infinite).",
+    "tenancy.cohorts[].resources": "Flavor → resource (cpu, memory, any named resource) → quota held by "
+                                   "the cohort itself (Kueue's resourceGroups).",
+    "tenancy.tenants[].resources": "Flavor → resource (cpu, memory, any named resource) → quota of the "
+                                   "queue beside its GPUs (Kueue's resourceGroups).",
+    "tenancy.tenants[].kueue": "The queue's Kueue rules, read by the `kueue` profile (ours ignores them).",
+    "tenancy.tenants[].kueue.within_cluster_queue": "Kueue preemption.withinClusterQueue: which of the "
+                                                    "queue's own workloads a pending one may evict.",
+    "tenancy.tenants[].kueue.reclaim_within_cohort": "Kueue preemption.reclaimWithinCohort: which "
+                                                     "borrowers' workloads it may evict to reclaim quota.",
+    "tenancy.tenants[].kueue.borrow_within_cohort": "Kueue preemption.borrowWithinCohort.policy: may it "
+                                                    "evict while borrowing.",
+    "tenancy.tenants[].kueue.max_priority_threshold": "Kueue borrowWithinCohort.maxPriorityThreshold: "
+                                                      "only victims at or below this priority.",
+    "tenancy.tenants[].kueue.queueing_strategy": "Kueue queueingStrategy: StrictFIFO blocks behind an "
+                                                 "unadmitted head; BestEffortFIFO lets others pass.",
+    "tenancy.tenants[].kueue.when_can_borrow": "Kueue flavorFungibility.whenCanBorrow: borrow in this "
+                                               "flavor, or try the next flavor first.",
+    "tenancy.tenants[].kueue.when_can_preempt": "Kueue flavorFungibility.whenCanPreempt: preempt in this "
+                                                "flavor, or try the next flavor first.",
+    "tenancy.fair_sharing": "Kueue fair sharing for the `kueue` profile (present = enabled).",
+    "tenancy.fair_sharing.preemption_strategies": "Kueue fairSharing.preemptionStrategies, tried in "
+                                                  "order.",
     "QuotaSpec.nominal": "Guaranteed GPUs.",
     "QuotaSpec.borrowing_limit": "Most GPUs borrowed beyond nominal; absent = no limit.",
     "QuotaSpec.lending_limit": "Most GPUs of the nominal lent to others; absent = all.",
+    "ResourceQuotaSpec.nominal": "Guaranteed amount of the resource (cpu cores, memory GB, or units).",
+    "ResourceQuotaSpec.borrowing_limit": "Most borrowed beyond nominal; absent = no limit.",
+    "ResourceQuotaSpec.lending_limit": "Most of the nominal lent to others; absent = all.",
     "trace.id": "Job id, unique in the file.",
     "trace.tenant": "Tenant.",
     "trace.submit_time": "Submit time, seconds from the earliest submit.",
@@ -186,9 +213,10 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel], str, str]] = {
 def describe(path: str) -> str:
     if path in D:
         return D[path]
-    for quota in (".quotas{}.", ):
-        if quota in path:
-            return D.get("QuotaSpec." + path.rsplit(".", 1)[-1], "—")
+    if ".resources{}{}." in path:
+        return D.get("ResourceQuotaSpec." + path.rsplit(".", 1)[-1], "—")
+    if ".quotas{}." in path:
+        return D.get("QuotaSpec." + path.rsplit(".", 1)[-1], "—")
     return "—"
 
 
@@ -266,6 +294,10 @@ def json_schema(name: str) -> dict[str, Any]:
 
     def annotate(node: dict, path: str) -> None:
         node = _resolve(schema, node)
+        inner = node.get("additionalProperties")
+        if "properties" not in node and node.get("type") == "object" and isinstance(inner, dict):
+            annotate(inner, f"{path}{{}}")  # a map of maps (flavor → resource → quota)
+            return
         for key, prop in node.get("properties", {}).items():
             p = f"{path}.{key}" if path else key
             if describe(p) != "—":
