@@ -144,9 +144,12 @@ class StatusBoard(Mapping[JobId, Status]):
     def discard(self, job: JobId) -> None:
         """The job started: it has no reason to wait (queued behind pending bulk writes)."""
         if self._deferred:
-            self._deferred.append(lambda: self._by_job.pop(job, None) and None)
+            self._deferred.append(lambda: self._drop(job))
         else:
-            self._by_job.pop(job, None)
+            self._drop(job)
+
+    def _drop(self, job: JobId) -> None:
+        self._by_job.pop(job, None)
 
     def snapshot(self) -> Mapping[JobId, Status]:
         """The statuses as the cycle's result: this board, read-only from here on (it has no
