@@ -56,7 +56,7 @@ def import_cmd(
 ) -> None:
     """Kueue manifests → a gpufleet tenancy config (the `tenancy:` section of a scenario)."""
     objects, notes = read_manifests(paths)
-    config, more = to_tenancy(objects, _gpu_models(gpu_model or []))
+    config, more = to_tenancy(objects, _gpu_models(gpu_model or []), sources=[str(p) for p in paths])
     text = yaml.safe_dump(config, sort_keys=False)
     for n in notes + more:
         err_console.print(f"note: {n}", highlight=False, soft_wrap=True)
@@ -133,7 +133,7 @@ def kueue_tenancy(paths: list[Path]) -> tuple[dict, dict[str, str]]:
             spec, local = load_tenancy(paths[0])
             return spec.model_dump(exclude_defaults=True), local
     objects, notes = read_manifests(paths)
-    config, more = to_tenancy(objects)
+    config, more = to_tenancy(objects, sources=[str(p) for p in paths])
     for n in notes + more:
         err_console.print(f"note: {n}", highlight=False, soft_wrap=True)
     return config["tenancy"], config["kueue_local_queues"]

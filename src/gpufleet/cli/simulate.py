@@ -230,23 +230,24 @@ def simulate(
         "and --trace: replay the trace under those quotas with our policy and Kueue's.")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
+    see = ("see `gpufleet plan serving --help` for the serving study's options" if scenario == "serving"
+           else "see 'gpufleet simulate --help'")
+    unknown = [a for a in [scenario or "", *ctx.args] if a.startswith("-") and not Path(a).exists()]
+    if unknown and scenario != "hybrid":   # unknown options are let through only for 'hybrid'
+        raise fail(f"gpufleet simulate: No such option: {unknown[0]} ({see})")
+    if ctx.args and scenario != "hybrid":
+        raise fail(f"gpufleet simulate: Got unexpected extra argument {ctx.args[0]!r} ({see})")
     if scenario == "serving" and not Path(scenario).exists():  # the serving-floor study (cli/plan_serving.py)
         if fleet is not None or policy:
             raise fail("serving: --fleet and --policy do not apply; `plan serving` takes its options")
         from gpufleet.cli.plan_serving import simulate_serving
         return simulate_serving(trace, out, seed, progress)
-    unknown = [a for a in [scenario or "", *ctx.args] if a.startswith("-") and not Path(a).exists()]
-    if unknown and scenario != "hybrid":   # unknown options are let through only for 'hybrid'
-        raise fail(f"gpufleet simulate: No such option: {unknown[0]} (see 'gpufleet simulate --help')")
     if scenario == "hybrid" and not Path(scenario).exists():   # the Slurm + Kubernetes split (cli/k8s.py)
         if fleet is not None or trace is not None or policy or slurm_conf is not None:
             raise fail("hybrid: --fleet, --trace, --policy and --slurm-conf do not apply; "
                        "see `gpufleet k8s hybrid --help` for its options")
         from gpufleet.cli.k8s import simulate_hybrid
         return simulate_hybrid(list(ctx.args), seed, output.value)
-    if ctx.args:   # extra arguments are allowed only so that 'hybrid' can take its own options
-        raise fail(f"gpufleet simulate: Got unexpected extra argument {ctx.args[0]!r} "
-                   "(see 'gpufleet simulate --help')")
     if kueue:
         if scenario is not None or fleet is None or trace is None:
             raise fail("--kueue goes with --fleet and --trace, instead of a SCENARIO")

@@ -68,3 +68,10 @@ def test_a_bad_scenario_gets_one_line_and_exit_code_2(tmp_path, case, text, expe
     assert len(lines) == 1, res.output
     assert str(scn) in lines[0] and expected in lines[0]
     assert "Traceback" not in res.output
+
+
+def test_an_option_the_serving_study_does_not_take_is_refused_not_ignored():
+    """`simulate serving --days -1` used to run the default study and exit 0, dropping the flag."""
+    res = CliRunner().invoke(app, ["simulate", "serving", "--days", "-1"])
+    assert res.exit_code == 2
+    assert "No such option: --days" in res.output and "plan serving --help" in res.output

@@ -22,6 +22,7 @@ Every field not carried over is reported as a note ("not imported: …"), never 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -243,8 +244,10 @@ def _configuration(m: Manifest, tr: Translation) -> dict | None:
 
 
 def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None,
-               fair_sharing: dict | None = None) -> tuple[dict[str, Any], list[str]]:
-    """({"tenancy": …, "kueue_local_queues": …}, notes). Raises InputError on a malformed object."""
+               fair_sharing: dict | None = None, sources: Sequence[str] = ()
+               ) -> tuple[dict[str, Any], list[str]]:
+    """({"tenancy": …, "kueue_local_queues": …}, notes). Raises InputError on a malformed object;
+    ``sources`` name the files read, for the error when they hold no ClusterQueue at all."""
     tr = Translation(objects, gpu_models or {})
     tenants, cohorts, classes, local = [], {}, [], {}
     for m in objects:
@@ -274,7 +277,7 @@ def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None
         if "parent" in c:
             cohorts.setdefault(c["parent"], {"name": c["parent"]})
     if not tenants:
-        raise InputError(", ".join(sorted({m.source for m in objects})) or "input", "",
+        raise InputError(", ".join(sorted({m.source for m in objects}) or sources) or "input", "",
                          "at least one ClusterQueue")
     section: dict[str, Any] = {"tenants": [t for _, t in tenants]}
     if cohorts:

@@ -162,3 +162,10 @@ def test_import_writes_a_config_the_simulator_loads(tmp_path):
     spec = TenancySpec.model_validate(yaml.safe_load(out.read_text())["tenancy"])
     ten = spec.build()
     assert ten.tenant("tas-cluster-queue").quota("H100-80GB").nominal == 16
+
+
+def test_an_empty_file_is_named_in_the_one_line_error(tmp_path):
+    empty = tmp_path / "queues.yaml"
+    empty.write_text("")
+    res = runner.invoke(app, ["kueue", "import", str(empty)])
+    assert res.exit_code == 2 and f"{empty}: " in res.output and "ClusterQueue" in res.output
