@@ -10,7 +10,7 @@ power come last because they are slow-burning conditions that rarely explain an 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 Layer = Literal[
     "none",
@@ -25,17 +25,8 @@ Layer = Literal[
     "thermal_power",
 ]
 
-LAYER_ORDER: tuple[Layer, ...] = (
-    "hardware_pci",
-    "kernel_driver",
-    "gpu_xid",
-    "nvlink_fabric",
-    "container_toolkit",
-    "device_plugin",
-    "kubernetes",
-    "network_rdma",
-    "thermal_power",
-)
+#: Every layer but "none", in isolation order (the order of ``Layer`` itself).
+LAYER_ORDER: tuple[Layer, ...] = get_args(Layer)[1:]
 
 Action = Literal[
     "none",
