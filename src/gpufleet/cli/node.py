@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.common import console, one_line_errors
+from gpufleet.cli.common import Output, console, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.model.health import HealthState, IllegalTransition
@@ -31,11 +31,6 @@ node_app = typer.Typer(
     help="Node operations: diagnose, collect, operator chain, NCCL environment.", no_args_is_help=True
 )
 app.add_typer(node_app, name="node")
-
-
-def _check_output(output: str) -> None:
-    if output not in ("text", "json"):
-        raise typer.BadParameter(f"expected 'text' or 'json' (got {output!r})", param_hint="--output")
 
 
 def _health_path(d: Diagnosis, state: HealthState) -> list[str]:
@@ -80,13 +75,12 @@ def diagnose_cmd(
     bundle: Annotated[
         Path, typer.Argument(help="Folder of command outputs from one node (or one log file).")
     ],
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
     node_state: Annotated[HealthState, typer.Option(
         "--node-state", help="The node's health state now; the verdict moves it along the health "
         "state machine from there.")] = HealthState.HEALTHY,
 ) -> None:
     """Name the root cause of a node's GPU trouble from the outputs of its tools."""
-    _check_output(output)
     d = diagnose(bundle)
     if output == "json":
         doc = d.to_dict()
@@ -143,10 +137,9 @@ def operator_status_cmd(
     operator_minutes: Annotated[
         float, typer.Option(help="Operator bring-up minutes, any N (assumption).")
     ] = 20.0,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
     """What the GPU Operator should run on this node, in what order, and what blocks it."""
-    _check_output(output)
     for flag, value, ok, what in (
         ("--nodes", nodes, 1 <= nodes <= 100_000, "an integer from 1 to 100000"),
         ("--engineers", engineers, 1 <= engineers <= 10_000, "an integer from 1 to 10000"),
@@ -216,10 +209,9 @@ def nccl_env_cmd(
     ib: Annotated[
         Path | None, typer.Option(help="ibstat or sys-class-infiniband.txt output to check.")
     ] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
     """NCCL_IB_HCA, NIC per GPU and GDR level from the topology; half-bandwidth failures from logs."""
-    _check_output(output)
     t = parse_topo(_read_text(topo).splitlines())
     if t is None:
         raise InputError(

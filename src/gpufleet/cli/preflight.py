@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, one_line_errors
+from gpufleet.cli.common import Output, console, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan
@@ -24,11 +24,6 @@ preflight_app = typer.Typer(
     help="Pre-flight gate: check a node before work lands on it.", no_args_is_help=True
 )
 app.add_typer(preflight_app, name="preflight")
-
-
-def _output(output: str) -> None:
-    if output not in ("text", "json"):
-        raise typer.BadParameter(f"expected 'text' or 'json' (got {output!r})", param_hint="--output")
 
 
 @preflight_app.command("run")
@@ -47,10 +42,9 @@ def run_cmd(
     min_nic_gbps: Annotated[
         float | None, typer.Option(help="Slowest acceptable RDMA port rate, Gb/s.")
     ] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
     """Run the pre-flight checks on this node; exit 1 if any check fails."""
-    _output(output)
     if quick and long:
         raise InputError("--quick/--long", "", "expected one of them, not both")
     for name, v in (
@@ -103,10 +97,9 @@ def plan_cmd(
         float, typer.Option(help="Hours a failed start costs the whole gang (detect, drain, reschedule).")
     ] = 0.5,
     gate_seconds: Annotated[float, typer.Option(help="Time budget of the quick gate.")] = 120.0,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json")] = "text",
+    output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
     """Which checks fit the two-minute gate, and what the gate and the long diagnostic save."""
-    _output(output)
     p = plan(bad_node_rate, nodes, gpus_per_node, failed_start_hours, gate_seconds)
     if output == "json":
         console.print_json(json.dumps(p.to_dict()))
