@@ -8,13 +8,12 @@ the file and the field. No planner holds a price or a timing as a constant.
 
 from __future__ import annotations
 
-import math
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpufleet.model.errors import InputError, from_validation_error
 
@@ -22,15 +21,8 @@ from gpufleet.model.errors import InputError, from_validation_error
 class _Section(BaseModel):
     """A section of figures plus ``sources``: figure name -> where the number comes from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     sources: dict[str, str] = {}
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _finite(cls, v: Any) -> Any:
-        if isinstance(v, float) and not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        return v
 
 
 class CapacityInputs(_Section):
