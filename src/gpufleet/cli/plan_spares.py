@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import Output, console, fail, one_line_errors
 from gpufleet.cli.plan import plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import reliability as R
@@ -23,11 +22,6 @@ from gpufleet.sim.failures import LLAMA3_KINDS, FailureConfig, FailureKind, mean
 from gpufleet.sim.reliability_study import spares_check
 
 DAY = 86400.0
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
 
 
 def _finite(name: str, v: float, lo: float, hi: float) -> float:
@@ -49,7 +43,7 @@ def spares(
     simulate: Annotated[bool, typer.Option(help="Check the plan by simulating --years of failures.")]
     = False,
     years: Annotated[float, typer.Option(help="Years simulated with --simulate.")] = 40.0,
-    output: Annotated[OutputFormat, typer.Option(help="text (default) or json.")] = OutputFormat.text,
+    output: Annotated[Output, typer.Option(help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Spares so that P(no spare when needed) < RISK, by Poisson/Erlang arithmetic (and simulation)."""
     if not 1 <= nodes <= 1_000_000:
@@ -83,7 +77,7 @@ def spares(
                        "(lower --years or --nodes)")
         chk = spares_check(cfg, nodes, years, risk)
         out |= {"simulated_p_no_spare": chk.p_sim, "simulated_failures": chk.failures_simulated}
-    if output is OutputFormat.json:
+    if output is Output.JSON:
         print(json.dumps(out, indent=2))
         return
     t = Table(title=f"Hot spares for {nodes:,} nodes (P(no spare when needed) < {100 * risk:g}%)",
