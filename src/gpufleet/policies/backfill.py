@@ -313,16 +313,21 @@ def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
     Shape keys are interned when a Job is built (model/job.py), so equal keys are usually one
     object: group by ``id()`` with an integer sort, then merge the few groups whose keys are equal
     but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
-    a sort of 100,000 integers, not 100,000 hashes of nested tuples; the classes' order does not
-    matter to the scan (a class's verdict never depends on another's index)."""
+    a sort of 100,000 integers, not 100,000 hashes of nested tuples. Classes are numbered in order
+    of first appearance in ``jobs``."""
     if not jobs:
         return [], np.zeros(0, np.int64)
     # ``_shape`` is the slot behind ``Job.shape_key`` (no Python-level property call per job).
     idents = np.fromiter(map(id, map(attrgetter("_shape"), jobs)), np.int64, len(jobs))
     _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
+    # Number classes by first appearance in the queue, not by address: the same queue gives the
+    # same class list in every process.
+    by_appearance = np.argsort(first, kind="stable")
     index: dict[tuple, int] = {}
-    group_class = np.fromiter((index.setdefault(jobs[i].shape_key, len(index)) for i in first.tolist()),
-                              np.int64, first.size)
+    in_order = np.fromiter((index.setdefault(jobs[i].shape_key, len(index))
+                            for i in first[by_appearance].tolist()), np.int64, first.size)
+    group_class = np.empty(first.size, np.int64)
+    group_class[by_appearance] = in_order
     return list(index), group_class[inverse.reshape(-1)]
 
 
