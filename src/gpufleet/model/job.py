@@ -92,6 +92,18 @@ class Checkpointing:
     restart_s: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class Elastic:
+    """An elastic pod set (TorchElastic's ``--nnodes=MIN:MAX``): the job's first pod set may run
+    with any replica count from ``min_replicas`` up to its ``replicas`` (the max) in multiples of
+    ``step`` (the pods of one data-parallel replica: TP × PP ranks). On a failure it shrinks and
+    keeps running; it grows back a step at a time, each step placed all-or-nothing (a gang delta).
+    Throughput scales with the replica count (data parallelism: samples per step ∝ DP width)."""
+
+    min_replicas: int
+    step: int = 1
+
+
 #: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
 #: ``id()`` (an integer sort) instead of hashing 100,000 nested tuples. Grows with the number of
 #: distinct shapes seen by the process (hundreds), never with the number of jobs.
@@ -117,9 +129,16 @@ class Job:
     #: ("nvlink", "node", "leaf", "spine"), as Kueue's required/preferred topology.
     topology_required: str | None = None
     topology_preferred: str | None = None
+    #: Elastic size range of the first pod set (sim/elastic.py); None: a rigid gang.
+    elastic: Elastic | None = None
     _shape: tuple = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
+        if self.elastic is not None:
+            k, e = self.pod_sets[0].replicas, self.elastic
+            if e.step < 1 or not 1 <= e.min_replicas <= k or (k - e.min_replicas) % e.step:
+                raise ValueError(f"job {self.id}: elastic range needs 1 ≤ min_replicas ({e.min_replicas}) "
+                                 f"≤ replicas ({k}) with replicas − min_replicas a multiple of step ({e.step})")
         key = self._compute_shape_key()
         object.__setattr__(self, "_shape", _SHAPES.setdefault(key, key))
 

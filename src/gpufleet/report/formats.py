@@ -103,6 +103,10 @@ D = {
     "workload.jobs[].checkpoint_interval_s": "Checkpoint every this many seconds (preemption loses less).",
     "workload.jobs[].checkpoint_cost_s": "Time to write one checkpoint, seconds.",
     "workload.jobs[].restart_s": "Time to restart after preemption, seconds.",
+    "workload.jobs[].min_replicas": "Elastic gang: the fewest pods it keeps running with after a failure "
+    "(it grows back when capacity returns); omitted: rigid.",
+    "workload.jobs[].replica_step": "Elastic gang: pods per data-parallel replica; it shrinks and grows "
+    "in these.",
     "workload.jobs[].kind": "batch, training, inference or notebook.",
     "workload.jobs[].tp": "Tensor-parallel degree (tp × pp × dp = replicas × gpus).",
     "workload.jobs[].pp": "Pipeline-parallel degree.",

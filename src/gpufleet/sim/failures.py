@@ -124,6 +124,8 @@ class FailureConfig:
     bad_after_repair: float = 0.0
     gate_catch: float = 1.0
     bad_fails_after_s: float = 600.0
+    #: Extra failures at fixed times, (t, node), repaired in place: for worked examples and tests.
+    scripted: tuple[tuple[float, int], ...] = ()
 
     def rate_per_node_s(self, gpus_per_node: int) -> float:
         return self.scale * sum(k.rate_per_node_s(gpus_per_node) for k in self.kinds)
@@ -161,6 +163,9 @@ class FailureLedger:
     lost_gpu_s: dict[str, float] = field(default_factory=dict)
     #: (time, nodes away for repair) at every change: the M/G/∞ check.
     away: list[tuple[float, int]] = field(default_factory=list)
+    #: Elastic jobs (sim/elastic.py): shrinks instead of stops, grow-backs by gang delta.
+    elastic_shrinks: int = 0
+    elastic_grows: int = 0
 
     def charge(self, cause: str, gpu_s: float) -> None:
         self.lost_gpu_s[cause] = self.lost_gpu_s.get(cause, 0.0) + gpu_s
@@ -183,6 +188,10 @@ class FailureState:
     reclaimed: set[int] = field(default_factory=set)
     spot_saved: dict[str, float | None] = field(default_factory=dict)
     away: int = 0
+    #: Elastic jobs seen failing (job id → sim/elastic.py ElasticRun), and pending deltas → job.
+    elastic: dict = field(default_factory=dict)
+    deltas: dict[str, str] = field(default_factory=dict)
+    delta_seq: int = 0
 
 
 def checkpoint_stretch(rj: RunningJob) -> float:
@@ -359,6 +368,9 @@ def restarted(st, jid: str) -> None:  # noqa: ANN001
     if fs is None or jid not in fs.stopped:
         return
     t_fail, cause = fs.stopped.pop(jid)
+    if jid in fs.elastic:
+        from gpufleet.sim.elastic import restarted as elastic_restarted
+        elastic_restarted(st, jid)
     job = st.cluster.running[jid].job
     load = job.checkpointing.restart_s if job.checkpointing else 0.0
     fs.ledger.recoveries_s.append(st.t - t_fail + load)
@@ -378,6 +390,8 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
         set_schedulable(table, node, False)
     for t, node, k, u in draw_failures(cfg, table.gpu_total, horizon_s):
         st.q.push(t, EventKind.FAILURE, (node, k, u))
+    for t, node in cfg.scripted:  # kind 0, u = 1: repaired in place
+        st.q.push(t, EventKind.FAILURE, (node, 0, 1.0))
     if cfg.spot is not None:
         from gpufleet.sim.spot import install as install_spot
         install_spot(st, horizon_s)
@@ -388,8 +402,19 @@ def _on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001
     return on_reclaim(st, ev)
 
 
-FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: on_stop, EventKind.HEALTH: on_health,
-                    EventKind.RECLAIM: _on_reclaim}
+def _on_stop(st, ev: Event) -> Outcome:  # noqa: ANN001
+    from gpufleet.sim.elastic import on_elastic_stop
+    return on_elastic_stop(st, ev)
+
+
+def _on_finish(st, ev: Event) -> Outcome:  # noqa: ANN001
+    from gpufleet.sim.elastic import on_elastic_finish
+    return on_elastic_finish(st, ev)
+
+
+#: STOP and FINISH go through sim/elastic.py, which hands rigid jobs to ``on_stop`` and on_finish.
+FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: _on_stop, EventKind.HEALTH: on_health,
+                    EventKind.RECLAIM: _on_reclaim, EventKind.FINISH: _on_finish}
 
 
 def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:

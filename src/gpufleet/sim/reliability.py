@@ -122,3 +122,25 @@ def spot_break_even_discount(tau_s: float, delta_s: float, restart_s: float, rec
     """The discount at which spot and on-demand cost the same per useful hour:
     (1 − d) / u_spot = 1 / u_od  ⇒  d* = 1 − u_spot / u_od."""
     return 1.0 - spot_useful_share(tau_s, delta_s, restart_s, reclaims_per_s) / on_demand_useful
+
+
+def node_availability(rate_per_node_s: float, away_s: float) -> float:
+    """Share of time a node is in service when it fails at r while in service and is away E[T]
+    each time (an alternating renewal process): A = (1/r) / (1/r + E[T]) = 1 / (1 + r E[T])."""
+    return 1.0 / (1.0 + rate_per_node_s * away_s)
+
+
+def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: float, delta_s: float,
+                    restart_pause_s: float, load_s: float) -> float:
+    """Goodput (work / (N × wall)) of an elastic gang (step 1, no spares, a fleet of exactly its N
+    nodes) that shrinks on each failure and grows back when the node returns, first order.
+
+    Its size averages A N (A = node availability). In-service nodes fail at Λ = N r A; each failure
+    loses half a checkpoint period of wall compute, (τ+δ)/2, and pauses the job for detection +
+    teardown (``restart_pause_s``) and the load R; each return pauses it for a save and a load
+    (δ + R). While computing it runs τ per τ + δ:
+        goodput = A · τ/(τ+δ) · [1 − Λ ((τ+δ)/2 + restart_pause + R + δ + R)]."""
+    a = node_availability(rate_per_node_s, away_s)
+    lam = nodes * rate_per_node_s * a
+    per_event = (tau_s + delta_s) / 2.0 + restart_pause_s + load_s + delta_s + load_s
+    return a * tau_s / (tau_s + delta_s) * (1.0 - lam * per_event)

@@ -27,7 +27,7 @@ from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import FleetSpec, read_yaml
 from gpufleet.model.ids import JobId, TenantId
-from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet, ShareMode
+from gpufleet.model.job import Checkpointing, Elastic, Job, JobKind, PodRequest, PodSet, ShareMode
 from gpufleet.model.mig import known_profile, profile_name
 from gpufleet.model.parallelism import PROFILES as TRAINING_PROFILES
 from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
@@ -148,6 +148,21 @@ class JobSpec(_Strict):
     gpu_milli: int = Field(default=0, ge=0, le=1000)
     share: ShareMode | None = None
     gpu_memory_gb: float = Field(default=0.0, ge=0, le=1e4)
+    #: Elastic gang (sim/elastic.py): shrink to ``min_replicas`` on a failure, grow back
+    #: ``replica_step`` pods (one DP replica) at a time. None: a rigid gang.
+    min_replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
+    replica_step: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+
+    @model_validator(mode="after")
+    def _elastic_range(self) -> JobSpec:
+        if self.min_replicas is not None:
+            if self.min_replicas > self.replicas:
+                raise ValueError(f"min_replicas ({self.min_replicas}) must be at most "
+                                 f"replicas ({self.replicas})")
+            if (self.replicas - self.min_replicas) % self.replica_step:
+                raise ValueError(f"replicas − min_replicas ({self.replicas - self.min_replicas}) must be a "
+                                 f"multiple of replica_step ({self.replica_step})")
+        return self
 
     @field_validator("mig_profile")
     @classmethod
@@ -200,7 +215,9 @@ class JobSpec(_Strict):
                    checkpointing=Checkpointing(self.checkpoint_interval_s, self.checkpoint_cost_s,
                                                self.restart_s) if self.checkpoint_interval_s else None,
                    parallelism=par, training=TRAINING_PROFILES[self.model] if self.model else None,
-                   topology_required=self.topology_required, topology_preferred=self.topology_preferred)
+                   topology_required=self.topology_required, topology_preferred=self.topology_preferred,
+                   elastic=Elastic(self.min_replicas, self.replica_step)
+                   if self.min_replicas is not None else None)
 
 
 class WorkloadSection(_Strict):

@@ -24,6 +24,7 @@ from gpufleet.engine.types import CycleInput, CycleResult
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState
@@ -163,7 +164,12 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
         cluster.bind(b)
         if not cfg.profile.gang:
             st.rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
+    deltas = [jid for jid in result.started if is_delta(st, jid)]
+    if deltas:  # an elastic job's grow-back, placed as a gang delta (sim/elastic.py)
+        grow(st, deltas)
     for jid in result.started:
+        if deltas and jid in deltas:
+            continue
         rj = cluster.start(jid, t)
         st.starts.setdefault(jid, t)
         if st.decisions is not None:

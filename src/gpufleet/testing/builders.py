@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from gpufleet.model.fleet import Fabric, Fleet, NodeGroup, build_fleet
 from gpufleet.model.ids import JobId, TenantId
-from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet, ShareMode
+from gpufleet.model.job import Checkpointing, Elastic, Job, JobKind, PodRequest, PodSet, ShareMode
 
 
 @dataclass
@@ -33,6 +33,7 @@ class JobBuilder:
     _share: ShareMode | None = None
     _gpu_memory: float = 0.0
     _mig: str | None = None
+    _elastic: Elastic | None = None
 
     def mig(self, profile: str) -> JobBuilder:
         """Each pod asks one MIG instance (e.g. "3g.40gb") instead of whole GPUs."""
@@ -76,12 +77,17 @@ class JobBuilder:
     def checkpoints(self, interval_s: float, cost_s: float = 0.0, restart_s: float = 0.0) -> JobBuilder:
         return replace(self, _checkpointing=Checkpointing(interval_s, cost_s, restart_s))
 
+    def elastic(self, min_replicas: int, step: int = 1) -> JobBuilder:
+        """The gang may shrink to ``min_replicas`` on a failure and grow back ``step`` pods at a time."""
+        return replace(self, _elastic=Elastic(min_replicas, step))
+
     def build(self) -> Job:
         main = PodSet("worker", self._replicas,
                       PodRequest(self._gpus, self._cpus, self._memory, self._models, self._milli,
                                  self._share, self._gpu_memory, self._mig))
         return Job(JobId(self._id), TenantId(self._tenant), (main, *self._extra_sets), self._submit,
-                   self._run, self._priority, self._kind, self._estimate, self._checkpointing)
+                   self._run, self._priority, self._kind, self._estimate, self._checkpointing,
+                   elastic=self._elastic)
 
 
 def job(job_id: str) -> JobBuilder:
