@@ -138,7 +138,8 @@ class Job:
             k, e = self.pod_sets[0].replicas, self.elastic
             if e.step < 1 or not 1 <= e.min_replicas <= k or (k - e.min_replicas) % e.step:
                 raise ValueError(f"job {self.id}: elastic range needs 1 ≤ min_replicas ({e.min_replicas}) "
-                                 f"≤ replicas ({k}) with replicas − min_replicas a multiple of step ({e.step})")
+                                 f"≤ replicas ({k}) with replicas − min_replicas a multiple of "
+                                 f"step ({e.step})")
         key = self._compute_shape_key()
         object.__setattr__(self, "_shape", _SHAPES.setdefault(key, key))
 
