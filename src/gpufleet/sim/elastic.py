@@ -260,6 +260,8 @@ def on_elastic_finish(st, ev: Event) -> Outcome:  # noqa: ANN001
         er.close_segment(_gpus_per_pod(er.job), st.t)
         er.size = 0
         withdraw(st, er)
+        fs.ledger.elastic_reduced_s += er.reduced_s
+        fs.ledger.elastic_held_gpu_s += er.held_gpu_s
     return on_finish(st, ev)
 
 

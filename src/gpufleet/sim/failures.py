@@ -166,6 +166,9 @@ class FailureLedger:
     #: Elastic jobs (sim/elastic.py): shrinks instead of stops, grow-backs by gang delta.
     elastic_shrinks: int = 0
     elastic_grows: int = 0
+    #: Wall seconds elastic jobs ran below full size, and the GPU-seconds they held, once finished.
+    elastic_reduced_s: float = 0.0
+    elastic_held_gpu_s: float = 0.0
 
     def charge(self, cause: str, gpu_s: float) -> None:
         self.lost_gpu_s[cause] = self.lost_gpu_s.get(cause, 0.0) + gpu_s

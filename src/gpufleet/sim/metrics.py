@@ -181,6 +181,11 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
                for j in done if (c := r.jobs[j].checkpointing) is not None and c.interval_s > 0)
     if ck_s:
         lost["checkpointing"] = ck_s / 3600.0
+    elastic = {}
+    if led.elastic_shrinks or led.elastic_grows:
+        # elastic jobs: how often they shrank and grew back, and how long they ran below full size
+        elastic = {"elastic_shrinks": led.elastic_shrinks, "elastic_grows": led.elastic_grows,
+                   "elastic_hours_below_full_size": led.elastic_reduced_s / 3600.0}
     return {
         "goodput_pct": 100.0 * work / held if held else 0.0,
         "node_failures": led.node_failures,
@@ -190,6 +195,7 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
         "spares_used": led.spares_used,
         "no_spare_when_needed": led.no_spare,
         "lost_gpu_hours_by_cause": lost,
+        **elastic,
     }
 
 
