@@ -130,8 +130,19 @@ def node_availability(rate_per_node_s: float, away_s: float) -> float:
     return 1.0 / (1.0 + rate_per_node_s * away_s)
 
 
+def mean_availability(rate_per_node_s: float, away_s: float, wall_s: float | None = None) -> float:
+    """A node's in-service share averaged over a run of ``wall_s`` that starts with it up: with
+    exponential up and down times, A(t) = A + (1 − A) e^{−kt}, k = r + 1/E[T], so over [0, W]
+    Ā = A + (1 − A)(1 − e^{−kW})/(kW). None: the steady state A."""
+    a = node_availability(rate_per_node_s, away_s)
+    if wall_s is None or away_s <= 0:
+        return a
+    k = rate_per_node_s + 1.0 / away_s
+    return a + (1.0 - a) * -math.expm1(-k * wall_s) / (k * wall_s)
+
+
 def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: float, delta_s: float,
-                    restart_pause_s: float, load_s: float) -> float:
+                    restart_pause_s: float, load_s: float, work_s: float | None = None) -> float:
     """Goodput (work / (N × wall)) of an elastic gang (step 1, no spares, a fleet of exactly its N
     nodes) that shrinks on each failure and grows back when the node returns, first order.
 
@@ -139,8 +150,16 @@ def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: fl
     loses half a checkpoint period of wall compute, (τ+δ)/2, and pauses the job for detection +
     teardown (``restart_pause_s``) and the load R; each return pauses it for a save and a load
     (δ + R). While computing it runs τ per τ + δ:
-        goodput = A · τ/(τ+δ) · [1 − Λ ((τ+δ)/2 + restart_pause + R + δ + R)]."""
-    a = node_availability(rate_per_node_s, away_s)
-    lam = nodes * rate_per_node_s * a
-    per_event = (tau_s + delta_s) / 2.0 + restart_pause_s + load_s + delta_s + load_s
-    return a * tau_s / (tau_s + delta_s) * (1.0 - lam * per_event)
+        goodput = A · τ/(τ+δ) · [1 − Λ ((τ+δ)/2 + restart_pause + R + δ + R)].
+    ``work_s``: a run of that much full-size work that starts with every node up uses Ā over its
+    wall time W = work / goodput (``mean_availability``; a fixed point, a few iterations)."""
+    def at(a: float) -> float:
+        lam = nodes * rate_per_node_s * a
+        per_event = (tau_s + delta_s) / 2.0 + restart_pause_s + load_s + delta_s + load_s
+        return a * tau_s / (tau_s + delta_s) * (1.0 - lam * per_event)
+
+    g = at(node_availability(rate_per_node_s, away_s))
+    if work_s is not None and g > 0:
+        for _ in range(20):
+            g = at(mean_availability(rate_per_node_s, away_s, work_s / g))
+    return g

@@ -196,3 +196,47 @@ def spot_cadences(taus: tuple[float, ...] = (900.0, 3600.0, 14_400.0), delta_s: 
             R.spot_break_even_discount(tau, delta_s, restart_s, per_node_day / DAY, u_od),
             1.0 - summarize(r)["goodput_pct"] / 100 / u_od, led.interruptions))
     return rows
+
+
+@dataclass(frozen=True)
+class ElasticRow:
+    label: str
+    nodes: int
+    spares: int
+    goodput_sim: float
+    goodput_formula: float | None
+    interruptions: float
+    shrinks: float
+    hours_below_full: float
+
+
+def elastic_vs_rigid(nodes: int = 32, scale: float = 20.0, work_days: float = 10.0, tau_s: float = 1800.0,
+                     delta_s: float = 30.0, load_s: float = 60.0, spares: int = 4,
+                     seeds: range = range(3)) -> list[ElasticRow]:
+    """A gang of ``nodes`` at ``scale`` × the Llama 3 rate (default steps: E[T] = 3.77 d): rigid
+    with no spare, rigid with ``spares`` hot spares, and elastic (min 1/2 of its size) with no
+    spare — the last beside its availability formula (sim/reliability.py ``elastic_goodput``, over
+    the run's wall time: it starts with every node up)."""
+    out = []
+    for label, elastic, s in (("rigid, no spare", False, 0), (f"rigid, {spares} hot spares", False, spares),
+                              ("elastic, no spare", True, 0)):
+        g, ints, shrinks, below = [], [], [], []
+        for seed in seeds:
+            cfg = FailureConfig(scale=scale, recovery=FAST, spares=s, seed=seed)
+            b = job("gang").gpus(8).gang(nodes).runs(work_days * DAY).checkpoints(tau_s, delta_s, load_s)
+            r = simulate(_fleet(nodes + s), [(b.elastic(nodes // 2) if elastic else b).build()],
+                         profile("gang-bestfit"), failures=cfg, failures_until=40 * work_days * DAY,
+                         decision_log=False, stranded_every_s=1e12)
+            led = r.failures
+            assert led is not None
+            g.append(work_days * DAY / (r.finishes["gang"] - r.starts["gang"]))
+            ints.append(led.interruptions)
+            shrinks.append(led.elastic_shrinks)
+            below.append(led.elastic_reduced_s / 3600.0)
+        base = FailureConfig(scale=scale)
+        formula = (R.elastic_goodput(nodes, base.rate_per_node_s(8), mean_out_of_service_s(base, 8), tau_s,
+                                     delta_s, FAST.detect_s + FAST.teardown_s, load_s, work_days * DAY)
+                   if elastic else None)
+        out.append(ElasticRow(label, nodes, s, float(np.mean(g)), formula, float(np.mean(ints)),
+                              float(np.mean(shrinks)), float(np.mean(below))))
+    return out

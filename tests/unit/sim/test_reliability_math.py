@@ -85,3 +85,15 @@ def test_counting_the_idle_spares_own_failures_adds_a_spare_at_the_tail():
 
     r = 419 / 110_592 / DAY
     assert spares_for_pool(1024, r, 3 * DAY) == 22
+
+
+def test_a_run_that_starts_with_every_node_up_averages_above_the_steady_availability():
+    """r = 1/day, E[T] = 1 day: A = 1/2; k = 2 per day. Over W = 1 day: Ā = ½ + ½(1 − e^{−2})/2 =
+    0.7162; over 1,000 days ≈ A; over an instant, 1."""
+    from gpufleet.sim.reliability import mean_availability, node_availability
+
+    day = 86400.0
+    assert node_availability(1 / day, day) == 0.5
+    assert mean_availability(1 / day, day, day) == pytest.approx(0.5 + 0.5 * (1 - math.exp(-2)) / 2)
+    assert mean_availability(1 / day, day, 1000 * day) == pytest.approx(0.5, abs=3e-4)
+    assert mean_availability(1 / day, day, 1e-6) == pytest.approx(1.0)
