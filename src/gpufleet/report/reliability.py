@@ -77,7 +77,8 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
     elastic = elastic_vs_rigid()
     elastic_rows: list[list[object]] = [
         [e.label, f"{e.interruptions:.1f}", f"{e.shrinks:.1f}", f"{e.hours_below_full:,.0f} h",
-         f"{100 * e.goodput_sim:.1f}%", "" if e.goodput_formula is None else f"{100 * e.goodput_formula:.1f}%"]
+         f"{100 * e.goodput_sim:.1f}%",
+         "" if e.goodput_formula is None else f"{100 * e.goodput_formula:.1f}%"]
         for e in elastic]
     spot_rows: list[list[object]] = [
         [f"{r.tau_s / 60:.0f} min", f"{r.delta_s:.0f} s", duration(r.waste_formula_s),
