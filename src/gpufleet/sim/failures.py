@@ -106,6 +106,10 @@ class SpotConfig:
     reclaims_per_node_day: float
     notice_s: float = 120.0
     away_s: float = 3600.0
+    #: Zone-correlated reclaims (sim/spot.py): per zone, capacity events at this rate, each taking
+    #: ``zone_fraction`` of the zone's spot nodes at one instant. 0: independent reclaims only.
+    zone_events_per_day: float = 0.0
+    zone_fraction: float = 0.5
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,20 @@ loses the work since its last periodic checkpoint when the node goes at t + noti
 half a checkpoint interval: expected waste per reclaim = τ/2 + R (sim/reliability.py). The node
 returns ``away_s`` after it went. Reclaims are drawn up front from their own seeded stream, so every
 policy meets the same ones. A gang of n spot nodes is reclaimed n times as often as one node.
+
+Zone-correlated reclaims (``SpotConfig.zone_events_per_day`` > 0): a cloud runs short of capacity
+in one zone and takes back many spot nodes there at once. Per zone, events arrive at Λ_z (Poisson);
+each reclaims m = ⌈f · Z⌉ of the zone's Z spot nodes, chosen uniformly, at one instant (each node
+with its own notice). A node's reclaim rate is Λ_z m/Z, as from independent reclaims at that rate,
+but a gang of n nodes in the zone is hit by an event with P = 1 − C(Z−n, m)/C(Z, m): at most once
+per event, so a big gang is interrupted *less* often than n independent nodes (≈ Λ_z instead of
+n Λ_z m/Z), and every gang of the zone is interrupted together — the spares and the queue see all
+of them at once. Drawn from their own stream, so switching them on leaves the per-node draws alone.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -17,6 +28,7 @@ from gpufleet.sim.failures import FailureState, SpotConfig, work_done_s
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 
 STREAM = 0x5907
+ZONE_STREAM = 0x20E5
 
 
 def draw_reclaims(spot: SpotConfig, seed: int, until_s: float) -> list[tuple[float, int]]:
@@ -25,6 +37,23 @@ def draw_reclaims(spot: SpotConfig, seed: int, until_s: float) -> list[tuple[flo
     lam = spot.reclaims_per_node_day / 86400.0 * until_s
     for node in range(spot.nodes):
         out.extend((float(t), node) for t in rng.uniform(0.0, until_s, int(rng.poisson(lam))))
+    out.sort()
+    return out
+
+
+def draw_zone_reclaims(spot: SpotConfig, seed: int, until_s: float,
+                       zones: list[str]) -> list[tuple[float, int]]:
+    """(time, node) for every node of every zone event; ``zones[i]`` is spot node i's zone."""
+    if spot.zone_events_per_day <= 0:
+        return []
+    rng = np.random.default_rng([seed, STREAM, ZONE_STREAM])
+    out: list[tuple[float, int]] = []
+    lam = spot.zone_events_per_day / 86400.0 * until_s
+    for zone in sorted(set(zones)):
+        members = np.array([i for i, z in enumerate(zones) if z == zone])
+        m = min(len(members), math.ceil(spot.zone_fraction * len(members)))
+        for t in np.sort(rng.uniform(0.0, until_s, int(rng.poisson(lam)))):
+            out.extend((float(t), int(node)) for node in np.sort(rng.choice(members, m, replace=False)))
     out.sort()
     return out
 
@@ -71,4 +100,7 @@ def install(st, until_s: float) -> None:  # noqa: ANN001
     if fs.cfg.spot is None:
         return
     for t, node in draw_reclaims(fs.cfg.spot, fs.cfg.seed, until_s):
+        st.q.push(t, EventKind.RECLAIM, node)
+    zones = [n.zone for n in st.cluster.fleet.nodes[:fs.cfg.spot.nodes]]
+    for t, node in draw_zone_reclaims(fs.cfg.spot, fs.cfg.seed, until_s, zones):
         st.q.push(t, EventKind.RECLAIM, node)

@@ -100,9 +100,9 @@ class FleetBuilder:
     _fabric: Fabric = field(default_factory=Fabric)
 
     def leaves(self, count: int, *, nodes: int, gpus: int = 8, gpu: str = "H100-80GB",
-               cpus: int = 224, memory_gb: int = 2048) -> FleetBuilder:
+               cpus: int = 224, memory_gb: int = 2048, zone: str = "z0") -> FleetBuilder:
         g = NodeGroup(nodes=count * nodes, gpu=gpu, gpus_per_node=gpus, cpus=cpus,
-                      memory_gb=memory_gb, leaf_size=nodes, prefix=f"g{len(self._groups)}")
+                      memory_gb=memory_gb, leaf_size=nodes, prefix=f"g{len(self._groups)}", zone=zone)
         return replace(self, _groups=[*self._groups, g])
 
     def nvl72(self, racks: int = 1) -> FleetBuilder:
