@@ -46,7 +46,8 @@ def _gang_run(zone_events: float, per_node: float, seed: int = 3):
     spot = SpotConfig(nodes=32, reclaims_per_node_day=per_node, notice_s=120.0, away_s=3600.0,
                       zone_events_per_day=zone_events, zone_fraction=0.5)
     cfg = FailureConfig(scale=0.0, recovery=FAST, spot=spot, seed=seed)
-    js = [job(f"g{i}").gpus(8).gang(8).runs(40 * DAY).checkpoints(3600.0, 60.0, 60.0).build() for i in range(4)]
+    js = [job(f"g{i}").gpus(8).gang(8).runs(40 * DAY).checkpoints(3600.0, 60.0, 60.0).build()
+          for i in range(4)]
     return simulate(fleet().leaves(1, nodes=32).build(), js, profile("gang-bestfit"), failures=cfg,
                     failures_until=200 * DAY, decision_log=False, stranded_every_s=1e12)
 
