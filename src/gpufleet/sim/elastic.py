@@ -73,7 +73,8 @@ def sized(job: Job, k: int) -> Job:
 
 
 def _usable(fs: FailureState, node: int) -> bool:
-    return fs.book.states[node] is HealthState.HEALTHY and node not in fs.reclaimed
+    upgrading = fs.upgrade is not None and node in fs.upgrade.out
+    return fs.book.states[node] is HealthState.HEALTHY and node not in fs.reclaimed and not upgrading
 
 
 def _saved_k(rj: RunningJob, progress: float) -> float:

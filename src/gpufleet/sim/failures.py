@@ -95,6 +95,9 @@ RECOVERIES = {"30-minute": SLOW, "3-minute": FAST}
 
 #: A node admitted bad after repair: it fails under its first load (kind index -1).
 BAD_NODE = FailureKind("bad-node", 0, False, 0.0, "admitted bad after repair, failed under load")
+#: A node whose driver upgrade failed validation (kind index -2, sim/upgrade.py).
+UPGRADE_FAILED = FailureKind("upgrade-failed", 0, False, 0.0, "driver upgrade failed validation")
+UPGRADE_KIND = -2
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,8 @@ class FailureConfig:
     bad_fails_after_s: float = 600.0
     #: Extra failures at fixed times, (t, node), repaired in place: for worked examples and tests.
     scripted: tuple[tuple[float, int], ...] = ()
+    #: A driver-upgrade rollout (sim/upgrade.py ``UpgradeConfig``); None: no upgrade.
+    upgrade: object = None
 
     def rate_per_node_s(self, gpus_per_node: int) -> float:
         return self.scale * sum(k.rate_per_node_s(gpus_per_node) for k in self.kinds)
@@ -173,6 +178,8 @@ class FailureLedger:
     #: Wall seconds elastic jobs ran below full size, and the GPU-seconds they held, once finished.
     elastic_reduced_s: float = 0.0
     elastic_held_gpu_s: float = 0.0
+    #: The driver-upgrade rollout's own ledger (sim/upgrade.py UpgradeLedger), when there is one.
+    upgrade: object = None
 
     def charge(self, cause: str, gpu_s: float) -> None:
         self.lost_gpu_s[cause] = self.lost_gpu_s.get(cause, 0.0) + gpu_s
@@ -199,6 +206,8 @@ class FailureState:
     elastic: dict = field(default_factory=dict)
     deltas: dict[str, str] = field(default_factory=dict)
     delta_seq: int = 0
+    #: The driver-upgrade rollout in progress (sim/upgrade.py UpgradeState), if any.
+    upgrade: object = None
 
 
 def checkpoint_stretch(rj: RunningJob) -> float:
@@ -237,7 +246,8 @@ def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an i
     node, kind_idx, u = ev.payload
     if fs.book.states[node] is not HealthState.HEALTHY:
         return Outcome.NOTHING  # already out of service: the fault is found with the first one
-    kind = BAD_NODE if kind_idx < 0 else fs.cfg.kinds[kind_idx]
+    special = UPGRADE_FAILED if kind_idx == UPGRADE_KIND else BAD_NODE
+    kind = special if kind_idx < 0 else fs.cfg.kinds[kind_idx]
     in_pool = node in fs.pool
     fs.ledger.node_failures += 1
     fs.book.apply(node, HealthEvent.FAULT, st.t)
@@ -383,7 +393,7 @@ def restarted(st, jid: str) -> None:  # noqa: ANN001
     fs.ledger.recoveries_s.append(st.t - t_fail + load)
     # the wait for a replacement and a cycle after teardown, then the checkpoint load
     rc = fs.cfg.recovery
-    waited = max(0.0, st.t - t_fail - (0.0 if cause == "spot" else rc.detect_s + rc.teardown_s))
+    waited = max(0.0, st.t - t_fail - (0.0 if cause in ("spot", "upgrade") else rc.detect_s + rc.teardown_s))
     fs.ledger.charge(cause, job.total_gpus * (waited + load))
 
 
@@ -402,6 +412,9 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
     if cfg.spot is not None:
         from gpufleet.sim.spot import install as install_spot
         install_spot(st, horizon_s)
+    if cfg.upgrade is not None:
+        from gpufleet.sim.upgrade import install as install_upgrade
+        install_upgrade(st, cfg.upgrade)
 
 
 def _on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001
@@ -419,9 +432,15 @@ def _on_finish(st, ev: Event) -> Outcome:  # noqa: ANN001
     return on_elastic_finish(st, ev)
 
 
+def _on_upgrade(st, ev: Event) -> Outcome:  # noqa: ANN001
+    from gpufleet.sim.upgrade import on_upgrade
+    return on_upgrade(st, ev)
+
+
 #: STOP and FINISH go through sim/elastic.py, which hands rigid jobs to ``on_stop`` and on_finish.
 FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: _on_stop, EventKind.HEALTH: on_health,
-                    EventKind.RECLAIM: _on_reclaim, EventKind.FINISH: _on_finish}
+                    EventKind.RECLAIM: _on_reclaim, EventKind.FINISH: _on_finish,
+                    EventKind.UPGRADE: _on_upgrade}
 
 
 def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:

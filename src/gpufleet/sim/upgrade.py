@@ -1,0 +1,223 @@
+"""Driver-upgrade waves in the simulator: canary, drain at checkpoints, upgrade, rollback.
+
+A rollout (``UpgradeConfig``) walks the fleet in waves, as the GPU Operator's upgrade controller
+does (NVIDIA/k8s-operator-libs ``pkg/upgrade``; reliability reference §6.2):
+
+1. A wave's nodes are cordoned (no new work). A job with a rank there is drained at its next
+   checkpoint if that comes within ``drain_timeout_s`` (the operator's pod-deletion / drain
+   timeout, 300 s): it loses nothing but its restart; otherwise it is stopped at the timeout and
+   loses the work since its last checkpoint. It requeues and restarts elsewhere (or later here).
+2. A drained node upgrades for ``node_s`` (driver + Fabric Manager — they must match exactly —
+   reboot, validation; ≈ 4 min in the operator's doc example, GPU stack 3–5 min after reboot,
+   ≤ ~21 min before the driver pod is restarted; default 8 min). It then fails validation with
+   ``node_fail_p`` (an assumption: no published per-node figure; the operator marks
+   ``upgrade-failed`` after its 600-s validation timeout) and goes through the node-health machine
+   (sim/failures.py); otherwise it is uncordoned.
+3. The first ``canary`` nodes go alone and are watched for ``soak_s``. The new driver is bad with
+   probability ``bad_driver_p`` (drawn once per seed); a bad driver fails each node with
+   ``bad_fail_p``. When more than ``rollback_share`` of the canary failed the rollout stops and the
+   canary's healthy nodes are re-imaged to the old driver (another drain-free ``node_s``).
+4. Each later wave starts when the previous one is done; ``wave`` nodes at a time (the operator's
+   maxUnavailable, 25% by default, caps it).
+
+Every draw comes from its own stream (``default_rng([seed, 0x06DA, node])``): policies meet the
+same failed upgrades. Failed and repairing nodes are skipped by their wave (their repair installs
+the new driver).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpufleet.model.health import HealthState
+from gpufleet.sim.cluster import set_schedulable
+from gpufleet.sim.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
+from gpufleet.sim.kernel import Event, EventKind, Outcome
+
+STREAM = 0x06DA
+
+
+@dataclass(frozen=True, slots=True)
+class UpgradeConfig:
+    wave: int
+    canary: int = 0
+    start_s: float = 0.0
+    node_s: float = 480.0
+    drain_timeout_s: float = 300.0
+    soak_s: float = 3600.0
+    node_fail_p: float = 0.01
+    bad_driver_p: float = 0.0
+    bad_fail_p: float = 0.5
+    rollback_share: float = 0.25
+
+    def waves(self, nodes: int) -> list[list[int]]:
+        """Node indices per wave: the canary first, then ``wave`` at a time."""
+        order = list(range(nodes))
+        c = min(self.canary, nodes)
+        out = [order[:c]] if c else []
+        out += [order[i:i + self.wave] for i in range(c, nodes, self.wave)]
+        return out
+
+
+@dataclass
+class UpgradeLedger:
+    waves_done: int = 0
+    nodes_upgraded: int = 0
+    nodes_failed: int = 0
+    nodes_skipped: int = 0
+    jobs_drained: int = 0
+    #: Drained at a checkpoint (lost only the restart) vs stopped at the timeout.
+    drained_at_checkpoint: int = 0
+    rolled_back: bool = False
+    bad_driver: bool = False
+    started_s: float = 0.0
+    finished_s: float | None = None
+    #: Σ over nodes of cordon → back in service (or → handed to repair), seconds.
+    node_out_s: float = 0.0
+    max_out: int = 0
+
+
+@dataclass
+class UpgradeState:
+    cfg: UpgradeConfig
+    waves: list[list[int]]
+    ledger: UpgradeLedger = field(default_factory=UpgradeLedger)
+    #: Cordoned node → (cordon time, schedulable before).
+    out: dict[int, tuple[float, bool]] = field(default_factory=dict)
+    left: int = 0
+    canary_failed: int = 0
+
+
+def _u(seed: int, node: int, visit: int = 0) -> float:
+    return float(np.random.default_rng([seed, STREAM, node, visit]).random())
+
+
+def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
+    fs: FailureState = st.fail
+    n = len(st.cluster.table)
+    us = UpgradeState(cfg, cfg.waves(n))
+    us.ledger.bad_driver = bool(np.random.default_rng([fs.cfg.seed, STREAM]).random() < cfg.bad_driver_p)
+    us.ledger.started_s = cfg.start_s
+    fs.upgrade = us
+    fs.ledger.upgrade = us.ledger
+    st.q.push(cfg.start_s, EventKind.UPGRADE, ("wave", 0))
+
+
+def _drain(st, node: int) -> float:  # noqa: ANN001
+    """Stop the jobs on ``node`` at their next checkpoint or the drain timeout; when it is empty."""
+    fs: FailureState = st.fail
+    us: UpgradeState = fs.upgrade
+    done = st.t
+    for jid, rj in list(st.cluster.running.items()):
+        if jid in fs.stopped or not any(b.node == node for b in rj.bindings):
+            continue
+        ck = rj.job.checkpointing
+        stop = st.t + us.cfg.drain_timeout_s
+        if ck is not None and ck.interval_s > 0:
+            p = work_done_s(rj, st.t)
+            nxt = (math.floor(p / ck.interval_s) + 1) * ck.interval_s
+            restart = ck.restart_s if rj.resumed else 0.0
+            paused = max(0.0, rj.start_time + restart - st.t)  # still loading its checkpoint
+            at = st.t + paused + (nxt - p) * checkpoint_stretch(rj)
+            if nxt <= rj.job.run_time and at <= stop:
+                stop = at
+                fs.spot_saved[jid] = nxt  # the checkpoint it drains at keeps its work
+                us.ledger.drained_at_checkpoint += 1
+        fs.stopped[jid] = (stop, "upgrade")
+        st.q.push(stop, EventKind.STOP, (jid, st.gen(jid), stop, "upgrade"))
+        st.rec.event(st.t, "upgrade-drain", jid, f"drain for the upgrade of {st.cluster.table.names[node]}; "
+                                          f"stops at t={stop:.0f}")
+        us.ledger.jobs_drained += 1
+        done = max(done, stop)
+    return done
+
+
+def _start_wave(st, w: int) -> Outcome:  # noqa: ANN001
+    fs: FailureState = st.fail
+    us: UpgradeState = fs.upgrade
+    table = st.cluster.table
+    us.left = 0
+    for node in us.waves[w]:
+        if fs.book.states[node] is not HealthState.HEALTHY or node in fs.reclaimed:
+            us.ledger.nodes_skipped += 1  # in repair (its repair installs the new driver) or away
+            continue
+        us.out[node] = (st.t, bool(table.schedulable[node]))
+        set_schedulable(table, node, False)
+        for jid in st.cluster.unbind_on(node):
+            st.rec.event(st.t, "unbound", jid, f"pods on {table.names[node]} released: upgrade wave")
+        drained = _drain(st, node)
+        st.q.push(drained + us.cfg.node_s, EventKind.UPGRADE, ("node", w, node))
+        us.left += 1
+    us.ledger.max_out = max(us.ledger.max_out, len(us.out))
+    st.rec.event(st.t, "upgrade-wave", f"wave{w}", f"{us.left} nodes")
+    if us.left == 0:
+        _wave_done(st, w)
+    return Outcome.CHANGED
+
+
+def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
+    fs: FailureState = st.fail
+    us: UpgradeState = fs.upgrade
+    since, was = us.out.pop(node)
+    us.ledger.node_out_s += st.t - since
+    us.left -= 1
+    out = Outcome.NOTHING
+    if fs.book.states[node] is HealthState.HEALTHY:
+        canary = us.cfg.canary > 0 and w == 0 and not us.ledger.rolled_back
+        p = us.cfg.bad_fail_p if (canary and us.ledger.bad_driver) else us.cfg.node_fail_p
+        if _u(fs.cfg.seed, node, int(us.ledger.rolled_back)) < p:
+            us.ledger.nodes_failed += 1
+            us.canary_failed += canary
+            st.rec.event(st.t, "upgrade-failed", st.cluster.table.names[node], "validation failed")
+            st.q.push(st.t, EventKind.FAILURE, (node, UPGRADE_KIND, 1.0))
+            set_schedulable(st.cluster.table, node, was)  # on_failure takes it out with the fault
+        else:
+            us.ledger.nodes_upgraded += 1
+            if was:
+                set_schedulable(st.cluster.table, node, True)
+                out = Outcome.CHANGED
+    else:
+        us.ledger.nodes_skipped += 1  # it failed while upgrading: its repair installs the driver
+    if us.left == 0:
+        _wave_done(st, w)
+    return out
+
+
+def _wave_done(st, w: int) -> None:  # noqa: ANN001
+    us: UpgradeState = st.fail.upgrade
+    us.ledger.waves_done += 1
+    if us.ledger.rolled_back:
+        us.ledger.finished_s = st.t
+        return
+    if w == 0 and us.cfg.canary > 0:
+        st.q.push(st.t + us.cfg.soak_s, EventKind.UPGRADE, ("soak", 0, -1))
+    elif w + 1 < len(us.waves):
+        st.q.push(st.t, EventKind.UPGRADE, ("wave", w + 1))
+    else:
+        us.ledger.finished_s = st.t
+        st.rec.event(st.t, "upgrade-done", "fleet", f"{us.ledger.nodes_upgraded} nodes upgraded")
+
+
+def _soak_over(st) -> Outcome:  # noqa: ANN001
+    us: UpgradeState = st.fail.upgrade
+    c = len(us.waves[0])
+    if c and us.canary_failed > us.cfg.rollback_share * c:
+        us.ledger.rolled_back = True
+        st.rec.event(st.t, "upgrade-rollback", "fleet", f"{us.canary_failed} of {c} canary nodes failed")
+        return _start_wave(st, 0)  # the canary again, back to the old driver
+    if len(us.waves) > 1:
+        return _start_wave(st, 1)
+    us.ledger.finished_s = st.t
+    return Outcome.NOTHING
+
+
+def on_upgrade(st, ev: Event) -> Outcome:  # noqa: ANN001
+    what = ev.payload[0]
+    if what == "wave":
+        return _start_wave(st, ev.payload[1])
+    if what == "node":
+        return _node_done(st, ev.payload[1], ev.payload[2])
+    return _soak_over(st)
