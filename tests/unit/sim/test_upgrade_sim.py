@@ -34,7 +34,8 @@ def test_a_gang_drains_at_its_next_checkpoint_in_each_wave_and_loses_only_its_re
     assert r.finishes["g"] == pytest.approx(3720)
     assert r.failures.lost_gpu_s == {"upgrade": pytest.approx(1920)}
     led = r.failures.upgrade
-    assert (led.finished_s, led.nodes_upgraded, led.jobs_drained, led.drained_at_checkpoint) == (2340, 4, 2, 2)
+    assert (led.finished_s, led.nodes_upgraded) == (2340, 4)
+    assert (led.jobs_drained, led.drained_at_checkpoint) == (2, 2)
 
 
 def test_a_job_whose_next_checkpoint_is_past_the_timeout_is_stopped_and_loses_the_work_since():
