@@ -22,12 +22,13 @@ from gpufleet.cli.main import app
 from gpufleet.econ.inputs import EconInputs, load_inputs
 
 plan_app = typer.Typer(name="plan", no_args_is_help=True,
-                       help="Planners: capacity mix, cold starts, sandboxes, the serving floor, spare pools.",
+                       help="Planners: capacity mix, cold starts, sandboxes, the serving floor, spare pools, "
+                       "driver-upgrade waves.",
                        add_completion=False)
 app.add_typer(plan_app, name="plan")
 
 #: Planner modules, cli/plan_<name>.py; each registers its own `plan <name>` command.
-PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares")
+PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares", "upgrade")
 
 
 class OutputFormat(StrEnum):

@@ -52,10 +52,13 @@ class UpgradeConfig:
     bad_driver_p: float = 0.0
     bad_fail_p: float = 0.5
     rollback_share: float = 0.25
+    #: The order nodes are visited in (node indices); default: index order.
+    order: tuple[int, ...] | None = None
 
     def waves(self, nodes: int) -> list[list[int]]:
         """Node indices per wave: the canary first, then ``wave`` at a time."""
-        order = list(range(nodes))
+        order = [n for n in self.order if n < nodes] if self.order is not None else list(range(nodes))
+        nodes = len(order)
         c = min(self.canary, nodes)
         out = [order[:c]] if c else []
         out += [order[i:i + self.wave] for i in range(c, nodes, self.wave)]

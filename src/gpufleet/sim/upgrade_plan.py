@@ -41,7 +41,7 @@ def expected_wave_drain_s(interval_wall_s: float, timeout_s: float, jobs: int) -
         return 0.0
     if d >= t:
         return t * m / (m + 1)
-    return d - d ** (m + 1) / ((m + 1) * t ** m)
+    return d - d * (d / t) ** m / (m + 1)
 
 
 def drain_loss_s(interval_wall_s: float, timeout_s: float) -> float:
@@ -50,6 +50,21 @@ def drain_loss_s(interval_wall_s: float, timeout_s: float) -> float:
     times P(X > D) = (τ' − D)/τ': (τ'² − D²)/(2τ'). No timeout (D = 0): τ'/2; D ≥ τ': 0."""
     t, d = interval_wall_s, timeout_s
     return (t * t - d * d) / (2 * t) if t > 0 and d < t else 0.0
+
+
+#: Restart of a drained job (reschedule + checkpoint load) in the plans and their replay.
+RESTART_S = 60.0
+
+
+def job_loss_s(busy_nodes: int, interval_wall_s: float, timeout_s: float, node_s: float,
+               failed_nodes: float, repair_s: float, restart_s: float = RESTART_S) -> float:
+    """Job-seconds lost on a full fleet (every node busy with its own 1-node job): each drained job
+    loses (τ'² − D²)/(2τ') of work, waits for its node (t_n: nowhere else is free) and restarts
+    (R); a job whose node failed validation waits for its repair, E[T], instead."""
+    if busy_nodes <= 0 or interval_wall_s <= 0:
+        return 0.0
+    return (busy_nodes * (drain_loss_s(interval_wall_s, timeout_s) + node_s + restart_s)
+            + failed_nodes * repair_s)
 
 
 def binomial_tail(n: int, p: float, k: int) -> float:

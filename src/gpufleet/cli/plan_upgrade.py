@@ -1,0 +1,154 @@
+"""`gpufleet plan upgrade`: driver-upgrade wave sizes against rollout time and capacity lost.
+
+Each plan is worked by arithmetic (sim/upgrade_plan.py) and, with ``--simulate``, replayed in the
+simulator (sim/upgrade.py) with Llama 3's failure rates on the way: on ``--fleet``/``--trace``,
+or on a fleet of ``--nodes`` each busy with a job that checkpoints every ``--checkpoint-minutes``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from gpufleet.cli.common import Output, console, fail, one_line_errors
+from gpufleet.cli.plan import plan_app
+from gpufleet.model.health import StepDurations
+from gpufleet.sim import upgrade_plan as P
+
+#: Default wave sizes, as shares of the fleet (the GPU Operator's maxUnavailable default is 25%).
+DEFAULT_SHARES = (0.01, 0.025, 0.05, 0.10, 0.25)
+MAX_SIM_NODES = 4096
+
+
+def _num(name: str, v: float, lo: float, hi: float) -> float:
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise fail(f"{name}: expected a finite number in [{lo:g}, {hi:g}], got {v}")
+    return v
+
+
+@plan_app.command("upgrade")
+@one_line_errors
+def upgrade(
+    nodes: Annotated[int, typer.Option(
+        help="Nodes to upgrade (ignored with --fleet: its nodes).")] = 2000,
+    fleet: Annotated[Path | None, typer.Option(help="Fleet YAML (with --trace): plan for its nodes and "
+                                                    "replay the trace with --simulate.")] = None,
+    trace: Annotated[Path | None, typer.Option(
+        help="Job trace replayed with --simulate (with --fleet).")] = None,
+    wave: Annotated[list[int] | None, typer.Option(
+        help="Nodes per wave; repeat for several plans. Default: 1%, 2.5%, 5%, 10%, 25% of the "
+             "fleet.")] = None,
+    canary: Annotated[int | None, typer.Option(
+        help="Canary nodes upgraded and watched first (default 1% of the fleet, ≥ 1; 0: none).")] = None,
+    max_unavailable: Annotated[float, typer.Option(
+        help="Largest share of the fleet out at once (GPU Operator default 25%).")] = 0.25,
+    node_minutes: Annotated[float, typer.Option(
+        help="Upgrade of one node: driver + Fabric Manager, reboot, validation (≈4–10 min).")] = 8.0,
+    drain_timeout: Annotated[float, typer.Option(
+        help="Seconds a job gets to reach its next checkpoint before it is stopped (operator: "
+             "300).")] = 300.0,
+    checkpoint_minutes: Annotated[float, typer.Option(
+        help="Checkpoint period of the jobs on the nodes (0: an idle fleet, no drain).")] = 30.0,
+    soak_minutes: Annotated[float, typer.Option(help="Time the canary is watched before the rest.")] = 60.0,
+    fail_rate: Annotated[float, typer.Option(
+        help="Share of nodes that fail validation with a good driver (an assumption).")] = 0.01,
+    bad_fail_rate: Annotated[float, typer.Option(
+        help="Share of canary nodes that fail with a bad driver (an assumption).")] = 0.5,
+    rollback_share: Annotated[float, typer.Option(
+        help="Roll back when more than this share of the canary fails.")] = 0.25,
+    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (ignored with --fleet).")] = 8,
+    simulate: Annotated[bool, typer.Option(help="Replay every plan in the simulator, failures on.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of the simulated failures and upgrade draws.")] = 0,
+    output: Annotated[Output, typer.Option(help="text (default) or json.")] = Output.TEXT,
+) -> None:
+    """Wave size vs total rollout time vs capacity lost, for a driver upgrade over the fleet."""
+    scn = None
+    if fleet is not None or trace is not None:
+        if fleet is None or trace is None:
+            raise fail("--fleet and --trace go together")
+        from gpufleet.cli.simulate import resolve_scenario
+        scn = resolve_scenario(None, fleet, trace)
+        nodes = len(scn.fleet.nodes)
+        gpus_per_node = max(n.gpus for n in scn.fleet.nodes)
+    if not 1 <= nodes <= 1_000_000:
+        raise fail(f"--nodes: expected 1 to 1,000,000 nodes, got {nodes}")
+    if not 1 <= gpus_per_node <= 1024:
+        raise fail(f"--gpus-per-node: expected 1 to 1,024, got {gpus_per_node}")
+    _num("--max-unavailable", max_unavailable, 1e-6, 1.0)
+    _num("--node-minutes", node_minutes, 0.0, 7 * 24 * 60)
+    _num("--drain-timeout", drain_timeout, 0.0, 7 * 86400)
+    _num("--checkpoint-minutes", checkpoint_minutes, 0.0, 30 * 24 * 60)
+    _num("--soak-minutes", soak_minutes, 0.0, 30 * 24 * 60)
+    for name, v in (("--fail-rate", fail_rate), ("--bad-fail-rate", bad_fail_rate),
+                    ("--rollback-share", rollback_share)):
+        _num(name, v, 0.0, 1.0)
+    budget = max(1, math.ceil(max_unavailable * nodes))
+    c = max(1, math.ceil(0.01 * nodes)) if canary is None else canary
+    if not 0 <= c <= budget:
+        raise fail(f"--canary: expected 0 to {budget:,} nodes (--max-unavailable of {nodes:,}), got {c}")
+    waves = sorted({max(1, math.ceil(s * nodes)) for s in DEFAULT_SHARES}) if not wave else list(wave)
+    for w in waves:
+        if not 1 <= w <= budget:
+            raise fail(f"--wave {w}: expected 1 to {budget:,} nodes (--max-unavailable "
+                       f"{100 * max_unavailable:g}% of {nodes:,})")
+    tau = checkpoint_minutes * 60.0
+    plans = [P.plan(nodes, w, c, node_minutes * 60, tau, drain_timeout, soak_minutes * 60, fail_rate,
+                    bad_fail_rate, rollback_share) for w in waves]
+    busy = nodes if tau > 0 else 0
+    repair_s = StepDurations().out_of_service_s()  # a failed upgrade is repaired in place
+    rows = []
+    for p in plans:
+        row = {"wave": p.wave, "waves": p.waves, "canary": p.canary, "rollout_hours": p.rollout_s / 3600,
+               "max_nodes_out": p.max_out, "max_capacity_out_pct": 100 * p.max_out / nodes,
+               "capacity_gpu_hours_out": p.node_out_s * gpus_per_node / 3600,
+               "job_gpu_hours_lost": P.job_loss_s(busy, tau, drain_timeout, node_minutes * 60, p.failed_nodes,
+                                                  repair_s) * gpus_per_node / 3600,
+               "failed_nodes": p.failed_nodes, "p_false_rollback": p.p_false_rollback,
+               "p_bad_driver_caught": p.p_bad_caught}
+        rows.append(row)
+    if simulate:
+        from gpufleet.sim.upgrade_replay import replay
+        if scn is None and nodes > MAX_SIM_NODES:
+            raise fail(f"--simulate: at most {MAX_SIM_NODES:,} nodes without --fleet/--trace, got {nodes:,}")
+        for row, p in zip(rows, plans, strict=True):
+            row |= replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
+                          soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed)
+    out = {"nodes": nodes, "gpus_per_node": gpus_per_node, "canary": c, "max_unavailable": max_unavailable,
+           "node_minutes": node_minutes, "drain_timeout_s": drain_timeout,
+           "checkpoint_minutes": checkpoint_minutes, "soak_minutes": soak_minutes, "plans": rows}
+    if output is Output.JSON:
+        print(json.dumps(out, indent=2))
+        return
+    _print(out, simulate)
+
+
+def _print(out: dict, simulated: bool) -> None:
+    t = Table(title=f"Driver upgrade of {out['nodes']:,} nodes ({out['node_minutes']:g} min each, "
+                    f"drain ≤ {out['drain_timeout_s']:g} s)", header_style="bold")
+    for col in ("wave", "waves", "rollout", "most out", "GPU-h out", "job GPU-h lost", "failed"):
+        t.add_column(col, justify="right")
+    if simulated:
+        for col in ("sim rollout", "sim GPU-h out", "sim job GPU-h lost", "sim failed"):
+            t.add_column(col, justify="right")
+    for r in out["plans"]:
+        cells = [f"{r['wave']:,}", f"{r['waves']:,}", f"{r['rollout_hours']:,.1f} h",
+                 f"{r['max_nodes_out']:,} ({r['max_capacity_out_pct']:.1f}%)",
+                 f"{r['capacity_gpu_hours_out']:,.0f}", f"{r['job_gpu_hours_lost']:,.0f}",
+                 f"{r['failed_nodes']:.1f}"]
+        if simulated:
+            cells += [f"{r['sim_rollout_hours']:,.1f} h", f"{r['sim_capacity_gpu_hours_out']:,.0f}",
+                      f"{r['sim_job_gpu_hours_lost']:,.0f}", f"{r['sim_failed_nodes']}"]
+        t.add_row(*cells)
+    console.print(t)
+    first = out["plans"][0]
+    if out["canary"]:
+        console.print(f"canary of {out['canary']} nodes, soak {out['soak_minutes']:g} min: P(rollback with "
+                      f"a good driver) = {first['p_false_rollback']:.2g}; P(a bad driver caught) = "
+                      f"{first['p_bad_driver_caught']:.3f}")
+    console.print("GPU-h out: every node is out once, for its drain and upgrade, whatever the wave; "
+                  "the wave size trades rollout time against the capacity out at once.")
