@@ -112,6 +112,25 @@ def spot_waste_exact_s(interval_wall_s: float, restart_s: float, reclaims_per_s:
     return 1.0 / reclaims_per_s - interval_wall_s * math.exp(-x) / -math.expm1(-x) + restart_s
 
 
+def spot_waste_exact_second_moment_s2(interval_wall_s: float, restart_s: float,
+                                      reclaims_per_s: float) -> float:
+    """E[W²] for W = (X mod τ') + R, X ~ Exp(λ): Y = X mod τ' has density λe^{−λy}/(1 − e^{−λτ'}) on
+    [0, τ'), so E[Y²] = [2/λ² − e^{−λτ'}(τ'² + 2τ'/λ + 2/λ²)] / (1 − e^{−λτ'}); E[W²] = E[Y²] +
+    2R E[Y] + R². (The spread of the simulated waste: a compound-Poisson sum has variance λH E[W²].)"""
+    lam, t, r = reclaims_per_s, interval_wall_s, restart_s
+    q = math.exp(-lam * t)
+    ey2 = (2 / lam**2 - q * (t * t + 2 * t / lam + 2 / lam**2)) / (1 - q)
+    ey = spot_waste_exact_s(t, 0.0, lam)
+    return ey2 + 2 * r * ey + r * r
+
+
+def spot_break_even_exact(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:
+    """Break-even discount against an on-demand node that checkpoints too (u_od = τ/(τ+δ)), with the
+    renewal-exact waste: each reclaim (λ per paid second) wastes W = E[X mod τ'] + R of wall time,
+    so u_spot = u_od (1 − λW) and d* = 1 − u_spot/u_od = λ W."""
+    return reclaims_per_s * spot_waste_exact_s(tau_s + delta_s, restart_s, reclaims_per_s)
+
+
 def spot_useful_share(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:
     """Share of paid spot time that is useful work, first order: (1 − δ/(τ+δ)) − λ (τ/2 + R)."""
     return tau_s / (tau_s + delta_s) - reclaims_per_s * spot_waste_per_reclaim_s(tau_s, restart_s)

@@ -10,6 +10,7 @@ Every simulation here runs the real simulator (sim/runner.py) with failures on.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -167,34 +168,47 @@ class SpotRow:
     discount_formula: float
     discount_sim: float
     reclaims: int
+    #: d* with the renewal-exact waste, and the simulated d*'s standard error from the exact
+    #: compound-Poisson variance (σ² = λ E[W²] / H over H paid seconds), relative to d*.
+    discount_exact: float = 0.0
+    sigma_rel: float = 0.0
 
 
 def spot_cadences(taus: tuple[float, ...] = (900.0, 3600.0, 14_400.0), delta_s: float = 300.0,
                   restart_s: float = 300.0, per_node_day: float = 1.0, jobs: int = 20,
-                  work_days: float = 15.0, seed: int = 2) -> list[SpotRow]:
+                  work_days: float = 15.0, seeds: range = range(2, 3)) -> list[SpotRow]:
     """Single-node jobs on spot nodes reclaimed ``per_node_day`` times a day (120 s notice): the
     waste per reclaim and the break-even discount, by formula and simulated, at each cadence.
     The discount is against an on-demand node that also checkpoints (u_od = τ/(τ+δ))."""
     from gpufleet.sim.failures import SpotConfig
-    from gpufleet.sim.metrics import summarize
 
+    lam = per_node_day / DAY
     rows = []
     for tau in taus:
-        spot = SpotConfig(nodes=200, reclaims_per_node_day=per_node_day, notice_s=120.0, away_s=3600.0)
-        cfg = FailureConfig(scale=0.0, recovery=FAST, spot=spot, seed=seed)
-        js = [job(f"j{i}").gpus(8).runs(work_days * DAY).checkpoints(tau, delta_s, restart_s).build()
-              for i in range(jobs)]
-        r = simulate(_fleet(200), js, profile("gang-bestfit"), failures=cfg,
-                     failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
-        led = r.failures
-        assert led is not None
+        lost = work = held = 0.0
+        reclaims = 0
+        for seed in seeds:
+            spot = SpotConfig(nodes=max(200, 2 * jobs), reclaims_per_node_day=per_node_day, notice_s=120.0,
+                              away_s=3600.0)
+            cfg = FailureConfig(scale=0.0, recovery=FAST, spot=spot, seed=seed)
+            js = [job(f"j{i}").gpus(8).runs(work_days * DAY).checkpoints(tau, delta_s, restart_s).build()
+                  for i in range(jobs)]
+            r = simulate(_fleet(spot.nodes), js, profile("gang-bestfit"), failures=cfg,
+                         failures_until=3 * work_days * DAY, decision_log=False, stranded_every_s=1e12)
+            led = r.failures
+            assert led is not None
+            lost += led.lost_gpu_s.get("spot", 0.0) / 8
+            reclaims += led.interruptions
+            work += sum(r.jobs[j].run_time for j in r.finishes)
+            held += sum(r.finishes[j] - r.starts[j] for j in r.finishes)
         u_od = tau / (tau + delta_s)
+        tp = tau + delta_s
+        w = R.spot_waste_exact_s(tp, restart_s, lam)
+        sigma = math.sqrt(R.spot_waste_exact_second_moment_s2(tp, restart_s, lam) / (lam * held)) / w
         rows.append(SpotRow(
-            tau, delta_s, R.spot_waste_per_reclaim_s(tau + delta_s, restart_s),
-            R.spot_waste_exact_s(tau + delta_s, restart_s, per_node_day / DAY),
-            led.lost_gpu_s.get("spot", 0.0) / 8 / max(led.interruptions, 1),
-            R.spot_break_even_discount(tau, delta_s, restart_s, per_node_day / DAY, u_od),
-            1.0 - summarize(r)["goodput_pct"] / 100 / u_od, led.interruptions))
+            tau, delta_s, R.spot_waste_per_reclaim_s(tp, restart_s), w, lost / max(reclaims, 1),
+            R.spot_break_even_discount(tau, delta_s, restart_s, lam, u_od),
+            1.0 - work / held / u_od, reclaims, R.spot_break_even_exact(tau, delta_s, restart_s, lam), sigma))
     return rows
 
 

@@ -82,13 +82,46 @@ def test_the_renewal_exact_waste_tends_to_the_first_order_one_for_short_interval
     assert R.spot_waste_exact_s(14_700.0, 300.0, 1 / DAY) == pytest.approx(7441.7, abs=0.5)
 
 
-def test_spot_waste_at_three_cadences_matches_the_renewal_formula_within_5_percent():
-    """τ = 15 min, 1 h, 4 h with δ = 300 s (no save fits the 120 s notice), 20 single-node jobs of
-    15 days: simulated waste per reclaim within 5% of the exact mean at each cadence (measured
-    0.996, 0.989, 0.958); the break-even discount grows with τ (d* = 1.2%, 2.6%, 8.9%)."""
+@cache
+def _cadences(seeds: range = range(2, 3)):
+    """τ = 15 min, 1 h, 4 h with δ = 300 s (no save fits the 120 s notice), R = 300 s, 100
+    single-node jobs of 15 days on spot nodes reclaimed once a day: ≈ 1,600–1,900 reclaims each."""
     from gpufleet.sim.reliability_study import spot_cadences
 
-    rows = spot_cadences()
-    for r in rows:
+    return spot_cadences(jobs=100, seeds=seeds)
+
+
+def test_spot_waste_at_three_cadences_matches_the_renewal_formula_within_5_percent():
+    """Simulated waste per reclaim within 5% of the renewal-exact mean at each cadence (measured
+    1.006, 1.009, 0.970). The waste W of one reclaim spreads with CV = √(E[W²] − E[W]²)/E[W] ≤ 0.6
+    (E[W²] exact, reliability.spot_waste_exact_second_moment_s2), so over N ≥ 1,600 reclaims the
+    mean's σ ≤ 1.5%: 5% is more than 3σ. The first-order break-even discount grows with τ
+    (d* = 1.2%, 2.6%, 8.9%)."""
+    lam = 1 / DAY
+    for r in _cadences():
+        tp = r.tau_s + r.delta_s
+        cv = (R.spot_waste_exact_second_moment_s2(tp, 300.0, lam) / r.waste_exact_s**2 - 1) ** 0.5
+        assert cv / r.reclaims**0.5 < 0.05 / 3
         assert r.waste_sim_s == pytest.approx(r.waste_exact_s, rel=0.05)
-    assert [round(100 * r.discount_formula, 1) for r in rows] == [1.2, 2.6, 8.9]
+    assert [round(100 * r.discount_formula, 1) for r in _cadences()] == [1.2, 2.6, 8.9]
+
+
+def test_the_simulated_break_even_discount_matches_the_exact_one_within_3_sigma():
+    """d* = λ W against an on-demand node that checkpoints too: λ = 1/day, W = E[X mod τ'] + R
+    (exact): τ' = 1,200 s: W = 598.6 + 300 = 898.6 s, d* = 898.6/86,400 = 1.040%; τ' = 3,900 s:
+    W = 2,235 s, 2.587%; τ' = 14,700 s: W = 7,442 s, 8.613%. The simulated d* = 1 − goodput/u_od is
+    a compound-Poisson sum over H paid seconds: σ(d*) = √(λ E[W²]/H), 2.4–2.8% of d* with one seed
+    (measured −5.1%, −2.1%, −6.7%: within 3σ). The slow test below holds it to 5% with three seeds."""
+    expected = [0.010401, 0.025872, 0.086131]
+    for r, e in zip(_cadences(), expected, strict=True):
+        assert r.discount_exact == pytest.approx(e, abs=2e-6)
+        assert abs(r.discount_sim - r.discount_exact) <= 3 * r.sigma_rel * r.discount_exact
+
+
+@pytest.mark.slow
+def test_the_simulated_break_even_discount_is_within_5_percent_of_the_exact_one():
+    """Three seeds (≈ 5,000 reclaims per cadence): σ(d*) ≈ 1.6%, so 5% is 3σ. (Slow: ≈ 10 s of CPU,
+    35 s wall on the shared 2-core machine.)"""
+    for r in _cadences(range(2, 5)):
+        assert 3 * r.sigma_rel <= 0.051
+        assert r.discount_sim == pytest.approx(r.discount_exact, rel=0.05)
