@@ -4,6 +4,7 @@
     python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit --policy gang-easy
     python bench/simulate.py --policy gang-easy --failure-scale 50   # failures on (sim/failures.py)
     python bench/simulate.py --policy gang-easy --no-decision-log    # without wait/reserve/backfill events
+    python bench/simulate.py --nodes 500 --jobs 20000 --policy gang-bestfit --also-failures 1  # off, on
 
 The large case builds 2,000 HGX nodes × 8 GPUs (16,000 GPUs, leaves of 32) and a generated
 workload at 90% offered load whose length is chosen so that about ``--jobs`` jobs arrive.
@@ -36,6 +37,9 @@ def main() -> None:
     ap.add_argument("--failure-scale", type=float, default=0.0,
                     help="failures at this multiple of the Llama 3 rates (0: off)")
     ap.add_argument("--no-decision-log", action="store_true")
+    ap.add_argument("--also-failures", type=float, default=0.0,
+                    help="run each policy again with failures at this multiple of the Llama 3 rates, "
+                         "in the same process (the off/on ratio is what to read on a loaded machine)")
     args = ap.parse_args()
     if args.nodes:
         fleet = build_fleet([NodeGroup(nodes=args.nodes, gpu="H100-80GB", leaf_size=32)])
@@ -51,9 +55,12 @@ def main() -> None:
         fleet, jobs, horizon = scn.fleet, scn.jobs(), scn.horizon
         label = f"default scenario: {fleet.total_gpus} GPUs, {len(jobs)} jobs"
     out = {"case": label, "nodes": len(fleet), "jobs": len(jobs), "policies": {}}
-    for name in args.policy or ["gang-bestfit", "gang-easy", "per-pod"]:
-        failures = FailureConfig(scale=args.failure_scale) if args.failure_scale > 0 else None
-        r = simulate(fleet, jobs, profile(name), horizon=horizon, failures=failures,
+    runs = [(name, args.failure_scale) for name in args.policy or ["gang-bestfit", "gang-easy", "per-pod"]]
+    if args.also_failures > 0:
+        runs = [r for name, sc in runs for r in ((name, sc), (f"{name}+failures", args.also_failures))]
+    for name, scale in runs:
+        failures = FailureConfig(scale=scale) if scale > 0 else None
+        r = simulate(fleet, jobs, profile(name.removesuffix("+failures")), horizon=horizon, failures=failures,
                      decision_log=not args.no_decision_log)
         s = summarize(r)
         out["policies"][name] = {
