@@ -115,7 +115,10 @@ def _drain(st, node: int) -> float:  # noqa: ANN001
     us: UpgradeState = fs.upgrade
     done = st.t
     for jid, rj in list(st.cluster.running.items()):
-        if jid in fs.stopped or not any(b.node == node for b in rj.bindings):
+        if not any(b.node == node for b in rj.bindings):
+            continue
+        if jid in fs.stopped:  # already stopping (another node of its gang, or a failure)
+            done = max(done, fs.stopped[jid][0])
             continue
         ck = rj.job.checkpointing
         stop = st.t + us.cfg.drain_timeout_s

@@ -119,3 +119,12 @@ def test_busy_fleet_rollout_and_capacity_out_match_the_plan_within_5_percent():
     assert len(lost) == led.jobs_drained == 256
     assert P.drain_loss_s(1800, 300) == 875
     assert float(np.mean(lost)) == pytest.approx(875, rel=0.12)
+
+
+def test_a_gang_across_a_wave_frees_every_node_only_when_it_stops():
+    """A 2-node gang (τ = 1,800 s) on nodes 0–1, both in the wave at 1,000 s: stopped at the 300-s
+    timeout, 1,300 s; both nodes upgrade from then: out 300 + 480 s each, rollout ends at 1,780 s."""
+    j = job("g").gpus(8).gang(2).runs(3600).checkpoints(1800, 0, 60).build()
+    r = _run(2, UpgradeConfig(wave=2, start_s=1000, node_fail_p=0.0), [j])
+    led = r.failures.upgrade
+    assert led.finished_s == pytest.approx(1780) and led.node_out_s == pytest.approx(2 * 780)
