@@ -144,3 +144,22 @@ def test_every_job_finishes_and_every_gpu_comes_back_whatever_fails(fails, spare
     assert set(r.finishes) == {"e1", "e2", "r"}
     assert max(r.recorder.allocated) <= 48 and r.recorder.allocated[-1] == 0
     assert all(r.finishes[j.id] - r.starts[j.id] >= j.run_time for j in jobs)
+
+
+def _scenario(**extra):
+    from gpufleet.sim.scenario import parse_scenario
+
+    data = {"name": "e", "fleet": {"groups": [{"nodes": 4, "gpu": "H100-80GB", "gpus_per_node": 8}]},
+            "workload": {"jobs": [{"id": "t", "replicas": 4, "gpus": 8, "run_time": 3600, **extra}]}}
+    return parse_scenario(data, "e.yaml")
+
+
+def test_a_scenario_job_with_min_replicas_is_elastic_and_a_bad_range_is_one_clear_error():
+    from gpufleet.model.errors import InputError
+
+    (j,) = _scenario(min_replicas=2, replica_step=2).jobs()
+    assert j.elastic is not None and (j.elastic.min_replicas, j.elastic.step) == (2, 2)
+    assert _scenario().jobs()[0].elastic is None
+    for bad in ({"min_replicas": 5}, {"min_replicas": 1, "replica_step": 2}, {"min_replicas": 0}):
+        with pytest.raises(InputError, match="min_replicas|replica_step"):
+            _scenario(**bad)
