@@ -16,7 +16,9 @@ TorchElastic does it (a membership change restarts the worker group from its las
 3. The missing replicas are asked back as gang deltas: one pending job of ``step`` pods per missing
    DP replica (id ``<job>~grow<n>``), placed by the engine like any gang (all-or-nothing for the
    added pods). When deltas are placed the job writes a checkpoint (δ) and restarts at the larger
-   size (load R): a grow costs δ + R of the whole job's time and loses no work.
+   size (load R): a grow costs δ + R of the whole job's time and loses no work. A job draining for
+   a driver upgrade (sim/upgrade.py) that grows leaves the nodes being upgraded at once, from the
+   checkpoint it just wrote.
 
 Cost by cause in the ledger: the failure kind (lost work since the last save, the pause to the
 restart, the load) and ``elastic-grow`` (δ + R at each grow).
@@ -224,7 +226,8 @@ def grow(st, dids: list[str]) -> None:  # noqa: ANN001
             if st.decisions is not None:
                 st.decisions.started(did)
         rj: RunningJob | None = cl.running.get(jid)
-        if rj is None or jid in fs.stopped:
+        draining = jid in fs.stopped and fs.stopped[jid][1] == "upgrade"
+        if rj is None or (jid in fs.stopped and not draining):
             for b in added:
                 cl.table.give(b.node, b.request, slot=b.slot)
             if rj is not None:
@@ -250,6 +253,10 @@ def grow(st, dids: list[str]) -> None:  # noqa: ANN001
         fs.ledger.charge("elastic-grow", new.job.total_gpus * (delta_s + load))
         st.q.push(new.start_time + run_wall_s(new), EventKind.FINISH, (jid, st.gen(jid)))
         st.rec.event(st.t, "grow", jid, f"{k} → {new_k} replicas (a gang delta of {len(added)} pods)")
+        if draining:  # it just saved to grow: leave the nodes being upgraded now, onto the new pods
+            fs.stopped[jid] = (st.t, "upgrade")
+            fs.spot_saved[jid] = new.progress_before
+            st.q.push(st.t, EventKind.STOP, (jid, st.gen(jid), st.t, "upgrade"))
 
 
 def on_elastic_finish(st, ev: Event) -> Outcome:  # noqa: ANN001

@@ -128,3 +128,17 @@ def test_a_gang_across_a_wave_frees_every_node_only_when_it_stops():
     r = _run(2, UpgradeConfig(wave=2, start_s=1000, node_fail_p=0.0), [j])
     led = r.failures.upgrade
     assert led.finished_s == pytest.approx(1780) and led.node_out_s == pytest.approx(2 * 780)
+
+
+def test_an_elastic_gang_rides_through_the_waves_on_the_nodes_left_and_finishes_sooner():
+    """4 nodes, waves of 2: the elastic gang (min 2) shrinks to the 2 nodes outside each wave
+    instead of stopping, and finishes before the rigid one, which stops and waits in each wave."""
+    done = {}
+    for name, b in (("rigid", job("g")), ("elastic", job("g").elastic(2))):
+        j = b.gpus(8).gang(4).runs(7200).checkpoints(600, 0, 60).build()
+        r = _run(4, UpgradeConfig(wave=2, start_s=1000, node_fail_p=0.0), [j])
+        kinds = {k for _, k, _, _ in r.recorder.log}
+        assert ("shrink" in kinds) == (name == "elastic")
+        assert r.failures.upgrade.nodes_upgraded == 4
+        done[name] = r.finishes["g"]
+    assert done["elastic"] < done["rigid"]
