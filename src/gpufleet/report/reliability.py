@@ -34,11 +34,26 @@ RELIABILITY_ROWS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: Rows shown when every policy's summary has them (elastic jobs ran; an upgrade rollout ran).
+OPTIONAL_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("elastic_shrinks", "elastic shrinks (instead of stops)", "int"),
+    ("elastic_grows", "elastic grow-backs (gang deltas)", "int"),
+    ("elastic_hours_below_full_size", "elastic hours below full size", "hours"),
+    ("upgrade_rollout_hours", "driver upgrade: rollout time", "hours"),
+    ("upgrade_nodes_upgraded", "driver upgrade: nodes upgraded", "int"),
+    ("upgrade_nodes_failed", "driver upgrade: nodes failed validation", "int"),
+    ("upgrade_jobs_drained", "driver upgrade: jobs drained", "int"),
+    ("upgrade_node_hours_out", "driver upgrade: node-hours out", "hours"),
+)
+
+
 def fmt(v: float, kind: str) -> str:
     if kind == "pct":
         return f"{v:.2f}%"
     if kind == "dur":
         return duration(v)
+    if kind == "hours":
+        return "n/a" if v is None else f"{v:,.1f} h"
     return f"{v:,}"
 
 
@@ -46,6 +61,8 @@ def _policy_table(summaries: Mapping[str, dict]) -> str:
     names = [n for n, s in summaries.items() if "goodput_pct" in s]
     rows: list[list[object]] = [[label, *[fmt(summaries[n][k], kind) for n in names]]
                                 for k, label, kind in RELIABILITY_ROWS]
+    rows += [[label, *[fmt(summaries[n][k], kind) for n in names]] for k, label, kind in OPTIONAL_ROWS
+             if names and all(k in summaries[n] for n in names)]
     causes = sorted({c for n in names for c in summaries[n]["lost_gpu_hours_by_cause"]})
     for c in causes:
         rows.append([f"GPU-hours lost: {c}",

@@ -8,6 +8,31 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpufleet.model.health import StepDurations
 from gpufleet.sim.failures import RECOVERIES, FailureConfig
+from gpufleet.sim.upgrade import UpgradeConfig
+
+
+class UpgradeSpec(BaseModel):
+    """``reliability.upgrade``: a driver-upgrade rollout during the run (sim/upgrade.py)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    wave: int = Field(ge=1, le=1_000_000)
+    canary: int = Field(default=0, ge=0, le=1_000_000)
+    start_hours: float = Field(default=1.0, ge=0, le=24 * 3650)
+    node_minutes: float = Field(default=8.0, ge=0, le=7 * 24 * 60)
+    drain_timeout_s: float = Field(default=300.0, ge=0, le=7 * 86_400)
+    soak_minutes: float = Field(default=60.0, ge=0, le=30 * 24 * 60)
+    node_fail_p: float = Field(default=0.01, ge=0, le=1)
+    bad_driver_p: float = Field(default=0.0, ge=0, le=1)
+    bad_fail_p: float = Field(default=0.5, ge=0, le=1)
+    rollback_share: float = Field(default=0.25, ge=0, le=1)
+
+    def build(self) -> UpgradeConfig:
+        return UpgradeConfig(wave=self.wave, canary=self.canary, start_s=self.start_hours * 3600.0,
+                             node_s=self.node_minutes * 60.0, drain_timeout_s=self.drain_timeout_s,
+                             soak_s=self.soak_minutes * 60.0, node_fail_p=self.node_fail_p,
+                             bad_driver_p=self.bad_driver_p, bad_fail_p=self.bad_fail_p,
+                             rollback_share=self.rollback_share)
 
 
 class ReliabilitySpec(BaseModel):
@@ -30,6 +55,8 @@ class ReliabilitySpec(BaseModel):
     seed: int = Field(default=0, ge=0)
     #: Length of the failure stream; default: the workload's horizon, or 30 days without one.
     days: float | None = Field(default=None, gt=0, le=3650)
+    #: A driver-upgrade rollout during the run; None: no upgrade.
+    upgrade: UpgradeSpec | None = None
 
     def until_s(self, horizon_s: float | None) -> float:
         if self.days is not None:
@@ -41,4 +68,5 @@ class ReliabilitySpec(BaseModel):
                               repair_s=self.repair_hours * 3600.0, rma_s=self.rma_days * 86400.0,
                               preflight_s=self.preflight_s)
         return FailureConfig(scale=self.failure_scale, recovery=RECOVERIES[self.recovery], steps=steps,
-                             spares=self.spares, seed=self.seed)
+                             spares=self.spares, seed=self.seed,
+                             upgrade=self.upgrade.build() if self.upgrade is not None else None)

@@ -181,11 +181,18 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
                for j in done if (c := r.jobs[j].checkpointing) is not None and c.interval_s > 0)
     if ck_s:
         lost["checkpointing"] = ck_s / 3600.0
-    elastic = {}
+    extra: dict[str, Any] = {}
     if led.elastic_shrinks or led.elastic_grows:
         # elastic jobs: how often they shrank and grew back, and how long they ran below full size
-        elastic = {"elastic_shrinks": led.elastic_shrinks, "elastic_grows": led.elastic_grows,
-                   "elastic_hours_below_full_size": led.elastic_reduced_s / 3600.0}
+        extra = {"elastic_shrinks": led.elastic_shrinks, "elastic_grows": led.elastic_grows,
+                 "elastic_hours_below_full_size": led.elastic_reduced_s / 3600.0}
+    up = led.upgrade
+    if up is not None:  # a driver-upgrade rollout ran (sim/upgrade.py)
+        extra |= {"upgrade_rollout_hours": (up.finished_s - up.started_s) / 3600.0
+                  if up.finished_s is not None else None,
+                  "upgrade_nodes_upgraded": up.nodes_upgraded, "upgrade_nodes_failed": up.nodes_failed,
+                  "upgrade_rolled_back": up.rolled_back, "upgrade_jobs_drained": up.jobs_drained,
+                  "upgrade_node_hours_out": up.node_out_s / 3600.0}
     return {
         "goodput_pct": 100.0 * work / held if held else 0.0,
         "node_failures": led.node_failures,
@@ -195,7 +202,7 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
         "spares_used": led.spares_used,
         "no_spare_when_needed": led.no_spare,
         "lost_gpu_hours_by_cause": lost,
-        **elastic,
+        **extra,
     }
 
 

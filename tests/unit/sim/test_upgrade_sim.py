@@ -142,3 +142,36 @@ def test_an_elastic_gang_rides_through_the_waves_on_the_nodes_left_and_finishes_
         assert r.failures.upgrade.nodes_upgraded == 4
         done[name] = r.finishes["g"]
     assert done["elastic"] < done["rigid"]
+
+
+def _scenario(upgrade: dict):
+    from gpufleet.sim.scenario import parse_scenario
+
+    data = {"name": "u", "fleet": {"groups": [{"nodes": 4, "gpu": "H100-80GB", "gpus_per_node": 8}]},
+            "workload": {"jobs": [{"id": "g", "replicas": 2, "gpus": 8, "run_time": 3600,
+                                   "checkpoint_interval_s": 600, "restart_s": 60}]},
+            "reliability": {"failure_scale": 0, "upgrade": upgrade}, "policies": ["gang-bestfit"]}
+    return parse_scenario(data, "u.yaml")
+
+
+def test_a_scenario_rollout_runs_and_its_figures_reach_the_summary():
+    """The worked 4-node rollout, from a scenario's ``reliability.upgrade`` (start 1,000 s =
+    0.2778 h): done at 2,340 s, so 1,340 s = 0.3722 h of rollout; both nodes of each wave wait for
+    the gang's drain: 2 × (200 + 480) + 2 × (180 + 480) = 2,680 node-s out."""
+    from gpufleet.sim.metrics import summarize
+
+    scn = _scenario({"wave": 2, "start_hours": 1000 / 3600, "node_fail_p": 0})
+    r = simulate(scn.fleet, scn.jobs(), profile("gang-bestfit"), failures=scn.failures, failures_until=1e5)
+    s = summarize(r)
+    assert s["upgrade_rollout_hours"] == pytest.approx(1340 / 3600)
+    assert s["upgrade_node_hours_out"] == pytest.approx(2680 / 3600)
+    assert (s["upgrade_nodes_upgraded"], s["upgrade_jobs_drained"], s["upgrade_rolled_back"]) == (4, 2, False)
+
+
+@pytest.mark.parametrize("bad", [{"wave": 0}, {"wave": 2, "node_fail_p": float("nan")}, {"canary": 1},
+                                 {"wave": 2, "node_minutes": 1e300}, {"wave": 2, "typo": 1}])
+def test_a_bad_upgrade_section_is_one_input_error(bad):
+    from gpufleet.model.errors import InputError
+
+    with pytest.raises(InputError, match="upgrade"):
+        _scenario(bad)
