@@ -77,6 +77,8 @@ def upgrade(
         gpus_per_node = max(n.gpus for n in scn.fleet.nodes)
     if not 1 <= nodes <= 1_000_000:
         raise fail(f"--nodes: expected 1 to 1,000,000 nodes, got {nodes}")
+    if not 0 <= seed < 2**63:
+        raise fail(f"--seed: expected 0 to 2**63 − 1, got {seed}")
     if not 1 <= gpus_per_node <= 1024:
         raise fail(f"--gpus-per-node: expected 1 to 1,024, got {gpus_per_node}")
     _num("--max-unavailable", max_unavailable, 1e-6, 1.0)

@@ -72,7 +72,8 @@ def test_text_output_shows_a_row_per_wave_and_the_canary_odds():
 @pytest.mark.parametrize("args", [["--wave", "0"], ["--wave", "501"], ["--node-minutes", "nan"],
                                   ["--drain-timeout", "1e300"], ["--fail-rate", "2"], ["--nodes", "many"],
                                   ["--canary", "9999"], ["--fleet", "f.yaml"], ["--bogus"],
-                                  ["--nodes", "5000", "--simulate"], ["--checkpoint-minutes", "inf"]])
+                                  ["--nodes", "5000", "--simulate"], ["--checkpoint-minutes", "inf"],
+                                  ["--seed", "-1"], ["--seed", "1" + "0" * 30]])
 def test_bad_input_gets_one_line_and_exit_2(args):
     res = runner.invoke(app, ["plan", "upgrade", *args])
     assert res.exit_code == 2
