@@ -22,7 +22,7 @@ from gpufleet.ops.collect import Record, collect
 from gpufleet.ops.diagnose import Diagnosis, diagnose
 from gpufleet.ops.health_moves import verdict_moves
 from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
-from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pods
+from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pod_listing
 from gpufleet.ops.parse_smi import parse_topo
 from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
 from gpufleet.ops.verdict import health_event
@@ -149,8 +149,8 @@ def operator_status_cmd(
         if not ok:  # NaN fails every comparison, so it lands here too
             raise InputError(flag, "", f"expected {what} (got {value})")
     lab = parse_labels(_read_text(labels))
-    pod_states = parse_pods(_read_text(pods)) if pods else None
-    st = chain_status(lab, pod_states)
+    listing = parse_pod_listing(_read_text(pods)) if pods else None
+    st = chain_status(lab, listing.pods if listing else None, listing.cut if listing else "")
     b = bringup(nodes, minutes_per_node, engineers, operator_minutes)
     if output == "json":
         doc = st.to_dict() | {"bringup": b.__dict__}

@@ -18,7 +18,14 @@ from pathlib import Path
 from gpufleet.ops.bundle import Bundle, Source, load_bundle
 from gpufleet.ops.checks import run_checks
 from gpufleet.ops.layers import ACTION_WEIGHT, LAYER_ORDER, LAYER_SOURCES, Evidence, Finding
-from gpufleet.ops.rules import BOOT_MARKER, RESTART_MARKERS, RULES
+from gpufleet.ops.nccl_env import single_node_loopback
+from gpufleet.ops.rules import (
+    BOOT_MARKER,
+    NCCL_LOOPBACK_EXPLAINS,
+    NCCL_LOOPBACK_NOTE,
+    RESTART_MARKERS,
+    RULES,
+)
 from gpufleet.ops.xid import RECOVERY_ACTION, RECOVERY_RE, XID_RE, xid_layer
 
 MAX_EVIDENCE = 6
@@ -182,7 +189,10 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     findings: list[Finding] = list(structured)
     for src in bundle.sources:
         restarts, boots = _restarts(src)
+        loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
         for f, line in _scan_lines(src):
+            if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
+                f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
             later = [r for r in restarts if r > line]
             later_boot = any(b > line for b in boots)
             if later and (later_boot or f.layer in healthy_now):

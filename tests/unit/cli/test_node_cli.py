@@ -91,6 +91,8 @@ def test_node_operator_status_names_the_blocker_and_the_bringup_arithmetic():
     assert res.exit_code == 0, res.output
     assert "BLOCKS the chain" in res.output and "operator-validator" in res.output
     assert "ceil(8/1)×60 min = 480 min" in res.output
+    # the listing stops inside its last row: incomplete, so no operand is called missing
+    assert "pod listing is incomplete" in res.output and "has no pod in the list" not in res.output
 
 
 def test_node_operator_status_json_and_a_binary_labels_file(tmp_path):

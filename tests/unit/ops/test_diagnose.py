@@ -37,13 +37,19 @@ EXPECTED = {
     "toolkit-not-configured": ("container_toolkit", "fix_runtime_config", "docker-run.txt"),
     "plugin-nvml-not-injected": ("container_toolkit", "fix_runtime_config", "device-plugin.log"),
     "ib-port-polling": ("network_rdma", "reseat_or_replace_cable", "ibstat.txt"),
-    "nccl-socket-fallback": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
+    "nccl-socket-two-nodes": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
     "allocatable-stuck-at-zero": ("device_plugin", "restart_device_plugin", "node.yaml"),
     "remap-pending-smi-q": ("gpu_xid", "reset_gpu", "nvidia-smi-q.txt"),
     "nvlink-links-inactive": ("nvlink_fabric", "reboot", "nvidia-smi-nvlink-status.txt"),
     "node-cordoned": ("kubernetes", "remove_taint", "kubectl-describe-node.txt"),
     "nouveau-owns-gpu": ("kernel_driver", "reinstall_driver", "dmesg.txt"),
     "xid74-nvlink": ("nvlink_fabric", "reboot", "dmesg.txt"),
+    # HW Slowdown by the power brake (l4rz, C4130): a facility condition to watch, no node action
+    "hw-power-brake-c4130": ("thermal_power", "none", "nvidia-smi-q.txt"),
+    # gpu-operator #2511: the GPU never finished registering with the NVSwitch fabric
+    "fabric-state-in-progress": ("nvlink_fabric", "restart_fabricmanager", "nvidia-smi-q.txt"),
+    # k8s-device-plugin #253: MIG enabled with no MIG devices under mig-strategy=single
+    "mig-invalid-single-strategy": ("device_plugin", "restart_device_plugin", "device-plugin.log"),
 }
 HEALTHY = [
     "healthy-h100",

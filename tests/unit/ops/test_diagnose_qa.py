@@ -38,7 +38,8 @@ EVIDENCE_LINES = {
     "toolkit-not-configured": [("docker-run.txt:1:", 'could not select device driver ""')],
     "plugin-nvml-not-injected": [("device-plugin.log:2:", "could not load NVML library")],
     "ib-port-polling": [("ibstat.txt:9:", "State: Down")],
-    "nccl-socket-fallback": [("nccl-debug.log:3:", "NET/IB : No device found.")],
+    # nccl-tests#179: two hosts, both on NET/Socket over Ethernet — the fallback really costs bandwidth
+    "nccl-socket-two-nodes": [("nccl-debug.log:6:", "NET/IB : No device found.")],
     "allocatable-stuck-at-zero": [("node.yaml:13:", '"0"'), ("node.yaml:21:", '"16"')],
     "remap-pending-smi-q": [("nvidia-smi-q.txt:4:", "Pending")],
     # "2 of 6 NVLinks inactive" quotes both down links (it quoted only the first before the QA pass)
@@ -54,6 +55,8 @@ NORMAL_NOTES = {
     "plugin-unhealthy-cleared-by-restart": (["device_plugin"], "history (cleared by a later restart)"),
     "mig-layout-h100": (["gpu_xid"], "MIG layout"),
     "fabricmanager-no-nvswitch": (["nvlink_fabric"], "NV_WARN_NOTHING_TO_DO"),
+    # nccl#352: one host (ds-ml-01-0), two ranks, NET/Socket on lo only — not a fabric fault
+    "nccl-socket-fallback": (["network_rdma"], "single-node NCCL run over loopback"),
 }
 
 
