@@ -42,7 +42,12 @@ def test_node_diagnose_json_is_machine_readable():
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["layer"] == "container_toolkit" and doc["action"] == "fix_runtime_config"
-    assert doc["health_event"]["events"] == ["suspect", "repair", "preflight"]
+    # the machine's own events (model/health.py), the state the walk ends in and that state's label
+    assert doc["health"] == {
+        "start": "healthy", "events": ["fault", "stopped", "drained", "diagnose", "fixed"],
+        "state": "repaired", "fleet_label": "down",
+        "why": "GPUs are fine; new containers cannot get them"}
+    assert doc["health_path"][-1] == doc["health"]["state"]
     assert doc["sources"] == {"docker-run.txt": "docker-run", "nvidia-smi.txt": "nvidia-smi"}
 
 

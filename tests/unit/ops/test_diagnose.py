@@ -18,7 +18,7 @@ from gpufleet.ops import rules, xid
 from gpufleet.ops.bundle import load_bundle
 from gpufleet.ops.diagnose import NOTHING, diagnose
 from gpufleet.ops.layers import LAYER_ORDER
-from gpufleet.ops.verdict import ACTION_EVENTS
+from gpufleet.ops.verdict import ACTION_WHY
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ops" / "bundles"
 
@@ -175,9 +175,9 @@ def test_the_xid_code_is_not_confused_with_the_pci_domain():
 def test_every_rule_and_xid_names_a_known_layer_and_action():
     layers = set(LAYER_ORDER)
     for r in rules.RULES:
-        assert r.layer in layers and r.action in ACTION_EVENTS, r.id
+        assert r.layer in layers and r.action in ACTION_WHY, r.id
     for code, info in xid.XID.items():
-        assert info.layer in layers and info.action in ACTION_EVENTS, code
+        assert info.layer in layers and info.action in ACTION_WHY, code
 
 
 ALL_FILES = sorted(p for p in DATA.rglob("*") if p.is_file())
@@ -190,7 +190,7 @@ def test_any_mix_of_real_files_gives_a_verdict_whose_evidence_is_verbatim(tmp_pa
     for i, f in enumerate(files):
         shutil.copy(f, root / f"{i}-{f.name}")
     d = diagnose(root)
-    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_EVENTS
+    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_WHY
     for e in d.evidence:
         if e.startswith("…"):
             continue

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from gpufleet.ops.bundle import NAME_KINDS
 from gpufleet.ops.diagnose import NOTHING, diagnose
 from gpufleet.ops.layers import LAYER_ORDER
-from gpufleet.ops.verdict import ACTION_EVENTS
+from gpufleet.ops.verdict import ACTION_WHY
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ops" / "bundles"
 
@@ -116,7 +116,7 @@ def test_any_bytes_under_any_known_file_name_give_a_verdict_not_an_exception(tmp
     start = time.monotonic()
     d = diagnose(root)
     assert time.monotonic() - start < 5.0
-    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_EVENTS
+    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_WHY
     assert d.layer != "none" or d.action == "none"
     if d.failure == NOTHING:
         assert d.layer == "none" and not d.evidence
