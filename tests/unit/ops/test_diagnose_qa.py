@@ -40,6 +40,10 @@ EVIDENCE_LINES = {
     "ib-port-polling": [("ibstat.txt:9:", "State: Down")],
     # nccl-tests#179: two hosts, both on NET/Socket over Ethernet — the fallback really costs bandwidth
     "nccl-socket-two-nodes": [("nccl-debug.log:6:", "NET/IB : No device found.")],
+    # the nested line under "HW Slowdown : Active" (the parser used to drop its parent section)
+    "hw-power-brake-c4130": [("nvidia-smi-q.txt:7:", "HW Power Brake Slowdown       : Active")],
+    "fabric-state-in-progress": [("nvidia-smi-q.txt:2:", "In Progress")],
+    "mig-invalid-single-strategy": [("device-plugin.log:6:", "migEnabled=true was not configured")],
     "allocatable-stuck-at-zero": [("node.yaml:13:", '"0"'), ("node.yaml:21:", '"16"')],
     "remap-pending-smi-q": [("nvidia-smi-q.txt:4:", "Pending")],
     # "2 of 6 NVLinks inactive" quotes both down links (it quoted only the first before the QA pass)
@@ -55,6 +59,8 @@ NORMAL_NOTES = {
     "plugin-unhealthy-cleared-by-restart": (["device_plugin"], "history (cleared by a later restart)"),
     "mig-layout-h100": (["gpu_xid"], "MIG layout"),
     "fabricmanager-no-nvswitch": (["nvlink_fabric"], "NV_WARN_NOTHING_TO_DO"),
+    # nvsim A40×10: SW Power Cap Active on an idle board (P8, PCIe gen 1 of 4): both normal
+    "power-cap-a40": (["thermal_power", "hardware_pci"], "SW power cap active"),
     # nccl#352: one host (ds-ml-01-0), two ranks, NET/Socket on lo only — not a fabric fault
     "nccl-socket-fallback": (["network_rdma"], "single-node NCCL run over loopback"),
 }
