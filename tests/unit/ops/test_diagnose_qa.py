@@ -126,3 +126,27 @@ def test_any_bytes_under_any_known_file_name_give_a_verdict_not_an_exception(tmp
     assert d.layer != "none" or d.action == "none"
     if d.failure == NOTHING:
         assert d.layer == "none" and not d.evidence
+
+
+@pytest.mark.parametrize(
+    ("field", "layer", "action"),
+    [
+        ("Remapping Failure Occurred        : No", "gpu_xid", "drain_and_rma"),
+        ("    HW Thermal Slowdown           : Not Active", "thermal_power", "none"),
+        ("SW Thermal Slowdown               : Not Active", "thermal_power", "none"),
+    ],
+)
+def test_flags_without_a_published_capture_are_read_from_a_real_block_with_that_flag_set(
+    tmp_path, field, layer, action
+):
+    """No published `nvidia-smi -q` with a row-remap failure or a thermal slowdown active and a
+    citable source was found (PROVENANCE.md). The rule is still exercised on real output: the real A40
+    block (power-cap-a40) with that one flag set to the value nvidia-smi prints when it is set
+    ("Yes" / "Active", the values of the same fields in the other captures). Not a fixture."""
+    text = (DATA / "power-cap-a40" / "nvidia-smi-q.txt").read_text()
+    assert text.count(field) == 1
+    flipped = field.replace(": Not Active", ": Active").replace(": No", ": Yes")
+    (tmp_path / "nvidia-smi-q.txt").write_text(text.replace(field, flipped))
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == (layer, action), d
+    assert any(flipped.strip() in e for e in d.evidence), d.evidence
