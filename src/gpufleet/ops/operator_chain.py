@@ -217,7 +217,7 @@ def parse_pod_listing(text: str) -> PodListing:
     cut = ""
     for i, line in rows:
         if width >= 5 and _columns(line) < width and not cut:
-            cut = f"line {i} has {_columns(line)} of {width} columns: {line.strip()!r}"
+            cut = f"line {i} has {_columns(line)} of {width} columns: {' '.join(line.split())!r}"
         toks = line.split()
         if len(toks) < 3:
             continue
