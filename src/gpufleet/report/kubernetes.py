@@ -42,7 +42,8 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "blocked_by": g.blockers, "chain": g.chain,
                      "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None,
                      "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
-                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments]}
+                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments],
+                     "eligible_nodes": sorted(g.eligible)}
                     for g in a.gangs],
         "defrag_plan": _defrag_dict(a),
     }

@@ -5,9 +5,8 @@ The engine decides: pending gangs become our jobs, bound pods become running job
 ``PodBinding``s hold capacity on a ``NodeTable.from_fleet`` table, and ``run_cycle`` with the
 ``gang-conservative`` profile (reservations for the first 16 blocked jobs) says who would start
 now and when the others would. Kubernetes filters that our table does not model (taints, node
-selectors, a failed GPU layer) are applied at the edge: gangs that may use the same nodes form
-one eligibility class, and each class runs on a fleet where the other nodes are not schedulable;
-classes run in priority order, each seeing the bindings of the classes before it.
+selectors and affinity, a failed GPU layer, DRA eligibility) travel on each job as its
+``eligible_nodes``, so one engine run decides every gang (engine_run.py).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from gpufleet.adapters.kubernetes import engine_run
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.defrag import DefragPlan
@@ -22,24 +22,16 @@ from gpufleet.adapters.kubernetes.defrag import plan as defrag_plan
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation
-from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
+from gpufleet.adapters.kubernetes.jobs import Gang, group, minimum
 from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
 from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
-from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.plan import PodBinding
-from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
-from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.errors import InputError
-from gpufleet.model.fleet import Fleet, NodeHealth
-from gpufleet.model.ids import JobId
-from gpufleet.model.job import PodRequest
-from gpufleet.policies.registry import profile as named_profile
 
-PROFILE = "gang-conservative"
+PROFILE = engine_run.PROFILE
 STRANDED_WORDS = {"too few free GPUs": "wrong shape (fewer free GPUs than any pending pod asks)",
                   "too little free CPU": "CPU exhausted on the node", "too little free memory":
                   "memory exhausted on the node", "wrong GPU model": "wrong GPU model for every pending pod"}
@@ -60,6 +52,9 @@ class GangReport:
     fixes: list[Fix] = field(default_factory=list)
     #: (pod key, node) for every pod the engine would bind now (empty when the gang waits).
     assignments: list[tuple[str, str]] = field(default_factory=list)
+    #: nodes every pod of the gang may use (taints, selectors, affinity, layers, DRA); the job's
+    #: ``eligible_nodes`` in the engine run (engine_run.py)
+    eligible: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -139,8 +134,12 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
-    results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
+    decided = engine_run.run(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
+    notes += decided.notes
+    results = decided.results
     reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    for r in reports:
+        r.eligible = decided.eligible.get(r.gang.key, frozenset())
     workloads = [read_workload(o) for o in snap.of("Workload") if is_kueue(o)]
     for r in reports:
         w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
@@ -159,7 +158,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                      "whole-GPU pods and single MIG instances")
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
-                       [_minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
+                       [minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
                        t_now) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
                     frag, plan)
@@ -209,70 +208,6 @@ def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> di
             out[n.name] = extra
             used[n.name][0] += extra
     return out
-
-
-def _eligible(gang: Gang, nodes: list[KubeNode], dra: DraState) -> frozenset[str]:
-    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
-
-
-def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float,
-            run_s: float, dra: DraState, held: dict[str, int]) -> dict[str, tuple]:
-    """Per pending gang key: (Status, reservation or None, running jobs, node names)."""
-    index = {n.name: i for i, n in enumerate(nodes)}
-    running_jobs: list[RunningJob] = []
-    for g in running:
-        job = to_job(g, run_s)
-        members = pod_set_members(job, g)
-        bindings = tuple(PodBinding(job.id, ps.name, r, index[p.node_name], ps.request)
-                         for ps in job.pod_sets for r, p in enumerate(members[ps.name]))
-        start = min((p.started or p.created or now for p in g.pods), default=now)
-        running_jobs.append(RunningJob(job, start, bindings))
-    classes: dict[frozenset[str], list[Gang]] = {}
-    for g in pending:
-        classes.setdefault(_eligible(g, nodes, dra), []).append(g)
-    order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
-                                                    min(g.submitted for g in kv[1])))
-    extra: list[PodBinding] = []
-    out: dict[str, tuple] = {}
-    prof = named_profile(PROFILE)
-    for eligible, gangs in order:
-        fleet = Fleet(tuple(n.node if n.name in eligible else replace(n.node, health=NodeHealth.DRAINING)
-                            for n in nodes))
-        if not fleet.nodes:
-            continue
-        table = NodeTable.from_fleet(fleet)
-        for b in [b for rj in running_jobs for b in rj.bindings] + extra:
-            req = b.request
-            if (table.gpu_free[b.node] >= req.gpus and table.cpu_free[b.node] >= req.cpus - 1e-9
-                    and table.mem_free[b.node] >= req.memory_gb - 1e-9):
-                table.take(b.node, req)
-        for name, k in held.items():
-            i = index[name]
-            if table.gpu_free[i] >= k:
-                table.take(i, PodRequest(gpus=k))
-        cores = {g.key: _minimum(g) for g in gangs}
-        jobs = [PendingJob(to_job(cores[g.key], run_s)) for g in gangs]
-        result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
-                                      running=tuple(running_jobs), seed=0))
-        extra += list(result.bindings)
-        reservations = {r.job: r for r in result.reservations}
-        started = set(result.started)
-        for g in gangs:
-            jid = JobId(g.key)
-            mine = [b for b in result.bindings if b.job == jid] if jid in started else []
-            members = pod_set_members(jobs[[j.job.id for j in jobs].index(jid)].job, cores[g.key])
-            pairs = [(members[b.pod_set][b.replica].key, table.names[b.node]) for b in mine]
-            out[g.key] = (result.statuses.get(jid), reservations.get(jid), running_jobs,
-                          sorted({n for _, n in pairs}), table.names, pairs)
-    return out
-
-
-def _minimum(g: Gang) -> Gang:
-    """The part of a gang that must start together: ``minMember`` pods of a PodGroup (the rest
-    may follow one by one), every pod of any other gang."""
-    if len(g.pods) > g.min_member:
-        return replace(g, pods=g.pods[:g.min_member])
-    return g
 
 
 def _engine_text(status) -> str:

@@ -2,7 +2,8 @@
 
 The order follows kube-scheduler's filters, so the counts read like its ``0/N nodes are
 available`` line, with reasons a person can act on: node not ready (and which GPU layer
-failed), node selector / GPU model, untolerated taint, then free capacity (GPUs, CPU, memory).
+failed), GPU model, node selector, required node affinity, untolerated taint, DRA claims,
+then free capacity (GPUs, CPU, memory).
 Only ``NoSchedule`` and ``NoExecute`` taints filter; ``PreferNoSchedule`` only scores.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpufleet.adapters.kubernetes.affinity import matches
 from gpufleet.adapters.kubernetes.claims import DraState
 from gpufleet.adapters.kubernetes.nodes import KubeNode
 from gpufleet.adapters.kubernetes.pods import PRODUCT_LABEL, KubePod
@@ -38,6 +40,8 @@ def static_reason(pod: KubePod, node: KubeNode, dra: DraState | None = None) -> 
     for k, v in pod.node_selector.items():
         if k != PRODUCT_LABEL and node.labels.get(k) != v:
             return f"node selector {k}={v} not matched"
+    if pod.affinity and not matches(pod.affinity, node.labels, node.name):
+        return "node affinity not matched"
     taint = untolerated(pod, node)
     if taint is not None:
         return f"untolerated taint {taint}"

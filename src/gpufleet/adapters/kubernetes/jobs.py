@@ -49,6 +49,14 @@ def group(pods: list[KubePod], podgroups: dict[str, PodGroupInfo]) -> list[Gang]
     return out
 
 
+def minimum(g: Gang) -> Gang:
+    """The part of a gang that must start together: ``minMember`` pods of a PodGroup (the rest
+    may follow one by one), every pod of any other gang."""
+    if len(g.pods) > g.min_member:
+        return Gang(g.key, g.kind, g.pods[:g.min_member], g.min_member)
+    return g
+
+
 def request_of(pod: KubePod) -> PodRequest:
     """Whole GPUs as counts; a single MIG instance as a MIG request; CPU and memory as asked."""
     if pod.mig and not pod.gpus and sum(pod.mig.values()) == 1:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gpufleet.adapters.kubernetes.affinity import Term, read_terms
 from gpufleet.adapters.kubernetes.gpu_labels import GPU_RESOURCE, MIG_RESOURCE, catalog_model
 from gpufleet.adapters.kubernetes.quantity import QuantityError, cpu_cores, memory_gb, parse_quantity
 from gpufleet.model.errors import InputError
@@ -92,6 +93,8 @@ class KubePod:
     message: str = ""                      # PodScheduled=False message, when present
     owners: tuple[tuple[str, str], ...] = ()   # (kind, name) of metadata.ownerReferences
     labels: tuple[tuple[str, str], ...] = ()
+    #: required node affinity terms (affinity.py); empty: none
+    affinity: tuple[Term, ...] = ()
 
     @property
     def key(self) -> str:
@@ -192,6 +195,7 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
         owners=tuple((str(o.get("kind", "")), str(o.get("name", "")))
                      for o in meta.get("ownerReferences") or [] if isinstance(o, dict)),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
+        affinity=read_terms(spec),
     )
 
 
