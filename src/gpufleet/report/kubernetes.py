@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from gpufleet.adapters.kubernetes.analyze import Analysis
+from gpufleet.adapters.kubernetes.kueue_quota import show
 from gpufleet.report.html import Section, render, table
 
 
@@ -43,10 +44,22 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None,
                      "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
                      "would_bind": [{"pod": p, "node": n} for p, n in g.assignments],
-                     "eligible_nodes": sorted(g.eligible)}
+                     "eligible_nodes": sorted(g.eligible),
+                     "quota": _quota_dict(g.quota)}
                     for g in a.gangs],
         "defrag_plan": _defrag_dict(a),
+        "queued_workloads": {k: _quota_dict(v) for k, v in a.queued.items()},
     }
+
+
+def _quota_dict(v) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"cluster_queue": v.cluster_queue, "admits": v.admits, "borrows": v.borrows,
+            "flavors": v.flavors, "demand_source": v.source,
+            "demand": {r: show(r, d) for r, d in v.demand.items()},
+            "blocked_by": [{"flavor": b.flavor, "resource": b.resource, "needed": b.needed,
+                            "short_by": b.short_by, "detail": b.detail} for b in v.blocks]}
 
 
 def _defrag_dict(a: Analysis) -> dict[str, Any] | None:
@@ -97,6 +110,8 @@ def text_lines(a: Analysis) -> list[str]:
     for g in a.gangs:
         out.append("")
         out += [g.chain[0]] + [f"  {line}" for line in g.chain[1:]]
+    for key, v in a.queued.items():
+        out += ["", f"Kueue Workload {key} (no pods yet): {v.line()}"]
     if a.defrag is not None:
         out += ["", *defrag_lines(a)]
     if a.skipped:
@@ -137,6 +152,11 @@ def html_report(a: Analysis) -> str:
         + "".join(f"<li>{escape(line)}</li>" for line in g.chain[1:])
         + f"</ol><p>estimated start: {escape(_when(g.estimated_start, a.now) or 'none')}</p>"
         for g in a.gangs) or "<p>Nothing is pending.</p>"
+    if a.queued:
+        gangs += ("<h3>Kueue Workloads waiting for quota (no pods yet)</h3>"
+                  + table(["Workload", "ClusterQueue", "admits", "quota arithmetic"],
+                          [[k, v.cluster_queue, "yes" if v.admits else "no", v.line()]
+                           for k, v in a.queued.items()]))
     d = a.defrag
     defrag = ("<p>" + str(escape(defrag_lines(a)[0])) + "</p>" + table(
         ["#", "start", "GPUs", "on", "moves (gang, GPUs, from → to, GPU-h)", "GPU-h moved"],

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from gpufleet.adapters.kubernetes import engine_run
+from gpufleet.adapters.kubernetes import engine_run, kueue_quota
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.defrag import DefragPlan
@@ -24,6 +24,7 @@ from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation
 from gpufleet.adapters.kubernetes.jobs import Gang, group, minimum
 from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
+from gpufleet.adapters.kubernetes.kueue_quota import QuotaVerdict
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
 from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
@@ -55,6 +56,8 @@ class GangReport:
     #: nodes every pod of the gang may use (taints, selectors, affinity, layers, DRA); the job's
     #: ``eligible_nodes`` in the engine run (engine_run.py)
     eligible: frozenset[str] = frozenset()
+    #: Kueue quota arithmetic for the gang's ClusterQueue (kueue_quota.py); None: not Kueue
+    quota: QuotaVerdict | None = None
 
 
 @dataclass
@@ -79,6 +82,9 @@ class Analysis:
     fragmentation: dict[int, float] = field(default_factory=dict)
     #: moves of running gangs that let waiting GPU demand start (defrag.py); None: none helps
     defrag: DefragPlan | None = None
+    #: Kueue Workloads waiting for quota with no pending pod in the snapshot (a suspended Job
+    #: creates no pods until admitted): "namespace/name" -> the quota arithmetic
+    queued: dict[str, QuotaVerdict] = field(default_factory=dict)
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> float:
@@ -140,11 +146,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
     for r in reports:
         r.eligible = decided.eligible.get(r.gang.key, frozenset())
-    workloads = [read_workload(o) for o in snap.of("Workload") if is_kueue(o)]
-    for r in reports:
-        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
-        if w is not None:
-            r.chain[1] = w.quota_line()
+    queued = _quota(snap, reports)
     for r in reports:
         if r.code not in ("SCHEDULED",):
             r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
@@ -161,7 +163,42 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                        [minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
                        t_now) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag, plan)
+                    frag, plan, queued)
+
+
+def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]:
+    """The quota step of each chain: the Workload's own conditions, then (with ClusterQueues in
+    the snapshot) the quota arithmetic of kueue_quota.py for the gang's ClusterQueue. Returns
+    the arithmetic for Workloads not admitted that no pending gang stands for (suspended Jobs)."""
+    raw = {((o.get("metadata") or {}).get("namespace") or "default", (o.get("metadata") or {}).get("name")): o
+           for o in snap.of("Workload") if is_kueue(o)}
+    workloads = [read_workload(o) for o in raw.values()]
+    book = _guard("Kueue quota objects", kueue_quota.from_snapshot, snap.objects)
+    seen: set[tuple[str, str]] = set()
+    for r in reports:
+        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
+        if w is not None:
+            r.chain[1] = w.quota_line()
+        if book is None or (w is not None and w.conditions.get("Admitted", ("",))[0] == "True"):
+            continue
+        obj = raw.get((w.namespace, w.name)) if w is not None else None
+        cq, lq = book.queue_of(obj, r.gang.pods)
+        if not cq and obj is None and not lq:
+            continue   # not a Kueue-managed gang
+        demand, source = _guard("Kueue Workload", book.demand, obj, r.gang.pods)
+        r.quota = book.check(cq, demand, source)
+        if w is None:
+            r.chain[1] = f"quota: LocalQueue {lq} (no Workload in the snapshot)"
+        r.chain.insert(2, r.quota.line())
+        seen.add((w.namespace, w.name) if w is not None else ("", ""))
+    queued: dict[str, QuotaVerdict] = {}
+    for key, obj in raw.items() if book is not None else ():
+        if key in seen or any(kueue_quota.is_true(obj, c) for c in ("Admitted", "QuotaReserved", "Finished")):
+            continue
+        cq, _ = book.queue_of(obj, ())
+        demand, source = _guard("Kueue Workload", book.demand, obj, ())
+        queued[f"{key[0]}/{key[1]}"] = book.check(cq, demand, source)
+    return queued
 
 
 def _after_starts(free: dict, reports: list[GangReport], pending: list[KubePod]) -> dict:
