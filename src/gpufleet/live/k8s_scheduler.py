@@ -15,7 +15,8 @@ Each tick, as leader only (a Lease):
    ``PodScheduled=False`` condition with the chain's per-node counts and the estimated start;
    for a gang that is a PodGroup, the same reason on the PodGroup once: a Volcano PodGroup gets
    the ``Unschedulable`` condition Volcano itself writes, a scheduler-plugins PodGroup (whose CRD
-   has no conditions) a ``FailedScheduling`` Event about the PodGroup (writer.py has the shapes).
+   has no conditions) and an upstream ``scheduling.k8s.io`` PodGroup a ``FailedScheduling`` Event
+   about the PodGroup (writer.py has the shapes).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 
 from gpufleet.adapters.kubernetes import writer
 from gpufleet.adapters.kubernetes.analyze import GangReport, analyze
+from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.live.cache import AssumeCache
 from gpufleet.live.kube_api import KINDS, ApiError, Gone, KubeApi
@@ -204,7 +206,8 @@ class KubeScheduler:
         self._say_on_podgroup(g, message, now)
 
     def _say_on_podgroup(self, g: GangReport, message: str, now: float) -> None:
-        kind = {"Volcano PodGroup": "VolcanoPodGroup", "PodGroup": "PodGroup"}.get(g.gang.kind)
+        kind = {"Volcano PodGroup": "VolcanoPodGroup", "PodGroup": "PodGroup",
+                K8S_PODGROUP: "KubePodGroup"}.get(g.gang.kind)
         obj = self.store[kind].get(g.gang.key) if kind else None
         said_key = f"{kind}:{g.gang.key}"
         if obj is None or self.said.get(said_key) == message:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
-from gpufleet.live.kube_api import KINDS, ApiError, Gone
+from gpufleet.live.kube_api import KINDS, ApiError, Gone, store_kind
 
 
 def _key(obj: dict) -> str:
@@ -29,10 +29,8 @@ def _key(obj: dict) -> str:
 
 
 def _kind(obj: dict) -> str:
-    """The store a wire object lives in: Volcano's PodGroup apart from scheduler-plugins'."""
-    if obj.get("kind") == "PodGroup" and str(obj.get("apiVersion", "")).startswith("scheduling.volcano.sh"):
-        return "VolcanoPodGroup"
-    return str(obj.get("kind"))
+    """The store a wire object lives in (kube_api.store_kind: the PodGroup kinds apart)."""
+    return store_kind(obj)
 
 
 class ApiServerDouble:

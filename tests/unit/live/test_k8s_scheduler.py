@@ -219,3 +219,29 @@ def test_a_waiting_scheduler_plugins_podgroup_gets_an_event_about_the_podgroup()
     assert "UNRESOLVABLE" in ev["note"]
     s.tick()
     assert len([e for e in api.events if e["regarding"]["kind"] == "PodGroup"]) == 1
+
+
+def test_an_upstream_podgroup_gang_is_bound_whole_and_a_waiting_one_gets_an_event_about_it():
+    """The documentation's PodGroup training-worker-0 (scheduling.k8s.io/v1alpha2, gang minCount
+    4) with four 8-GPU workers naming it in spec.schedulingGroup; the double serves it as its
+    own kind. Two 8-GPU nodes: 2 × 8 < 4 × 8, nothing binds and one FailedScheduling Event is
+    about the PodGroup; once two more nodes join, all four bind in one tick."""
+    wl, pg, _ = json.loads((DATA / "upstream" / "podgroup-v1alpha2.json").read_text())["items"]
+    for o in (wl, pg):
+        o["metadata"]["namespace"] = "default"
+    pods = []
+    for i in range(4):
+        p = gpu_pod(f"worker-{i}")
+        p["spec"]["schedulingGroup"] = {"podGroupName": "training-worker-0"}
+        pods.append(p)
+    api = ApiServerDouble([eight_gpu_node("a"), eight_gpu_node("b"), wl, pg, *pods])
+    assert set(api.objects["KubePodGroup"]) == {"default/training-worker-0"}
+    s = scheduler(api)
+    s.tick()
+    assert api.binds == []
+    about = [e for e in api.events if e["regarding"]["kind"] == "PodGroup"]
+    assert len(about) == 1 and about[0]["regarding"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    api.add(eight_gpu_node("c"))
+    api.add(eight_gpu_node("d"))
+    s.tick()
+    assert sorted(n for _, n in api.binds) == ["a", "b", "c", "d"]

@@ -26,7 +26,14 @@ from gpufleet.adapters.kubernetes.jobs import Gang, group, minimum
 from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
 from gpufleet.adapters.kubernetes.kueue_quota import QuotaVerdict
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
-from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
+from gpufleet.adapters.kubernetes.pods import (
+    UPSTREAM_API,
+    KubePod,
+    read_pod,
+    read_podgroup,
+    read_upstream,
+    timestamp,
+)
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
 from gpufleet.engine.status import StatusCode
@@ -129,6 +136,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pods = [replace(p, gpus=p.gpus + dra.gpus_of(p)) if p.claims else p for p in pods]
     podgroups = {pg.key: pg for pg in (_guard(_name("PodGroup", o), read_podgroup, o)
                                        for o in snap.of("PodGroup"))}
+    podgroups.update({pg.key: pg for o in snap.of("Workload") if str(o.get("apiVersion", "")).startswith(
+        UPSTREAM_API) for pg in _guard(_name("Workload", o), read_upstream, o)})
     notes: list[str] = list(dra.notes)
     t_now = now if now is not None else _now(snap, pods)
     used = _usage(nodes, pods, notes)
@@ -140,7 +149,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
-    decided = engine_run.run(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
+    decided = engine_run.run(nodes, running_gangs, [g for g in pending_gangs if not g.missing_group],
+                             t_now, assume_runtime_s, dra, held)
     notes += decided.notes
     results = decided.results
     reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
@@ -276,15 +286,20 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                     if on:
                         blockers.append(f"{rj.job.id} on {', '.join(on)}")
     chain = [f"{g.kind} {g.key}: {len(g.pods)} pending pod(s), {g.gpus} GPU(s)"
-             + (f", minMember {g.min_member}" if g.kind.endswith("PodGroup") else ""),
+             + (f", minMember {g.min_member}" if g.kind.endswith(("PodGroup", "Workload"))
+                and not g.missing_group else ""),
              "quota: no Kueue Workload in the snapshot (not checked)",
              "fit anywhere (cluster empty): "
              + ("yes" if fits_empty else "no: no node could ever hold one pod"),
              "per node now: " + (summary(reasons) or "no nodes")]
     if layers:
         chain.append("GPU readiness: " + "; ".join(f"{n} node(s) {r}" for r, n in layers.most_common(3)))
+    if g.missing_group:
+        code = "WAITING_FOR_POD_GROUP"
+        engine = (f"not placed: the pods name {g.kind} {g.missing_group}, which is not in the snapshot; "
+                  "the scheduler keeps them pending until it exists")
     chain.append(f"engine: {engine}")
-    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE)):
+    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE), "WAITING_FOR_POD_GROUP"):
         chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
                      + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
     cvc = _counts_vs_claims(g, dra)
