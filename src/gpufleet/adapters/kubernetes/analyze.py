@@ -124,7 +124,8 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
-            now: float | None = None, scheduler: str | None = None, defrag: bool = True) -> Analysis:
+            now: float | None = None, scheduler: str | None = None, defrag: bool = True,
+            defrag_method: str = "milp") -> Analysis:
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
     that one are decided (the others still hold what they are bound to). ``defrag=False`` skips
     the cluster-wide defrag plan (the live scheduler's ticks do not act on it)."""
@@ -153,7 +154,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                              t_now, assume_runtime_s, dra, held)
     notes += decided.notes
     results = decided.results
-    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
+    mig_free = _mig_free(nodes, pods)
+    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra, mig_free) for g in pending_gangs]
     for r in reports:
         r.eligible = decided.eligible.get(r.gang.key, frozenset())
     queued = _quota(snap, reports)
@@ -171,7 +173,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
                        [minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
-                       t_now) if defrag else None
+                       t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
                     frag, plan, queued)
 
@@ -262,13 +264,24 @@ def _engine_text(status) -> str:
     return f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
 
 
+def _mig_free(nodes: list[KubeNode], pods: list[KubePod]) -> dict[str, dict[str, int]]:
+    """Free MIG instances per node and profile (mixed strategy): allocatable minus bound pods'."""
+    out = {n.name: {k: a for k, (_, a) in n.gpu.mig.items()} for n in nodes if n.node.health.schedulable}
+    for p in pods:
+        if p.holds_capacity and p.node_name in out:
+            for k, v in p.mig.items():
+                out[p.node_name][k] = out[p.node_name].get(k, 0) - v
+    return out
+
+
 def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float,
-            dra: DraState) -> GangReport:
+            dra: DraState, mig_free: dict[str, dict[str, int]] | None = None) -> GangReport:
     reasons: Counter[str] = Counter()
     for p in g.pods[:1]:  # the gang's pods share a spec as a rule; the first speaks for them
-        reasons = node_reasons(p, nodes, free, dra)
+        reasons = node_reasons(p, nodes, free, dra, mig_free)
     fits_empty = any(all(static_reason(p, n, dra) is None and capacity_reason(
-        p, n.node.gpus, n.node.cpus, n.node.memory_gb) is None for p in g.pods[:1]) for n in nodes)
+        p, n.node.gpus, n.node.cpus, n.node.memory_gb, {k: a for k, (_, a) in n.gpu.mig.items()}) is None
+        for p in g.pods[:1]) for n in nodes)
     layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
                      if n.blocker is not None and n.has_gpus)
     code, engine, start, blockers, assignments = "UNKNOWN", "not examined", None, [], []

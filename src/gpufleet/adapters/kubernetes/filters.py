@@ -70,7 +70,8 @@ def capacity_reason(pod: KubePod, free_gpu: float, free_cpu: float, free_mem: fl
 
 
 def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]],
-                 dra: DraState | None = None) -> Counter[str]:
+                 dra: DraState | None = None, mig_free: dict[str, dict[str, int]] | None = None
+                 ) -> Counter[str]:
     """Per reason, how many nodes fail this pod (eligible nodes with room count as "fits")."""
     out: Counter[str] = Counter()
     for n in nodes:
@@ -78,7 +79,7 @@ def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[floa
         if why is None:
             g, c, m = free[n.name]
             why = ((dra.reason(pod, n.name, now=True) if pod.claims and dra is not None else None)
-                   or capacity_reason(pod, g, c, m) or "fits")
+                   or capacity_reason(pod, g, c, m, (mig_free or {}).get(n.name)) or "fits")
         out[why] += 1
     return out
 

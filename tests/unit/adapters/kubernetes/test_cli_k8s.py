@@ -167,4 +167,9 @@ def test_analyze_prints_the_defrag_plan_unless_told_not_to(tmp_path, nori):
     assert plan["started_gpus"] == 8 and len(plan["steps"]) == 1 and plan["steps"][0]["starts"] == "t/w"
     assert json.loads(without.stdout)["defrag_plan"] is None
     text = runner.invoke(app, ["k8s", "analyze", str(snap)])
-    assert "defrag plan: 1 step(s) start 8 of 8 waiting GPU(s)" in text.stdout
+    assert ("defrag plan (MILP, proven optimal: most GPUs started, then least GPU-h moved): 1 step(s) "
+            "start 8 of 8 waiting GPU(s)") in text.stdout
+    greedy = runner.invoke(app, ["k8s", "analyze", str(snap), "--defrag-method", "greedy"])
+    assert "defrag plan (greedy): 1 step(s) start 8 of 8 waiting GPU(s)" in greedy.stdout
+    bad = runner.invoke(app, ["k8s", "analyze", str(snap), "--defrag-method", "best"])
+    assert bad.exit_code == 2
