@@ -21,11 +21,17 @@ Objective (minimised): ``−B·Σ_w G_w·s_w + Σ_r c_r·m_r`` with G_w the gang
 restarts), and B = 7·(Σ_r c_r + 1): any 1/7 GPU more started outweighs every possible move, so
 the optimum is lexicographic — most GPU-equivalents started, then least GPU-hours moved.
 
-Gangs that fit with no move at all are left out, as in the greedy (nothing fragmentation-related
-holds them back). A moved pod never returns to its own node, and each gang moves at most once.
+Every waiting gang is in the model, also one that fits with no move (a reservation or priority
+holds it back, not fragmentation): placing it takes room the others might need, so leaving it
+out would overstate what the moves achieve. Its step in the plan has no moves; a plan is
+returned only when it moves something. The greedy's plan (its started gangs and moves) is a
+feasible point of this model, so the optimum starts at least as many GPU-equivalents, and for
+as many moves no more GPU-hours. A moved pod never returns to its own node, and each gang
+moves at most once.
 The solver gets ``TIME_LIMIT_S``; if it proves nothing optimal in time its best plan is taken
-(``optimal`` False), and if it finds none, or the problem is larger than ``MAX_VARIABLES``, the
-greedy plan is returned with a note.
+(``optimal`` False). Above ``MAX_VARIABLES`` a moved pod may only go to a node with free room
+for it now (no chains of moves; the greedy has the same rule), said in a note; if that is still
+too large, or the solver finds no plan, the greedy plan is returned with a note.
 """
 
 from __future__ import annotations
@@ -62,8 +68,8 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     state = _State(nodes, free, running, now)
-    todo = [g for g in candidates(waiting) if not fits_without_moves(state, g)]
-    if not todo:
+    todo = candidates(waiting)
+    if not todo or all(fits_without_moves(state, g) for g in todo):
         return None
     caps = {n.name: {"gpu": float(n.node.gpus), **{f"mig:{k}": float(a) for k, (_, a) in n.gpu.mig.items()}}
             for n in state.nodes}
@@ -92,17 +98,26 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
                     assign.append((len(cols), n.name, d, row))
                     cols.append(("a", g.key, p.key, n.name))
                     cost.append(0.0)
-    for r in movable:
-        for q in r.pods:
-            d, row = demand(q), len(eq_rows)
-            eq_rows.append((col_of[r.key], row))
-            for n in state.nodes:
-                if n.name != q.node_name and state.allowed(q, n) and _could_hold(caps[n.name], d):
-                    assign.append((len(cols), n.name, d, row))
-                    cols.append(("b", r.key, q.key, n.name))
-                    cost.append(0.0)
-    if len(cols) > MAX_VARIABLES:
-        return _fallback(nodes, free, running, waiting, now, f"{len(cols)} variables is over {MAX_VARIABLES}")
+    fixed, n_waiting_assign, n_waiting_rows = len(cols), len(assign), len(eq_rows)
+    restricted = False
+    for attempt in (False, True):
+        del cols[fixed:], cost[fixed:], assign[n_waiting_assign:], eq_rows[n_waiting_rows:]
+        restricted = attempt
+        for r in movable:
+            for q in r.pods:
+                d, row = demand(q), len(eq_rows)
+                eq_rows.append((col_of[r.key], row))
+                for n in state.nodes:
+                    if (n.name != q.node_name and state.allowed(q, n) and _could_hold(caps[n.name], d)
+                            and (not restricted or _could_hold(free_v.get(n.name, {}), d))):
+                        assign.append((len(cols), n.name, d, row))
+                        cols.append(("b", r.key, q.key, n.name))
+                        cost.append(0.0)
+        if len(cols) <= MAX_VARIABLES:
+            break
+    else:
+        return _fallback(nodes, free, running, waiting, now,
+                         f"{len(cols)} variables is over {MAX_VARIABLES}")
     # equalities: Σ assignments − s (or m) = 0
     eq = [(row, col, -1.0) for col, row in eq_rows] + [(row, col, 1.0) for col, _, _, row in assign]
     n_eq = len(eq_rows)
@@ -135,11 +150,15 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
         a_cap = _matrix(cap, len(rhs), nv)
         constraints.append(LinearConstraint(a_cap, -np.inf, np.array(rhs) + EPS))
     res = milp(np.array(cost), constraints=constraints, integrality=np.ones(nv), bounds=Bounds(0, 1),
-               options={"time_limit": TIME_LIMIT_S, "disp": False})
+               options={"time_limit": TIME_LIMIT_S, "disp": False, "mip_rel_gap": 0.0})
     if res.x is None:
         return _fallback(nodes, free, running, waiting, now, f"the solver found no plan ({res.message})")
     x = np.round(res.x).astype(int)
-    return _plan(cols, x, todo, movable, state, optimal=res.status == 0)
+    out = _plan(cols, x, todo, movable, state, optimal=res.status == 0)
+    if out is not None and restricted:
+        out.notes.append("large cluster: moved pods may only go where there is free room now (no chains "
+                         "of moves); optimal within that restriction")
+    return out
 
 
 def _matrix(entries: list[tuple[int, int, float]], n_rows: int, n_cols: int):
@@ -183,4 +202,4 @@ def _plan(cols: list[tuple], x: np.ndarray, todo: list[Gang], movable: list[Gang
     if out.steps and left:   # moves that made room for the moved pods themselves
         first = out.steps[0]
         out.steps[0] = Step(first.gang, first.gpus, first.nodes, first.moves + tuple(left.values()))
-    return out if out.steps else None
+    return out if any(s.moves for s in out.steps) else None
