@@ -66,7 +66,7 @@ def _defrag_dict(a: Analysis) -> dict[str, Any] | None:
     d = a.defrag
     if d is None:
         return None
-    return {"method": d.method, "optimal": d.optimal, "notes": d.notes,
+    return {"method": d.method, "optimal": d.optimal, "bound_gpus": d.bound_gpus, "notes": d.notes,
             "waiting_gpus": d.waiting_gpus, "started_gpus": d.started_gpus,
             "displaced_gpu_hours": d.displaced_gpu_h, "gpu_hours_per_gpu_started": d.gpu_h_per_gpu,
             "steps": [{"starts": s.gang, "gpus": s.gpus, "on": list(s.nodes),
@@ -83,6 +83,8 @@ def defrag_lines(a: Analysis) -> list[str]:
         return []
     how = ("MILP, proven optimal: most GPUs started, then least GPU-h moved"
            if d.method == "milp" and d.optimal
+           else f"MILP, best found in the time limit; no plan starts more than {d.bound_gpus:g} GPU(s)"
+           if d.method == "milp" and d.bound_gpus is not None
            else "MILP, best found in the time limit" if d.method == "milp" else "greedy")
     out = [f"defrag plan ({how}): {len(d.steps)} step(s) start {d.started_gpus:g} of {d.waiting_gpus:g} "
            f"waiting GPU(s), moving {d.displaced_gpu_h:g} GPU-h of running work ({d.gpu_h_per_gpu:g} GPU-h "

@@ -6,6 +6,7 @@ an exception). What it models, and nothing more:
 
 - a global resourceVersion that every write bumps; ``list`` returns it, ``watch`` yields the
   events after the version asked for and then ends (a watch with ``timeoutSeconds``);
+- ``bookmark()``: a BOOKMARK event per kind (the documented shape: only a resourceVersion);
 - ``compact()``: older versions expire, so a watch from before raises ``Gone`` (etcd compaction;
   ``restart()`` does the same and forgets the Lease, as an API server restart would);
 - binding: sets ``spec.nodeName`` and ``PodScheduled=True``; 409 if already bound, 404 if gone;
@@ -66,6 +67,18 @@ class ApiServerDouble:
 
     def compact(self) -> None:
         self.oldest = self.version
+
+    def bookmark(self) -> None:
+        """A BOOKMARK event per kind at the current version, in the shape of the API's watch
+        bookmarks (KEP-956; kubernetes.io api-concepts "Watch bookmarks"): ``{"type": "BOOKMARK",
+        "object": {"kind", "apiVersion", "metadata": {"resourceVersion"}}}`` — only the version,
+        no object. A watcher that saw it can resume from there after older versions expire."""
+        self.version += 1
+        for kind in KINDS:
+            wire = {"VolcanoPodGroup": "PodGroup", "KubePodGroup": "PodGroup", "KubeWorkload": "Workload"}
+            self.log.append((self.version, kind, "BOOKMARK",
+                             {"kind": wire.get(kind, kind), "apiVersion": "v1",
+                              "metadata": {"resourceVersion": str(self.version)}}))
 
     def restart(self) -> None:
         self.compact()

@@ -63,6 +63,8 @@ class DefragPlan:
     #: "greedy" or "milp"; for milp, whether the solver proved the plan optimal
     method: str = "greedy"
     optimal: bool = False
+    #: milp: the solver's proven upper bound on the GPU-equivalents any plan can start
+    bound_gpus: float | None = None
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -155,6 +155,11 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
         return _fallback(nodes, free, running, waiting, now, f"the solver found no plan ({res.message})")
     x = np.round(res.x).astype(int)
     out = _plan(cols, x, todo, movable, state, optimal=res.status == 0)
+    dual = getattr(res, "mip_dual_bound", None)
+    if out is not None and dual is not None and np.isfinite(dual):
+        # every plan has −B·G + cost ≥ dual with cost ≤ Σ c_r: G ≤ (Σ c_r − dual) / B
+        total = sum(state.cost[g.key] for g in movable)
+        out.bound_gpus = max(out.started_gpus, round((total - dual) / big, 4))
     if out is not None and restricted:
         out.notes.append("large cluster: moved pods may only go where there is free room now (no chains "
                          "of moves); optimal within that restriction")
