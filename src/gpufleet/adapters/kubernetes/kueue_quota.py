@@ -59,7 +59,7 @@ def show(resource: str, milli: int) -> str:
     """A quantity for people: memory in Gi, cpu in cores, others as counts."""
     x = milli / MILLI
     if resource == "memory" or resource.endswith("memory"):
-        return f"{x / 2**30:g}Gi"
+        return f"{x / 2**30:.4g}Gi"
     return f"{x:g}"
 
 
