@@ -15,8 +15,9 @@ Each tick, as leader only (a Lease):
    ``PodScheduled=False`` condition with the chain's per-node counts and the estimated start;
    for a gang that is a PodGroup, the same reason on the PodGroup once: a Volcano PodGroup gets
    the ``Unschedulable`` condition Volcano itself writes, a scheduler-plugins PodGroup (whose CRD
-   has no conditions) and an upstream ``scheduling.k8s.io`` PodGroup a ``FailedScheduling`` Event
-   about the PodGroup (writer.py has the shapes).
+   has no conditions) a ``FailedScheduling`` Event about the PodGroup, and an upstream
+   ``scheduling.k8s.io`` PodGroup the ``PodGroupScheduled=False`` condition on ``podgroups/status``
+   (writer.py has the shapes).
 """
 
 from __future__ import annotations
@@ -221,6 +222,10 @@ class KubeScheduler:
                 body = writer.volcano_podgroup_condition(existing if isinstance(existing, list) else [],
                                                          message, now, f"{self.cfg.identity}-{int(now)}")
                 self.api.patch_podgroup(api_version, ns, name, body)
+            elif kind == "KubePodGroup":
+                existing = (obj.get("status") or {}).get("conditions") or []
+                self.api.patch_podgroup_status(api_version, ns, name, writer.upstream_podgroup_condition(
+                    existing if isinstance(existing, list) else [], message, now))
             else:
                 self.api.create_event(ns, writer.podgroup_event(
                     ns, name, uid, api_version, note=message, now=now,

@@ -40,6 +40,7 @@ class KubeApi(Protocol):
     def create_event(self, namespace: str, body: dict) -> None: ...
     def patch_pod_status(self, namespace: str, pod: str, body: dict) -> None: ...
     def patch_podgroup(self, api_version: str, namespace: str, name: str, body: dict) -> None: ...
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None: ...
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int,
                       now: float) -> bool: ...
 
@@ -162,6 +163,12 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
         group, version = api_version.split("/", 1)
         self._call(self.custom.patch_namespaced_custom_object, group, version, namespace, "podgroups", name,
                    body)
+
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        """A merge patch on ``podgroups/status`` (the upstream PodGroup has a status subresource)."""
+        group, version = api_version.split("/", 1)
+        self._call(self.custom.patch_namespaced_custom_object_status, group, version, namespace, "podgroups",
+                   name, body)
 
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         """Take or renew the Lease when it is free, ours, or expired; a conflict (409) means another

@@ -139,6 +139,10 @@ class ApiServerDouble:
         self._write(kind, "MODIFIED", _merge(copy.deepcopy(obj), body))
         self.podgroup_patches.append((key, body))
 
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        """``podgroups/status``: only ``status`` of the body is applied, as the subresource does."""
+        self.patch_podgroup(api_version, namespace, name, {"status": body.get("status") or {}})
+
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         if self.lease and self.lease["holder"] != identity and now - self.lease["renew"] < duration_s:
             return False

@@ -245,11 +245,12 @@ def test_a_waiting_scheduler_plugins_podgroup_gets_an_event_about_the_podgroup()
     assert len([e for e in api.events if e["regarding"]["kind"] == "PodGroup"]) == 1
 
 
-def test_an_upstream_podgroup_gang_is_bound_whole_and_a_waiting_one_gets_an_event_about_it():
+def test_an_upstream_podgroup_waits_with_its_condition_then_binds_whole():
     """The documentation's PodGroup training-worker-0 (scheduling.k8s.io/v1alpha2, gang minCount
     4) with four 8-GPU workers naming it in spec.schedulingGroup; the double serves it as its
-    own kind. Two 8-GPU nodes: 2 × 8 < 4 × 8, nothing binds and one FailedScheduling Event is
-    about the PodGroup; once two more nodes join, all four bind in one tick."""
+    own kind. Two 8-GPU nodes: 2 × 8 < 4 × 8, nothing binds and the PodGroup's status gets
+    PodGroupScheduled=False/Unschedulable once (not again while the reason holds); once two more
+    nodes join, all four bind in one tick."""
     wl, pg, _ = json.loads((DATA / "upstream" / "podgroup-v1alpha2.json").read_text())["items"]
     for o in (wl, pg):
         o["metadata"]["namespace"] = "default"
@@ -263,8 +264,10 @@ def test_an_upstream_podgroup_gang_is_bound_whole_and_a_waiting_one_gets_an_even
     s = scheduler(api)
     s.tick()
     assert api.binds == []
-    about = [e for e in api.events if e["regarding"]["kind"] == "PodGroup"]
-    assert len(about) == 1 and about[0]["regarding"]["apiVersion"] == "scheduling.k8s.io/v1alpha2"
+    [cond] = api.objects["KubePodGroup"]["default/training-worker-0"]["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupScheduled", "False", "Unschedulable")
+    s.tick()
+    assert [k for k, _ in api.podgroup_patches] == ["default/training-worker-0"]
     api.add(eight_gpu_node("c"))
     api.add(eight_gpu_node("d"))
     s.tick()
