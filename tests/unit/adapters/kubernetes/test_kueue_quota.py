@@ -5,6 +5,8 @@ and the expected numbers are the ones that documentation states."""
 import copy
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpufleet.adapters.kubernetes.analyze import analyze
 from gpufleet.adapters.kubernetes.kueue_quota import MILLI, from_snapshot
@@ -140,3 +142,22 @@ def test_try_next_flavor_prefers_a_later_flavor_that_fits_without_borrowing():
     book = from_snapshot(_snap(*objs, w).objects)
     v = book.check("team-a-cq", cpu(4))
     assert v.flavors == {"cpu": "spare"} and not v.borrows
+
+
+def _with_usage(name, used_b_milli):
+    w = copy.deepcopy(real("kueue/workload-admitted.json")["items"][0])
+    w["status"]["admission"]["clusterQueue"] = "team-b-cq"
+    w["status"]["admission"]["podSetAssignments"][0]["resourceUsage"] = {"cpu": f"{used_b_milli}m"}
+    return _book(name, w)
+
+
+@settings(max_examples=60, deadline=None)
+@given(used_b=st.integers(0, 12_000), d=st.integers(1, 25_000))
+def test_team_a_admits_exactly_what_the_documented_borrowing_arithmetic_allows(used_b, d):
+    """cluster_queue.md: team-a-cq (9 CPUs) borrows team-b-cq's unused nominal (12), so with
+    team-b using u it admits d iff d ≤ 9 + 12 − u; with team-b's lendingLimit 1 it may borrow
+    only what team-b lends, min(1, 12 − u): d ≤ 9 + min(1, 12 − u). (Milli-CPUs.)"""
+    assert _with_usage("docs-borrowing.json", used_b).check("team-a-cq", {"cpu": d}).admits == (
+        d <= 21_000 - used_b)
+    assert _with_usage("docs-lendinglimit.json", used_b).check("team-a-cq", {"cpu": d}).admits == (
+        d <= 9_000 + min(1_000, 12_000 - used_b))
