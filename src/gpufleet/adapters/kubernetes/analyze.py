@@ -160,7 +160,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
         r.eligible = decided.eligible.get(r.gang.key, frozenset())
     queued = _quota(snap, reports)
     for r in reports:
-        if r.code not in ("SCHEDULED",):
+        if r.code not in ("SCHEDULED", "WAITING_FOR_POD_GROUP"):
             r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
             if r.fixes:
                 r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
@@ -172,7 +172,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                      "whole-GPU pods and single MIG instances")
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
-                       [minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
+                       [minimum(r.gang) for r in reports if r.fits_empty
+                        and r.code not in ("SCHEDULED", "WAITING_FOR_POD_GROUP")],
                        t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
                     frag, plan, queued)

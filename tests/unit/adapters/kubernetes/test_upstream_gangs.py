@@ -71,6 +71,7 @@ def test_a_pod_naming_a_missing_podgroup_waits_for_it_even_with_room(nori):
     a = analyze(_snap([_node(nori, "n0"), *_workers(pod, 1)]))
     [g] = a.gangs
     assert g.code == "WAITING_FOR_POD_GROUP" and g.assignments == []
+    assert g.fixes == [] and a.defrag is None     # nothing to move for: the group is missing
     assert any("default/training-worker-0, which is not in the snapshot" in line for line in g.chain)
 
 
