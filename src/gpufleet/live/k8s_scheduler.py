@@ -130,7 +130,7 @@ class KubeScheduler:
         for g in analysis.gangs:
             if g.assignments:
                 self._bind_gang(g, report, now)
-            else:
+            elif g.code != "GATED":   # a gated pod's PodScheduled=False/SchedulingGated is the API server's
                 self._say_why(g, report, now)
         self.metrics.inc("cycles")
         self.metrics.observe_cycle(time.perf_counter() - started)

@@ -61,6 +61,23 @@ def test_a_gang_that_fits_is_bound_whole_and_confirmed_by_the_watch():
     assert s.cache.assumed == {} and len(api.binds) == 2                 # confirmed, not bound again
 
 
+def test_a_gated_pod_is_neither_bound_nor_told_why_until_its_gate_is_removed():
+    """A pod with Kueue's scheduling gate (kueue.x-k8s.io/admission) on a free node: no scheduler
+    considers a gated pod, so no bind, no Event, no condition (the API server sets
+    SchedulingGated); once the gate is gone (Kueue admitted it) it binds."""
+    p = gpu_pod("gated", gpus=4)
+    p["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    api = ApiServerDouble([eight_gpu_node("a"), p])
+    s = scheduler(api)
+    s.tick()
+    assert api.binds == [] and api.events == [] and api.status_patches == []
+    ungated = copy.deepcopy(api.objects["Pod"]["default/gated"])
+    ungated["spec"].pop("schedulingGates")
+    api.add(ungated)
+    s.tick()
+    assert api.binds == [("default/gated", "a")]
+
+
 def test_pods_of_another_scheduler_are_left_alone():
     api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("x", scheduler="default-scheduler")])
     r = scheduler(api).tick()

@@ -150,7 +150,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
-    decided = engine_run.run(nodes, running_gangs, [g for g in pending_gangs if not g.missing_group],
+    decided = engine_run.run(nodes, running_gangs, [g for g in pending_gangs if not _held(g)],
                              t_now, assume_runtime_s, dra, held)
     notes += decided.notes
     results = decided.results
@@ -160,7 +160,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
         r.eligible = decided.eligible.get(r.gang.key, frozenset())
     queued = _quota(snap, reports)
     for r in reports:
-        if r.code not in ("SCHEDULED", "WAITING_FOR_POD_GROUP"):
+        if r.code not in ("SCHEDULED", *HELD):
             r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
             if r.fixes:
                 r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
@@ -173,7 +173,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
                        [minimum(r.gang) for r in reports if r.fits_empty
-                        and r.code not in ("SCHEDULED", "WAITING_FOR_POD_GROUP")],
+                        and r.code not in ("SCHEDULED", *HELD)],
                        t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
                     frag, plan, queued)
@@ -212,6 +212,14 @@ def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]
         demand, source = _guard("Kueue Workload", book.demand, obj, ())
         queued[f"{key[0]}/{key[1]}"] = book.check(cq, demand, source)
     return queued
+
+
+#: codes of gangs no scheduler places yet (not decided by the engine, no fixes, not in the plan)
+HELD = ("WAITING_FOR_POD_GROUP", "GATED")
+
+
+def _held(g: Gang) -> bool:
+    return bool(g.missing_group) or any(p.gates for p in g.pods)
 
 
 def _after_starts(free: dict, reports: list[GangReport], pending: list[KubePod]) -> dict:
@@ -308,12 +316,17 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
              "per node now: " + (summary(reasons) or "no nodes")]
     if layers:
         chain.append("GPU readiness: " + "; ".join(f"{n} node(s) {r}" for r, n in layers.most_common(3)))
+    gates = sorted({name for p in g.pods for name in p.gates})
     if g.missing_group:
         code = "WAITING_FOR_POD_GROUP"
         engine = (f"not placed: the pods name {g.kind} {g.missing_group}, which is not in the snapshot; "
                   "the scheduler keeps them pending until it exists")
+    elif gates:
+        code = "GATED"
+        engine = (f"not placed: scheduling gate(s) {', '.join(gates)} (no scheduler considers a gated pod "
+                  "until its gates are removed; kueue.x-k8s.io/admission is removed when Kueue admits it)")
     chain.append(f"engine: {engine}")
-    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE), "WAITING_FOR_POD_GROUP"):
+    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE), *HELD):
         chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
                      + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
     cvc = _counts_vs_claims(g, dra)

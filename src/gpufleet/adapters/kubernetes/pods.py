@@ -103,6 +103,9 @@ class KubePod:
     labels: tuple[tuple[str, str], ...] = ()
     #: required node affinity terms (affinity.py); empty: none
     affinity: tuple[Term, ...] = ()
+    #: ``spec.schedulingGates`` names (e.g. Kueue's ``kueue.x-k8s.io/admission``): while any is
+    #: set, no scheduler considers the pod (Pod Scheduling Readiness, GA in 1.30)
+    gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -216,6 +219,7 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
                      for o in meta.get("ownerReferences") or [] if isinstance(o, dict)),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
         affinity=read_terms(spec),
+        gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
     )
 
 

@@ -120,6 +120,7 @@ def test_a_kueue_pod_group_over_the_gpu_quota_names_flavor_and_shortfall(nori):
         ("tas-flavor", "nvidia.com/gpu", "8")]
     assert any("ClusterQueue tas-cluster-queue needs" in line and "short by 8" in line for line in g.chain)
     assert a.skipped["Topology (kueue.x-k8s.io/v1beta2)"] == 1
+    assert g.code == "GATED" and g.assignments == [] and g.fixes == []   # Kueue's admission gate holds it
 
 
 def test_try_next_flavor_prefers_a_later_flavor_that_fits_without_borrowing():
