@@ -40,6 +40,8 @@ from typing import Any
 
 from gpufleet.adapters.kubernetes.pods import KubePod
 from gpufleet.adapters.kubernetes.quantity import QuantityError, parse_quantity
+from gpufleet.adapters.kueue.read import GROUP, VERSIONS
+from gpufleet.adapters.kueue.to_tenancy import ENUMS
 from gpufleet.model.errors import InputError
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.policies.quota import QuotaLedger
@@ -143,6 +145,9 @@ class KueueQuota:
             groups, quotas = _groups(spec, f"ClusterQueue {name}")
             self.groups[name] = groups
             when = str((spec.get("flavorFungibility") or {}).get("whenCanBorrow") or "Borrow")
+            if when not in ENUMS["whenCanBorrow"]:
+                raise InputError("snapshot", f"ClusterQueue {name}.spec.flavorFungibility.whenCanBorrow",
+                                 f"one of {', '.join(ENUMS['whenCanBorrow'])}, not {when!r}")
             self.fungibility[name] = "TryNextFlavor" if when == "TryNextFlavor" else "Borrow"
             cohort = spec.get("cohortName") or spec.get("cohort")
             if cohort:
@@ -316,8 +321,17 @@ def _res(container: dict) -> dict[str, Any]:
 def from_snapshot(objects: dict[str, list[dict]]) -> KueueQuota | None:
     """The quota book of a snapshot's Kueue objects; None when it holds no ClusterQueue."""
     def kueue(kind: str) -> list[dict]:
-        return [o for o in objects.get(kind, [])
-                if str(o.get("apiVersion", "")).startswith("kueue.x-k8s.io/")]
+        out = []
+        for o in objects.get(kind, []):
+            group, _, version = str(o.get("apiVersion", "")).rpartition("/")
+            if group != GROUP:
+                continue
+            if version not in VERSIONS:
+                name = (o.get("metadata") or {}).get("name", "?")
+                raise InputError("snapshot", f"{kind} {name}.apiVersion",
+                                 f"{GROUP}/{' or '.join(VERSIONS)}, not {o.get('apiVersion')!r}")
+            out.append(o)
+        return out
     cqs = kueue("ClusterQueue")
     if not cqs:
         return None

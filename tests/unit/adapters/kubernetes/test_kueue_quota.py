@@ -162,3 +162,18 @@ def test_team_a_admits_exactly_what_the_documented_borrowing_arithmetic_allows(u
         d <= 21_000 - used_b)
     assert _with_usage("docs-lendinglimit.json", used_b).check("team-a-cq", {"cpu": d}).admits == (
         d <= 9_000 + min(1_000, 12_000 - used_b))
+
+
+def test_a_kueue_object_of_an_unknown_version_or_fungibility_is_named_not_guessed():
+    """Versions and enums are adapters/kueue's (v1beta1, v1beta2; whenCanBorrow values)."""
+    import pytest
+
+    from gpufleet.model.errors import InputError
+    cq = copy.deepcopy(real("kueue/docs-borrowing.json")["items"][0])
+    cq["apiVersion"] = "kueue.x-k8s.io/v1alpha9"
+    with pytest.raises(InputError, match="v1beta1 or v1beta2"):
+        from_snapshot(_snap(cq).objects)
+    cq["apiVersion"] = "kueue.x-k8s.io/v1beta2"
+    cq["spec"]["flavorFungibility"] = {"whenCanBorrow": "Maybe"}
+    with pytest.raises(InputError, match="whenCanBorrow"):
+        from_snapshot(_snap(cq).objects)
