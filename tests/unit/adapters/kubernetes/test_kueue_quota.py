@@ -4,6 +4,7 @@ and the expected numbers are the ones that documentation states."""
 
 import copy
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from gpufleet.adapters.kubernetes.analyze import analyze
 from gpufleet.adapters.kubernetes.kueue_quota import MILLI, from_snapshot
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
+from gpufleet.model.errors import InputError
 
 from .conftest import DATA, real
 
@@ -166,9 +168,6 @@ def test_team_a_admits_exactly_what_the_documented_borrowing_arithmetic_allows(u
 
 def test_a_kueue_object_of_an_unknown_version_or_fungibility_is_named_not_guessed():
     """Versions and enums are adapters/kueue's (v1beta1, v1beta2; whenCanBorrow values)."""
-    import pytest
-
-    from gpufleet.model.errors import InputError
     cq = copy.deepcopy(real("kueue/docs-borrowing.json")["items"][0])
     cq["apiVersion"] = "kueue.x-k8s.io/v1alpha9"
     with pytest.raises(InputError, match="v1beta1 or v1beta2"):
