@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import Output, console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.units import duration
 from gpufleet.sim.why import JobStory, read_log, run_logs, story
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
 
 
 def print_story(s: JobStory) -> None:
@@ -54,7 +48,8 @@ def explain(
     policy: Annotated[list[str] | None, typer.Option(
         "--policy", "-p", help="Only these policies' logs (repeatable). Default: every log in the run.")]
     = None,
-    output: Annotated[OutputFormat, typer.Option(help="text (default) or json.")] = OutputFormat.text,
+    output: Annotated[Output, typer.Option(
+        "--output", "-o", help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Why did JOB wait? Its wait reasons over time, reservations, backfill and evictions."""
     logs = run_logs(run)
@@ -67,7 +62,7 @@ def explain(
     stories = [s for name, path in logs.items() if (s := story(name, read_log(path), job)) is not None]
     if not stories:
         raise fail(f"{job}: no such job in the event logs of {run}")
-    if output is OutputFormat.json:
+    if output is Output.JSON:
         print(json.dumps([s.as_dict() for s in stories], indent=2))
         return
     for s in stories:

@@ -126,6 +126,7 @@ def fragbench(
     out: Annotated[Path | None, typer.Option(help="Directory for curves (csv, json) and PNG plots.")] = None,
     progress: Annotated[bool, typer.Option(help="Show progress on stderr.")] = True,
     output: Annotated[Output, typer.Option(
+        "--output", "-o",
         help="text: a table, then the KPIs as one JSON line; json: only the KPIs, as one JSON document.")]
     = Output.TEXT,
 ) -> None:

@@ -31,6 +31,11 @@ class Output(StrEnum):
     JSON = "json"
 
 
+class DefragMethod(StrEnum):
+    MILP = "milp"
+    GREEDY = "greedy"
+
+
 @k8s_app.command("analyze")
 @one_line_errors
 def analyze(
@@ -49,8 +54,12 @@ def analyze(
     nvlink_label: Annotated[list[str] | None, typer.Option(
         "--nvlink-label", help="node label naming the NVLink domain (default nvidia.com/gpu.clique)")] = None,
     defrag: Annotated[bool, typer.Option(
-        help="plan moves of running gangs for the whole cluster (greedy; slower on large clusters: "
+        help="plan moves of running gangs for the whole cluster (slower on large clusters: "
         "bench/README.md)")] = True,
+    defrag_method: Annotated[DefragMethod, typer.Option(
+        "--defrag-method", help="milp: most GPUs started, then least GPU-hours moved, proven by "
+        "the solver (10 s limit, greedy fallback); greedy: cheapest gang per GPU, step by step")
+    ] = DefragMethod.MILP,
 ) -> None:
     """Allocated vs usable GPUs, stranded GPUs and why, and for each pending pod or gang the chain
     of what holds it back, with the engine's estimated start and who blocks it."""
@@ -64,7 +73,8 @@ def analyze(
         raise fail(f"{snapshot}: no Node objects; include nodes (kubectl get nodes,pods,... -o json)")
     from gpufleet.report.kubernetes import analysis_dict, html_report, text_lines
 
-    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag)
+    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag,
+                          defrag_method=defrag_method.value)
     data = analysis_dict(result)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

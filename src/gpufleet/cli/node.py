@@ -22,10 +22,10 @@ from gpufleet.ops.collect import Record, collect
 from gpufleet.ops.diagnose import Diagnosis, diagnose
 from gpufleet.ops.health_moves import verdict_moves
 from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
-from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pods
+from gpufleet.ops.operator_chain import bringup, chain_status, parse_labels, parse_pod_listing
 from gpufleet.ops.parse_smi import parse_topo
 from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
-from gpufleet.ops.verdict import health_event
+from gpufleet.ops.verdict import health_verdict
 
 node_app = typer.Typer(
     help="Node operations: diagnose, collect, operator chain, NCCL environment.", no_args_is_help=True
@@ -51,7 +51,8 @@ def _print_diagnosis(d: Diagnosis, state: HealthState) -> None:
     row("action", d.action)
     path = _health_path(d, state)
     if path:
-        row("health", f"{' → '.join(path)}  ({health_event(d.layer, d.action).why})")
+        v = health_verdict(d.layer, d.action, state)
+        row("health", f"{' → '.join(path)}  (fleet label {v.fleet_label}: {v.why})")
     if d.evidence:
         console.print("[bold]evidence[/]", highlight=False)
         for e in d.evidence:
@@ -84,8 +85,9 @@ def diagnose_cmd(
     d = diagnose(bundle)
     if output == "json":
         doc = d.to_dict()
-        doc["health_event"] = health_event(d.layer, d.action).to_dict()
-        doc["health_path"] = _health_path(d, node_state)
+        path = _health_path(d, node_state)  # checks the walk first: one line on an illegal move
+        doc["health"] = health_verdict(d.layer, d.action, node_state).to_dict()
+        doc["health_path"] = path
         console.print_json(json.dumps(doc))
     else:
         _print_diagnosis(d, node_state)
@@ -149,8 +151,8 @@ def operator_status_cmd(
         if not ok:  # NaN fails every comparison, so it lands here too
             raise InputError(flag, "", f"expected {what} (got {value})")
     lab = parse_labels(_read_text(labels))
-    pod_states = parse_pods(_read_text(pods)) if pods else None
-    st = chain_status(lab, pod_states)
+    listing = parse_pod_listing(_read_text(pods)) if pods else None
+    st = chain_status(lab, listing.pods if listing else None, listing.cut if listing else "")
     b = bringup(nodes, minutes_per_node, engineers, operator_minutes)
     if output == "json":
         doc = st.to_dict() | {"bringup": b.__dict__}

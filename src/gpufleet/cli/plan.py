@@ -1,23 +1,22 @@
 """`gpufleet plan …`: planners a person runs, each with its arithmetic shown.
 
 The group and what every planner shares live here: ``--inputs FILE`` (prices and hardware figures
-merged over econ/defaults.yaml), ``--output table|json`` and ``--out DIR`` (an HTML page with the
-plots). Each planner is its own module ``cli/plan_<name>.py`` that decorates a function with
-``@plan_app.command("<name>")``; adding a planner is one new module plus its name in
-``PLAN_COMMANDS`` below.
+merged over econ/defaults.yaml), ``--output text|json`` (the CLI's shared choice) and ``--out DIR``
+(an HTML page with the plots). Each planner is its own module ``cli/plan_<name>.py`` that
+decorates a function with ``@plan_app.command("<name>")``; adding a planner is one new module plus
+its name in ``PLAN_COMMANDS`` below.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli.common import console, fail
+from gpufleet.cli.common import Output, console, fail
 from gpufleet.cli.main import app
 from gpufleet.econ.inputs import EconInputs, load_inputs
 
@@ -31,14 +30,9 @@ app.add_typer(plan_app, name="plan")
 PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares", "upgrade")
 
 
-class OutputFormat(StrEnum):
-    TABLE = "table"
-    JSON = "json"
-
-
 InputsOpt = Annotated[Path | None, typer.Option(
     "--inputs", help="YAML of prices and figures to override (same shape as econ/defaults.yaml).")]
-OutputOpt = Annotated[OutputFormat, typer.Option("--output", "-o", help="table (Rich) or json.")]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (Rich tables, default) or json.")]
 OutDirOpt = Annotated[Path | None, typer.Option("--out", help="Directory for plan.json and report.html.")]
 
 
@@ -46,10 +40,10 @@ def inputs(path: Path | None) -> EconInputs:
     return load_inputs(path)
 
 
-def emit(name: str, data: dict[str, Any], output: OutputFormat, out: Path | None,
+def emit(name: str, data: dict[str, Any], output: Output, out: Path | None,
          print_tables: Any, page: Any) -> None:
     """Print the planner's tables (or its JSON), and write plan.json + report.html under ``out``."""
-    if output is OutputFormat.JSON:
+    if output is Output.JSON:
         console.print_json(json.dumps(data, default=float))
     else:
         print_tables()
@@ -60,7 +54,7 @@ def emit(name: str, data: dict[str, Any], output: OutputFormat, out: Path | None
             (out / f"{name}.html").write_text(page())
         except OSError as e:
             raise fail(f"{out}: cannot write ({e.strerror})") from None
-        if output is OutputFormat.TABLE:
+        if output is Output.TEXT:
             console.print(f"wrote {out / (name + '.json')}, {out / (name + '.html')}")
 
 

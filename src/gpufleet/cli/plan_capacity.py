@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputFormat, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
 from gpufleet.econ.capacity import Prices, plan_capacity
 from gpufleet.econ.demand import load_demand
 from gpufleet.econ.spot import largest_spot_gang, spot_economics
@@ -28,7 +28,7 @@ def capacity(
     no_spot: Annotated[bool, typer.Option("--no-spot", help="Leave spot out of the mix.")] = False,
     no_blocks: Annotated[bool, typer.Option("--no-blocks", help="Leave capacity blocks out.")] = False,
     inputs_file: InputsOpt = None,
-    output: OutputOpt = OutputFormat.TABLE,
+    output: OutputOpt = Output.TEXT,
     out: OutDirOpt = None,
 ) -> None:
     """Solve the cheapest mix of committed, capacity-block, spot and on-demand GPUs for a demand

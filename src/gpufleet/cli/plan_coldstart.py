@@ -8,8 +8,8 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpufleet.cli.common import console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputFormat, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
 from gpufleet.econ.coldstart import plan_coldstart
 from gpufleet.model.errors import from_validation_error
 
@@ -21,7 +21,7 @@ def coldstart(
     target: Annotated[float | None, typer.Option(help="Target P(cold start), e.g. 0.01.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the warm-pool simulation.")] = 1,
     inputs_file: InputsOpt = None,
-    output: OutputOpt = OutputFormat.TABLE,
+    output: OutputOpt = Output.TEXT,
     out: OutDirOpt = None,
 ) -> None:
     """Time each link of a 7B model's cold start, what deleting each buys, and the warm pool that

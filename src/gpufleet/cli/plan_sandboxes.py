@@ -8,8 +8,8 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpufleet.cli.common import console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputFormat, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
 from gpufleet.econ.sandboxes import plan_sandboxes
 from gpufleet.model.errors import from_validation_error
 
@@ -19,7 +19,7 @@ from gpufleet.model.errors import from_validation_error
 def sandboxes(
     sessions: Annotated[int | None, typer.Option(help="Concurrent sessions (default 50,000).")] = None,
     inputs_file: InputsOpt = None,
-    output: OutputOpt = OutputFormat.TABLE,
+    output: OutputOpt = Output.TEXT,
     out: OutDirOpt = None,
 ) -> None:
     """Place each session class in the cheapest sandbox boundary that isolates it enough and offers

@@ -15,8 +15,8 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpufleet.cli.common import console, err_console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputFormat, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.common import Output, console, err_console, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
 from gpufleet.econ.serving import default_trace, run_serving, setup_from
 from gpufleet.model.errors import from_validation_error
 
@@ -72,12 +72,12 @@ def serving(
     start_day: Annotated[float | None, typer.Option(help="First day of the window.")] = None,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     inputs_file: InputsOpt = None,
-    output: OutputOpt = OutputFormat.TABLE,
+    output: OutputOpt = Output.TEXT,
     out: OutDirOpt = None,
 ) -> None:
     """Dedicated inference vs a fully shared pool vs floor-plus-borrow on the real serving trace:
     utilisation, late scale-ups, and the floor that keeps them under the target."""
-    r, sources = compute(trace, inputs_file, days, start_day, seed, output is OutputFormat.TABLE)
+    r, sources = compute(trace, inputs_file, days, start_day, seed, output is Output.TEXT)
 
     def page() -> str:
         from gpufleet.report.serving import serving_report

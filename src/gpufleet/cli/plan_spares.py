@@ -43,7 +43,8 @@ def spares(
     simulate: Annotated[bool, typer.Option(help="Check the plan by simulating --years of failures.")]
     = False,
     years: Annotated[float, typer.Option(help="Years simulated with --simulate.")] = 40.0,
-    output: Annotated[Output, typer.Option(help="text (default) or json.")] = Output.TEXT,
+    output: Annotated[Output, typer.Option(
+        "--output", "-o", help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Spares so that P(no spare when needed) < RISK, by Poisson/Erlang arithmetic (and simulation)."""
     if not 1 <= nodes <= 1_000_000:

@@ -224,6 +224,7 @@ def simulate(
         "--slurm-conf", help="slurm.conf whose priority weights and backfill settings configure "
         "--policy slurm (Slurm's multifactor order, one task per node, conservative backfill).")] = None,
     output: Annotated[Output, typer.Option(
+        "--output", "-o",
         help="text: tables on stdout; json: summary.json's document on stdout instead.")] = Output.TEXT,
     kueue: Annotated[list[Path] | None, typer.Option(
         help="Kueue manifests (files, directories) or a `gpufleet kueue import` config, with --fleet "

@@ -91,7 +91,8 @@ def explain(
     mfu: Annotated[float, typer.Option(
         help="Compute efficiency of the kernels (model FLOPs utilisation, above 0, at most 1).",
         min=0.0, max=1.0, callback=finite_positive)] = 0.5,
-    output: Annotated[Output, typer.Option(help="text: a table; json: one JSON document.")] = Output.TEXT,
+    output: Annotated[Output, typer.Option(
+        "--output", "-o", help="text: a table; json: one JSON document.")] = Output.TEXT,
 ) -> None:
     """Step-time breakdown of a job packed into NVLink domains versus split across nodes."""
     console = wide_console()

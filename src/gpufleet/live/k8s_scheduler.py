@@ -15,7 +15,9 @@ Each tick, as leader only (a Lease):
    ``PodScheduled=False`` condition with the chain's per-node counts and the estimated start;
    for a gang that is a PodGroup, the same reason on the PodGroup once: a Volcano PodGroup gets
    the ``Unschedulable`` condition Volcano itself writes, a scheduler-plugins PodGroup (whose CRD
-   has no conditions) a ``FailedScheduling`` Event about the PodGroup (writer.py has the shapes).
+   has no conditions) a ``FailedScheduling`` Event about the PodGroup, and an upstream
+   ``scheduling.k8s.io`` PodGroup the ``PodGroupScheduled=False`` condition on ``podgroups/status``
+   (writer.py has the shapes).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 
 from gpufleet.adapters.kubernetes import writer
 from gpufleet.adapters.kubernetes.analyze import GangReport, analyze
+from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.live.cache import AssumeCache
 from gpufleet.live.kube_api import KINDS, ApiError, Gone, KubeApi
@@ -127,7 +130,7 @@ class KubeScheduler:
         for g in analysis.gangs:
             if g.assignments:
                 self._bind_gang(g, report, now)
-            else:
+            elif g.code != "GATED":   # a gated pod's PodScheduled=False/SchedulingGated is the API server's
                 self._say_why(g, report, now)
         self.metrics.inc("cycles")
         self.metrics.observe_cycle(time.perf_counter() - started)
@@ -204,7 +207,8 @@ class KubeScheduler:
         self._say_on_podgroup(g, message, now)
 
     def _say_on_podgroup(self, g: GangReport, message: str, now: float) -> None:
-        kind = {"Volcano PodGroup": "VolcanoPodGroup", "PodGroup": "PodGroup"}.get(g.gang.kind)
+        kind = {"Volcano PodGroup": "VolcanoPodGroup", "PodGroup": "PodGroup",
+                K8S_PODGROUP: "KubePodGroup"}.get(g.gang.kind)
         obj = self.store[kind].get(g.gang.key) if kind else None
         said_key = f"{kind}:{g.gang.key}"
         if obj is None or self.said.get(said_key) == message:
@@ -218,6 +222,10 @@ class KubeScheduler:
                 body = writer.volcano_podgroup_condition(existing if isinstance(existing, list) else [],
                                                          message, now, f"{self.cfg.identity}-{int(now)}")
                 self.api.patch_podgroup(api_version, ns, name, body)
+            elif kind == "KubePodGroup":
+                existing = (obj.get("status") or {}).get("conditions") or []
+                self.api.patch_podgroup_status(api_version, ns, name, writer.upstream_podgroup_condition(
+                    existing if isinstance(existing, list) else [], message, now))
             else:
                 self.api.create_event(ns, writer.podgroup_event(
                     ns, name, uid, api_version, note=message, now=now,

@@ -40,6 +40,7 @@ class KubeApi(Protocol):
     def create_event(self, namespace: str, body: dict) -> None: ...
     def patch_pod_status(self, namespace: str, pod: str, body: dict) -> None: ...
     def patch_podgroup(self, api_version: str, namespace: str, name: str, body: dict) -> None: ...
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None: ...
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int,
                       now: float) -> bool: ...
 
@@ -47,12 +48,29 @@ class KubeApi(Protocol):
 #: "VolcanoPodGroup" is Volcano's ``scheduling.volcano.sh`` PodGroup (its objects say ``kind:
 #: PodGroup``); "PodGroup" is scheduler-plugins' ``scheduling.x-k8s.io`` one. Two stores, because the
 #: two can share a namespace/name.
-KINDS = ("Node", "Pod", "PodGroup", "VolcanoPodGroup", "ResourceClaim", "ResourceClaimTemplate",
-         "ResourceSlice", "DeviceClass")
+#: "KubePodGroup" / "KubeWorkload" are the upstream ``scheduling.k8s.io`` PodGroup (v1alpha2, 1.36+)
+#: and Workload (v1alpha1, 1.35; its ``podGroups`` carry the gang policy), alpha APIs a cluster
+#: serves only with the ``GenericWorkload`` gate (a 404 lists nothing).
+KINDS = ("Node", "Pod", "PodGroup", "VolcanoPodGroup", "KubePodGroup", "KubeWorkload", "ResourceClaim",
+         "ResourceClaimTemplate", "ResourceSlice", "DeviceClass")
+UPSTREAM_PODGROUPS = ("scheduling.k8s.io", "v1alpha2", "podgroups")
+UPSTREAM_WORKLOADS = ("scheduling.k8s.io", "v1alpha1", "workloads")
 
 
 def _wire_kind(kind: str) -> str:
-    return "PodGroup" if kind == "VolcanoPodGroup" else kind
+    wire = {"VolcanoPodGroup": "PodGroup", "KubePodGroup": "PodGroup", "KubeWorkload": "Workload"}
+    return wire.get(kind, kind)
+
+
+def store_kind(obj: dict) -> str:
+    """The store a wire object lives in: the three PodGroups (Volcano, scheduler-plugins,
+    upstream) apart, and the upstream Workload apart from Kueue's."""
+    kind, api = str(obj.get("kind")), str(obj.get("apiVersion", ""))
+    if kind == "PodGroup" and api.startswith("scheduling.volcano.sh"):
+        return "VolcanoPodGroup"
+    if kind in ("PodGroup", "Workload") and api.startswith("scheduling.k8s.io/"):
+        return "Kube" + kind
+    return kind
 
 
 class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is tested through a double
@@ -82,6 +100,8 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
             "Pod": (self.core.list_pod_for_all_namespaces, (), {}),
             "PodGroup": (self.custom.list_cluster_custom_object, pg, {}),
             "VolcanoPodGroup": (self.custom.list_cluster_custom_object, vpg, {}),
+            "KubePodGroup": (self.custom.list_cluster_custom_object, UPSTREAM_PODGROUPS, {}),
+            "KubeWorkload": (self.custom.list_cluster_custom_object, UPSTREAM_WORKLOADS, {}),
             "ResourceClaim": (self.resource.list_resource_claim_for_all_namespaces, (), {}),
             "ResourceClaimTemplate": (self.resource.list_resource_claim_template_for_all_namespaces, (), {}),
             "ResourceSlice": (self.resource.list_resource_slice, (), {}),
@@ -143,6 +163,12 @@ class OfficialKubeApi:  # pragma: no cover - needs a cluster; the protocol is te
         group, version = api_version.split("/", 1)
         self._call(self.custom.patch_namespaced_custom_object, group, version, namespace, "podgroups", name,
                    body)
+
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        """A merge patch on ``podgroups/status`` (the upstream PodGroup has a status subresource)."""
+        group, version = api_version.split("/", 1)
+        self._call(self.custom.patch_namespaced_custom_object_status, group, version, namespace, "podgroups",
+                   name, body)
 
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         """Take or renew the Lease when it is free, ours, or expired; a conflict (409) means another

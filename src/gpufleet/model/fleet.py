@@ -14,6 +14,13 @@ from gpufleet.model.ids import NodeId
 
 
 class NodeHealth(StrEnum):
+    """The coarse health label of a node (fleet config, adapters, the engine's schedulable column).
+
+    It is a view of model/health.py's state machine, not a second one: ``health.fleet_label(state)``
+    gives the label of each machine state and ``health.machine_state(label)`` where a labelled node
+    enters the machine (the table is in model/health.py's docstring). ``degraded`` is healthy with a
+    condition to watch: schedulable."""
+
     HEALTHY = "healthy"
     DEGRADED = "degraded"
     DRAINING = "draining"

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpufleet.model.catalog import canonical_gpu_name, gpu_model
 from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fabric, Fleet, Node, NodeGroup, NodeHealth, build_fleet
+from gpufleet.model.health import HealthState, fleet_label
 from gpufleet.model.ids import NodeId
 
 #: Sizes beyond these are typos (``nodes: 1e8``), not fleets: the largest GPU clusters built hold
@@ -76,6 +77,9 @@ class NodeSpec(_Strict):
     spine: str
     leaf: str
     nvlink_domain: str
+    #: A fleet label (healthy, degraded, draining, down) or a health-machine state (suspect,
+    #: quarantined, diagnosing, repaired, rma, preflight), stored as that state's label
+    #: (model/health.py: one vocabulary, two grains).
     health: NodeHealth = NodeHealth.HEALTHY
     #: Slurm's node Weight (uint32, at most 2^32 - 2: 2^32 - 1 is Slurm's INFINITE).
     weight: int = Field(default=1, ge=0, le=2**32 - 2)
@@ -84,6 +88,16 @@ class NodeSpec(_Strict):
     @classmethod
     def _known_gpu(cls, v: str) -> str:
         return canonical_gpu_name(v)
+
+    @field_validator("health", mode="before")
+    @classmethod
+    def _health(cls, v: Any) -> Any:
+        if isinstance(v, str) and v not in NodeHealth._value2member_map_:
+            if v in HealthState._value2member_map_:
+                return fleet_label(HealthState(v))
+            raise ValueError(f"expected one of {', '.join(NodeHealth)} or a health-machine state "
+                             f"({', '.join(HealthState)}), got {v!r}")
+        return v
 
     def build(self) -> Node:
         return Node(id=NodeId(self.id), gpu=self.gpu, gpus=self.gpus, cpus=self.cpus,

@@ -10,6 +10,33 @@ in the table is an error, so a driver cannot move a node in an order the runbook
 Only ``healthy`` nodes take work (``schedulable``); the simulator feeds that into the engine's
 ``NodeTable.schedulable`` column and ops (issue 12) drives the same machine from live signals.
 
+One vocabulary, two grains. ``HealthState`` is the machine; ``model.fleet.NodeHealth`` (healthy,
+degraded, draining, down) is the coarse *label* a fleet config, the Slurm/Kubernetes adapters and the
+engine's ``schedulable`` column speak. The label is derived from the state (``fleet_label``), never
+kept beside it, and a node a config labels enters the machine at ``machine_state(label)``:
+
+    state        label      why
+    healthy      healthy    in service
+    suspect      draining   no new work; its jobs are being stopped (Slurm's DRAIN)
+    draining     draining   waiting for its jobs to leave
+    quarantined  down       out of service: diagnosis, repair, RMA and the gate all
+    diagnosing   down         happen with no work on the node
+    repaired     down
+    rma          down
+    preflight    down       the gate runs before the node takes work again
+
+    label        enters as
+    healthy      healthy
+    degraded     healthy    in service and schedulable, with a condition to watch (Slurm's
+                            degraded feature, a thermal note): the machine has no separate state
+                            for it, it is healthy with a flag
+    draining     draining
+    down         quarantined  out of service, waiting for diagnosis
+
+Both directions keep schedulability: ``fleet_label(s).schedulable == s.schedulable`` and
+``machine_state(l).schedulable == l.schedulable`` (tests/unit/model/test_health.py checks every
+state and label).
+
 Each step has a duration (``StepDurations``); the figures and their sources are in
 docs/reliability.md (detection: NCCL 10-min timeout vs DCGM 30 s health watch; diagnostics: DCGM
 ``diag -r 3`` ≈ 15 min; pre-flight: ``diag -r 2`` ≈ 2 min; repair turnaround is the least certain).
@@ -17,8 +44,11 @@ docs/reliability.md (detection: NCCL 10-min timeout vs DCGM 30 s health watch; d
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from gpufleet.model.fleet import NodeHealth
 
 
 class HealthState(StrEnum):
@@ -64,6 +94,43 @@ TRANSITIONS: dict[tuple[HealthState, HealthEvent], HealthState] = {
     (S.PREFLIGHT, E.GATE_FAILED): S.QUARANTINED,
     (S.PREFLIGHT, E.FAULT): S.SUSPECT,
 }
+
+
+#: The fleet label each machine state shows as (module docstring).
+FLEET_LABEL: dict[HealthState, NodeHealth] = {
+    S.HEALTHY: NodeHealth.HEALTHY,
+    S.SUSPECT: NodeHealth.DRAINING,
+    S.DRAINING: NodeHealth.DRAINING,
+    S.QUARANTINED: NodeHealth.DOWN,
+    S.DIAGNOSING: NodeHealth.DOWN,
+    S.REPAIRED: NodeHealth.DOWN,
+    S.RMA: NodeHealth.DOWN,
+    S.PREFLIGHT: NodeHealth.DOWN,
+}
+
+#: Where a node carrying a fleet label enters the machine (module docstring).
+ENTRY_STATE: dict[NodeHealth, HealthState] = {
+    NodeHealth.HEALTHY: S.HEALTHY,
+    NodeHealth.DEGRADED: S.HEALTHY,
+    NodeHealth.DRAINING: S.DRAINING,
+    NodeHealth.DOWN: S.QUARANTINED,
+}
+
+
+def fleet_label(state: HealthState) -> NodeHealth:
+    """The coarse label (fleet config, adapters, engine) a machine state shows as."""
+    return FLEET_LABEL[state]
+
+
+def machine_state(label: NodeHealth | HealthState | str) -> HealthState:
+    """The machine state of a node that carries ``label``: a fleet label enters at ``ENTRY_STATE``,
+    a machine state name is itself ("rma", "preflight" … in a fleet config or on the command line)."""
+    if isinstance(label, HealthState):
+        return label
+    value = str(label)
+    if value in NodeHealth._value2member_map_:
+        return ENTRY_STATE[NodeHealth(value)]
+    return HealthState(value)
 
 
 class IllegalTransition(ValueError):
@@ -128,6 +195,16 @@ class NodeHealthBook:
     @classmethod
     def all_healthy(cls, nodes: int) -> NodeHealthBook:
         return cls([HealthState.HEALTHY] * nodes)
+
+    @classmethod
+    def from_labels(cls, labels: Iterable[NodeHealth]) -> NodeHealthBook:
+        """A fleet's nodes as the config labels them, each at its entry state (a node the config
+        marks down starts quarantined and stays out until the machine brings it back)."""
+        return cls([machine_state(label) for label in labels])
+
+    def labels(self) -> list[NodeHealth]:
+        """Each node's fleet label now."""
+        return [fleet_label(s) for s in self.states]
 
     def apply(self, node: int, event: HealthEvent, t: float) -> HealthState:
         old = self.states[node]

@@ -129,6 +129,9 @@ class Job:
     #: ("nvlink", "node", "leaf", "spine"), as Kueue's required/preferred topology.
     topology_required: str | None = None
     topology_preferred: str | None = None
+    #: Nodes (by name) the job may use; None = every node. Kubernetes: taints/tolerations,
+    #: node selectors, affinity and DRA eligibility (adapters/kubernetes/eligibility.py).
+    eligible_nodes: frozenset[str] | None = None
     #: Elastic size range of the first pod set (sim/elastic.py); None: a rigid gang.
     elastic: Elastic | None = None
     _shape: tuple = field(init=False, repr=False, compare=False, hash=False)

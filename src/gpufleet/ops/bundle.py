@@ -95,6 +95,8 @@ class Source:
     kind: str
     lines: list[str]
     truncated: bool = False
+    #: the lines joined and their start offsets, filled by ops.scan on first use (one join per file)
+    index: tuple[str, list[int]] | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -170,7 +170,7 @@ def check_smi_q(src: Source, out: list[Finding], now: set[str]) -> None:
         if g.get(f"{clocks}/SW Power Cap") == "Active":
             f(
                 "thermal_power",
-                "power cap reached under load (normal: the board is at its power limit)",
+                "SW power cap active (normal: the driver holds the board at its power limit)",
                 "none",
                 "",
                 f"{clocks}/SW Power Cap",

@@ -15,11 +15,13 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gpufleet.ops.bundle import Bundle, Source, load_bundle
+from gpufleet.ops.bundle import Bundle, load_bundle
 from gpufleet.ops.checks import run_checks
 from gpufleet.ops.layers import ACTION_WEIGHT, LAYER_ORDER, LAYER_SOURCES, Evidence, Finding
-from gpufleet.ops.rules import BOOT_MARKER, RESTART_MARKERS, RULES
-from gpufleet.ops.xid import RECOVERY_ACTION, RECOVERY_RE, XID_RE, xid_layer
+from gpufleet.ops.nccl_env import single_node_loopback
+from gpufleet.ops.rules import NCCL_LOOPBACK_EXPLAINS, NCCL_LOOPBACK_NOTE
+from gpufleet.ops.scan import restarts as scan_restarts
+from gpufleet.ops.scan import scan
 
 MAX_EVIDENCE = 6
 NOTHING = "nothing found in these files"
@@ -41,88 +43,6 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def _message(src: Source, i: int) -> list[Evidence]:
-    """The matched line and, when it continues a multi-line kernel message (indented continuation
-    lines, as newer drivers print "fallen off the bus"), the lines back to where the message starts."""
-    start = i
-    while start > 1 and src.lines[start - 1][:1].isspace() and i - start < 4:
-        start -= 1
-    return [Evidence(src.name, n, src.lines[n - 1]) for n in range(start, i + 1)]
-
-
-def _scan_lines(src: Source) -> list[tuple[Finding, int]]:
-    """Rule and Xid matches of one file, with the line number each was found on."""
-    out: list[tuple[Finding, int]] = []
-    for i, line in enumerate(src.lines, 1):
-        if not line.strip():
-            continue
-        for rule in RULES:
-            if rule.kinds is not None and src.kind not in rule.kinds:
-                continue
-            if rule.pattern.search(line):
-                out.append(
-                    (
-                        Finding(
-                            rule.layer,
-                            rule.failure,
-                            rule.action,
-                            rule.confirm,
-                            _message(src, i),
-                            rule.id,
-                            normal=rule.normal,
-                        ),
-                        i,
-                    )
-                )
-        if m := XID_RE.search(line):
-            code = int(m.group(2))
-            info = xid_layer(code)
-            failure = f"Xid {code} ({info.mnemonic}): {info.meaning}"
-            if info.app_level:
-                failure += " — an application error, not a node fault"
-            out.append(
-                (
-                    Finding(
-                        info.layer,
-                        failure,
-                        info.action,
-                        f"dmesg | grep -i xid; nvidia-smi -q -i {m.group(1).removeprefix('PCI:')}",
-                        [Evidence(src.name, i, line)],
-                        f"xid-{code}",
-                        normal=info.app_level,
-                    ),
-                    i,
-                )
-            )
-        if m := RECOVERY_RE.search(line):
-            action = RECOVERY_ACTION.get(m.group(1), "reset_gpu")
-            out.append(
-                (
-                    Finding(
-                        "gpu_xid",
-                        f"driver recovery action now '{m.group(2)}'",
-                        action,
-                        "nvidia-smi -q | grep 'Recovery Action'",
-                        [Evidence(src.name, i, line)],
-                        "xid-154-action",
-                        normal=action == "none",
-                    ),
-                    i,
-                )
-            )
-    return out
-
-
-def _restarts(src: Source) -> tuple[list[int], list[int]]:
-    """Line numbers of restart markers and of kernel boots in one file."""
-    marker = RESTART_MARKERS.get(src.kind)
-    if marker is None:
-        return [], []
-    restarts = [i for i, ln in enumerate(src.lines, 1) if marker.search(ln)]
-    boots = [i for i, ln in enumerate(src.lines, 1) if BOOT_MARKER.search(ln)] if src.kind == "dmesg" else []
-    return restarts, boots
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
@@ -181,8 +101,11 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     structured, healthy_now = run_checks(bundle)
     findings: list[Finding] = list(structured)
     for src in bundle.sources:
-        restarts, boots = _restarts(src)
-        for f, line in _scan_lines(src):
+        restarts, boots = scan_restarts(src)
+        loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
+        for f, line in scan(src):
+            if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
+                f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
             later = [r for r in restarts if r > line]
             later_boot = any(b > line for b in boots)
             if later and (later_boot or f.layer in healthy_now):

@@ -115,12 +115,41 @@ def check_ports(ports: list[IbPort], source: str) -> list[str]:
 
 
 _USING_IB = re.compile(r"NET/IB : Using (.*?)(?:;|$)")
+_NCCL_HOST = re.compile(r"^(\S+?):\d+:\d+ \[\d+\] ")
+_SOCKET_IFS = re.compile(r"NET/Socket : Using (.*)$")
+
+
+def single_node_loopback(lines: list[str]) -> int:
+    """The 1-based line of the ``NET/Socket : Using`` line when the log is a one-host run whose socket
+    transport has only the loopback interface (``[0]lo:127.0.0.1``), else 0.
+
+    Why this is not a fabric fault: between GPUs of one node NCCL uses NVLink, PCIe P2P or shared
+    memory; the network transport is only picked for ranks on other hosts. A single-node run on a
+    machine with no IB (a workstation, a container with host networking off) prints ``NET/IB : No
+    device found`` and settles on ``lo`` — normal, and nothing a cable reseat would change. The host
+    is the ``host:pid:tid [rank]`` prefix NCCL puts on every INFO line."""
+    hosts = {m.group(1) for ln in lines if (m := _NCCL_HOST.match(ln))}
+    if len(hosts) != 1:
+        return 0
+    first, ifaces = 0, set()
+    for i, ln in enumerate(lines, 1):
+        if m := _SOCKET_IFS.search(ln):
+            ifaces |= set(re.findall(r"\[\d+\]([\w.-]+?):", m.group(1)))
+            first = first or i
+    return first if ifaces and ifaces <= {"lo"} else 0
 
 
 def check_nccl_log(lines: list[str], expected_hcas: list[str], source: str) -> list[str]:
     out: list[str] = []
     text = "\n".join(lines)
+    if lo := single_node_loopback(lines):
+        out.append(
+            f"{source}:{lo}: one host over loopback only: NCCL's socket transport is unused between "
+            "GPUs of one node (not a fabric fault)"
+        )
     for i, ln in enumerate(lines, 1):
+        if lo:
+            break
         if "NET/IB : No device found" in ln or "Using network Socket" in ln:
             out.append(f"{source}:{i}: NCCL fell back to sockets ({ln.strip()[-60:]})")
             break

@@ -115,6 +115,8 @@ def _blocker(steps: list[Step], problems: list[str]) -> str:
         if s.state in READY:
             continue
         later_ready = any(t.state in READY for t in run[i + 1 :])
+        if s.state == CUT_OFF:
+            continue  # below the cut: unknown, so neither missing nor the blocker by itself
         if s.state == "not listed" and later_ready:
             continue
         if s.state.startswith("Init") and s.waits_for in PRODUCER:
@@ -175,14 +177,49 @@ def _labels_of(doc: dict) -> dict[str, str]:
     return {k: str(v) for k, v in (meta.get("labels") or {}).items()}
 
 
-def parse_pods(text: str) -> dict[str, tuple[str, str]]:
-    """``kubectl get pods [-n gpu-operator] [-o wide]`` → operand → (worst STATUS, pod name).
-    With several nodes' pods listed, the worst state wins: pass ``--field-selector spec.nodeName=…``
-    to look at one node."""
+#: The state of an operand whose pod is absent from a listing that was cut off: unknown, not missing.
+CUT_OFF = "not in listing (cut off)"
+
+
+@dataclass
+class PodListing:
+    """Operand → (worst STATUS, pod name), and ``cut``: why the listing looks incomplete ("" when whole).
+
+    A listing pasted from a terminal or a ticket is often cut: its last row stops mid-way. An operand
+    absent from such a listing may simply be below the cut, so it must not be reported as missing."""
+
+    pods: dict[str, tuple[str, str]]
+    cut: str = ""
+
+
+def _columns(line: str) -> int:
+    """Columns of a ``kubectl get pods`` line. kubectl pads columns with at least three spaces, and a
+    cell may hold one space (``NOMINATED NODE``, a RESTARTS of ``2 (5m ago)``)."""
+    return len(re.split(r"\s{2,}", line.strip()))
+
+
+def parse_pod_listing(text: str) -> PodListing:
+    """``kubectl get pods [-n gpu-operator] [-o wide]`` → operand → (worst STATUS, pod name), and
+    whether the listing was cut. With several nodes' pods listed, the worst state wins: pass
+    ``--field-selector spec.nodeName=…`` to look at one node.
+
+    Cut: a row with fewer columns than the header (or, with no header, than most rows) — kubectl
+    prints every column of every row, so a short row is a listing that stops inside a line."""
     out: dict[str, tuple[str, str]] = {}
-    for line in text.splitlines():
+    lines = [(i, ln) for i, ln in enumerate(text.splitlines(), 1) if ln.strip()]
+    header = next((ln for _, ln in lines if ln.split()[0] in ("NAME", "NAMESPACE")), None)
+    rows = [(i, ln) for i, ln in lines if ln.split()[0] not in ("NAME", "NAMESPACE")]
+    if header is not None:
+        width = _columns(header)
+    else:
+        counts = [_columns(ln) for _, ln in rows]
+        width = max(set(counts), key=counts.count) if counts else 0
+    cut = ""
+    for i, line in rows:
+        if width >= 5 and _columns(line) < width and not cut:
+            cut = f"line {i} has {_columns(line)} of {width} columns: {' '.join(line.split())!r}"
         toks = line.split()
-        if len(toks) < 3 or toks[0] in ("NAME", "NAMESPACE"):
+        if len(toks) < 3:
             continue
         if re.fullmatch(r"\d+/\d+", toks[1]):
             name, ready, status = toks[0], toks[1], toks[2]
@@ -205,7 +242,12 @@ def parse_pods(text: str) -> dict[str, tuple[str, str]]:
         state = status if status != "Running" or ready.split("/")[0] == ready.split("/")[1] else "NotReady"
         if op not in out or (out[op][0] in READY and state not in READY):
             out[op] = (state, name)
-    return out
+    return PodListing(out, cut)
+
+
+def parse_pods(text: str) -> dict[str, tuple[str, str]]:
+    """Operand → (worst STATUS, pod name) of a pod listing (see ``parse_pod_listing``)."""
+    return parse_pod_listing(text).pods
 
 
 @dataclass
@@ -231,8 +273,13 @@ class ChainStatus:
         return asdict(self)
 
 
-def chain_status(labels: dict[str, str], pods: dict[str, tuple[str, str]] | None = None) -> ChainStatus:
+def chain_status(
+    labels: dict[str, str], pods: dict[str, tuple[str, str]] | None = None, listing_cut: str = ""
+) -> ChainStatus:
+    """What should run and what blocks. ``listing_cut`` (from ``parse_pod_listing``) says the pod
+    listing is incomplete: operands absent from it are "not in listing (cut off)", never "missing"."""
     pods = pods or {}
+    absent = CUT_OFF if listing_cut else "not listed"
     present = [k for k in GPU_NODE_LABELS if labels.get(k) == "true"]
     gpu_node = bool(present) or labels.get("nvidia.com/gpu.present") == "true"
     if present:
@@ -245,6 +292,11 @@ def chain_status(labels: dict[str, str], pods: dict[str, tuple[str, str]] | None
             "here (is NFD running? is the GPU on the PCI bus?)"
         )
     problems: list[str] = []
+    if listing_cut:
+        problems.append(
+            f"the pod listing is incomplete ({listing_cut}): operands absent from it may be below the "
+            "cut, so their state is unknown; pass the whole `kubectl get pods -n gpu-operator -o wide`"
+        )
     workload = labels.get("nvidia.com/gpu.workload.config", "container")
     if workload != "container":
         problems.append(f"workload config '{workload}': the sandbox/vGPU operands replace this chain")
@@ -274,7 +326,7 @@ def chain_status(labels: dict[str, str], pods: dict[str, tuple[str, str]] | None
             run, reason = False, "pre-installed on the host"
         else:
             run, reason = value != "false", f"{op.deploy_label}={value}"
-        state = pods.get(op.name, ("not listed", ""))[0] if pods else "unknown"
+        state = pods.get(op.name, (absent, ""))[0] if pods else "unknown"
         steps.append(Step(op.name, run, reason, state, op.waits_for, op.produces))
     blocker = _blocker(steps, problems) if pods else ""
     for s in steps:

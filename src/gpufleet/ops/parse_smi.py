@@ -71,7 +71,10 @@ class QGpu:
 
 _Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
 _Q_KV = re.compile(r"^(\s+)([^:]+?)\s*:\s*(.*)$")
-_Q_SEC = re.compile(r"^(\s+)(\S[^:]*?)\s*$")
+_Q_SEC = re.compile(r"^(\s*)(\S[^:]*?)\s*$")
+# A section name at column 0 opening an excerpt (`nvidia-smi -q | grep -A8 'Clocks Throttle'` as
+# published in a blog post): a capitalised word run with no colon and no "=" banner.
+_Q_TOP_SEC = re.compile(r"^[A-Z][A-Za-z0-9 ()./-]*$")
 
 
 def parse_smi_q(lines: list[str]) -> tuple[dict[str, str], list[QGpu]]:
@@ -85,7 +88,9 @@ def parse_smi_q(lines: list[str]) -> tuple[dict[str, str], list[QGpu]]:
             gpus.append(QGpu(m.group(1), i))
             stack = []
             continue
-        if not gpus and line[:1].isspace() and line.strip():
+        if not gpus and (
+            (line[:1].isspace() and line.strip()) or (_Q_TOP_SEC.match(line) and not header)
+        ):
             # an excerpt (`nvidia-smi -q -d ROW_REMAPPER | grep -A4 …`) without its "GPU …" header
             gpus.append(QGpu("?", i))
         if not gpus:
@@ -105,8 +110,9 @@ def parse_smi_q(lines: list[str]) -> tuple[dict[str, str], list[QGpu]]:
         if kv:
             path = "/".join([s for _, s in stack] + [key])
             gpus[-1].fields[path] = (kv.group(3).strip(), i)
-        else:
-            stack.append((indent, key))
+        # a key with a value can still head deeper lines (`HW Slowdown : Active` over its
+        # `HW Thermal Slowdown` and `HW Power Brake Slowdown`): it opens a section either way
+        stack.append((indent, key))
     return header, gpus
 
 

@@ -325,7 +325,8 @@ RULES: tuple[Rule, ...] = (
     ),
     _r(
         "mig-invalid",
-        r"Invalid configuration detected for mig-strategy|MIG-INVALID|invalid MIG configuration",
+        r"Invalid configuration detected for mig-strategy|MIG-INVALID|invalid MIG configuration|"
+        r"device with migEnabled=true was not configured correctly",
         "device_plugin",
         "the MIG layout does not fit the device plugin's MIG strategy",
         "restart_device_plugin",
@@ -410,6 +411,14 @@ RULES: tuple[Rule, ...] = (
         "",
         normal=True,
     ),
+)
+
+# Cross-line context: findings of these rules in an NCCL log whose run is one host over loopback only
+# (``nccl_env.single_node_loopback``) are normal — the network transport is not used inside a node.
+NCCL_LOOPBACK_EXPLAINS = frozenset({"nccl-no-ib", "nccl-socket"})
+NCCL_LOOPBACK_NOTE = (
+    "single-node NCCL run over loopback (lo): its GPUs talk over NVLink/PCIe/shared memory and the "
+    "network transport is unused — not a fabric fault"
 )
 
 # Lines that mark a restart of the component that wrote the file: what came before is history.

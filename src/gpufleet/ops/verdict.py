@@ -1,65 +1,63 @@
-"""From a diagnosis verdict (layer, action) to the node-health events the model applies.
+"""From a diagnosis verdict (layer, action) to the node-health machine's own events, states and label.
 
-The node-health state machine (issue 12 §5: healthy → suspect → draining → quarantined → diagnosing →
-repaired → pre-flight → healthy, and RMA) lives in the model; this table is the contract between it and
-``node diagnose``. Events are named after the machine's transitions; the lead wires them.
+There is one health vocabulary (model/health.py): the machine's states and events, and the coarse
+fleet label (``model.fleet.NodeHealth``) each state shows as. A verdict speaks it too: the events are
+the ones ``ops.health_moves.verdict_moves`` walks (each an edge of ``model.health.TRANSITIONS``), the
+state is where the walk ends, and the label is ``fleet_label`` of that state — what a fleet config, the
+Slurm and Kubernetes adapters and the simulator would call the node.
 
-The reasoning per action:
-- ``drain_and_rma``: the part is broken (row-remap failure, missing NVSwitch): drain, then RMA.
+The reasoning per action (``ACTION_WHY``):
+- ``drain_and_rma``: the part is broken (row-remap failure, missing NVSwitch): out of service, RMA.
 - ``reset_gpu`` / ``reboot`` / ``reinstall_driver`` / ``restart_fabricmanager`` /
-  ``reseat_or_replace_cable``: the node must stop taking work, be repaired by hand or by automation,
-  and prove itself in pre-flight before it takes work again: drain → quarantine → repair.
-- ``fix_runtime_config`` / ``restart_device_plugin``: software on a healthy GPU; running jobs are not
-  hurt (the GPU works), new placements fail: mark suspect (stop placing), repair, pre-flight.
-- ``remove_taint``: Kubernetes state only; nothing to repair on the node: the node goes back to the
-  pool after the taint is cleared (a pre-flight is still cheap insurance).
-- ``none`` with a layer: an observation below the fault threshold (thermal slowdown): suspect.
+  ``reseat_or_replace_cable`` / ``fix_runtime_config`` / ``restart_device_plugin``: the node must stop
+  taking work and be repaired, then prove itself in pre-flight before it takes work again.
+- ``remove_taint``: Kubernetes state only; nothing moves.
+- ``none`` with a layer: an observation below the fault threshold (thermal or power-brake slowdown):
+  suspect — no new work until someone looks (label ``draining``).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-# The events of the node-health state machine this module emits.
-EVENTS = ("suspect", "drain", "quarantine", "repair", "preflight", "rma", "clear")
+from gpufleet.model.health import HealthState, fleet_label
+from gpufleet.ops.health_moves import verdict_moves
+
+#: Why each action moves the node as it does (the module docstring's reasoning, one line each).
+ACTION_WHY: dict[str, str] = {
+    "none": "nothing to do",
+    "drain_and_rma": "hardware fault: replace the part",
+    "reset_gpu": "GPU reset needs an idle GPU",
+    "reboot": "reboot needs an idle node",
+    "reinstall_driver": "driver work needs an idle node",
+    "restart_fabricmanager": "NVSwitch fabric down: no CUDA job can start",
+    "reseat_or_replace_cable": "hands-on repair: a degraded link slows every gang on the node",
+    "fix_runtime_config": "GPUs are fine; new containers cannot get them",
+    "restart_device_plugin": "GPUs are fine; Kubernetes cannot allocate them",
+    "remove_taint": "scheduling state only",
+}
 
 
 @dataclass(frozen=True)
-class HealthEvent:
+class HealthVerdict:
+    """What a verdict does to a node in ``start``: the machine's events in order, the state it ends
+    in, that state's fleet label, and why."""
+
+    start: str
     events: tuple[str, ...]
+    state: str
+    fleet_label: str
     why: str
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-ACTION_EVENTS: dict[str, HealthEvent] = {
-    "none": HealthEvent((), "nothing to do"),
-    "drain_and_rma": HealthEvent(("drain", "rma"), "hardware fault: replace the part"),
-    "reset_gpu": HealthEvent(("drain", "quarantine", "repair", "preflight"), "GPU reset needs an idle GPU"),
-    "reboot": HealthEvent(("drain", "quarantine", "repair", "preflight"), "reboot needs an idle node"),
-    "reinstall_driver": HealthEvent(
-        ("drain", "quarantine", "repair", "preflight"), "driver work needs an idle node"
-    ),
-    "restart_fabricmanager": HealthEvent(
-        ("drain", "quarantine", "repair", "preflight"), "NVSwitch fabric down: no CUDA job can start"
-    ),
-    "reseat_or_replace_cable": HealthEvent(
-        ("drain", "quarantine", "repair", "preflight"),
-        "hands-on repair: a degraded link slows every gang on the node",
-    ),
-    "fix_runtime_config": HealthEvent(
-        ("suspect", "repair", "preflight"), "GPUs are fine; new containers cannot get them"
-    ),
-    "restart_device_plugin": HealthEvent(
-        ("suspect", "repair", "preflight"), "GPUs are fine; Kubernetes cannot allocate them"
-    ),
-    "remove_taint": HealthEvent(("clear",), "scheduling state only"),
-}
-
-
-def health_event(layer: str, action: str) -> HealthEvent:
-    """The events for a verdict; a fault with no node action (thermal slowdown) makes the node suspect."""
-    if layer != "none" and action == "none":
-        return HealthEvent(("suspect",), "a condition to watch, no repair action")
-    return ACTION_EVENTS[action]
+def health_verdict(layer: str, action: str, start: HealthState = HealthState.HEALTHY) -> HealthVerdict:
+    """The machine's moves for a verdict from ``start`` (IllegalTransition if the machine forbids
+    them); a fault with no node action (thermal slowdown) makes the node suspect."""
+    moves = verdict_moves(start, layer, action)
+    end = moves[-1].to if moves else start
+    watch = layer != "none" and action == "none"
+    why = "a condition to watch, no repair action" if watch else ACTION_WHY[action]
+    return HealthVerdict(str(start), tuple(str(m.event) for m in moves), str(end), str(fleet_label(end)), why)

@@ -148,6 +148,19 @@ class TenancyPreemptor:
             if same in hopeless:
                 continue
             fitted = fit_gang(job, plan.table, ctx, self.name)
+            once_evicted = None if rec.admitted else ledger.decide(job)[0]
+            if once_evicted is not None and not isinstance(fitted, Status):
+                # Refused only for quota that jobs under notice still hold: it starts once they
+                # are gone; evicting more would be an unneeded eviction.
+                _claims(fitted, plan, evicting_room)
+                ends = [rj.evict_at for rj in ctx.running if rj.evicting and rj.evict_at is not None]
+                ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
+                    "waiting for its quota, already being evicted from borrowers",), self.name,
+                    max(ends) if ends else None))
+                for b in fitted:
+                    plan.bind(b)
+                ledger.add(job.tenant, once_evicted, job.total_gpus)
+                continue
             if rec.admitted and not isinstance(fitted, Status):
                 # It fits as things stand: hold the room so later beneficiaries do not count it
                 # twice; relabel it only when the room is capacity under eviction notice.

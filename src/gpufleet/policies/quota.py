@@ -18,8 +18,10 @@ lend, and a borrowing limit caps how far above its own contribution a node may d
 
 Admission of a job of g GPUs for tenant t, trying t's flavors in order:
 
-1. usage(t, f) + g ≤ nominal(t, f): admitted, whatever borrowers hold (the guarantee; reclaim
-   preemption takes the capacity back, policies/preemption.py).
+1. usage(t, f) + g ≤ nominal(t, f) and g ≤ available(t, f): admitted on its guarantee. When
+   borrowers hold the nominal quota (g > available), the job waits (WaitingForCohortCapacity)
+   while reclaim preemption takes it back (policies/preemption.py), as Kueue does: admitting it
+   on free GPUs before the borrowers are gone would lend more than a lending limit allows.
 2. otherwise, over the flavors in order: beyond nominal + borrowing limit → ExceedsBorrowingLimit;
    no cohort → ExceedsNominalQuota; g ≤ available(t, f) → admitted as a borrower; else
    WaitingForCohortCapacity. The first flavor's reason is reported when none admits.
@@ -211,7 +213,8 @@ class QuotaLedger:
             return None, (NO_QUOTA_FOR_FLAVOR,
                           f"tenant {job.tenant!r} has no quota for the GPU models the job allows")
         for f in flavors:
-            if self.used(job.tenant, f) + g <= tenant.quota(f).nominal:
+            if (self.used(job.tenant, f) + g <= tenant.quota(f).nominal
+                    and g <= self.available(("t", job.tenant), f)):
                 return f, ()
         first: tuple[str, ...] | None = None
         for f in flavors:
@@ -226,7 +229,11 @@ class QuotaLedger:
                 return f, ()
             else:
                 avail = max(0, self.available(("t", job.tenant), f))
-                why = (WAITING_FOR_COHORT, f"{head}; cohort {tenant.cohort!r} can lend {avail} now")
+                if used + g <= q.nominal:
+                    why = (WAITING_FOR_COHORT, f"{head}; borrowers in cohort {tenant.cohort!r} hold "
+                           f"its nominal quota ({avail} available now): reclaiming it")
+                else:
+                    why = (WAITING_FOR_COHORT, f"{head}; cohort {tenant.cohort!r} can lend {avail} now")
             first = first or why
         assert first is not None
         return None, first
@@ -330,7 +337,8 @@ class QuotaAdmitter:
                 else:
                     budget_used[job.tenant] = budget_used.get(job.tenant, 0) + job.total_gpus
             flavor = next((f for f in ledger.candidate_flavors(job)
-                           if ledger.within_nominal(job.tenant, f, job.total_gpus)), None)
+                           if ledger.within_nominal(job.tenant, f, job.total_gpus)
+                           and job.total_gpus <= ledger.available(("t", job.tenant), f)), None)
             if flavor is None or t is None:
                 tier2.append((pj, job))
                 continue

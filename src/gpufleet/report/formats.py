@@ -79,7 +79,8 @@ D = {
     "fleet.nodes[].spine": "Spine switch name.",
     "fleet.nodes[].leaf": "Leaf switch name.",
     "fleet.nodes[].nvlink_domain": "NVLink domain name (the node's own name for an HGX node).",
-    "fleet.nodes[].health": "healthy, degraded, draining or down.",
+    "fleet.nodes[].health": "healthy, degraded, draining or down, or a health-machine state (suspect, "
+                            "quarantined, diagnosing, repaired, rma, preflight) stored as its label.",
     "fleet.nodes[].weight": "Scheduling weight (Slurm's node Weight, default 1): lighter nodes are used "
                              "first by the Slurm-like node choice.",
     "workload": "Exactly one of `generator`, `jobs` or `trace`.",

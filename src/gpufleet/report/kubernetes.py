@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from gpufleet.adapters.kubernetes.analyze import Analysis
+from gpufleet.adapters.kubernetes.kueue_quota import show
 from gpufleet.report.html import Section, render, table
 
 
@@ -42,18 +43,32 @@ def analysis_dict(a: Analysis) -> dict[str, Any]:
                      "blocked_by": g.blockers, "chain": g.chain,
                      "counts_vs_claims": asdict(g.counts_vs_claims) if g.counts_vs_claims else None,
                      "fixes": [{"fix": f.what, "displaced_gpu_hours": f.displaced_gpu_h} for f in g.fixes],
-                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments]}
+                     "would_bind": [{"pod": p, "node": n} for p, n in g.assignments],
+                     "eligible_nodes": sorted(g.eligible),
+                     "quota": _quota_dict(g.quota)}
                     for g in a.gangs],
         "defrag_plan": _defrag_dict(a),
+        "queued_workloads": {k: _quota_dict(v) for k, v in a.queued.items()},
     }
+
+
+def _quota_dict(v) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"cluster_queue": v.cluster_queue, "admits": v.admits, "borrows": v.borrows,
+            "flavors": v.flavors, "demand_source": v.source,
+            "demand": {r: show(r, d) for r, d in v.demand.items()},
+            "blocked_by": [{"flavor": b.flavor, "resource": b.resource, "needed": b.needed,
+                            "short_by": b.short_by, "detail": b.detail} for b in v.blocks]}
 
 
 def _defrag_dict(a: Analysis) -> dict[str, Any] | None:
     d = a.defrag
     if d is None:
         return None
-    return {"waiting_gpus": d.waiting_gpus, "started_gpus": d.started_gpus,
-            "displaced_gpu_hours": d.displaced_gpu_h,
+    return {"method": d.method, "optimal": d.optimal, "bound_gpus": d.bound_gpus, "notes": d.notes,
+            "waiting_gpus": d.waiting_gpus, "started_gpus": d.started_gpus,
+            "displaced_gpu_hours": d.displaced_gpu_h, "gpu_hours_per_gpu_started": d.gpu_h_per_gpu,
             "steps": [{"starts": s.gang, "gpus": s.gpus, "on": list(s.nodes),
                        "displaced_gpu_hours": s.displaced_gpu_h,
                        "moves": [{"gang": m.gang, "gpus": m.gpus, "from": list(m.from_nodes),
@@ -66,14 +81,20 @@ def defrag_lines(a: Analysis) -> list[str]:
     d = a.defrag
     if d is None:
         return []
-    out = [f"defrag plan: {len(d.steps)} step(s) start {d.started_gpus} of {d.waiting_gpus} waiting GPU(s), "
-           f"moving {d.displaced_gpu_h:g} GPU-h of running work (moved gangs restart elsewhere at once)"]
+    how = ("MILP, proven optimal: most GPUs started, then least GPU-h moved"
+           if d.method == "milp" and d.optimal
+           else f"MILP, best found in the time limit; no plan starts more than {d.bound_gpus:g} GPU(s)"
+           if d.method == "milp" and d.bound_gpus is not None
+           else "MILP, best found in the time limit" if d.method == "milp" else "greedy")
+    out = [f"defrag plan ({how}): {len(d.steps)} step(s) start {d.started_gpus:g} of {d.waiting_gpus:g} "
+           f"waiting GPU(s), moving {d.displaced_gpu_h:g} GPU-h of running work ({d.gpu_h_per_gpu:g} GPU-h "
+           "per GPU started; moved gangs restart elsewhere at once)"] + [f"  note: {n}" for n in d.notes]
     total = 0.0
     for i, s in enumerate(d.steps, 1):
         total += s.displaced_gpu_h
-        moves = "; ".join(f"move {m.gang} ({m.gpus} GPU) {','.join(m.from_nodes)} -> {','.join(m.to_nodes)}"
+        moves = "; ".join(f"move {m.gang} ({m.gpus:g} GPU) {','.join(m.from_nodes)} -> {','.join(m.to_nodes)}"
                           f" [{m.gpu_h:g} GPU-h]" for m in s.moves)
-        out.append(f"  {i}) start {s.gang} ({s.gpus} GPU) on {', '.join(s.nodes)}: {moves}; "
+        out.append(f"  {i}) start {s.gang} ({s.gpus:g} GPU) on {', '.join(s.nodes)}: {moves}; "
                    f"{s.displaced_gpu_h:g} GPU-h (cumulative {total:g})")
     return out
 
@@ -96,6 +117,8 @@ def text_lines(a: Analysis) -> list[str]:
     for g in a.gangs:
         out.append("")
         out += [g.chain[0]] + [f"  {line}" for line in g.chain[1:]]
+    for key, v in a.queued.items():
+        out += ["", f"Kueue Workload {key} (no pods yet): {v.line()}"]
     if a.defrag is not None:
         out += ["", *defrag_lines(a)]
     if a.skipped:
@@ -136,17 +159,24 @@ def html_report(a: Analysis) -> str:
         + "".join(f"<li>{escape(line)}</li>" for line in g.chain[1:])
         + f"</ol><p>estimated start: {escape(_when(g.estimated_start, a.now) or 'none')}</p>"
         for g in a.gangs) or "<p>Nothing is pending.</p>"
+    if a.queued:
+        gangs += ("<h3>Kueue Workloads waiting for quota (no pods yet)</h3>"
+                  + table(["Workload", "ClusterQueue", "admits", "quota arithmetic"],
+                          [[k, v.cluster_queue, "yes" if v.admits else "no", v.line()]
+                           for k, v in a.queued.items()]))
     d = a.defrag
     defrag = ("<p>" + str(escape(defrag_lines(a)[0])) + "</p>" + table(
         ["#", "start", "GPUs", "on", "moves (gang, GPUs, from → to, GPU-h)", "GPU-h moved"],
-        [[i, s.gang, s.gpus, ", ".join(s.nodes),
-          "; ".join(f"{m.gang} ({m.gpus}) {','.join(m.from_nodes)} → {','.join(m.to_nodes)}: {m.gpu_h:g}"
+        [[i, s.gang, f"{s.gpus:g}", ", ".join(s.nodes),
+          "; ".join(f"{m.gang} ({m.gpus:g}) {','.join(m.from_nodes)} → {','.join(m.to_nodes)}: {m.gpu_h:g}"
                     for m in s.moves), f"{s.displaced_gpu_h:g}"]
          for i, s in enumerate(d.steps, 1)]) if d is not None else
               "<p>No set of moves lets a waiting gang start (or nothing waits on GPUs).</p>")
     defrag += ("<p><small>Moves are evictions whose pods fit in free room elsewhere (re-created at once); "
-               "cost = GPUs × hours the moved gang has run. Greedy, whole-GPU count pods only "
-               "(DRA-claim and MIG pods are neither placed nor moved).</small></p>")
+               "cost = GPUs × hours the moved gang has run (a MIG instance counts G/7 of a GPU). "
+               "MILP (scipy/HiGHS): the most GPUs started, then the fewest GPU-hours moved; "
+               "greedy: cheapest gang per GPU, step by step. DRA-claim pods are neither placed "
+               "nor moved.</small></p>")
     skipped = ("<p>Skipped (kinds this report does not read): "
                + str(escape(", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))) + "</p>"
                if a.skipped else "")

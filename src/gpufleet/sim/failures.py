@@ -402,7 +402,10 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
     table = st.cluster.table
     n = len(table)
     pool = list(range(n - cfg.spares, n)) if cfg.spares else []
-    st.fail = FailureState(cfg, NodeHealthBook.all_healthy(n), pool)
+    # each node enters the health machine where its fleet label puts it (model/health.py): a node the
+    # config marks down starts quarantined, so a later FAULT/PASSED can never bring it into service
+    book = NodeHealthBook.from_labels(node.health for node in st.cluster.fleet.nodes)
+    st.fail = FailureState(cfg, book, pool)
     for node in pool:
         set_schedulable(table, node, False)
     for t, node, k, u in draw_failures(cfg, table.gpu_total, horizon_s):

@@ -42,7 +42,12 @@ def test_node_diagnose_json_is_machine_readable():
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     assert doc["layer"] == "container_toolkit" and doc["action"] == "fix_runtime_config"
-    assert doc["health_event"]["events"] == ["suspect", "repair", "preflight"]
+    # the machine's own events (model/health.py), the state the walk ends in and that state's label
+    assert doc["health"] == {
+        "start": "healthy", "events": ["fault", "stopped", "drained", "diagnose", "fixed"],
+        "state": "repaired", "fleet_label": "down",
+        "why": "GPUs are fine; new containers cannot get them"}
+    assert doc["health_path"][-1] == doc["health"]["state"]
     assert doc["sources"] == {"docker-run.txt": "docker-run", "nvidia-smi.txt": "nvidia-smi"}
 
 
@@ -91,6 +96,8 @@ def test_node_operator_status_names_the_blocker_and_the_bringup_arithmetic():
     assert res.exit_code == 0, res.output
     assert "BLOCKS the chain" in res.output and "operator-validator" in res.output
     assert "ceil(8/1)×60 min = 480 min" in res.output
+    # the listing stops inside its last row: incomplete, so no operand is called missing
+    assert "pod listing is incomplete" in res.output and "has no pod in the list" not in res.output
 
 
 def test_node_operator_status_json_and_a_binary_labels_file(tmp_path):

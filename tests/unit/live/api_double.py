@@ -6,6 +6,7 @@ an exception). What it models, and nothing more:
 
 - a global resourceVersion that every write bumps; ``list`` returns it, ``watch`` yields the
   events after the version asked for and then ends (a watch with ``timeoutSeconds``);
+- ``bookmark()``: a BOOKMARK event per kind (the documented shape: only a resourceVersion);
 - ``compact()``: older versions expire, so a watch from before raises ``Gone`` (etcd compaction;
   ``restart()`` does the same and forgets the Lease, as an API server restart would);
 - binding: sets ``spec.nodeName`` and ``PodScheduled=True``; 409 if already bound, 404 if gone;
@@ -20,7 +21,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 
-from gpufleet.live.kube_api import KINDS, ApiError, Gone
+from gpufleet.live.kube_api import KINDS, ApiError, Gone, store_kind
 
 
 def _key(obj: dict) -> str:
@@ -29,10 +30,8 @@ def _key(obj: dict) -> str:
 
 
 def _kind(obj: dict) -> str:
-    """The store a wire object lives in: Volcano's PodGroup apart from scheduler-plugins'."""
-    if obj.get("kind") == "PodGroup" and str(obj.get("apiVersion", "")).startswith("scheduling.volcano.sh"):
-        return "VolcanoPodGroup"
-    return str(obj.get("kind"))
+    """The store a wire object lives in (kube_api.store_kind: the PodGroup kinds apart)."""
+    return store_kind(obj)
 
 
 class ApiServerDouble:
@@ -68,6 +67,18 @@ class ApiServerDouble:
 
     def compact(self) -> None:
         self.oldest = self.version
+
+    def bookmark(self) -> None:
+        """A BOOKMARK event per kind at the current version, in the shape of the API's watch
+        bookmarks (KEP-956; kubernetes.io api-concepts "Watch bookmarks"): ``{"type": "BOOKMARK",
+        "object": {"kind", "apiVersion", "metadata": {"resourceVersion"}}}`` — only the version,
+        no object. A watcher that saw it can resume from there after older versions expire."""
+        self.version += 1
+        for kind in KINDS:
+            wire = {"VolcanoPodGroup": "PodGroup", "KubePodGroup": "PodGroup", "KubeWorkload": "Workload"}
+            self.log.append((self.version, kind, "BOOKMARK",
+                             {"kind": wire.get(kind, kind), "apiVersion": "v1",
+                              "metadata": {"resourceVersion": str(self.version)}}))
 
     def restart(self) -> None:
         self.compact()
@@ -127,6 +138,10 @@ class ApiServerDouble:
             raise ApiError(404, "not found")
         self._write(kind, "MODIFIED", _merge(copy.deepcopy(obj), body))
         self.podgroup_patches.append((key, body))
+
+    def patch_podgroup_status(self, api_version: str, namespace: str, name: str, body: dict) -> None:
+        """``podgroups/status``: only ``status`` of the body is applied, as the subresource does."""
+        self.patch_podgroup(api_version, namespace, name, {"status": body.get("status") or {}})
 
     def acquire_lease(self, namespace: str, name: str, identity: str, duration_s: int, now: float) -> bool:
         if self.lease and self.lease["holder"] != identity and now - self.lease["renew"] < duration_s:

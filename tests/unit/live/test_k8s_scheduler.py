@@ -61,6 +61,23 @@ def test_a_gang_that_fits_is_bound_whole_and_confirmed_by_the_watch():
     assert s.cache.assumed == {} and len(api.binds) == 2                 # confirmed, not bound again
 
 
+def test_a_gated_pod_is_neither_bound_nor_told_why_until_its_gate_is_removed():
+    """A pod with Kueue's scheduling gate (kueue.x-k8s.io/admission) on a free node: no scheduler
+    considers a gated pod, so no bind, no Event, no condition (the API server sets
+    SchedulingGated); once the gate is gone (Kueue admitted it) it binds."""
+    p = gpu_pod("gated", gpus=4)
+    p["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    api = ApiServerDouble([eight_gpu_node("a"), p])
+    s = scheduler(api)
+    s.tick()
+    assert api.binds == [] and api.events == [] and api.status_patches == []
+    ungated = copy.deepcopy(api.objects["Pod"]["default/gated"])
+    ungated["spec"].pop("schedulingGates")
+    api.add(ungated)
+    s.tick()
+    assert api.binds == [("default/gated", "a")]
+
+
 def test_pods_of_another_scheduler_are_left_alone():
     api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("x", scheduler="default-scheduler")])
     r = scheduler(api).tick()
@@ -107,6 +124,30 @@ def test_an_expired_watch_relists_and_the_scheduler_carries_on():
     r = s.tick()
     assert r.bound == [("default/late", "a")]
     assert s.metrics.values["watch_restarts"] >= 1
+
+
+def test_watch_bookmarks_let_every_watch_resume_after_compaction_without_a_relist():
+    """With a BOOKMARK event (the documented shape: only a resourceVersion) seen on every
+    watch, compaction up to that version expires nothing the scheduler still needs: no 410, no
+    relist, and a pod added afterwards is still seen and bound. Without the bookmark, the kinds
+    with no event since the first list are 410 Gone and listed again."""
+    results = {}
+    for with_bookmark in (True, False):
+        api = ApiServerDouble([eight_gpu_node("a")])
+        s = scheduler(api)
+        s.tick()
+        api.add(gpu_pod("early", gpus=4))
+        s.tick()                      # binds early: the versions move on, the Node watch sees nothing
+        if with_bookmark:
+            api.bookmark()
+        s.tick()
+        api.compact()
+        api.add(gpu_pod("late", gpus=4))
+        r = s.tick()
+        assert r.bound == [("default/late", "a")] and ("default/early", "a") in api.binds
+        assert all(set(store) == set(api.objects[k]) for k, store in s.store.items())  # no bookmark stored
+        results[with_bookmark] = s.metrics.values.get("watch_restarts", 0)
+    assert results[True] == 0 and results[False] >= 1
 
 
 def test_an_api_server_restart_loses_the_lease_and_the_watches_and_both_come_back():
@@ -219,3 +260,32 @@ def test_a_waiting_scheduler_plugins_podgroup_gets_an_event_about_the_podgroup()
     assert "UNRESOLVABLE" in ev["note"]
     s.tick()
     assert len([e for e in api.events if e["regarding"]["kind"] == "PodGroup"]) == 1
+
+
+def test_an_upstream_podgroup_waits_with_its_condition_then_binds_whole():
+    """The documentation's PodGroup training-worker-0 (scheduling.k8s.io/v1alpha2, gang minCount
+    4) with four 8-GPU workers naming it in spec.schedulingGroup; the double serves it as its
+    own kind. Two 8-GPU nodes: 2 × 8 < 4 × 8, nothing binds and the PodGroup's status gets
+    PodGroupScheduled=False/Unschedulable once (not again while the reason holds); once two more
+    nodes join, all four bind in one tick."""
+    wl, pg, _ = json.loads((DATA / "upstream" / "podgroup-v1alpha2.json").read_text())["items"]
+    for o in (wl, pg):
+        o["metadata"]["namespace"] = "default"
+    pods = []
+    for i in range(4):
+        p = gpu_pod(f"worker-{i}")
+        p["spec"]["schedulingGroup"] = {"podGroupName": "training-worker-0"}
+        pods.append(p)
+    api = ApiServerDouble([eight_gpu_node("a"), eight_gpu_node("b"), wl, pg, *pods])
+    assert set(api.objects["KubePodGroup"]) == {"default/training-worker-0"}
+    s = scheduler(api)
+    s.tick()
+    assert api.binds == []
+    [cond] = api.objects["KubePodGroup"]["default/training-worker-0"]["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodGroupScheduled", "False", "Unschedulable")
+    s.tick()
+    assert [k for k, _ in api.podgroup_patches] == ["default/training-worker-0"]
+    api.add(eight_gpu_node("c"))
+    api.add(eight_gpu_node("d"))
+    s.tick()
+    assert sorted(n for _, n in api.binds) == ["a", "b", "c", "d"]

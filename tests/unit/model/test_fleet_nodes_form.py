@@ -42,6 +42,17 @@ def test_health_is_optional_and_healthy_by_default(tmp_path: Path) -> None:
     assert [n.health for n in load_fleet(path).nodes] == [NodeHealth.HEALTHY, NodeHealth.DRAINING]
 
 
+def test_a_fleet_config_may_name_a_health_machine_state_and_gets_its_label() -> None:
+    """One vocabulary (model/health.py): rma and preflight nodes are out of service (down), a
+    suspect node takes no new work (draining), and the engine sees them unschedulable."""
+    fleet = parse_fleet({"nodes": [node(id="a", health="rma"), node(id="b", health="suspect"),
+                                   node(id="c", health="preflight"), node(id="d", health="degraded")]},
+                        "f.yaml")
+    assert [n.health for n in fleet.nodes] == [NodeHealth.DOWN, NodeHealth.DRAINING, NodeHealth.DOWN,
+                                               NodeHealth.DEGRADED]
+    assert [n.health.schedulable for n in fleet.nodes] == [False, False, False, True]
+
+
 def test_a_node_in_the_file_is_the_node_the_compact_form_would_build() -> None:
     compact = parse_fleet({"groups": [{"nodes": 1, "gpu": "H100-80GB", "cpus": 64, "memory_gb": 500}]},
                           "c.yaml")
@@ -57,7 +68,8 @@ BAD = [
      "fleet.nodes[0].leaf: missing required field"),
     ("an unknown GPU model", {"nodes": [node(gpu="H900")]}, "fleet.nodes[0].gpu: unknown GPU model 'H900'"),
     ("a negative GPU count", {"nodes": [node(gpus=-1)]}, "fleet.nodes[0].gpus: Input should be greater than"),
-    ("an unknown health", {"nodes": [node(health="sick")]}, "fleet.nodes[0].health: Input should be"),
+    ("an unknown health", {"nodes": [node(health="sick")]},
+     "fleet.nodes[0].health: expected one of healthy, degraded, draining, down or a health-machine state"),
     ("an unknown field", {"nodes": [node(gpus_per_node=8)]}, "fleet.nodes[0].gpus_per_node: unknown field"),
     ("the same id twice", {"nodes": [node(), node()]}, "fleet.nodes: node id 'n1' appears twice"),
     ("an empty node list", {"nodes": []}, "fleet.nodes: List should have at least 1 item"),

@@ -82,3 +82,44 @@ def test_time_out_of_service_adds_every_step():
     d = StepDurations()
     assert d.out_of_service_s() == 15_510.0
     assert d.out_of_service_s(rma=True) == 1_210_710.0
+
+
+# --- one vocabulary: the fleet label is a view of the machine state ------------------------------
+
+from gpufleet.model.fleet import NodeHealth  # noqa: E402
+from gpufleet.model.health import ENTRY_STATE, FLEET_LABEL, fleet_label, machine_state  # noqa: E402
+
+
+def test_every_machine_state_has_a_label_with_the_same_schedulability():
+    assert set(FLEET_LABEL) == set(S)
+    for s in S:
+        assert fleet_label(s).schedulable == s.schedulable, s
+
+
+def test_every_label_enters_the_machine_at_a_state_with_the_same_schedulability():
+    """degraded is schedulable, so it enters as healthy; down enters quarantined (out, awaiting
+    diagnosis), never at a state the machine could return to service without the gate."""
+    assert set(ENTRY_STATE) == set(NodeHealth)
+    for label in NodeHealth:
+        assert machine_state(label).schedulable == label.schedulable, label
+    assert machine_state(NodeHealth.DOWN) is S.QUARANTINED
+
+
+def test_a_label_round_trips_through_the_machine_except_degraded_which_is_healthy_with_a_flag():
+    for label in NodeHealth:
+        expected = NodeHealth.HEALTHY if label is NodeHealth.DEGRADED else label
+        assert fleet_label(machine_state(label)) is expected
+
+
+def test_machine_state_names_are_accepted_where_a_label_is():
+    assert machine_state("rma") is S.RMA and machine_state("draining") is S.DRAINING
+    assert machine_state(S.PREFLIGHT) is S.PREFLIGHT
+    with pytest.raises(ValueError):
+        machine_state("broken")
+
+
+def test_a_book_built_from_labels_reports_the_same_labels_back():
+    labels = [NodeHealth.HEALTHY, NodeHealth.DOWN, NodeHealth.DRAINING]
+    book = NodeHealthBook.from_labels(labels)
+    assert book.states == [S.HEALTHY, S.QUARANTINED, S.DRAINING]
+    assert book.labels() == labels

@@ -18,7 +18,7 @@ from gpufleet.ops import rules, xid
 from gpufleet.ops.bundle import load_bundle
 from gpufleet.ops.diagnose import NOTHING, diagnose
 from gpufleet.ops.layers import LAYER_ORDER
-from gpufleet.ops.verdict import ACTION_EVENTS
+from gpufleet.ops.verdict import ACTION_WHY
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ops" / "bundles"
 
@@ -37,13 +37,19 @@ EXPECTED = {
     "toolkit-not-configured": ("container_toolkit", "fix_runtime_config", "docker-run.txt"),
     "plugin-nvml-not-injected": ("container_toolkit", "fix_runtime_config", "device-plugin.log"),
     "ib-port-polling": ("network_rdma", "reseat_or_replace_cable", "ibstat.txt"),
-    "nccl-socket-fallback": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
+    "nccl-socket-two-nodes": ("network_rdma", "reseat_or_replace_cable", "nccl-debug.log"),
     "allocatable-stuck-at-zero": ("device_plugin", "restart_device_plugin", "node.yaml"),
     "remap-pending-smi-q": ("gpu_xid", "reset_gpu", "nvidia-smi-q.txt"),
     "nvlink-links-inactive": ("nvlink_fabric", "reboot", "nvidia-smi-nvlink-status.txt"),
     "node-cordoned": ("kubernetes", "remove_taint", "kubectl-describe-node.txt"),
     "nouveau-owns-gpu": ("kernel_driver", "reinstall_driver", "dmesg.txt"),
     "xid74-nvlink": ("nvlink_fabric", "reboot", "dmesg.txt"),
+    # HW Slowdown by the power brake (l4rz, C4130): a facility condition to watch, no node action
+    "hw-power-brake-c4130": ("thermal_power", "none", "nvidia-smi-q.txt"),
+    # gpu-operator #2511: the GPU never finished registering with the NVSwitch fabric
+    "fabric-state-in-progress": ("nvlink_fabric", "restart_fabricmanager", "nvidia-smi-q.txt"),
+    # k8s-device-plugin #253: MIG enabled with no MIG devices under mig-strategy=single
+    "mig-invalid-single-strategy": ("device_plugin", "restart_device_plugin", "device-plugin.log"),
 }
 HEALTHY = [
     "healthy-h100",
@@ -169,9 +175,9 @@ def test_the_xid_code_is_not_confused_with_the_pci_domain():
 def test_every_rule_and_xid_names_a_known_layer_and_action():
     layers = set(LAYER_ORDER)
     for r in rules.RULES:
-        assert r.layer in layers and r.action in ACTION_EVENTS, r.id
+        assert r.layer in layers and r.action in ACTION_WHY, r.id
     for code, info in xid.XID.items():
-        assert info.layer in layers and info.action in ACTION_EVENTS, code
+        assert info.layer in layers and info.action in ACTION_WHY, code
 
 
 ALL_FILES = sorted(p for p in DATA.rglob("*") if p.is_file())
@@ -184,7 +190,7 @@ def test_any_mix_of_real_files_gives_a_verdict_whose_evidence_is_verbatim(tmp_pa
     for i, f in enumerate(files):
         shutil.copy(f, root / f"{i}-{f.name}")
     d = diagnose(root)
-    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_EVENTS
+    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_WHY
     for e in d.evidence:
         if e.startswith("…"):
             continue

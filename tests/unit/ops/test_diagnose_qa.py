@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from gpufleet.ops.bundle import NAME_KINDS
 from gpufleet.ops.diagnose import NOTHING, diagnose
 from gpufleet.ops.layers import LAYER_ORDER
-from gpufleet.ops.verdict import ACTION_EVENTS
+from gpufleet.ops.verdict import ACTION_WHY
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ops" / "bundles"
 
@@ -38,7 +38,12 @@ EVIDENCE_LINES = {
     "toolkit-not-configured": [("docker-run.txt:1:", 'could not select device driver ""')],
     "plugin-nvml-not-injected": [("device-plugin.log:2:", "could not load NVML library")],
     "ib-port-polling": [("ibstat.txt:9:", "State: Down")],
-    "nccl-socket-fallback": [("nccl-debug.log:3:", "NET/IB : No device found.")],
+    # nccl-tests#179: two hosts, both on NET/Socket over Ethernet — the fallback really costs bandwidth
+    "nccl-socket-two-nodes": [("nccl-debug.log:6:", "NET/IB : No device found.")],
+    # the nested line under "HW Slowdown : Active" (the parser used to drop its parent section)
+    "hw-power-brake-c4130": [("nvidia-smi-q.txt:7:", "HW Power Brake Slowdown       : Active")],
+    "fabric-state-in-progress": [("nvidia-smi-q.txt:2:", "In Progress")],
+    "mig-invalid-single-strategy": [("device-plugin.log:6:", "migEnabled=true was not configured")],
     "allocatable-stuck-at-zero": [("node.yaml:13:", '"0"'), ("node.yaml:21:", '"16"')],
     "remap-pending-smi-q": [("nvidia-smi-q.txt:4:", "Pending")],
     # "2 of 6 NVLinks inactive" quotes both down links (it quoted only the first before the QA pass)
@@ -54,6 +59,10 @@ NORMAL_NOTES = {
     "plugin-unhealthy-cleared-by-restart": (["device_plugin"], "history (cleared by a later restart)"),
     "mig-layout-h100": (["gpu_xid"], "MIG layout"),
     "fabricmanager-no-nvswitch": (["nvlink_fabric"], "NV_WARN_NOTHING_TO_DO"),
+    # nvsim A40×10: SW Power Cap Active on an idle board (P8, PCIe gen 1 of 4): both normal
+    "power-cap-a40": (["thermal_power", "hardware_pci"], "SW power cap active"),
+    # nccl#352: one host (ds-ml-01-0), two ranks, NET/Socket on lo only — not a fabric fault
+    "nccl-socket-fallback": (["network_rdma"], "single-node NCCL run over loopback"),
 }
 
 
@@ -113,7 +122,31 @@ def test_any_bytes_under_any_known_file_name_give_a_verdict_not_an_exception(tmp
     start = time.monotonic()
     d = diagnose(root)
     assert time.monotonic() - start < 5.0
-    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_EVENTS
+    assert d.layer in ("none", *LAYER_ORDER) and d.action in ACTION_WHY
     assert d.layer != "none" or d.action == "none"
     if d.failure == NOTHING:
         assert d.layer == "none" and not d.evidence
+
+
+@pytest.mark.parametrize(
+    ("field", "layer", "action"),
+    [
+        ("Remapping Failure Occurred        : No", "gpu_xid", "drain_and_rma"),
+        ("    HW Thermal Slowdown           : Not Active", "thermal_power", "none"),
+        ("SW Thermal Slowdown               : Not Active", "thermal_power", "none"),
+    ],
+)
+def test_flags_without_a_published_capture_are_read_from_a_real_block_with_that_flag_set(
+    tmp_path, field, layer, action
+):
+    """No published `nvidia-smi -q` with a row-remap failure or a thermal slowdown active and a
+    citable source was found (PROVENANCE.md). The rule is still exercised on real output: the real A40
+    block (power-cap-a40) with that one flag set to the value nvidia-smi prints when it is set
+    ("Yes" / "Active", the values of the same fields in the other captures). Not a fixture."""
+    text = (DATA / "power-cap-a40" / "nvidia-smi-q.txt").read_text()
+    assert text.count(field) == 1
+    flipped = field.replace(": Not Active", ": Active").replace(": No", ": Yes")
+    (tmp_path / "nvidia-smi-q.txt").write_text(text.replace(field, flipped))
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == (layer, action), d
+    assert any(flipped.strip() in e for e in d.evidence), d.evidence

@@ -4,7 +4,7 @@ import pytest
 
 from gpufleet.model.health import TRANSITIONS, HealthEvent, HealthState, IllegalTransition
 from gpufleet.ops.health_moves import verdict_moves
-from gpufleet.ops.verdict import ACTION_EVENTS
+from gpufleet.ops.verdict import ACTION_WHY
 
 S, E = HealthState, HealthEvent
 
@@ -44,7 +44,7 @@ def test_a_fault_found_during_preflight_sends_the_node_back_through_diagnosis():
     assert moves[-1] == (E.FIXED, S.REPAIRED)
 
 
-@pytest.mark.parametrize("action", sorted(ACTION_EVENTS))
+@pytest.mark.parametrize("action", sorted(ACTION_WHY))
 @pytest.mark.parametrize("state", list(HealthState))
 def test_every_verdict_from_every_state_uses_only_edges_of_the_machine(state, action):
     """Each move is an edge of TRANSITIONS from the state before it, or the walk refuses
@@ -57,3 +57,15 @@ def test_every_verdict_from_every_state_uses_only_edges_of_the_machine(state, ac
     for m in moves:
         assert TRANSITIONS[(here, m.event)] is m.to
         here = m.to
+
+
+def test_a_verdict_speaks_the_machine_and_the_fleet_label_of_where_it_ends():
+    """One vocabulary: the events are the machine's, the label is fleet_label of the end state."""
+    from gpufleet.ops.verdict import health_verdict
+
+    v = health_verdict("hardware_pci", "drain_and_rma")
+    assert v.events == ("fault", "stopped", "drained", "diagnose", "replace")
+    assert (v.state, v.fleet_label) == ("rma", "down")
+    thermal = health_verdict("thermal_power", "none")
+    assert (thermal.events, thermal.state, thermal.fleet_label) == (("fault",), "suspect", "draining")
+    assert health_verdict("kubernetes", "remove_taint").fleet_label == "healthy"

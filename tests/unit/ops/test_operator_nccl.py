@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from gpufleet.ops.nccl_env import check_nccl_log, check_ports, derive
-from gpufleet.ops.operator_chain import CHAIN, bringup, chain_status, parse_labels, parse_pods
+from gpufleet.ops.operator_chain import (
+    CHAIN,
+    CUT_OFF,
+    bringup,
+    chain_status,
+    parse_labels,
+    parse_pod_listing,
+    parse_pods,
+)
 from gpufleet.ops.parse_smi import parse_topo
 from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
 
@@ -64,6 +72,37 @@ def test_operands_stuck_in_init_are_blamed_on_the_validator_that_writes_toolkit_
     assert driver.state == "not listed" and not driver.blocked_by  # toolkit Running: driver evidently fine
 
 
+def test_a_cut_off_pod_listing_says_it_is_incomplete_instead_of_calling_the_validator_missing():
+    """gpu-operator#1518's listing stops inside the device-plugin row (3 of the header's 5 columns):
+    the operator-validator's row, if any, is below the cut. Its state is unknown — the waiters in
+    Init still point at it as the producer of toolkit-ready — and no operand is called missing."""
+    listing = parse_pod_listing(_text("operator/pods-toolkit-validation-stuck.txt"))
+    assert listing.cut.startswith("line 11 has 3 of 5 columns")  # the 11th and last line
+    st = chain_status(parse_labels(_text("operator/labels-a100-mig.yaml")), listing.pods, listing.cut)
+    validator = next(s for s in st.steps if s.operand == "operator-validator")
+    assert validator.state == CUT_OFF
+    assert st.blocker == "operator-validator"
+    assert any("pod listing is incomplete" in p for p in st.problems)
+    assert not any("has no pod in the list" in p for p in st.problems)
+
+
+def test_a_whole_listing_without_the_validator_does_call_it_missing():
+    """The same listing without its cut row is whole (every row has the header's 5 columns): an
+    operand that should run and is absent is then reported as having no pod."""
+    text = "\n".join(_text("operator/pods-toolkit-validation-stuck.txt").splitlines()[:-1])
+    listing = parse_pod_listing(text)
+    assert listing.cut == ""
+    labels = parse_labels(_text("operator/labels-a100-mig.yaml"))
+    pods = {k: v for k, v in listing.pods.items() if k == "container-toolkit"}
+    st = chain_status(labels, pods, listing.cut)
+    assert st.blocker == "operator-validator"
+    assert any("operator-validator should run but has no pod" in p for p in st.problems)
+
+
+def test_a_headerless_listing_of_complete_rows_is_not_called_cut():
+    assert parse_pod_listing(_text("operator/pods-running.txt")).cut == ""
+
+
 def test_running_pods_leave_no_blocker_behind_them():
     pods = parse_pods(_text("operator/pods-running.txt"))
     assert pods["gpu-feature-discovery"][0] == "Running" and "driver" not in pods
@@ -109,9 +148,16 @@ def test_a_gpu_whose_nearest_nic_is_across_the_cpu_is_a_half_bandwidth_pair():
     assert any(p.startswith("GPU0: nearest NIC NIC5 is NODE") for p in env.problems)
 
 
-def test_nccl_falling_back_to_sockets_is_detected():
-    out = check_nccl_log(_text("nccl/nccl-socket-fallback.log").splitlines(), [], "log")
+def test_nccl_falling_back_to_sockets_between_two_hosts_is_detected():
+    out = check_nccl_log(_text("bundles/nccl-socket-two-nodes/nccl-debug.log").splitlines(), [], "log")
     assert out and "fell back to sockets" in out[0]
+
+
+def test_a_single_host_nccl_run_over_loopback_is_not_called_a_fallback():
+    """nccl#352: every line is host ds-ml-01-0 and NET/Socket lists only [0]lo — the network
+    transport is not used between GPUs of one node."""
+    out = check_nccl_log(_text("nccl/nccl-socket-fallback.log").splitlines(), [], "log")
+    assert out and "loopback only" in out[0] and not any("fell back" in o for o in out)
 
 
 def test_nccl_using_fewer_hcas_than_the_topology_offers_is_detected():

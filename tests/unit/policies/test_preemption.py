@@ -126,3 +126,29 @@ def test_a_whole_gang_is_evicted_or_none_of_it():
     rest = [on_nodes(_named(job("x").tenant("b").gpus(8).build(), f"b{i}"), [i]) for i in (2, 3)]
     r = cycle([gang, *rest], [job("a1").tenant("a").gpus(8).gang(2).build()])
     assert {p.job for p in r.preemptions} in ({"bg"}, {"b2", "b3"})
+
+
+def test_a_guaranteed_job_waits_for_its_reclaimed_quota_rather_than_exceed_a_lending_limit():
+    """48 GPUs (6 × 8). org ⊃ team1 = {a} (team1 lends at most 8), team2 = {b, c} (c lends at
+    most 8 of its 16). c runs 2 × 16 GPUs (borrowing b's unused 16) and a runs 3 one-GPU jobs
+    until t=600. b submits 16 GPUs at t=571: within b's nominal 16, so c's newest 16 are reclaimed
+    (notice, 30 s grace: gone at t=601). At t=600 a's 3 GPUs free 16 GPUs physically, but starting
+    b then would put team2 at 16 + 32 = 48 GPUs against its 32 of quota, 16 borrowed from team1
+    which lends 8 at most. Kueue admits b only once the borrower is gone; so must we: b starts at
+    t=601, not 600, and nothing else is evicted."""
+    f = "H100-80GB"
+    ten = Tenancy(
+        tenants=(TenantQueue("a", "team1", ((f, FlavorQuota(16)),)),
+                 TenantQueue("b", "team2", ((f, FlavorQuota(16, 0, None)),)),
+                 TenantQueue("c", "team2", ((f, FlavorQuota(16, None, 8)),))),
+        cohorts=(Cohort("org"), Cohort("team1", "org", ((f, FlavorQuota(0, None, 8)),)),
+                 Cohort("team2", "org")), grace_s=30.0)
+    jobs = [job(f"a{i}").tenant("a").gpus(1).at(0).runs(600).build() for i in range(3)]
+    jobs += [job("c1").tenant("c").gpus(8).gang(2).at(0).runs(601).build(),
+             job("c2").tenant("c").gpus(8).gang(2).at(0).runs(601).build(),
+             job("b1").tenant("b").gpus(8).gang(2).at(571).runs(600).build()]
+    r = simulate(fleet().leaves(1, nodes=6).build(), jobs, profile("tenancy"), tenancy=ten)
+    starts = {jid: t for t, kind, jid, _ in r.recorder.log if kind == "start"}
+    notices = [jid for _, kind, jid, _ in r.recorder.log if kind == "preempt-notice"]
+    assert starts["b1"] == 601.0
+    assert len(notices) == 1

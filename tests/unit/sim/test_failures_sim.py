@@ -192,3 +192,22 @@ def test_a_preflight_gate_trades_node_minutes_for_failed_gang_starts():
     assert none.lost_gpu_hours > short.lost_gpu_hours > long_.lost_gpu_hours
     total = [g.lost_gpu_hours + g.gate_gpu_hours for g in (none, short, long_)]
     assert min(total) == total[1]
+
+
+def test_a_node_the_fleet_marks_down_stays_out_of_service_through_failures():
+    """The simulator's health book starts each node where its fleet label puts it (model/health.py:
+    down enters quarantined). A failure drawn on a node already out of service is ignored, so the
+    node never reaches PASSED and the engine never gets it back. Before, the book started every
+    node healthy: a failure on the down node walked it through repair and pre-flight into service.
+    One 8-GPU node, down; failures at 1000× the Llama 3 rate (≈ 3.8 per node-day) for 10 days; a
+    job that needs the whole node must never start."""
+    from dataclasses import replace
+
+    from gpufleet.model.fleet import NodeHealth
+
+    f = fleet().leaves(1, nodes=1).build()
+    f = replace(f, nodes=tuple(replace(n, health=NodeHealth.DOWN) for n in f.nodes))
+    j = job("needs-the-node").gpus(8).runs(3600).build()
+    r = simulate(f, [j], profile("gang-bestfit"), failures=FailureConfig(scale=1000.0, seed=1),
+                 failures_until=10 * DAY, horizon=10 * DAY)
+    assert r.failures.node_failures == 0 and "needs-the-node" not in r.starts

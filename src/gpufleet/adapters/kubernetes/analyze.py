@@ -5,9 +5,8 @@ The engine decides: pending gangs become our jobs, bound pods become running job
 ``PodBinding``s hold capacity on a ``NodeTable.from_fleet`` table, and ``run_cycle`` with the
 ``gang-conservative`` profile (reservations for the first 16 blocked jobs) says who would start
 now and when the others would. Kubernetes filters that our table does not model (taints, node
-selectors, a failed GPU layer) are applied at the edge: gangs that may use the same nodes form
-one eligibility class, and each class runs on a fleet where the other nodes are not schedulable;
-classes run in priority order, each seeing the bindings of the classes before it.
+selectors and affinity, a failed GPU layer, DRA eligibility) travel on each job as its
+``eligible_nodes``, so one engine run decides every gang (engine_run.py).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from gpufleet.adapters.kubernetes import engine_run, kueue_quota
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.defrag import DefragPlan
@@ -22,24 +22,24 @@ from gpufleet.adapters.kubernetes.defrag import plan as defrag_plan
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation
-from gpufleet.adapters.kubernetes.jobs import Gang, group, pod_set_members, to_job
+from gpufleet.adapters.kubernetes.jobs import Gang, group, minimum
 from gpufleet.adapters.kubernetes.kueue import is_kueue, read_workload, workload_of
+from gpufleet.adapters.kubernetes.kueue_quota import QuotaVerdict
 from gpufleet.adapters.kubernetes.nodes import KubeNode, TopologyLabels, read_node
-from gpufleet.adapters.kubernetes.pods import KubePod, read_pod, read_podgroup, timestamp
+from gpufleet.adapters.kubernetes.pods import (
+    UPSTREAM_API,
+    KubePod,
+    read_pod,
+    read_podgroup,
+    read_upstream,
+    timestamp,
+)
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
-from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.plan import PodBinding
-from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
-from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.errors import InputError
-from gpufleet.model.fleet import Fleet, NodeHealth
-from gpufleet.model.ids import JobId
-from gpufleet.model.job import PodRequest
-from gpufleet.policies.registry import profile as named_profile
 
-PROFILE = "gang-conservative"
+PROFILE = engine_run.PROFILE
 STRANDED_WORDS = {"too few free GPUs": "wrong shape (fewer free GPUs than any pending pod asks)",
                   "too little free CPU": "CPU exhausted on the node", "too little free memory":
                   "memory exhausted on the node", "wrong GPU model": "wrong GPU model for every pending pod"}
@@ -60,6 +60,11 @@ class GangReport:
     fixes: list[Fix] = field(default_factory=list)
     #: (pod key, node) for every pod the engine would bind now (empty when the gang waits).
     assignments: list[tuple[str, str]] = field(default_factory=list)
+    #: nodes every pod of the gang may use (taints, selectors, affinity, layers, DRA); the job's
+    #: ``eligible_nodes`` in the engine run (engine_run.py)
+    eligible: frozenset[str] = frozenset()
+    #: Kueue quota arithmetic for the gang's ClusterQueue (kueue_quota.py); None: not Kueue
+    quota: QuotaVerdict | None = None
 
 
 @dataclass
@@ -84,6 +89,9 @@ class Analysis:
     fragmentation: dict[int, float] = field(default_factory=dict)
     #: moves of running gangs that let waiting GPU demand start (defrag.py); None: none helps
     defrag: DefragPlan | None = None
+    #: Kueue Workloads waiting for quota with no pending pod in the snapshot (a suspended Job
+    #: creates no pods until admitted): "namespace/name" -> the quota arithmetic
+    queued: dict[str, QuotaVerdict] = field(default_factory=dict)
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> float:
@@ -116,7 +124,8 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
-            now: float | None = None, scheduler: str | None = None, defrag: bool = True) -> Analysis:
+            now: float | None = None, scheduler: str | None = None, defrag: bool = True,
+            defrag_method: str = "milp") -> Analysis:
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
     that one are decided (the others still hold what they are bound to). ``defrag=False`` skips
     the cluster-wide defrag plan (the live scheduler's ticks do not act on it)."""
@@ -128,6 +137,8 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pods = [replace(p, gpus=p.gpus + dra.gpus_of(p)) if p.claims else p for p in pods]
     podgroups = {pg.key: pg for pg in (_guard(_name("PodGroup", o), read_podgroup, o)
                                        for o in snap.of("PodGroup"))}
+    podgroups.update({pg.key: pg for o in snap.of("Workload") if str(o.get("apiVersion", "")).startswith(
+        UPSTREAM_API) for pg in _guard(_name("Workload", o), read_upstream, o)})
     notes: list[str] = list(dra.notes)
     t_now = now if now is not None else _now(snap, pods)
     used = _usage(nodes, pods, notes)
@@ -139,15 +150,17 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     pending = [p for p in pods if p.pending and (scheduler is None or p.scheduler == scheduler)]
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
-    results = _engine(nodes, running_gangs, pending_gangs, t_now, assume_runtime_s, dra, held)
-    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra) for g in pending_gangs]
-    workloads = [read_workload(o) for o in snap.of("Workload") if is_kueue(o)]
+    decided = engine_run.run(nodes, running_gangs, [g for g in pending_gangs if not _held(g)],
+                             t_now, assume_runtime_s, dra, held)
+    notes += decided.notes
+    results = decided.results
+    mig_free = _mig_free(nodes, pods)
+    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra, mig_free) for g in pending_gangs]
     for r in reports:
-        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
-        if w is not None:
-            r.chain[1] = w.quota_line()
+        r.eligible = decided.eligible.get(r.gang.key, frozenset())
+    queued = _quota(snap, reports)
     for r in reports:
-        if r.code not in ("SCHEDULED",):
+        if r.code not in ("SCHEDULED", *HELD):
             r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
             if r.fixes:
                 r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
@@ -159,10 +172,54 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                      "whole-GPU pods and single MIG instances")
     frag = fragmentation([int(free[n.name][0]) for n in nodes if n.node.health.schedulable and n.node.gpus])
     plan = defrag_plan(nodes, _after_starts(free, reports, pending), running_gangs,
-                       [_minimum(r.gang) for r in reports if r.code != "SCHEDULED" and r.fits_empty],
-                       t_now) if defrag else None
+                       [minimum(r.gang) for r in reports if r.fits_empty
+                        and r.code not in ("SCHEDULED", *HELD)],
+                       t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag, plan)
+                    frag, plan, queued)
+
+
+def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]:
+    """The quota step of each chain: the Workload's own conditions, then (with ClusterQueues in
+    the snapshot) the quota arithmetic of kueue_quota.py for the gang's ClusterQueue. Returns
+    the arithmetic for Workloads not admitted that no pending gang stands for (suspended Jobs)."""
+    raw = {((o.get("metadata") or {}).get("namespace") or "default", (o.get("metadata") or {}).get("name")): o
+           for o in snap.of("Workload") if is_kueue(o)}
+    workloads = [read_workload(o) for o in raw.values()]
+    book = _guard("Kueue quota objects", kueue_quota.from_snapshot, snap.objects)
+    seen: set[tuple[str, str]] = set()
+    for r in reports:
+        w = workload_of(r.gang.pods[0], workloads) if workloads and r.gang.pods else None
+        if w is not None:
+            r.chain[1] = w.quota_line()
+        if book is None or (w is not None and w.conditions.get("Admitted", ("",))[0] == "True"):
+            continue
+        obj = raw.get((w.namespace, w.name)) if w is not None else None
+        cq, lq = book.queue_of(obj, r.gang.pods)
+        if not cq and obj is None and not lq:
+            continue   # not a Kueue-managed gang
+        demand, source = _guard("Kueue Workload", book.demand, obj, r.gang.pods)
+        r.quota = book.check(cq, demand, source)
+        if w is None:
+            r.chain[1] = f"quota: LocalQueue {lq} (no Workload in the snapshot)"
+        r.chain.insert(2, r.quota.line())
+        seen.add((w.namespace, w.name) if w is not None else ("", ""))
+    queued: dict[str, QuotaVerdict] = {}
+    for key, obj in raw.items() if book is not None else ():
+        if key in seen or any(kueue_quota.is_true(obj, c) for c in ("Admitted", "QuotaReserved", "Finished")):
+            continue
+        cq, _ = book.queue_of(obj, ())
+        demand, source = _guard("Kueue Workload", book.demand, obj, ())
+        queued[f"{key[0]}/{key[1]}"] = book.check(cq, demand, source)
+    return queued
+
+
+#: codes of gangs no scheduler places yet (not decided by the engine, no fixes, not in the plan)
+HELD = ("WAITING_FOR_POD_GROUP", "GATED")
+
+
+def _held(g: Gang) -> bool:
+    return bool(g.missing_group) or any(p.gates for p in g.pods)
 
 
 def _after_starts(free: dict, reports: list[GangReport], pending: list[KubePod]) -> dict:
@@ -211,82 +268,29 @@ def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> di
     return out
 
 
-def _eligible(gang: Gang, nodes: list[KubeNode], dra: DraState) -> frozenset[str]:
-    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
-
-
-def _engine(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float,
-            run_s: float, dra: DraState, held: dict[str, int]) -> dict[str, tuple]:
-    """Per pending gang key: (Status, reservation or None, running jobs, node names)."""
-    index = {n.name: i for i, n in enumerate(nodes)}
-    running_jobs: list[RunningJob] = []
-    for g in running:
-        job = to_job(g, run_s)
-        members = pod_set_members(job, g)
-        bindings = tuple(PodBinding(job.id, ps.name, r, index[p.node_name], ps.request)
-                         for ps in job.pod_sets for r, p in enumerate(members[ps.name]))
-        start = min((p.started or p.created or now for p in g.pods), default=now)
-        running_jobs.append(RunningJob(job, start, bindings))
-    classes: dict[frozenset[str], list[Gang]] = {}
-    for g in pending:
-        classes.setdefault(_eligible(g, nodes, dra), []).append(g)
-    order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
-                                                    min(g.submitted for g in kv[1])))
-    extra: list[PodBinding] = []
-    out: dict[str, tuple] = {}
-    prof = named_profile(PROFILE)
-    for eligible, gangs in order:
-        fleet = Fleet(tuple(n.node if n.name in eligible else replace(n.node, health=NodeHealth.DRAINING)
-                            for n in nodes))
-        if not fleet.nodes:
-            continue
-        table = NodeTable.from_fleet(fleet)
-        for b in [b for rj in running_jobs for b in rj.bindings] + extra:
-            req = b.request
-            if (table.gpu_free[b.node] >= req.gpus and table.cpu_free[b.node] >= req.cpus - 1e-9
-                    and table.mem_free[b.node] >= req.memory_gb - 1e-9):
-                table.take(b.node, req)
-        for name, k in held.items():
-            i = index[name]
-            if table.gpu_free[i] >= k:
-                table.take(i, PodRequest(gpus=k))
-        cores = {g.key: _minimum(g) for g in gangs}
-        jobs = [PendingJob(to_job(cores[g.key], run_s)) for g in gangs]
-        result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
-                                      running=tuple(running_jobs), seed=0))
-        extra += list(result.bindings)
-        reservations = {r.job: r for r in result.reservations}
-        started = set(result.started)
-        for g in gangs:
-            jid = JobId(g.key)
-            mine = [b for b in result.bindings if b.job == jid] if jid in started else []
-            members = pod_set_members(jobs[[j.job.id for j in jobs].index(jid)].job, cores[g.key])
-            pairs = [(members[b.pod_set][b.replica].key, table.names[b.node]) for b in mine]
-            out[g.key] = (result.statuses.get(jid), reservations.get(jid), running_jobs,
-                          sorted({n for _, n in pairs}), table.names, pairs)
-    return out
-
-
-def _minimum(g: Gang) -> Gang:
-    """The part of a gang that must start together: ``minMember`` pods of a PodGroup (the rest
-    may follow one by one), every pod of any other gang."""
-    if len(g.pods) > g.min_member:
-        return replace(g, pods=g.pods[:g.min_member])
-    return g
-
-
 def _engine_text(status) -> str:
     reasons = list(dict.fromkeys(status.reasons))
     return f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
 
 
+def _mig_free(nodes: list[KubeNode], pods: list[KubePod]) -> dict[str, dict[str, int]]:
+    """Free MIG instances per node and profile (mixed strategy): allocatable minus bound pods'."""
+    out = {n.name: {k: a for k, (_, a) in n.gpu.mig.items()} for n in nodes if n.node.health.schedulable}
+    for p in pods:
+        if p.holds_capacity and p.node_name in out:
+            for k, v in p.mig.items():
+                out[p.node_name][k] = out[p.node_name].get(k, 0) - v
+    return out
+
+
 def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float,
-            dra: DraState) -> GangReport:
+            dra: DraState, mig_free: dict[str, dict[str, int]] | None = None) -> GangReport:
     reasons: Counter[str] = Counter()
     for p in g.pods[:1]:  # the gang's pods share a spec as a rule; the first speaks for them
-        reasons = node_reasons(p, nodes, free, dra)
+        reasons = node_reasons(p, nodes, free, dra, mig_free)
     fits_empty = any(all(static_reason(p, n, dra) is None and capacity_reason(
-        p, n.node.gpus, n.node.cpus, n.node.memory_gb) is None for p in g.pods[:1]) for n in nodes)
+        p, n.node.gpus, n.node.cpus, n.node.memory_gb, {k: a for k, (_, a) in n.gpu.mig.items()}) is None
+        for p in g.pods[:1]) for n in nodes)
     layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
                      if n.blocker is not None and n.has_gpus)
     code, engine, start, blockers, assignments = "UNKNOWN", "not examined", None, [], []
@@ -304,15 +308,25 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                     if on:
                         blockers.append(f"{rj.job.id} on {', '.join(on)}")
     chain = [f"{g.kind} {g.key}: {len(g.pods)} pending pod(s), {g.gpus} GPU(s)"
-             + (f", minMember {g.min_member}" if g.kind.endswith("PodGroup") else ""),
+             + (f", minMember {g.min_member}" if g.kind.endswith(("PodGroup", "Workload"))
+                and not g.missing_group else ""),
              "quota: no Kueue Workload in the snapshot (not checked)",
              "fit anywhere (cluster empty): "
              + ("yes" if fits_empty else "no: no node could ever hold one pod"),
              "per node now: " + (summary(reasons) or "no nodes")]
     if layers:
         chain.append("GPU readiness: " + "; ".join(f"{n} node(s) {r}" for r, n in layers.most_common(3)))
+    gates = sorted({name for p in g.pods for name in p.gates})
+    if g.missing_group:
+        code = "WAITING_FOR_POD_GROUP"
+        engine = (f"not placed: the pods name {g.kind} {g.missing_group}, which is not in the snapshot; "
+                  "the scheduler keeps them pending until it exists")
+    elif gates:
+        code = "GATED"
+        engine = (f"not placed: scheduling gate(s) {', '.join(gates)} (no scheduler considers a gated pod "
+                  "until its gates are removed; kueue.x-k8s.io/admission is removed when Kueue admits it)")
     chain.append(f"engine: {engine}")
-    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE)):
+    if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE), *HELD):
         chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
                      + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
     cvc = _counts_vs_claims(g, dra)

@@ -2,7 +2,8 @@
 
 The order follows kube-scheduler's filters, so the counts read like its ``0/N nodes are
 available`` line, with reasons a person can act on: node not ready (and which GPU layer
-failed), node selector / GPU model, untolerated taint, then free capacity (GPUs, CPU, memory).
+failed), GPU model, node selector, required node affinity, untolerated taint, DRA claims,
+then free capacity (GPUs, CPU, memory).
 Only ``NoSchedule`` and ``NoExecute`` taints filter; ``PreferNoSchedule`` only scores.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpufleet.adapters.kubernetes.affinity import matches
 from gpufleet.adapters.kubernetes.claims import DraState
 from gpufleet.adapters.kubernetes.nodes import KubeNode
 from gpufleet.adapters.kubernetes.pods import PRODUCT_LABEL, KubePod
@@ -38,6 +40,8 @@ def static_reason(pod: KubePod, node: KubeNode, dra: DraState | None = None) -> 
     for k, v in pod.node_selector.items():
         if k != PRODUCT_LABEL and node.labels.get(k) != v:
             return f"node selector {k}={v} not matched"
+    if pod.affinity and not matches(pod.affinity, node.labels, node.name):
+        return "node affinity not matched"
     taint = untolerated(pod, node)
     if taint is not None:
         return f"untolerated taint {taint}"
@@ -66,7 +70,8 @@ def capacity_reason(pod: KubePod, free_gpu: float, free_cpu: float, free_mem: fl
 
 
 def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]],
-                 dra: DraState | None = None) -> Counter[str]:
+                 dra: DraState | None = None, mig_free: dict[str, dict[str, int]] | None = None
+                 ) -> Counter[str]:
     """Per reason, how many nodes fail this pod (eligible nodes with room count as "fits")."""
     out: Counter[str] = Counter()
     for n in nodes:
@@ -74,7 +79,7 @@ def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[floa
         if why is None:
             g, c, m = free[n.name]
             why = ((dra.reason(pod, n.name, now=True) if pod.claims and dra is not None else None)
-                   or capacity_reason(pod, g, c, m) or "fits")
+                   or capacity_reason(pod, g, c, m, (mig_free or {}).get(n.name)) or "fits")
         out[why] += 1
     return out
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from gpufleet.adapters.kubernetes.pods import KubePod, PodGroupInfo
+from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP, K8S_WORKLOAD, KubePod, PodGroupInfo
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
 
@@ -21,6 +21,9 @@ class Gang:
     kind: str                 # "PodGroup", "JobSet", ..., or "Pod" for a gang of one
     pods: tuple[KubePod, ...]
     min_member: int
+    #: an upstream PodGroup / Workload pod group the pods name but the snapshot lacks: the
+    #: scheduler keeps such pods pending until it exists
+    missing_group: str = ""
 
     @property
     def gpus(self) -> int:
@@ -43,10 +46,28 @@ def group(pods: list[KubePod], podgroups: dict[str, PodGroupInfo]) -> list[Gang]
         by_key[(kind or "Pod", key or p.key)].append(p)
     out = []
     for (kind, key), members in sorted(by_key.items(), key=lambda kv: kv[0][1]):
+        pods = tuple(sorted(members, key=lambda p: p.key))
+        if kind in (K8S_PODGROUP, K8S_WORKLOAD):
+            # a replica key (namespace/workload/group/replica) shares its group's policy
+            pg = podgroups.get(key) or podgroups.get("/".join(key.split("/")[:3]))
+            if pg is None:
+                out.append(Gang(key, kind, pods, len(pods), missing_group=key))
+            elif pg.policy == "basic":
+                out += [Gang(p.key, "Pod", (p,), 1) for p in pods]
+            else:
+                out.append(Gang(key, kind, pods, pg.min_member))
+            continue
         pg = podgroups.get(key) if kind in ("PodGroup", "Volcano PodGroup") else None
-        out.append(Gang(key, kind, tuple(sorted(members, key=lambda p: p.key)),
-                        pg.min_member if pg else len(members)))
-    return out
+        out.append(Gang(key, kind, pods, pg.min_member if pg else len(members)))
+    return sorted(out, key=lambda g: g.key)
+
+
+def minimum(g: Gang) -> Gang:
+    """The part of a gang that must start together: ``minMember`` pods of a PodGroup (the rest
+    may follow one by one), every pod of any other gang."""
+    if len(g.pods) > g.min_member:
+        return Gang(g.key, g.kind, g.pods[:g.min_member], g.min_member)
+    return g
 
 
 def request_of(pod: KubePod) -> PodRequest:

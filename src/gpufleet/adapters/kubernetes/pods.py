@@ -8,6 +8,8 @@ Gangs, first match wins (the pods of one gang share the key):
 
 | source | pod field | gang |
 |---|---|---|
+| PodGroup ``scheduling.k8s.io/v1alpha2`` 1.36+ | ``spec.schedulingGroup.podGroupName`` | the PodGroup (1) |
+| Workload ``scheduling.k8s.io/v1alpha1`` (1.35) | ``spec.workloadRef`` (2) | the Workload's pod group (1) |
 | scheduler-plugins PodGroup | label ``scheduling.x-k8s.io/pod-group`` | that PodGroup (``minMember``) |
 | Volcano PodGroup | annotation ``scheduling.k8s.io/group-name`` | that PodGroup (``minMember``) |
 | Kueue plain pod group | label ``kueue.x-k8s.io/pod-group-name`` | the group |
@@ -15,7 +17,13 @@ Gangs, first match wins (the pods of one gang share the key):
 | Kubeflow PyTorchJob / MPIJob | label ``training.kubeflow.org/job-name`` | the job |
 | LeaderWorkerSet | labels ``leaderworkerset.sigs.k8s.io/name`` + ``group-index`` | one replica group |
 
-Anything else is a gang of one.
+Anything else is a gang of one. (1) ``gang.minCount`` of ``schedulingPolicy`` (PodGroup) or of
+``podGroups[].policy`` (v1alpha1 Workload). (2) ``{name, podGroup, podGroupReplicaKey}``: one gang
+per replica key. The upstream kinds are alpha (feature gate ``GenericWorkload``;
+gang enforcement ``GangScheduling``): https://kubernetes.io/docs/concepts/workloads/podgroup-api/,
+…/workload-api/, …/pods/scheduling-group/, …/pods/workload-reference/ (KEP-4671). A ``basic``
+policy schedules each pod on its own; a pod naming a PodGroup or Workload that does not exist
+stays pending (the scheduler needs the policy first).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gpufleet.adapters.kubernetes.affinity import Term, read_terms
 from gpufleet.adapters.kubernetes.gpu_labels import GPU_RESOURCE, MIG_RESOURCE, catalog_model
 from gpufleet.adapters.kubernetes.quantity import QuantityError, cpu_cores, memory_gb, parse_quantity
 from gpufleet.model.errors import InputError
@@ -92,6 +101,11 @@ class KubePod:
     message: str = ""                      # PodScheduled=False message, when present
     owners: tuple[tuple[str, str], ...] = ()   # (kind, name) of metadata.ownerReferences
     labels: tuple[tuple[str, str], ...] = ()
+    #: required node affinity terms (affinity.py); empty: none
+    affinity: tuple[Term, ...] = ()
+    #: ``spec.schedulingGates`` names (e.g. Kueue's ``kueue.x-k8s.io/admission``): while any is
+    #: set, no scheduler considers the pod (Pod Scheduling Readiness, GA in 1.30)
+    gates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -134,8 +148,20 @@ def _models(spec: dict) -> tuple[str, ...]:
     return tuple(sorted(set(values)))
 
 
-def _gang(meta: dict, ns: str) -> tuple[str, str]:
+K8S_PODGROUP, K8S_WORKLOAD = "Kubernetes PodGroup", "Kubernetes Workload"
+UPSTREAM_API = "scheduling.k8s.io/"
+
+
+def _gang(meta: dict, ns: str, spec: dict | None = None) -> tuple[str, str]:
     labels, ann = meta.get("labels") or {}, meta.get("annotations") or {}
+    spec = spec or {}
+    group = spec.get("schedulingGroup") or {}
+    if isinstance(group, dict) and group.get("podGroupName"):
+        return K8S_PODGROUP, f"{ns}/{group['podGroupName']}"
+    ref = spec.get("workloadRef") or {}
+    if isinstance(ref, dict) and ref.get("name"):
+        key = f"{ns}/{ref['name']}/{ref.get('podGroup') or ''}"
+        return K8S_WORKLOAD, key + (f"/{ref['podGroupReplicaKey']}" if ref.get("podGroupReplicaKey") else "")
     for label, kind in GANG_LABELS:
         if labels.get(label):
             return kind, f"{ns}/{labels[label]}"
@@ -188,24 +214,60 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
         node_selector={str(k): str(v) for k, v in (spec.get("nodeSelector") or {}).items()},
         tolerations=tolerations,
         claims=tuple(_claim_ref(c, status) for c in spec.get("resourceClaims") or [] if isinstance(c, dict)),
-        gang=_gang(meta, ns), message=str(cond.get("message") or ""),
+        gang=_gang(meta, ns, spec), message=str(cond.get("message") or ""),
         owners=tuple((str(o.get("kind", "")), str(o.get("name", "")))
                      for o in meta.get("ownerReferences") or [] if isinstance(o, dict)),
         labels=tuple(sorted((str(k), str(v)) for k, v in (meta.get("labels") or {}).items())),
+        affinity=read_terms(spec),
+        gates=tuple(str(g.get("name", "")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict)),
     )
 
 
 @dataclass(frozen=True, slots=True)
 class PodGroupInfo:
-    kind: str          # "PodGroup" (scheduler-plugins) or "Volcano PodGroup"
+    kind: str          # "PodGroup" (scheduler-plugins), "Volcano PodGroup", K8S_PODGROUP, K8S_WORKLOAD
     key: str
     min_member: int
     phase: str
+    policy: str = "gang"   # upstream kinds: "gang" or "basic" (each pod on its own)
+
+
+def _policy(policy: dict) -> tuple[str, int]:
+    """(policy name, minCount) of an upstream ``basic``/``gang`` scheduling policy."""
+    gang = (policy or {}).get("gang") if isinstance(policy, dict) else None
+    if isinstance(gang, dict):
+        try:
+            return "gang", max(1, int(gang.get("minCount") or 1))
+        except (TypeError, ValueError):
+            return "gang", 1
+    return "basic", 1
+
+
+def read_upstream(obj: dict) -> list[PodGroupInfo]:
+    """Pod groups of an upstream ``scheduling.k8s.io`` object: a v1alpha2 PodGroup is one; a
+    v1alpha1 Workload has one per ``spec.podGroups`` entry (key namespace/workload/group). A
+    v1alpha2 Workload only holds templates (its PodGroups carry the policy): none."""
+    meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+    ns = meta.get("namespace") or "default"
+    if obj.get("kind") == "PodGroup":
+        policy, n = _policy(spec.get("schedulingPolicy") or {})
+        cond = next((c for c in status.get("conditions") or [] if isinstance(c, dict)
+                     and c.get("type") == "PodGroupScheduled"), {})
+        return [PodGroupInfo(K8S_PODGROUP, f"{ns}/{meta.get('name')}", n, str(cond.get("reason") or ""),
+                             policy)]
+    out = []
+    for g in spec.get("podGroups") or []:
+        if isinstance(g, dict) and g.get("name"):
+            policy, n = _policy(g.get("policy") or {})
+            out.append(PodGroupInfo(K8S_WORKLOAD, f"{ns}/{meta.get('name')}/{g['name']}", n, "", policy))
+    return out
 
 
 def read_podgroup(obj: dict) -> PodGroupInfo:
     meta, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
     api = str(obj.get("apiVersion", ""))
+    if api.startswith(UPSTREAM_API):
+        return read_upstream(obj)[0]
     kind = "Volcano PodGroup" if api.startswith("scheduling.volcano.sh") else "PodGroup"
     try:
         min_member = int(spec.get("minMember") or 1)

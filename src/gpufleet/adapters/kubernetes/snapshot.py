@@ -21,7 +21,8 @@ from gpufleet.model.errors import InputError
 #: Kinds the analysis reads. PodGroup covers scheduler-plugins (scheduling.x-k8s.io) and
 #: Volcano (scheduling.volcano.sh); the API group tells them apart.
 KNOWN_KINDS = ("Node", "Pod", "PodGroup", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice",
-               "DeviceClass", "PriorityClass", "Workload")
+               "DeviceClass", "PriorityClass", "Workload", "ClusterQueue", "ResourceFlavor", "LocalQueue",
+               "Cohort")
 MAX_BYTES = 512 * 2**20
 
 

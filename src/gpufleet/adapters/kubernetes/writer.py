@@ -17,6 +17,11 @@ PodGroups, from their published CRDs:
   has only ``phase, occupiedBy, running, succeeded, failed, scheduleStartTime`` — no conditions;
   the structural schema would prune a ``conditions`` field silently. The reason goes into an Event
   whose ``regarding`` is the PodGroup (``kubectl describe podgroup`` shows it) instead.
+- upstream ``scheduling.k8s.io/v1alpha2`` PodGroup (kubernetes.io docs, "PodGroup API" and its
+  lifecycle page; KEP-4671): ``status.conditions[]`` are ``metav1.Condition``s; the scheduler's is
+  ``PodGroupScheduled``, ``False`` with reason ``Unschedulable`` when the group cannot be placed.
+  Written through ``podgroups/status`` as a JSON merge patch of the whole list (the client's
+  patch for a dict body), the other conditions carried over.
 """
 
 from __future__ import annotations
@@ -74,6 +79,15 @@ def volcano_podgroup_scheduled(existing: list, now: float, transition_id: str) -
                                                                                    "Scheduled")]
     ours = {"type": "Scheduled", "status": "True", "reason": "tasks in gang are ready to be scheduled",
             "lastTransitionTime": _rfc3339(now), "transitionID": transition_id}
+    return {"status": {"conditions": [*kept, ours]}}
+
+
+def upstream_podgroup_condition(existing: list, message: str, now: float) -> dict:
+    """A merge patch for ``podgroups/status`` of an upstream PodGroup: ``existing`` conditions
+    kept, except an older ``PodGroupScheduled``, which ours (``False``/``Unschedulable``) replaces."""
+    kept = [c for c in existing if isinstance(c, dict) and c.get("type") != "PodGroupScheduled"]
+    ours = {"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable",
+            "message": message[:1024], "lastTransitionTime": _rfc3339(now)}
     return {"status": {"conditions": [*kept, ours]}}
 
 

@@ -244,15 +244,7 @@ def test_an_eviction_whose_pods_fit_elsewhere_is_offered_as_a_defrag_move(nori):
     assert an.fragmentation[8] == 1.0 and an.fragmentation[4] == 0.0
 
 
-def test_the_cluster_defrag_plan_starts_the_most_waiting_gpus_for_the_least_work_moved(nori):
-    """Four 8-GPU nodes a-d, each running one 4-GPU pod started 1, 2, 3 and 4 h before the
-    snapshot (costs 4, 8, 12, 16 GPU-h if moved). 16 GPUs are free, 4 per node, so neither
-    waiting 8-GPU pod (w1, w2) fits. The plan:
-    1) move r-a (4 GPU-h) into b's free 4 GPUs; w1 starts on a (0.5 GPU-h per GPU started);
-    2) b is full and r-a moved once already, so for w2 the cheapest is moving r-c (12 GPU-h)
-       into d's free 4 GPUs (moving r-d would cost 16); w2 starts on c.
-    All 16 waiting GPUs start for 4 + 12 = 16 GPU-h moved. The single-gang fix list cannot say
-    this: it offers each waiting pod the same cheapest eviction (r-a)."""
+def _four_nodes_half_full(nori):
     nodes = [_eight_gpu(nori, n) for n in "abcd"]
     run = []
     for node, start in zip("abcd", ("22", "21", "20", "19"), strict=True):
@@ -260,7 +252,21 @@ def test_the_cluster_defrag_plan_starts_the_most_waiting_gpus_for_the_least_work
         p["spec"]["nodeName"] = node
         p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{start}:18:09Z"}
         run.append(p)
-    an = analyze(_snap(nodes, [*run, _gpu_pod("w1", gpus="8"), _gpu_pod("w2", gpus="8")]))
+    return nodes, run
+
+
+def test_the_greedy_defrag_plan_takes_the_cheapest_gang_per_gpu_step_by_step(nori):
+    """Four 8-GPU nodes a-d, each running one 4-GPU pod started 1, 2, 3 and 4 h before the
+    snapshot (costs 4, 8, 12, 16 GPU-h if moved). 16 GPUs are free, 4 per node, so neither
+    waiting 8-GPU pod (w1, w2) fits. The greedy plan:
+    1) move r-a (4 GPU-h) into b's free 4 GPUs; w1 starts on a (0.5 GPU-h per GPU started);
+    2) b is full and r-a moved once already, so for w2 the cheapest is moving r-c (12 GPU-h)
+       into d's free 4 GPUs (moving r-d would cost 16); w2 starts on c.
+    All 16 waiting GPUs start for 4 + 12 = 16 GPU-h moved. The single-gang fix list cannot say
+    this: it offers each waiting pod the same cheapest eviction (r-a)."""
+    nodes, run = _four_nodes_half_full(nori)
+    an = analyze(_snap(nodes, [*run, _gpu_pod("w1", gpus="8"), _gpu_pod("w2", gpus="8")]),
+                 defrag_method="greedy")
     d = an.defrag
     assert d is not None and (d.waiting_gpus, d.started_gpus, d.displaced_gpu_h) == (16, 16, 16.0)
     first, second = d.steps
@@ -269,6 +275,37 @@ def test_the_cluster_defrag_plan_starts_the_most_waiting_gpus_for_the_least_work
     assert (second.gang, second.nodes, second.displaced_gpu_h) == ("t/w2", ("c",), 12.0)
     assert [(m.gang, m.from_nodes, m.to_nodes) for m in second.moves] == [("t/r-c", ("c",), ("d",))]
     assert {gang(an, k).fixes[0].what.split(" to ")[0] for k in ("t/w1", "t/w2")} == {"evict t/r-a"}
+
+
+def test_the_milp_defrag_plan_finds_the_cheaper_set_of_moves_the_greedy_misses(nori):
+    """The same cluster. Emptying two nodes for w1 and w2 costs least by moving the two
+    youngest pods r-a (4 GPU-h) and r-b (8 GPU-h) into c's and d's free 4 GPUs: 16 GPUs start
+    for 4 + 8 = 12 GPU-h (0.75 per GPU), where the greedy moved 16 (1.0 per GPU); the solver
+    proves it optimal."""
+    nodes, run = _four_nodes_half_full(nori)
+    an = analyze(_snap(nodes, [*run, _gpu_pod("w1", gpus="8"), _gpu_pod("w2", gpus="8")]))
+    d = an.defrag
+    assert d is not None and d.method == "milp" and d.optimal
+    assert (d.started_gpus, d.displaced_gpu_h, d.gpu_h_per_gpu) == (16, 12.0, 0.75)
+    moves = {m.gang: m for s in d.steps for m in s.moves}
+    assert set(moves) == {"t/r-a", "t/r-b"}
+    assert {moves["t/r-a"].to_nodes, moves["t/r-b"].to_nodes} == {("c",), ("d",)}
+    assert sorted(n for s in d.steps for n in s.nodes) == ["a", "b"]
+
+
+def test_the_milp_starts_a_bigger_gang_the_greedy_blocks(nori):
+    """Same four half-full nodes; waiting: w1 (one 8-GPU pod) and g (a JobSet of two 8-GPU
+    pods). Free 16 GPUs can hold w1 + g = 24 never, so the best is g (16 GPUs). The greedy first
+    takes w1 (move r-a, 4 GPU-h: 0.5 per GPU, cheaper than g's 12/16 = 0.75) and then g no
+    longer fits: 8 GPUs started. The MILP starts g: 16 GPUs for 12 GPU-h (r-a and r-b moved)."""
+    nodes, run = _four_nodes_half_full(nori)
+    g = [dict(_gpu_pod(f"g{i}", gpus="8"), metadata={"name": f"g{i}", "namespace": "t",
+              "labels": {"jobset.sigs.k8s.io/jobset-name": "g"}}) for i in range(2)]
+    pods = [*run, _gpu_pod("w1", gpus="8"), *g]
+    greedy = analyze(_snap(nodes, pods), defrag_method="greedy").defrag
+    best = analyze(_snap(nodes, pods)).defrag
+    assert (greedy.started_gpus, greedy.displaced_gpu_h, [s.gang for s in greedy.steps]) == (8, 4.0, ["t/w1"])
+    assert (best.started_gpus, best.displaced_gpu_h, [s.gang for s in best.steps]) == (16, 12.0, ["t/g"])
 
 
 def test_no_defrag_plan_when_no_move_helps(nori):
@@ -288,7 +325,8 @@ def test_no_defrag_plan_when_no_move_helps(nori):
 def test_a_defrag_plan_never_starts_more_gpus_than_are_free_and_moves_a_gang_once(nori, running, waiting):
     """Moves only shift work between nodes, so whatever the cluster, the GPUs a plan starts are
     at most the free GPUs (4 nodes × 8 − running); each step's cost is the sum of its moves,
-    each running gang moves at most once, and only waiting gangs are started."""
+    each running gang moves at most once, and only waiting gangs are started. The MILP, an
+    optimum, never starts fewer GPUs than the greedy, and for as many never moves more."""
     nodes = [_eight_gpu(nori, f"n{i}") for i in range(4)]
     used, pods = [0] * 4, []
     for k, (node, gpus, hours) in enumerate(running):
@@ -300,12 +338,18 @@ def test_a_defrag_plan_never_starts_more_gpus_than_are_free_and_moves_a_gang_onc
         p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{23 - hours:02d}:18:09Z"}
         pods.append(p)
     pods += [_gpu_pod(f"w{k}", gpus=str(g)) for k, g in enumerate(waiting)]
-    an = analyze(_snap(nodes, pods))
-    if an.defrag is None:
-        return
-    d = an.defrag
-    assert d.started_gpus <= 32 - sum(used)
-    moved = [m.gang for s in d.steps for m in s.moves]
-    assert len(moved) == len(set(moved)) and all(g.startswith("t/r") for g in moved)
-    assert all(s.gang.startswith("t/w") and s.moves for s in d.steps)
-    assert all(abs(s.displaced_gpu_h - sum(m.gpu_h for m in s.moves)) < 0.01 for s in d.steps)
+    plans = {m: analyze(_snap(nodes, pods), defrag_method=m).defrag for m in ("greedy", "milp")}
+    for method, d in plans.items():
+        if d is None:
+            continue
+        assert d.started_gpus <= 32 - sum(used)
+        moved = [m.gang for s in d.steps for m in s.moves]
+        assert len(moved) == len(set(moved)) and all(g.startswith("t/r") for g in moved)
+        assert all(s.gang.startswith("t/w") for s in d.steps) and moved
+        assert all(s.moves for s in d.steps) or method == "milp"
+        assert all(abs(s.displaced_gpu_h - sum(m.gpu_h for m in s.moves)) < 0.01 for s in d.steps)
+    g, m = plans["greedy"], plans["milp"]
+    if g is not None:
+        assert m is not None and m.started_gpus >= g.started_gpus
+        if m.started_gpus == g.started_gpus:
+            assert m.displaced_gpu_h <= g.displaced_gpu_h + 0.01

@@ -167,4 +167,26 @@ def test_analyze_prints_the_defrag_plan_unless_told_not_to(tmp_path, nori):
     assert plan["started_gpus"] == 8 and len(plan["steps"]) == 1 and plan["steps"][0]["starts"] == "t/w"
     assert json.loads(without.stdout)["defrag_plan"] is None
     text = runner.invoke(app, ["k8s", "analyze", str(snap)])
-    assert "defrag plan: 1 step(s) start 8 of 8 waiting GPU(s)" in text.stdout
+    assert ("defrag plan (MILP, proven optimal: most GPUs started, then least GPU-h moved): 1 step(s) "
+            "start 8 of 8 waiting GPU(s)") in text.stdout
+    greedy = runner.invoke(app, ["k8s", "analyze", str(snap), "--defrag-method", "greedy"])
+    assert "defrag plan (greedy): 1 step(s) start 8 of 8 waiting GPU(s)" in greedy.stdout
+    bad = runner.invoke(app, ["k8s", "analyze", str(snap), "--defrag-method", "best"])
+    assert bad.exit_code == 2
+
+
+def test_a_clusterqueue_with_a_bad_quota_gets_one_line_and_exit_2(tmp_path):
+    """The real node plus a ClusterQueue whose nominalQuota is not a quantity, or whose
+    resourceGroups is a map: one line naming the object and field, exit 2, no traceback."""
+    nodes = json.loads((DATA / "nodes-rke2-gpu.json").read_text())
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "cq"},
+          "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+              {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}]}]}}
+    bad_quantity = "ClusterQueue cq.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
+    for spec, where in ((cq["spec"], bad_quantity),
+                        ({"resourceGroups": {"a": 1}}, "ClusterQueue cq.spec.resourceGroups[0]")):
+        snap = tmp_path / "snap.json"
+        snap.write_text(json.dumps({**nodes, "items": nodes["items"] + [{**cq, "spec": spec}]}))
+        r = runner.invoke(app, ["k8s", "analyze", str(snap)])
+        assert r.exit_code == 2 and where in r.output and "Traceback" not in r.output
+        assert len(r.output.strip().splitlines()) == 1

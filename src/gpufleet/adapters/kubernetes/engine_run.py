@@ -1,0 +1,149 @@
+"""One engine run for a snapshot: pending gangs as jobs that carry their own node filter.
+
+Kubernetes filters our ``NodeTable`` does not model — taints/tolerations, ``nodeSelector``,
+required node affinity, a failed GPU layer, DRA claims that cannot be allocated on a node — are
+computed per gang (``eligible_nodes``: the nodes on which every pod of the gang passes
+``filters.static_reason``) and handed to the engine on the job (``Job.eligible_nodes``), so one
+``run_cycle`` on the whole fleet decides every gang, with reservations and backfill that respect
+each job's nodes.
+
+An engine that does not honour ``eligible_nodes`` would bind or reserve a gang on a node it may
+not use; ``run`` checks every binding and reservation against the job's set and, if one falls
+outside, discards that run and decides per eligibility class instead (gangs with equal sets run
+on a fleet where every other node is not schedulable, classes in priority order, each seeing the
+bindings of the classes before it), adding a note that says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpufleet.adapters.kubernetes.claims import DraState
+from gpufleet.adapters.kubernetes.filters import static_reason
+from gpufleet.adapters.kubernetes.jobs import Gang, minimum, pod_set_members, to_job
+from gpufleet.adapters.kubernetes.nodes import KubeNode
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import CycleInput, CycleResult, PendingJob, RunningJob
+from gpufleet.model.fleet import Fleet, NodeHealth
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.registry import profile as named_profile
+
+PROFILE = "gang-conservative"
+FALLBACK_NOTE = ("the engine ignored the gangs' eligible_nodes (a binding or reservation fell on "
+                 "a node the gang may not use); decided per eligibility class instead")
+
+
+def eligible_nodes(gang: Gang, nodes: list[KubeNode], dra: DraState | None) -> frozenset[str]:
+    """Names of the nodes every pod of ``gang`` may use (no static filter fails; filters.py)."""
+    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
+
+
+@dataclass
+class EngineRun:
+    """Per pending gang key: (Status, reservation or None, running jobs, node names of its
+    bindings, table node names, (pod key, node) pairs); plus how it was decided."""
+
+    results: dict[str, tuple] = field(default_factory=dict)
+    eligible: dict[str, frozenset[str]] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    runs: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def running_jobs(nodes: list[KubeNode], running: list[Gang], now: float, run_s: float) -> list[RunningJob]:
+    index = {n.name: i for i, n in enumerate(nodes)}
+    out: list[RunningJob] = []
+    for g in running:
+        job = to_job(g, run_s)
+        members = pod_set_members(job, g)
+        bindings = tuple(PodBinding(job.id, ps.name, r, index[p.node_name], ps.request)
+                         for ps in job.pod_sets for r, p in enumerate(members[ps.name]))
+        start = min((p.started or p.created or now for p in g.pods), default=now)
+        out.append(RunningJob(job, start, bindings))
+    return out
+
+
+def _table(nodes: list[KubeNode], eligible: frozenset[str] | None, bindings: list[PodBinding],
+           held: dict[str, int]) -> NodeTable:
+    fleet = Fleet(tuple(n.node if eligible is None or n.name in eligible
+                        else replace(n.node, health=NodeHealth.DRAINING) for n in nodes))
+    table = NodeTable.from_fleet(fleet)
+    for b in bindings:
+        req = b.request
+        if (table.gpu_free[b.node] >= req.gpus and table.cpu_free[b.node] >= req.cpus - 1e-9
+                and table.mem_free[b.node] >= req.memory_gb - 1e-9):
+            table.take(b.node, req)
+    for i, n in enumerate(nodes):
+        k = held.get(n.name, 0)
+        if k and table.gpu_free[i] >= k:
+            table.take(i, PodRequest(gpus=k))
+    return table
+
+
+def _outside(result: CycleResult, table: NodeTable, eligible: dict[JobId, frozenset[str]]) -> bool:
+    """Did the engine put a binding or reservation on a node outside its job's eligible set?"""
+    for b in result.bindings:
+        if b.job in eligible and table.names[b.node] not in eligible[b.job]:
+            return True
+    return any(r.job in eligible and any(table.names[i] not in eligible[r.job] for i in r.nodes)
+               for r in result.reservations)
+
+
+def _collect(out: EngineRun, gangs: list[Gang], jobs: list[PendingJob], result: CycleResult,
+             table: NodeTable, running: list[RunningJob]) -> None:
+    reservations = {r.job: r for r in result.reservations}
+    started = set(result.started)
+    by_id = {pj.job.id: pj.job for pj in jobs}
+    for g in gangs:
+        jid = JobId(g.key)
+        mine = [b for b in result.bindings if b.job == jid] if jid in started else []
+        members = pod_set_members(by_id[jid], minimum(g))
+        pairs = [(members[b.pod_set][b.replica].key, table.names[b.node]) for b in mine]
+        out.results[g.key] = (result.statuses.get(jid), reservations.get(jid), running,
+                              sorted({n for _, n in pairs}), table.names, pairs)
+
+
+def run(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float, run_s: float,
+        dra: DraState | None, held: dict[str, int]) -> EngineRun:
+    """Decide every pending gang in one ``run_cycle`` (module docstring)."""
+    out = EngineRun()
+    if not nodes:
+        return out
+    rjobs = running_jobs(nodes, running, now, run_s)
+    prof = named_profile(PROFILE)
+    for g in pending:
+        out.eligible[g.key] = eligible_nodes(g, nodes, dra)
+        out.jobs[g.key] = replace(to_job(minimum(g), run_s), eligible_nodes=out.eligible[g.key])
+    jobs = [PendingJob(out.jobs[g.key]) for g in pending]
+    table = _table(nodes, None, [b for rj in rjobs for b in rj.bindings], held)
+    result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
+                                  running=tuple(rjobs), seed=0))
+    out.runs = 1
+    if not _outside(result, table, {JobId(k): v for k, v in out.eligible.items()}):
+        _collect(out, pending, jobs, result, table, rjobs)
+        return out
+    out.notes.append(FALLBACK_NOTE)
+    _per_class(out, nodes, rjobs, pending, now, held)
+    return out
+
+
+def _per_class(out: EngineRun, nodes: list[KubeNode], rjobs: list[RunningJob], pending: list[Gang],
+               now: float, held: dict[str, int]) -> None:
+    classes: dict[frozenset[str], list[Gang]] = {}
+    for g in pending:
+        classes.setdefault(out.eligible[g.key], []).append(g)
+    order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
+                                                    min(g.submitted for g in kv[1])))
+    extra: list[PodBinding] = []
+    prof = named_profile(PROFILE)
+    for eligible, gangs in order:
+        table = _table(nodes, eligible, [b for rj in rjobs for b in rj.bindings] + extra, held)
+        jobs = [PendingJob(out.jobs[g.key]) for g in gangs]
+        result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
+                                      running=tuple(rjobs), seed=0))
+        out.runs += 1
+        extra += list(result.bindings)
+        _collect(out, gangs, jobs, result, table, rjobs)
