@@ -29,7 +29,7 @@ from gpufleet.report.estimates import estimate_section
 from gpufleet.report.fmt import duration, durations
 from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_row, fragmentation_section
 from gpufleet.report.jsonsafe import write_json
-from gpufleet.report.reliability import RELIABILITY_ROWS, reliability_section
+from gpufleet.report.reliability import OPTIONAL_ROWS, RELIABILITY_ROWS, reliability_section
 from gpufleet.report.reliability import fmt as fmt_reliability
 from gpufleet.report.simulation import (
     COMPARISON_ROWS,
@@ -196,6 +196,9 @@ def print_reliability(summaries: dict[str, dict]) -> None:
         t.add_column(name, justify="right")
     for key, label, kind in RELIABILITY_ROWS:
         t.add_row(label, *[fmt_reliability(s[key], kind) for s in summaries.values()])
+    for key, label, kind in OPTIONAL_ROWS:  # elastic jobs, an upgrade rollout: when they ran
+        if all(key in s for s in summaries.values()):
+            t.add_row(label, *[fmt_reliability(s[key], kind) for s in summaries.values()])
     console.print(t)
 
 
