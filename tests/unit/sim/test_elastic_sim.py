@@ -163,3 +163,28 @@ def test_a_scenario_job_with_min_replicas_is_elastic_and_a_bad_range_is_one_clea
     for bad in ({"min_replicas": 5}, {"min_replicas": 1, "replica_step": 2}, {"min_replicas": 0}):
         with pytest.raises(InputError, match="min_replicas|replica_step"):
             _scenario(**bad)
+
+
+@settings(max_examples=20, deadline=None)
+@given(fails=st.lists(st.tuples(st.floats(0, 30_000), st.integers(0, 7)), max_size=6),
+       wave=st.integers(1, 4), start=st.floats(0, 20_000), seed=st.integers(0, 50),
+       zone_events=st.sampled_from([0.0, 6.0]))
+def test_elastic_gangs_survive_failures_spot_zone_events_and_an_upgrade_together(fails, wave, start, seed,
+                                                                                 zone_events):
+    """Everything at once on 8 nodes (4 of them spot, two zones): every job still ends, no instant
+    holds more GPUs than the fleet, and nothing is held at the end."""
+    from gpufleet.sim.failures import SpotConfig
+    from gpufleet.sim.upgrade import UpgradeConfig
+
+    jobs = [job("e1").gpus(8).gang(4).elastic(2, 2).runs(20_000).checkpoints(1800, 10, 30).build(),
+            job("e2").gpus(8).gang(3).elastic(1).runs(15_000).at(100).checkpoints(900, 10, 30).build(),
+            job("r").gpus(8).gang(2).runs(9_000).at(200).checkpoints(1800, 10, 30).build()]
+    spot = SpotConfig(nodes=4, reclaims_per_node_day=2.0, away_s=1800.0, zone_events_per_day=zone_events)
+    cfg = FailureConfig(scale=0.0, recovery=FAST, scripted=tuple(fails), seed=seed, spot=spot,
+                        steps=StepDurations(repair_s=600.0),
+                        upgrade=UpgradeConfig(wave=wave, start_s=start, node_fail_p=0.1))
+    f = fleet().leaves(1, nodes=2, zone="a").leaves(1, nodes=2, zone="b").leaves(1, nodes=4).build()
+    r = simulate(f, jobs, profile("gang-bestfit"), failures=cfg, failures_until=2e5)
+    assert set(r.finishes) == {"e1", "e2", "r"}
+    assert max(r.recorder.allocated) <= 64 and r.recorder.allocated[-1] == 0
+    assert all(r.finishes[j.id] - r.starts[j.id] >= j.run_time for j in jobs)
