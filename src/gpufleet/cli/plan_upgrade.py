@@ -19,6 +19,7 @@ from gpufleet.cli.common import Output, console, fail, one_line_errors
 from gpufleet.cli.plan import plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import upgrade_plan as P
+from gpufleet.sim.driver_compat import placement
 
 #: Default wave sizes, as shares of the fleet (the GPU Operator's maxUnavailable default is 25%).
 DEFAULT_SHARES = (0.01, 0.025, 0.05, 0.10, 0.25)
@@ -64,6 +65,12 @@ def upgrade(
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (ignored with --fleet).")] = 8,
     simulate: Annotated[bool, typer.Option(help="Replay every plan in the simulator, failures on.")] = False,
     seed: Annotated[int, typer.Option(help="Seed of the simulated failures and upgrade draws.")] = 0,
+    from_driver: Annotated[str | None, typer.Option(
+        help="Driver before the upgrade, e.g. 550.54.14 (with --to-driver and --image-cuda: which "
+             "images may land on upgraded nodes).")] = None,
+    to_driver: Annotated[str | None, typer.Option(help="Driver after the upgrade, e.g. 580.65.06.")] = None,
+    image_cuda: Annotated[list[str] | None, typer.Option(
+        help="CUDA version a job image was built with (repeat), e.g. 12.4, 13.0.")] = None,
     output: Annotated[Output, typer.Option(help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Wave size vs total rollout time vs capacity lost, for a driver upgrade over the fleet."""
@@ -120,9 +127,16 @@ def upgrade(
         for row, p in zip(rows, plans, strict=True):
             row |= replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
                           soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed)
+    compat_rows = []
+    if from_driver is not None or to_driver is not None or image_cuda:
+        if from_driver is None or to_driver is None or not image_cuda:
+            raise fail("--from-driver, --to-driver and --image-cuda go together")
+        compat_rows = [placement(cv, from_driver, to_driver) for cv in image_cuda]
     out = {"nodes": nodes, "gpus_per_node": gpus_per_node, "canary": c, "max_unavailable": max_unavailable,
            "node_minutes": node_minutes, "drain_timeout_s": drain_timeout,
            "checkpoint_minutes": checkpoint_minutes, "soak_minutes": soak_minutes, "plans": rows}
+    if compat_rows:
+        out["compatibility"] = {"from_driver": from_driver, "to_driver": to_driver, "images": compat_rows}
     if output is Output.JSON:
         print(json.dumps(out, indent=2))
         return
@@ -154,3 +168,12 @@ def _print(out: dict, simulated: bool) -> None:
                       f"{first['p_bad_driver_caught']:.3f}")
     console.print("GPU-h out: every node is out once, for its drain and upgrade, whatever the wave; "
                   "the wave size trades rollout time against the capacity out at once.")
+    if "compatibility" in out:
+        cm = out["compatibility"]
+        t = Table(title=f"Job images during the rollout {cm['from_driver']} → {cm['to_driver']}",
+                  header_style="bold")
+        for col in ("image CUDA", "old driver", "new driver", "may run on"):
+            t.add_column(col)
+        for r in cm["images"]:
+            t.add_row(r["cuda"], r["old_driver"], r["new_driver"], r["may_run_on"])
+        console.print(t)

@@ -93,3 +93,18 @@ def test_help_names_every_knob():
     assert res.exit_code == 0
     for opt in ("--wave", "--canary", "--node-minutes", "--drain-timeout", "--simulate", "--output"):
         assert opt in res.output
+
+
+def test_the_plan_says_which_images_may_land_on_upgraded_nodes():
+    out = _json("--nodes", "100", "--from-driver", "550.54.14", "--to-driver", "580.65.06",
+                "--image-cuda", "12.4", "--image-cuda", "13.0")
+    where = {r["cuda"]: r["may_run_on"] for r in out["compatibility"]["images"]}
+    assert where == {"12.4": "any node", "13.0": "upgraded nodes only"}
+
+
+@pytest.mark.parametrize("args", [["--from-driver", "550", "--to-driver", "580"],
+                                  ["--from-driver", "550", "--to-driver", "x", "--image-cuda", "12.4"],
+                                  ["--from-driver", "550", "--to-driver", "580", "--image-cuda", "12.7"]])
+def test_bad_compatibility_input_gets_one_line_and_exit_2(args):
+    res = runner.invoke(app, ["plan", "upgrade", *args])
+    assert res.exit_code == 2 and "Traceback" not in res.output
