@@ -29,11 +29,11 @@ MIN_DRIVER: dict[str, str] = {
 FAMILY_FLOOR: dict[int, str] = {13: "580", 12: "525", 11: "450.80.02"}
 
 
-def version(v: str, what: str = "version") -> tuple[int, ...]:
+def version(v: str, what: str = "driver", example: str = "570.86.15") -> tuple[int, ...]:
     """'570.86.15' → (570, 86, 15); anything else is a ValueError naming ``what``."""
     parts = v.strip().split(".")
     if not v.strip() or not all(p.isdigit() and len(p) <= 6 for p in parts):
-        raise ValueError(f"{what}: expected a version like 570.86.15, got {v!r}")
+        raise ValueError(f"{what}: expected a version like {example}, got {v!r}")
     return tuple(int(p) for p in parts)
 
 
@@ -45,7 +45,7 @@ def _ge(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 def compat(cuda: str, driver: str, fabric_manager: str | None = None,
            forward_compat: bool = False) -> tuple[str, str]:
     """(verdict, why) for an image built with CUDA ``cuda`` on a node with ``driver``."""
-    c, d = version(cuda, "CUDA"), version(driver, "driver")
+    c, d = version(cuda, "CUDA", "12.8"), version(driver, "driver")
     if len(c) < 2:
         raise ValueError(f"CUDA: expected major.minor like 12.8, got {cuda!r}")
     key = f"{c[0]}.{c[1]}"
