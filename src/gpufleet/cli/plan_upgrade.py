@@ -71,7 +71,7 @@ def upgrade(
     to_driver: Annotated[str | None, typer.Option(help="Driver after the upgrade, e.g. 580.65.06.")] = None,
     image_cuda: Annotated[list[str] | None, typer.Option(
         help="CUDA version a job image was built with (repeat), e.g. 12.4, 13.0.")] = None,
-    output: Annotated[Output, typer.Option(help="text (default) or json.")] = Output.TEXT,
+    output: Annotated[Output, typer.Option("--output", "-o", help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Wave size vs total rollout time vs capacity lost, for a driver upgrade over the fleet."""
     scn = None
