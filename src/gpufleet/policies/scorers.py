@@ -1,0 +1,38 @@
+"""Node scorers: a vector (or an order) over the nodes a filter kept, shared by every placer.
+
+As kube-scheduler's Score plugins do, a scorer ranks candidate nodes; a chooser takes the best
+one (one pod at a time) or fills them in order (a gang, ``gang_search.fill_in_order``). The
+packing scorers used by the gang placers:
+
+- ``best_fit_order`` (policies/gang_search.py): fewest free GPUs first, partly used nodes fill
+  before empty ones are broken (gang best fit, topology-blind, one-task-per-node);
+- ``fewest_free``: the one node with the fewest free GPUs, lowest index on ties (a fractional
+  pod that needs a fresh GPU: best fit at node level);
+- ``least_allocated``: the free share of each node's GPUs, kube-scheduler's default
+  NodeResourcesFit LeastAllocated (spread), which the per-pod baseline reproduces.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpufleet.engine.snapshot import NodeTable
+
+
+def least_allocated(table: NodeTable, nodes: np.ndarray) -> np.ndarray:
+    """Per node in ``nodes`` (indices), free GPUs / total GPUs: higher is emptier."""
+    return table.gpu_free[nodes] / np.maximum(table.gpu_total[nodes], 1)
+
+
+def fewest_free(table: NodeTable, mask: np.ndarray) -> int:
+    """Among the nodes in ``mask`` (at least one), the one with the fewest free GPUs; lowest
+    index on ties."""
+    idx = np.flatnonzero(mask)
+    return int(idx[np.argmin(table.gpu_free[idx])])
+
+
+def best_of(nodes: np.ndarray, scores: np.ndarray) -> int | None:
+    """The node of ``nodes`` with the highest score, the first on ties; None when empty."""
+    if nodes.size == 0:
+        return None
+    return int(nodes[np.argmax(scores)])
