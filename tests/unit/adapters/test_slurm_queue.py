@@ -180,3 +180,19 @@ def test_the_reader_asks_slurm_through_its_runner() -> None:
     snapshot = SlurmReader(runner).snapshot()
     assert asked == ["squeue --json", "scontrol show node -o", "squeue --start", "scontrol show job -o"]
     assert snapshot.job("16") is not None
+
+
+def test_the_jobs_holding_capacity_are_listed_in_the_order_the_engine_expects_them_to_end(snap) -> None:
+    """Running jobs end, on the engine's capacity timeline, at start + time limit: job 7 at
+    1796043794 + 60 = 1796043854, job 15 at 1796043800 + 1,200 = 1796045000, the three 4-node
+    training jobs (12, 13, 14) at 1796043798 + 1,800 = RUNNING_END. The "held by" lines of job 17
+    (which waits on capacity) list them in that order, each with that time."""
+    from gpufleet.adapters.slurm.engine_view import release_schedule
+    from gpufleet.adapters.slurm.explain import when
+
+    schedule = release_schedule(snap, FLEET, CONF)
+    assert schedule == [("7", 1796043854.0), ("15", 1796045000.0), ("12", RUNNING_END),
+                        ("13", RUNNING_END), ("14", RUNNING_END)]
+    held = [line for line in explain(snap, "17", FLEET, CONF).text().splitlines() if "held by job" in line]
+    assert [line.split("held by job ")[1].split(" ")[0] for line in held] == ["7", "15", "12", "13", "14"]
+    assert all(line.endswith(f"until ~{when(end)}") for line, (_, end) in zip(held, schedule, strict=True))

@@ -33,11 +33,12 @@ from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot
 from gpufleet.adapters.slurm.reasons import WaitReason
 from gpufleet.adapters.slurm.settings import BackfillSettings
+from gpufleet.engine.capacity import Releases
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
-from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.engine.types import CycleContext, CycleInput, PendingJob, RunningJob
 from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
 from gpufleet.model.ids import JobId, NodeId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
@@ -130,6 +131,17 @@ def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None
     profile = slurm_like_profile(None, depth=bf.max_job_test, window_s=bf.window_s,
                                  orderer=SlurmObservedPriority(), resolution_s=bf.resolution_s)
     return CycleInput(now=snap.taken_at, nodes=table, pending=pending, profile=profile, running=running)
+
+
+def release_schedule(snap: QueueSnapshot, fleet: Fleet | None = None,
+                     conf: SlurmConf | None = None) -> list[tuple[str, float]]:
+    """(job id, expected end) of every running job, in the order the engine expects them to end:
+    the capacity timeline's releases (engine/capacity.py) over the snapshot's cycle input — the
+    same ranking reservation and backfill plan with, never a second reckoning of Slurm's."""
+    inp = cycle_input(snap, fleet_from_snapshot(snap, fleet), conf)
+    ctx = CycleContext(inp.now, inp.profile, np.random.default_rng(inp.seed), inp.running)
+    releases = Releases.build(inp.running, ctx.expected_end, ctx.expected_ends(inp.running))
+    return [(str(j), float(t)) for j, t in zip(releases.jobs, releases.ends.tolist(), strict=True)]
 
 
 def engine_reading(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,
