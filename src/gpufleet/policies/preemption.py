@@ -58,6 +58,7 @@ from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJ
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.quota import (
     EXCEEDS_BORROWING,
@@ -248,13 +249,20 @@ class TenancyPreemptor:
         for rj in reclaimable:
             kinds[rj.job.id] = RECLAIM
 
+        usable = for_job(plan.table, job, ctx).schedulable  # J's own node filter
+        mask = plan.table.model_mask((flavor,)) if flavor else None
+        if mask is not None:
+            usable = usable & mask
+
         def admit(chosen: list[RunningJob], rj: RunningJob) -> bool:
-            # A borrower back within its quota has nothing left to reclaim.
+            # A victim with no pod on a node J may use frees J nothing; a borrower back within
+            # its quota has nothing left to reclaim.
+            if job.eligible_nodes is not None and not any(usable[b.node] for b in rj.bindings):
+                return False
             return kinds[rj.job.id] != RECLAIM or _reclaim_justified([*chosen, rj], kinds, flavor, ledger)
 
         # Cheap bound: J cannot fit before free + released GPUs reach g.
-        mask = plan.table.model_mask((flavor,)) if flavor else None
-        free = plan.table.gpu_free[plan.table.schedulable if mask is None else plan.table.schedulable & mask]
+        free = plan.table.gpu_free[usable]
         room = int(free.sum())
         found = search.grow([[rj] for rj in first + reclaimable + rest], admit,
                             ready=lambda chosen: room + sum(v.job.total_gpus for v in chosen) >= g)

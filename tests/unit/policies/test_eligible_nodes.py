@@ -97,3 +97,28 @@ def test_per_pod_scheduling_binds_each_pod_inside_its_jobs_eligible_nodes():
     res = run_cycle(CycleInput(0.0, NodeTable.from_fleet(FLEET), [PendingJob(a)], profile("per-pod")))
     assert res.started == ("A",)
     assert sorted(N[b.node] for b in res.bindings) == [N[2], N[2], N[3], N[3]]
+
+
+def test_a_beneficiary_restricted_to_one_node_evicts_only_the_job_on_that_node():
+    """6 nodes × 8 GPUs; tenants a and b have 24 nominal GPUs each in one cohort. b runs six
+    8-GPU jobs, one per node (24 nominal + 24 borrowed), started at 0, 100, …, 500 s. a submits
+    one 8-GPU job (within its 24) that may use n0000 only. The cheapest victim by work lost is
+    b5 (started last), but freeing n0005 frees a nothing: exactly one notice, for b0 on n0000."""
+    from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
+    from gpufleet.policies.quota import with_flavor
+
+    f = fleet().leaves(1, nodes=6).build()
+    names = [n.id for n in f.nodes]
+    table = NodeTable.from_fleet(f)
+    running = []
+    for i in range(6):
+        j = with_flavor(Job(f"b{i}", "b", (PodSet("w", 1, PodRequest(8)),), 0.0, 90_000.0), "H100-80GB")
+        table.take(i, j.pod_sets[0].request)
+        running.append(RunningJob(j, 100.0 * i, (PodBinding(j.id, "w", 0, i, j.pod_sets[0].request),)))
+    q = (("H100-80GB", FlavorQuota(24)),)
+    ten = Tenancy(tenants=(TenantQueue("a", "c", q), TenantQueue("b", "c", q)), cohorts=(Cohort("c"),))
+    a = Job("a0", "a", (PodSet("w", 1, PodRequest(8)),), 0.0, 600.0, eligible_nodes=frozenset({names[0]}))
+    for policy in ("tenancy", "tenancy-naive-victims"):
+        res = run_cycle(CycleInput(10_000.0, table, [PendingJob(a)], profile(policy), running=running,
+                                   tenancy=ten))
+        assert [(p.job, p.for_job) for p in res.preemptions] == [("b0", "a0")], policy
