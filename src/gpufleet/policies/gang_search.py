@@ -30,6 +30,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.filters import eligible_note, for_job
+from gpufleet.policies.scorers import tightest
 
 #: One pick of a chooser: (node, pods), or (node, 1, slot) for a fractional pod on one GPU.
 Pick = tuple[int, int] | tuple[int, int, GpuSlot]
@@ -77,9 +78,9 @@ def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.nd
     """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
     lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
     leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas), minlength=table.n_leaves)
-    fitting = np.flatnonzero(leaf_slots >= replicas)
-    if fitting.size:
-        return table.leaf_idx == int(fitting[np.argmin(leaf_slots[fitting])])
+    leaf = tightest(leaf_slots, replicas)
+    if leaf is not None:
+        return table.leaf_idx == leaf
     order = np.argsort(-leaf_slots, kind="stable")
     cum = np.cumsum(leaf_slots[order])
     lookup = np.zeros(table.n_leaves, bool)

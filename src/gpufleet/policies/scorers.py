@@ -8,6 +8,8 @@ packing scorers used by the gang placers:
   before empty ones are broken (gang best fit, topology-blind, one-task-per-node);
 - ``fewest_free``: the one node with the fewest free GPUs, lowest index on ties (a fractional
   pod that needs a fresh GPU: best fit at node level);
+- ``tightest``: among groups (nodes, NVLink domains, leaves, spines), the one with the least
+  capacity that still holds the request;
 - ``least_allocated``: the free share of each node's GPUs, kube-scheduler's default
   NodeResourcesFit LeastAllocated (spread), which the per-pod baseline reproduces.
 """
@@ -29,6 +31,16 @@ def fewest_free(table: NodeTable, mask: np.ndarray) -> int:
     index on ties."""
     idx = np.flatnonzero(mask)
     return int(idx[np.argmin(table.gpu_free[idx])])
+
+
+def tightest(caps: np.ndarray, need: int) -> int | None:
+    """The group (index into ``caps``) with the least capacity that still holds ``need``; the
+    lowest index on ties; None when none does. Best fit at group level: big holes stay whole for
+    big gangs (gang best fit's leaf, the topology search's node, domain, leaf and spine)."""
+    fitting = np.flatnonzero(caps >= need)
+    if not fitting.size:
+        return None
+    return int(fitting[np.argmin(caps[fitting])])  # argmin keeps the lowest index on ties
 
 
 def best_of(nodes: np.ndarray, scores: np.ndarray) -> int | None:
