@@ -97,9 +97,11 @@ def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = 
     return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]
 
 
-def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
-    """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
-    (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fill as two arrays: the nodes of ``order`` that get pods, and how many each (as many
+    as they take until ``replicas`` are placed; nodes that take none are skipped); None when
+    they hold fewer."""
     take = np.minimum(slots[order], replicas)
     if not take.all():
         order, take = order[take > 0], take[take > 0]
@@ -109,7 +111,16 @@ def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[t
     stop = int(np.searchsorted(cum, replicas)) + 1
     counts = take[:stop].copy()
     counts[-1] -= int(cum[stop - 1]) - replicas
-    return [(int(n), int(k)) for n, k in zip(order[:stop].tolist(), counts.tolist(), strict=True)]
+    return order[:stop], counts
+
+
+def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
+    """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
+    (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+    filled = fill_counts(order, slots, replicas)
+    if filled is None:
+        return None
+    return [(int(n), int(k)) for n, k in zip(filled[0].tolist(), filled[1].tolist(), strict=True)]
 
 
 def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choose: ChooseNodes,

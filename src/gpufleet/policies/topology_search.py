@@ -38,7 +38,7 @@ import numpy as np
 
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.job import PodRequest
-from gpufleet.policies.gang_search import best_fit_order, fill_in_order
+from gpufleet.policies.gang_search import best_fit_order, fill_counts
 from gpufleet.policies.scorers import tightest
 
 #: Levels of the tree, tightest first. "nvlink" is the NVLink domain.
@@ -119,10 +119,9 @@ def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[i
 def _fill(table: NodeTable, mask: np.ndarray, per_node: np.ndarray, units: int, k: int) -> list[int]:
     """The shared best-fit scorer and fill (gang_search.py) over the nodes in ``mask``: ``units``
     of ``k`` pods each, never split over nodes; the node of each pod, in order."""
-    chosen = fill_in_order(best_fit_order(table, mask & (per_node > 0)), per_node, units)
-    assert chosen is not None  # the group was chosen because it holds them
-    nodes, counts = zip(*chosen, strict=True)
-    return np.repeat(np.asarray(nodes, np.int64), np.asarray(counts, np.int64) * k).tolist()
+    filled = fill_counts(best_fit_order(table, mask & (per_node > 0)), per_node, units)
+    assert filled is not None  # the group was chosen because it holds them
+    return np.repeat(filled[0], filled[1] * k).tolist()
 
 
 def _fill_domain(table: NodeTable, cap: _Capacity, domain: int, pods: int) -> list[int]:
