@@ -10,7 +10,8 @@ From a ``QueueSnapshot`` (squeue + scontrol) and the fleet of slurm.conf:
   from its start, and ends (for planning) at start + time limit, as Slurm's backfill plans;
 * **pending**: the jobs that wait for capacity or priority (Slurm's ``Resources``, ``Priority``,
   ``None``; also ``ReqNodeNotAvail``, which capacity can resolve) as one pod per node, with
-  Slurm's own current priority, ordered as Slurm orders them (priority, then job id);
+  Slurm's own current priority, ordered as Slurm orders them (priority, then job id); a job
+  pinned to nodes by ``--nodelist`` may use only those (``Job.eligible_nodes``);
 * **--switches**: a job held to one switch (``Switches=1@WAIT``) that no leaf can hold whole is
   left unplanned until its wait runs out, as Slurm leaves it (captured: job 18, 9 nodes on leaves
   of 8, Reason=Resources and no planned start; the job behind it got the slot);
@@ -86,11 +87,19 @@ def fleet_from_snapshot(snap: QueueSnapshot, fleet: Fleet | None) -> Fleet:
 
 
 def _job(q: QueuedJob) -> Job:
+    """The job in engine terms. A job whose ``--nodelist`` (``ReqNodeList``) names at least as
+    many nodes as it asks for runs on exactly those nodes (Slurm raises the node count to the
+    list's length): they are its eligible nodes (``Job.eligible_nodes``), one task on each. A
+    shorter list only says which nodes must be among its own, which a node filter cannot say:
+    such a job is left free."""
     limit = q.time_limit_s if q.time_limit_s is not None else NO_LIMIT_S
+    pinned = q.pending and bool(q.required_nodes) and len(q.required_nodes) >= max(q.nodes, 1)
+    tasks = len(q.required_nodes) if pinned else max(q.nodes, 1)
     return Job(id=JobId(q.job_id), tenant=TenantId(q.account or "default"),
-               pod_sets=(PodSet("main", max(q.nodes, 1), PodRequest(gpus=q.gpus_per_node)),),
+               pod_sets=(PodSet("main", tasks, PodRequest(gpus=q.gpus_per_node)),),
                submit_time=q.submit, run_time=limit, priority=q.priority, run_time_estimate=limit,
-               labels=(("slurm.job_id", q.job_id),))
+               labels=(("slurm.job_id", q.job_id),),
+               eligible_nodes=frozenset(q.required_nodes) if pinned else None)
 
 
 def held_to_one_switch(q: QueuedJob, table: NodeTable, now: float, default_wait_s: float = 300.0) -> bool:
