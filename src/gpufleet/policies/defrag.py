@@ -100,7 +100,7 @@ class DefragPreemptor:
         if head is None:
             return []
         budget = disruption_left(ctx, self.gpus_per_hour, self.gpus_per_cycle)
-        cands = self._movable(head, ctx)
+        cands = self._movable(head, plan, ctx)
         if not cands or budget <= 0:
             return []
         mark0 = plan.checkpoint()
@@ -136,10 +136,15 @@ class DefragPreemptor:
                 return pj.job
         return None
 
-    def _movable(self, head: Job, ctx: CycleContext) -> list[RunningJob]:
+    def _movable(self, head: Job, plan: Plan, ctx: CycleContext) -> list[RunningJob]:
+        """Jobs that may move for ``head``: see the module doc; and, when the head has a node
+        filter (``Job.eligible_nodes``), only jobs with a pod on a node it may use (moving any
+        other frees it nothing)."""
         size = head.total_gpu_equivalents
+        allowed = head.eligible_nodes
         return [rj for rj in ctx.running if not rj.evicting and rj.job.priority <= head.priority
-                and rj.job.total_gpu_equivalents < size and rj.job.id != head.id]
+                and rj.job.total_gpu_equivalents < size and rj.job.id != head.id
+                and (allowed is None or any(plan.table.names[b.node] in allowed for b in rj.bindings))]
 
     def _note(self, head: Job, ctx: CycleContext, why: str) -> None:
         if head.id in ctx.statuses:
