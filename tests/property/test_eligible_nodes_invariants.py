@@ -15,8 +15,10 @@ from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.policies.registry import profile
 from gpufleet.sim.runner import simulate
+from gpufleet.sim.usage import UsageTracker
 from gpufleet.testing.builders import fleet
 
 FLEET = fleet().leaves(2, nodes=3).build()  # 2 leaves × 3 nodes × 8 GPUs
@@ -39,9 +41,9 @@ def _names(idx: frozenset[int] | None) -> frozenset[str] | None:
     return None if idx is None else frozenset(NAMES[i] for i in idx)
 
 
-def build(rows) -> list[Job]:
-    return [Job(f"j{i:03d}", "t1", (PodSet("w", r, PodRequest(g)),), float(t), float(d),
-                run_time_estimate=float(d), eligible_nodes=_names(e))
+def build(rows, tenants: tuple[str, ...] = ("t1",)) -> list[Job]:
+    return [Job(f"j{i:03d}", tenants[i % len(tenants)], (PodSet("w", r, PodRequest(g)),), float(t),
+                float(d), run_time_estimate=float(d), eligible_nodes=_names(e))
             for i, (g, r, t, d, e) in enumerate(rows)]
 
 
@@ -57,6 +59,25 @@ def test_no_pod_is_ever_started_on_a_node_outside_its_jobs_eligible_set(rows, po
     jobs = build(rows)
     by_id = {j.id: j for j in jobs}
     r = simulate(FLEET, jobs, profile(policy))
+    for _, kind, jid, detail in r.recorder.log:
+        if kind == "start":
+            assert not _outside(by_id[jid], detail.split(",")), (policy, jid, detail)
+
+
+def two_tenants() -> Tenancy:
+    """a and b, 24 nominal GPUs each of the fleet's 48 in one cohort: borrowing, reclaim and
+    priority preemption all happen."""
+    q = (("H100-80GB", FlavorQuota(24)),)
+    return Tenancy(tenants=(TenantQueue("a", "c", q), TenantQueue("b", "c", q)), cohorts=(Cohort("c"),),
+                   grace_s=30.0)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=rows, policy=st.sampled_from(["tenancy", "tenancy-easy", "tenancy-naive-victims", "kueue"]))
+def test_under_quotas_and_preemption_no_pod_starts_outside_its_jobs_eligible_set(rows, policy):
+    jobs = build(rows, ("a", "b"))
+    by_id = {j.id: j for j in jobs}
+    r = simulate(FLEET, jobs, profile(policy), tenancy=two_tenants(), usage_tracker=UsageTracker(3600))
     for _, kind, jid, detail in r.recorder.log:
         if kind == "start":
             assert not _outside(by_id[jid], detail.split(",")), (policy, jid, detail)

@@ -78,6 +78,7 @@ class PerPodLeastAllocated:
         bound_now: dict[str, int] = {}
         failed: set[tuple] = set()
         table = plan.table
+        views: dict[frozenset[str] | None, NodeTable] = {}
         for _, _, replica, _, pj, ps_name, req in queue:
             if req.is_fractional:
                 continue  # whole GPUs only: the job gets an UNRESOLVABLE status below
@@ -86,7 +87,10 @@ class PerPodLeastAllocated:
                 ctx.out.skipped_by_class += 1
                 continue
             ctx.out.considered += 1
-            node = least_allocated_node(for_job(table, pj.job, ctx), req)
+            view = views.get(pj.job.eligible_nodes)
+            if view is None:  # one view per node filter: it shares the plan's free columns
+                view = views[pj.job.eligible_nodes] = for_job(table, pj.job, ctx)
+            node = least_allocated_node(view, req)
             if node is None:
                 failed.add(key)
                 continue
