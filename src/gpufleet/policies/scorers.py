@@ -43,8 +43,16 @@ def tightest(caps: np.ndarray, need: int) -> int | None:
     return int(fitting[np.argmin(caps[fitting])])  # argmin keeps the lowest index on ties
 
 
+def first_best(nodes: np.ndarray, scores: np.ndarray) -> int:
+    """The node of ``nodes`` (not empty) with the highest score, the first on ties: the pick of
+    every scorer here and of the FGD experiment's packing policies (policies/fgd/), whose
+    candidate rows come in priority order so that the first of equals wins, as in FGD's
+    simulator."""
+    return int(nodes[np.argmax(scores)])
+
+
 def best_of(nodes: np.ndarray, scores: np.ndarray) -> int | None:
-    """The node of ``nodes`` with the highest score, the first on ties; None when empty."""
+    """``first_best``, or None when ``nodes`` is empty."""
     if nodes.size == 0:
         return None
-    return int(nodes[np.argmax(scores)])
+    return first_best(nodes, scores)
