@@ -122,3 +122,16 @@ def test_a_beneficiary_restricted_to_one_node_evicts_only_the_job_on_that_node()
         res = run_cycle(CycleInput(10_000.0, table, [PendingJob(a)], profile(policy), running=running,
                                    tenancy=ten))
         assert [(p.job, p.for_job) for p in res.preemptions] == [("b0", "a0")], policy
+
+
+def test_free_gpus_only_on_nodes_no_waiting_job_may_use_count_as_stranded():
+    """n0000–n0002 full, n0003 has 8 free GPUs. A waiting 8-GPU job that may use n0000 only
+    fits nowhere it may go, so n0003's 8 free GPUs are stranded; one that may use any node
+    could take them: 0 stranded."""
+    from gpufleet.sim.step import stranded_gpus
+
+    table = NodeTable.from_fleet(FLEET)
+    for i in range(3):
+        table.take(i, PodRequest(8))
+    assert stranded_gpus(table, [gang("A", 1, eligible={0})]) == 8
+    assert stranded_gpus(table, [gang("A", 1)]) == 0
