@@ -135,3 +135,16 @@ def test_free_gpus_only_on_nodes_no_waiting_job_may_use_count_as_stranded():
         table.take(i, PodRequest(8))
     assert stranded_gpus(table, [gang("A", 1, eligible={0})]) == 8
     assert stranded_gpus(table, [gang("A", 1)]) == 0
+
+
+@pytest.mark.parametrize("policy", ["gang-bestfit", "topology-aware", "gang-easy"])
+def test_the_empty_fleet_verdict_of_a_restricted_job_is_not_reused_for_an_unrestricted_one(policy):
+    """A (2 × 8 GPUs, n0000 only) can never run: one eligible node holds 1 pod. B, the same
+    shape on any node, arrives behind it in the same cycle: the empty-fleet answer cached for
+    A's shape must not be B's (the fleet holds 4 such pods), so B starts."""
+    a = gang("A", 2, eligible={0})
+    b = gang("B", 2, submit=1.0)
+    res = run_cycle(CycleInput(0.0, NodeTable.from_fleet(FLEET), [PendingJob(a), PendingJob(b)],
+                               profile(policy)))
+    assert res.statuses["A"].code is StatusCode.UNRESOLVABLE
+    assert res.started == ("B",)
