@@ -97,6 +97,17 @@ class Releases:
                 np.bincount(idx, self.rel_cpu[:p], n), np.bincount(idx, self.rel_mem[:p], n))
 
 
+    def released_gpus(self, n: int) -> np.ndarray:
+        """GPUs per node (of ``n``) that all these jobs give back when they have ended."""
+        back = self.released_by(len(self), n)
+        return np.zeros(n, np.int64) if back is None else back[0]
+
+    def last_end_on(self, nodes: Sequence[int]) -> float | None:
+        """When the last of these jobs with a pod on ``nodes`` ends; None when none has one."""
+        on = np.isin(self.rel_node, np.asarray(nodes, np.int64))
+        return float(self.ends[self.rel_rank[on]].max()) if on.any() else None
+
+
 @dataclass
 class Hold:
     """Resources per node promised to ``job`` (a reservation) from ``start`` until ``end``."""

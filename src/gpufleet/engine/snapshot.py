@@ -43,6 +43,9 @@ class NodeTable:
     index: FreeIndex | None = None
     #: At most this many pods of one request per node (Slurm's one task per node); None: no cap.
     pods_per_node: int | None = None
+    #: The per-job node filter this view applies (``Job.eligible_nodes``, by name): nodes outside
+    #: it read as unschedulable. None on the fleet's own table (``restricted`` makes such views).
+    eligible: frozenset[str] | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -85,7 +88,7 @@ class NodeTable:
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
             self.per_gpu.copy() if self.per_gpu is not None else None,
             self.index.copy() if self.index is not None else None,
-            self.pods_per_node,
+            self.pods_per_node, self.eligible,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
@@ -95,7 +98,7 @@ class NodeTable:
         return NodeTable(
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
-            self.schedulable, self.per_gpu, None, self.pods_per_node,
+            self.schedulable, self.per_gpu, None, self.pods_per_node, self.eligible,
         )
 
     def one_pod_per_node(self) -> NodeTable:
@@ -105,6 +108,20 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
             self.cpu_free, self.mem_free, self.schedulable, self.per_gpu, self.index, 1,
+            self.eligible,
+        )
+
+    def restricted(self, eligible: frozenset[str], mask: np.ndarray) -> NodeTable:
+        """The same table (free columns shared, not copied) in which only the nodes in ``mask``
+        (the names in ``eligible``) are schedulable: the per-job node filter. Search asks it
+        questions; binds go to the table it was made from, so it keeps no free-capacity index
+        (``cannot_fit`` then answers "search to find out", never a wrong "cannot")."""
+        both = eligible if self.eligible is None else self.eligible & eligible
+        return NodeTable(
+            self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
+            self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
+            self.cpu_free, self.mem_free, self.schedulable & mask, self.per_gpu, None,
+            self.pods_per_node, both,
         )
 
     def free_state(self) -> bytes:

@@ -161,16 +161,22 @@ class PlaceCaches:
     on: the fleet is fixed for the cycle, so answers about the *empty* fleet key on the request
     alone; answers about current capacity also key on the table's free state."""
 
-    #: Pods of (replicas, shape, pods-per-node cap) an empty fleet holds: the unresolvable test.
-    empty_capacity: dict[tuple[int, Shape, int | None], int] = field(default_factory=dict)
-    #: Atoms the roomiest group at a topology level holds when empty, per (shape, replicas, level).
-    empty_group_room: dict[tuple[Shape, int, str], int] = field(default_factory=dict)
+    #: Pods of (replicas, shape, pods-per-node cap, per-job node filter) an empty fleet holds: the
+    #: unresolvable test.
+    empty_capacity: dict[tuple[int, Shape, int | None, frozenset[str] | None], int] = field(
+        default_factory=dict)
+    #: Atoms the roomiest group at a topology level holds when empty, per (shape, replicas, level,
+    #: per-job node filter).
+    empty_group_room: dict[tuple[Shape, int, str, frozenset[str] | None], int] = field(
+        default_factory=dict)
     #: Topology wait-or-start: seconds until a TP-intact slot opens (None: not within the horizon),
     #: per (shape, replicas, atom size, level, horizon, ``NodeTable.free_state()``).
     expected_wait: dict[tuple[Shape, int, int, str, float, bytes], float | None] = field(
         default_factory=dict)
     #: The running jobs' releases (engine/capacity.py), ranked once per cycle for the wait rule.
     running_releases: Releases | None = None
+    #: Per-job node filters (``Job.eligible_nodes``) as masks over the cycle's fleet, per node set.
+    eligible_masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -129,8 +129,10 @@ class Job:
     #: ("nvlink", "node", "leaf", "spine"), as Kueue's required/preferred topology.
     topology_required: str | None = None
     topology_preferred: str | None = None
-    #: Nodes (by name) the job may use; None = every node. Kubernetes: taints/tolerations,
-    #: node selectors, affinity and DRA eligibility (adapters/kubernetes/eligibility.py).
+    #: The nodes (by name) this job's pods may go to; None: every node. A per-job node filter
+    #: (Kubernetes taints and tolerations, node selectors and affinity, DRA device classes; a
+    #: Slurm partition's node list) that every placer applies through its shared filter part and
+    #: that reservation and backfill honour because they ask the placer.
     eligible_nodes: frozenset[str] | None = None
     #: Elastic size range of the first pod set (sim/elastic.py); None: a rigid gang.
     elastic: Elastic | None = None
@@ -174,11 +176,17 @@ class Job:
     def _compute_shape_key(self) -> tuple:
         """Per pod set (replicas, request shape). A soft GPU share's key also names the tenant
         (the tenant rule makes feasibility depend on who asks); topology constraints and
-        parallelism are part of the key when present (they change where a gang may go)."""
+        parallelism are part of the key when present (they change where a gang may go), and so is
+        a per-job node filter (``eligible_nodes``), as an entry that must match exactly: a job
+        that may use fewer nodes neither rules out nor is ruled out by one that may use others."""
         key = tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
                     for ps in self.pod_sets)
         if (self.topology_required or self.topology_preferred or self.parallelism is not None
                 or self.training is not None):
             key += ((-1, ("topology", self.topology_required, self.topology_preferred,
                           self.parallelism, self.training)),)
+        if self.eligible_nodes is not None:
+            # The set itself, not a sorted copy: a frozenset caches its hash, so 100,000 jobs
+            # sharing one filter cost no sort of a node list each (keys only ever compare equal).
+            key += ((-2, ("eligible", self.eligible_nodes)),)
         return key

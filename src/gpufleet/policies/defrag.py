@@ -53,7 +53,9 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.preemption import work_lost_gpu_s
+from gpufleet.policies.victims import VictimSearch, release
 
 HOUR_S = 3600.0
 _ONE_GPU = (PodSet("one-gpu", 1, PodRequest(1)),)
@@ -98,7 +100,7 @@ class DefragPreemptor:
         if head is None:
             return []
         budget = disruption_left(ctx, self.gpus_per_hour, self.gpus_per_cycle)
-        cands = self._movable(head, ctx)
+        cands = self._movable(head, plan, ctx)
         if not cands or budget <= 0:
             return []
         mark0 = plan.checkpoint()
@@ -134,10 +136,15 @@ class DefragPreemptor:
                 return pj.job
         return None
 
-    def _movable(self, head: Job, ctx: CycleContext) -> list[RunningJob]:
+    def _movable(self, head: Job, plan: Plan, ctx: CycleContext) -> list[RunningJob]:
+        """Jobs that may move for ``head``: see the module doc; and, when the head has a node
+        filter (``Job.eligible_nodes``), only jobs with a pod on a node it may use (moving any
+        other frees it nothing)."""
         size = head.total_gpu_equivalents
+        allowed = head.eligible_nodes
         return [rj for rj in ctx.running if not rj.evicting and rj.job.priority <= head.priority
-                and rj.job.total_gpu_equivalents < size and rj.job.id != head.id]
+                and rj.job.total_gpu_equivalents < size and rj.job.id != head.id
+                and (allowed is None or any(plan.table.names[b.node] in allowed for b in rj.bindings))]
 
     def _note(self, head: Job, ctx: CycleContext, why: str) -> None:
         if head.id in ctx.statuses:
@@ -149,49 +156,27 @@ class DefragPreemptor:
         fitted = ctx.profile.placer.fit(head, plan.table, ctx)
         return None if isinstance(fitted, Status) else fitted
 
-    @staticmethod
-    def _release(plan: Plan, victims: list[RunningJob]) -> None:
-        for v in victims:
-            for b in v.bindings:
-                plan.release_binding(b)
-
-    def _accumulate(self, head: Job, ordered: list[list[RunningJob]], plan: Plan, ctx: CycleContext
-                    ) -> list[RunningJob] | None:
-        """Release groups in order until the gang fits; the victims released so far, or None."""
-        chosen: list[RunningJob] = []
-        seen: set[JobId] = set()
-        for group in ordered:
-            new = [v for v in group if v.job.id not in seen]
-            if not new:
-                continue
-            seen.update(v.job.id for v in new)
-            chosen.extend(new)
-            self._release(plan, new)
-            if self._fits(head, plan, ctx) is not None:
-                return chosen
-        return None
+    def _search(self, head: Job, plan: Plan, ctx: CycleContext
+                ) -> VictimSearch[tuple[PodBinding, ...]]:
+        """The shared victim search (policies/victims.py), with the placer's own ``fit``."""
+        return VictimSearch(plan, lambda: self._fits(head, plan, ctx))
 
     def _smallest(self, head: Job, cands: list[RunningJob], plan: Plan, ctx: CycleContext
                   ) -> list[RunningJob] | None:
         order = sorted(cands, key=lambda v: (v.job.total_gpu_equivalents, -v.start_time, v.job.id))
-        return self._accumulate(head, [[v] for v in order], plan, ctx)
+        found = self._search(head, plan, ctx).grow([[v] for v in order])
+        return None if found is None else found[0]  # as found: no reprieve
 
     def _cheapest(self, head: Job, cands: list[RunningJob], plan: Plan, ctx: CycleContext
                   ) -> list[RunningJob] | None:
         cost = {v.job.id: move_cost_gpu_s(v, ctx.now, self.grace_s) for v in cands}
         units = self._node_units(head, cands, cost, plan, ctx)
-        mark = plan.checkpoint()
-        chosen = self._accumulate(head, [vs for _, _, vs in units], plan, ctx)
-        if chosen is None:
+        search = self._search(head, plan, ctx)
+        found = search.grow([vs for _, _, vs in units])
+        if found is None:
             return None
-        for v in sorted(chosen, key=lambda v: (-cost[v.job.id], v.job.id)):   # reprieve
-            rest = [w for w in chosen if w is not v]
-            plan.rollback(mark)
-            self._release(plan, rest)
-            if rest and self._fits(head, plan, ctx) is not None:
-                chosen = rest
-        plan.rollback(mark)
-        self._release(plan, chosen)
+        chosen = search.reprieve(found[0], sorted(found[0], key=lambda v: (-cost[v.job.id], v.job.id)))
+        search.leave_released(chosen)
         if self.require_moves and not self._moves_fit(head, chosen, cost, plan, ctx):
             return None
         return chosen
@@ -205,12 +190,14 @@ class DefragPreemptor:
         for v in cands:
             for n in sorted({b.node for b in v.bindings}):
                 on_node.setdefault(n, []).append(v)
-        base = np.asarray(plan.table.slots(req, tenant=head.tenant))
+        base = np.asarray(for_job(plan.table, head, ctx).slots(req, tenant=head.tenant))
         units = []
         for n in sorted(on_node):
             mark = plan.checkpoint()
-            self._release(plan, on_node[n])
-            gain = int(np.clip(plan.table.slots(req, tenant=head.tenant) - base, 0, None).sum())
+            release(plan, on_node[n])
+            # The head's node filter: clearing a node it may not use adds it no room.
+            gain = int(np.clip(for_job(plan.table, head, ctx).slots(req, tenant=head.tenant) - base,
+                               0, None).sum())
             plan.rollback(mark)
             if gain > 0:
                 price = sum(cost[v.job.id] for v in on_node[n]) / gain

@@ -26,6 +26,8 @@ what keeps a pod out, the job's Status says so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.gpu_state import GpuSlot
@@ -36,13 +38,10 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.model.mig import best_start
-from gpufleet.policies.gang import (
-    choose_nodes,
-    insufficiency_reason,
-    place_in_order,
-    pod_bindings,
-    unresolvable_reason,
-)
+from gpufleet.policies.filters import one_pod_host
+from gpufleet.policies.gang import choose_nodes, place_in_order
+from gpufleet.policies.gang_search import Pick, gang_search
+from gpufleet.policies.scorers import fewest_free
 
 TENANT_RULE = ("tenant rule: soft GPU shares give no memory or fault isolation, so two tenants "
                "never share a GPU softly (only MIG may)")
@@ -53,19 +52,6 @@ def describe(req: PodRequest) -> str:
         return f"MIG {req.mig_profile}"
     mem = f", {req.gpu_memory_gb:g} GB" if req.gpu_memory_gb else ""
     return f"{req.share or 'milli'} share {req.gpu_milli}/1000 GPU{mem}"
-
-
-def _nodes_for_one_pod(table: NodeTable, req: PodRequest) -> np.ndarray:
-    """Nodes with CPU, memory, model and health for one more pod of ``req`` (GPU aside)."""
-    ok = table.schedulable & (table.cpu_free >= req.cpus - 1e-9) & (table.mem_free >= req.memory_gb - 1e-9)
-    mm = table.model_mask(req.gpu_models)
-    return ok if mm is None else ok & mm
-
-
-def _fewest_free(table: NodeTable, nodes: np.ndarray) -> int:
-    """Among candidate ``nodes`` (bool mask), the one with the fewest free GPUs; lowest index on ties."""
-    idx = np.flatnonzero(nodes)
-    return int(idx[np.argmin(table.gpu_free[idx])])
 
 
 def _fresh_index(table: NodeTable, node: int, *, configured: bool) -> int:
@@ -80,7 +66,7 @@ def choose_soft_gpu(table: NodeTable, req: PodRequest, tenant: str) -> tuple[int
     pg = table.per_gpu
     if pg is None:
         return None
-    node_ok = _nodes_for_one_pod(table, req)
+    node_ok = one_pod_host(table, req)
     room = pg.soft_room(req, pg.tenant_index_if_known(tenant))
     cand = (room > 0) & node_ok[:, None]
     if cand.any():
@@ -91,7 +77,7 @@ def choose_soft_gpu(table: NodeTable, req: PodRequest, tenant: str) -> tuple[int
     fresh = node_ok & (table.gpu_free >= 1) & (pg.soft_per_fresh_gpu(req) >= 1)
     if not fresh.any():
         return None
-    node = _fewest_free(table, fresh)
+    node = fewest_free(table, fresh)
     unconfigured_idle = table.gpu_free[node] - pg.idle_configured[node]
     if unconfigured_idle >= 1:
         return node, GpuSlot(_fresh_index(table, node, configured=False), tenant=tenant)
@@ -104,7 +90,7 @@ def choose_mig_gpu(table: NodeTable, req: PodRequest) -> tuple[int, GpuSlot] | N
     if pg is None or req.mig_profile is None:
         return None
     profile = req.mig_profile
-    node_ok = _nodes_for_one_pod(table, req)
+    node_ok = one_pod_host(table, req)
     lut = pg.mig_lut(table.gpu_models, profile)
     models = table.model_idx.astype(np.int64)
     cand = (pg.mig_room(lut, table.model_idx) > 0) & node_ok[:, None]
@@ -124,7 +110,7 @@ def choose_mig_gpu(table: NodeTable, req: PodRequest) -> tuple[int, GpuSlot] | N
         else:
             nodes = fresh_fits & (table.gpu_free - pg.idle_configured >= 1)
         if nodes.any():
-            node = _fewest_free(table, nodes)
+            node = fewest_free(table, nodes)
             start = best_start(table.gpu_models[models[node]], profile, 0)
             assert start is not None
             gpu = _fresh_index(table, node, configured=configured)
@@ -137,7 +123,7 @@ def tenant_rule_reason(table: NodeTable, req: PodRequest, tenant: str) -> str | 
     pg = table.per_gpu
     if pg is None or req.mig_profile is not None:
         return None
-    node_ok = _nodes_for_one_pod(table, req)
+    node_ok = one_pod_host(table, req)
     others = (pg.soft_room(req, None) > 0) & node_ok[:, None] & (pg.owner != pg.tenant_index_if_known(tenant))
     n = int(others.sum())
     if not n:
@@ -149,34 +135,37 @@ def tenant_rule_reason(table: NodeTable, req: PodRequest, tenant: str) -> str | 
 
 def fit_fractional_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str
                         ) -> tuple[PodBinding, ...] | Status:
-    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why."""
-    for ps in job.pod_sets:
-        why = unresolvable_reason(table, ps, ctx)
-        if why:
-            if ps.request.is_fractional:
-                why = (f"pod set {ps.name!r} needs {ps.replicas}× {describe(ps.request)}; no GPU "
-                       f"of an allowed model in this fleet offers it, even empty")
-            return Status(StatusCode.UNRESOLVABLE, (why,), policy)
-    scratch = table.copy()
-    out: list[PodBinding] = []
-    for ps in job.pod_sets:
+    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why:
+    the shared gang search (policies/gang_search.py) with best fit within a leaf for whole-GPU
+    pod sets and, for fractional ones, the GPU-by-GPU choice of the module doc."""
+
+    def choose(scratch: NodeTable, ps: PodSet) -> Sequence[Pick] | Status | None:
         if not ps.request.is_fractional:
-            chosen = choose_nodes(scratch, ps.request, ps.replicas)
-            if chosen is None:
-                return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
-            out += pod_bindings(job, ps, chosen)
-            for node, count in chosen:
-                scratch.take(node, ps.request, count)
-            continue
-        for replica in range(ps.replicas):
-            picked = _choose(scratch, ps.request, job.tenant)
-            if picked is None:
-                return _fractional_failure(scratch, ps, replica, job.tenant, policy)
-            node, slot = picked
-            b = PodBinding(job.id, ps.name, replica, node, ps.request, slot)
-            scratch.take(node, ps.request, slot=slot)
-            out.append(b)
-    return tuple(out)
+            return choose_nodes(scratch, ps.request, ps.replicas)
+        return _gpu_by_gpu(scratch, ps, job.tenant, policy)
+
+    return gang_search(job, table, ctx, policy, choose, unresolvable=_never_offered)
+
+
+def _never_offered(ps: PodSet, why: str) -> str:
+    if not ps.request.is_fractional:
+        return why
+    return (f"pod set {ps.name!r} needs {ps.replicas}× {describe(ps.request)}; no GPU "
+            f"of an allowed model in this fleet offers it, even empty")
+
+
+def _gpu_by_gpu(table: NodeTable, ps: PodSet, tenant: str, policy: str) -> list[Pick] | Status:
+    """(node, 1, slot) per fractional pod, each chosen on a copy that holds the ones before it."""
+    local = table.copy()
+    picks: list[Pick] = []
+    for replica in range(ps.replicas):
+        picked = _choose(local, ps.request, tenant)
+        if picked is None:
+            return _fractional_failure(local, ps, replica, tenant, policy)
+        node, slot = picked
+        local.take(node, ps.request, slot=slot)
+        picks.append((node, 1, slot))
+    return picks
 
 
 def _choose(table: NodeTable, req: PodRequest, tenant: str) -> tuple[int, GpuSlot] | None:

@@ -21,6 +21,7 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
@@ -125,12 +126,14 @@ def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: C
     return out
 
 
-def gang_feasible(job: Job, table: NodeTable) -> bool | None:
+def gang_feasible(job: Job, table: NodeTable, ctx: CycleContext | None = None) -> bool | None:
     """Could every pod of ``job`` be placed on ``table``? Exact for one whole-GPU pod set; None
     (only ``fit`` can tell) for several pod sets, which share the capacity they are checked
-    against, and for fractional requests, which whole-GPU placers refuse."""
+    against, and for fractional requests, which whole-GPU placers refuse. The job's own node
+    filter applies (``filters.for_job``), as it does in ``fit``."""
     if len(job.pod_sets) != 1 or job.pod_sets[0].request.is_fractional:
         return None
+    table = for_job(table, job, ctx)
     ps = job.pod_sets[0]
     if table.cannot_fit(ps.request, ps.replicas):
         return False
@@ -148,7 +151,7 @@ class GangBestFit:
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         """A cheap yes/no for search loops (reservation); None when only ``fit`` can tell."""
-        return gang_feasible(job, table)
+        return gang_feasible(job, table, ctx)
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         return fit_gang(job, table, ctx, self.name)

@@ -1,43 +1,51 @@
-"""One gang search that gang placers configure instead of copying (the kube-scheduler lesson).
+"""One gang search that every gang placer configures instead of copying (the kube-scheduler lesson).
 
 A gang placer is three parts:
-- a node *filter and capacity*: ``NodeTable.slots`` (how many pods of a request each node takes:
-  free resources, schedulable, allowed models, a per-node pod cap such as one task per node);
-- a *choice* over those slots (``ChooseNodes``): which nodes get how many pods of one pod set —
-  best fit within a leaf (gang-bestfit, one-task-per-node), best fit with seeded random ties
-  (topology-blind);
+- *filters* (masks over nodes): ``NodeTable.slots`` (how many pods of a request each node takes:
+  free resources, schedulable, allowed models, a per-node pod cap such as one task per node) and
+  the per-job node filter (``filters.for_job``: ``Job.eligible_nodes``), applied here once so no
+  chooser can see a node the job may not use;
+- a *choice* (``ChooseNodes``) built from scorers over those masks: which nodes get how many pods
+  of one pod set — best fit within a leaf (gang-bestfit, one-task-per-node), best fit with seeded
+  random ties (topology-blind), the tightest NVLink-domain / leaf / spine group with the
+  wait-or-start price (topology-aware, policies/topology_search.py), GPU by GPU for MIG instances
+  and soft shares (fractional), least allocated pod by pod (per-pod's ``fit``);
 - this search: all or nothing over every pod set of the job, on a scratch copy when there are
   several pod sets (so two sets never count the same free GPUs twice), with one rule for why a
   job can never fit (UNRESOLVABLE, against the empty fleet) and one for why it does not fit now
-  (UNSCHEDULABLE, naming what is short).
-
-The topology-aware placer (policies/topology.py, which searches NVLink-domain / leaf / spine
-groups and prices waiting) and the fractional placer (policies/fractional.py, which places
-MIG/soft-share pods GPU by GPU) keep their own searches for now.
+  (UNSCHEDULABLE, naming what is short) — or the chooser's own verdict (a WAIT from pricing, a
+  fractional shortfall), which it returns as a Status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from gpufleet.engine.gpu_state import GpuSlot
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.filters import eligible_note, for_job
+from gpufleet.policies.scorers import tightest
 
-#: Which nodes take how many pods of one pod set on ``table``, as (node, pods) pairs in replica
-#: order; None when they do not fit.
-ChooseNodes = Callable[[NodeTable, PodSet], "list[tuple[int, int]] | None"]
+#: One pick of a chooser: (node, pods), or (node, 1, slot) for a fractional pod on one GPU.
+Pick = tuple[int, int] | tuple[int, int, GpuSlot]
+#: Which nodes take how many pods of one pod set on ``table``, as picks in replica order; None
+#: when they do not fit (the search says what is short), or the chooser's own Status.
+ChooseNodes = Callable[[NodeTable, PodSet], "Sequence[Pick] | Status | None"]
+#: Rewords the empty-fleet verdict for a pod set (a placer that names its request its own way).
+Unresolvable = Callable[[PodSet, str], str]
 #: A reason the placer refuses a pod set outright (e.g. fractional GPUs for a whole-GPU placer).
 Refuse = Callable[[PodSet], "str | None"]
 
 
 def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str | None:
     """Why a pod set could never fit this fleet even if it were empty, or None."""
-    key = (ps.replicas, ps.request.shape, table.pods_per_node)
+    key = (ps.replicas, ps.request.shape, table.pods_per_node, table.eligible)
     cap = ctx.caches.empty_capacity.get(key)
     if cap is None:
         cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
@@ -45,7 +53,7 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
     if cap >= ps.replicas:
         return None
     return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
-            f"even an empty fleet holds only {cap}")
+            f"even an empty fleet holds only {cap}{eligible_note(table)}")
 
 
 def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
@@ -53,11 +61,11 @@ def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
     slots = int(np.minimum(table.slots(req), ps.replicas).sum())
     if req.cpus <= 0 and req.memory_gb <= 0:
         return (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-                f"{slots} pod(s) of that shape fit now")
+                f"{slots} pod(s) of that shape fit now{eligible_note(table)}")
     gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models)
     gpu_slots = int(np.minimum(table.slots(gpu_only), ps.replicas).sum())
     msg = (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
-           f"{slots} pod(s) of that shape fit now")
+           f"{slots} pod(s) of that shape fit now{eligible_note(table)}")
     if gpu_slots > slots:
         msg += f" ({gpu_slots} by GPUs alone: CPU or memory is exhausted on nodes with free GPUs)"
     return msg
@@ -70,9 +78,9 @@ def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.nd
     """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
     lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
     leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas), minlength=table.n_leaves)
-    fitting = np.flatnonzero(leaf_slots >= replicas)
-    if fitting.size:
-        return table.leaf_idx == int(fitting[np.argmin(leaf_slots[fitting])])
+    leaf = tightest(leaf_slots, replicas)
+    if leaf is not None:
+        return table.leaf_idx == leaf
     order = np.argsort(-leaf_slots, kind="stable")
     cum = np.cumsum(leaf_slots[order])
     lookup = np.zeros(table.n_leaves, bool)
@@ -89,9 +97,11 @@ def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = 
     return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]
 
 
-def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
-    """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
-    (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The fill as two arrays: the nodes of ``order`` that get pods, and how many each (as many
+    as they take until ``replicas`` are placed; nodes that take none are skipped); None when
+    they hold fewer."""
     take = np.minimum(slots[order], replicas)
     if not take.all():
         order, take = order[take > 0], take[take > 0]
@@ -101,18 +111,34 @@ def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[t
     stop = int(np.searchsorted(cum, replicas)) + 1
     counts = take[:stop].copy()
     counts[-1] -= int(cum[stop - 1]) - replicas
-    return [(int(n), int(k)) for n, k in zip(order[:stop].tolist(), counts.tolist(), strict=True)]
+    return order[:stop], counts
+
+
+def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
+    """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
+    (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+    filled = fill_counts(order, slots, replicas)
+    if filled is None:
+        return None
+    return [(int(n), int(k)) for n, k in zip(filled[0].tolist(), filled[1].tolist(), strict=True)]
 
 
 def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choose: ChooseNodes,
-                refuse: Refuse | None = None) -> tuple[PodBinding, ...] | Status:
-    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why."""
+                refuse: Refuse | None = None, unresolvable: Unresolvable | None = None
+                ) -> tuple[PodBinding, ...] | Status:
+    """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why.
+
+    The job's own node filter (``filters.for_job``) applies first, so no chooser sees a node the
+    job may not use."""
+    table = for_job(table, job, ctx)
     for ps in job.pod_sets:
         refused = refuse(ps) if refuse is not None else None
         if refused:
             return Status(StatusCode.UNRESOLVABLE, (refused,), policy)
         why = unresolvable_reason(table, ps, ctx)
         if why:
+            if unresolvable is not None:
+                why = unresolvable(ps, why)
             return Status(StatusCode.UNRESOLVABLE, (why,), policy)
     scratch = table.copy() if len(job.pod_sets) > 1 else table
     out: list[PodBinding] = []
@@ -120,11 +146,15 @@ def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choo
         chosen = choose(scratch, ps)
         if chosen is None:
             return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
+        if isinstance(chosen, Status):
+            return chosen
         first = len(out)
-        for node, count in chosen:
-            out += [PodBinding(job.id, ps.name, len(out) - first + i, node, ps.request)
+        for pick in chosen:
+            node, count = pick[0], pick[1]
+            slot = pick[2] if len(pick) == 3 else None
+            out += [PodBinding(job.id, ps.name, len(out) - first + i, node, ps.request, slot)
                     for i in range(count)]
         if scratch is not table:
-            for node, count in chosen:
-                scratch.take(node, ps.request, count)
+            for pick in chosen:
+                scratch.take(pick[0], ps.request, pick[1], slot=pick[2] if len(pick) == 3 else None)
     return tuple(out)

@@ -20,43 +20,50 @@ from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job, PodRequest
+from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.policies.filters import for_job, room_mask
 from gpufleet.policies.gang import gang_feasible, insufficiency_reason
+from gpufleet.policies.gang_search import gang_search
+from gpufleet.policies.scorers import best_of, least_allocated
+
+FRACTIONAL = "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only"
+
+
+def _whole_gpus_only(ps: PodSet) -> str | None:
+    return FRACTIONAL if ps.request.is_fractional else None
 
 
 def least_allocated_node(table: NodeTable, req: PodRequest) -> int | None:
-    """kube-scheduler's LeastAllocated: among nodes with room for one pod, the one with the
-    largest free share of its GPUs (lowest index on ties); None when no node has room."""
-    fits = np.flatnonzero(table.slots(req) > 0)
-    if fits.size == 0:
-        return None
-    free_frac = table.gpu_free[fits] / np.maximum(table.gpu_total[fits], 1)
-    return int(fits[np.argmax(free_frac)])
+    """kube-scheduler's LeastAllocated: among nodes with room for one pod (the ``room_mask``
+    filter), the one with the largest free share of its GPUs (the ``least_allocated`` scorer),
+    lowest index on ties; None when no node has room."""
+    fits = np.flatnonzero(room_mask(table, req))
+    return best_of(fits, least_allocated(table, fits))
 
 
 class PerPodLeastAllocated:
     name = "per-pod"
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
-        return gang_feasible(job, table)
+        return gang_feasible(job, table, ctx)
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        """Where per-pod scheduling would put every pod of ``job`` alone on ``table``: pod by pod,
-        least allocated first, each pod seeing the ones before it. Whole GPUs only."""
-        if any(ps.request.is_fractional for ps in job.pod_sets):
-            return Status(StatusCode.UNRESOLVABLE, (
-                "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",), self.name)
-        scratch = table.copy()
-        out: list[PodBinding] = []
-        for ps in job.pod_sets:
-            for r in range(ps.replicas):
-                node = least_allocated_node(scratch, ps.request)
+        """Where per-pod scheduling would put every pod of ``job`` alone on ``table``: the shared
+        gang search with a chooser that places pod by pod, least allocated first, each pod
+        seeing the ones before it. Whole GPUs only."""
+
+        def pod_by_pod(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Status:
+            local = scratch.copy()
+            picks: list[tuple[int, int]] = []
+            for _ in range(ps.replicas):
+                node = least_allocated_node(local, ps.request)
                 if node is None:
-                    return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),),
-                                  self.name)
-                scratch.take(node, ps.request)
-                out.append(PodBinding(job.id, ps.name, r, node, ps.request))
-        return tuple(out)
+                    return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(local, ps),), self.name)
+                local.take(node, ps.request)
+                picks.append((node, 1))
+            return picks
+
+        return gang_search(job, table, ctx, self.name, pod_by_pod, refuse=_whole_gpus_only)
 
     def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         queue: list[tuple[int, float, int, str, PendingJob, str, PodRequest]] = []
@@ -71,16 +78,21 @@ class PerPodLeastAllocated:
         bound_now: dict[str, int] = {}
         failed: set[tuple] = set()
         table = plan.table
+        views: dict[frozenset[str] | None, NodeTable] = {}
         for _, _, replica, _, pj, ps_name, req in queue:
             if req.is_fractional:
                 continue  # whole GPUs only: the job gets an UNRESOLVABLE status below
-            if req.shape in failed:
+            key = (req.shape, pj.job.eligible_nodes)
+            if key in failed:
                 ctx.out.skipped_by_class += 1
                 continue
             ctx.out.considered += 1
-            node = least_allocated_node(table, req)
+            view = views.get(pj.job.eligible_nodes)
+            if view is None:  # one view per node filter: it shares the plan's free columns
+                view = views[pj.job.eligible_nodes] = for_job(table, pj.job, ctx)
+            node = least_allocated_node(view, req)
             if node is None:
-                failed.add(req.shape)
+                failed.add(key)
                 continue
             plan.bind(PodBinding(pj.job.id, ps_name, replica, node, req))
             bound_now[pj.job.id] = bound_now.get(pj.job.id, 0) + 1
@@ -93,9 +105,7 @@ class PerPodLeastAllocated:
                 continue
             out.blocked.append(pj)
             if any(ps.request.is_fractional for ps in pj.job.pod_sets):
-                ctx.statuses.record(pj.job.id, Status(StatusCode.UNRESOLVABLE, (
-                    "asks for a MIG instance or a soft GPU share; per-pod places whole GPUs only",),
-                    self.name))
+                ctx.statuses.record(pj.job.id, Status(StatusCode.UNRESOLVABLE, (FRACTIONAL,), self.name))
                 continue
             code = StatusCode.WAIT if have else StatusCode.UNSCHEDULABLE
             ctx.statuses.record(pj.job.id, Status(

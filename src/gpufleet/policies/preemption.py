@@ -45,11 +45,12 @@ Victim rules (sort keys, smallest first):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpufleet.engine.capacity import Releases
 from gpufleet.engine.checkpoints import eviction_cost
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
@@ -57,6 +58,7 @@ from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJ
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.quota import (
     EXCEEDS_BORROWING,
@@ -68,6 +70,7 @@ from gpufleet.policies.quota import (
     job_gpus_by_flavor,
     protected_running,
 )
+from gpufleet.policies.victims import VictimSearch
 
 
 def work_lost_gpu_s(rj: RunningJob, now: float, grace_s: float) -> float:
@@ -130,14 +133,15 @@ class TenancyPreemptor:
         tenant_of = {r.pending.job.id: r.pending.job.tenant for r in records}
         for b in plan.commit():
             ledger.charge_bindings(tenant_of.get(b.job, ""), (b,))
-        # GPUs per node that jobs under notice will free: the only room a job may claim as
-        # "already being evicted" (free GPUs beyond it are simply free, held by another phase).
-        evicting_room = np.zeros(len(plan.table.gpu_free), dtype=np.int64)
-        for rj in ctx.running:
-            if rj.evicting:
-                for b in rj.bindings:
-                    plan.release_binding(b)
-                    evicting_room[b.node] += b.request.gpus
+        # Jobs under notice, on the capacity timeline (engine/capacity.py): what they release,
+        # per node, is the only room a job may claim as "already being evicted" (free GPUs
+        # beyond it are simply free, held by another phase), and when they go is when it starts.
+        evicting = [rj for rj in ctx.running if rj.evicting]
+        notices = Releases.build(evicting, ctx.expected_end)
+        evicting_room = notices.released_gpus(len(plan.table.gpu_free)).copy()
+        for rj in evicting:
+            for b in rj.bindings:
+                plan.release_binding(b)
         protected = protected_running(tenancy, ctx.running)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         out: list[Preemption] = []
@@ -167,7 +171,7 @@ class TenancyPreemptor:
                 if _claims(fitted, plan, evicting_room):
                     ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
                         "waiting for capacity already being evicted",), self.name,
-                        _evicted_by(fitted, ctx)))
+                        notices.last_end_on([b.node for b in fitted])))
                 for b in fitted:
                     plan.bind(b)
                 continue
@@ -221,36 +225,28 @@ class TenancyPreemptor:
         own, others = self._candidates(job, flavor, ctx, ledger, live, protected)
         if not own and not others:
             return None
-        mark = plan.checkpoint()
         g = job.total_gpus
         queue = ctx.tenancy.tenant(job.tenant) if ctx.tenancy is not None else None
         nominal = queue.quota(flavor).nominal if flavor and queue is not None else 0
         kinds: dict[JobId, str] = {}
 
-        def valid(victims: list[RunningJob]) -> QuotaLedger | None:
-            """The ledger with ``victims`` gone, when removing them is allowed for J."""
+        def allowed(victims: Sequence[RunningJob]) -> bool:
+            """Removing ``victims`` is allowed for J (quota: reclaim rules, admission)."""
             trial = ledger.copy()
             for rj in victims:
                 trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
             if any(kinds[v.job.id] == RECLAIM for v in victims):
                 if not trial.within_nominal(job.tenant, flavor, g):
-                    return None
-                if not _reclaim_justified(victims, kinds, flavor, ledger):
-                    return None
-            if not admitted and trial.decide(job)[0] is None:
-                return None
-            return trial
+                    return False
+                if not _reclaim_justified(list(victims), kinds, flavor, ledger):
+                    return False
+            return admitted or trial.decide(job)[0] is not None
 
-        def attempt(victims: list[RunningJob]) -> tuple[PodBinding, ...] | None:
-            plan.rollback(mark)
-            if valid(victims) is None:
-                return None
-            for rj in victims:
-                for b in rj.bindings:
-                    plan.release_binding(b)
+        def fits() -> tuple[PodBinding, ...] | None:
             fitted = fit_gang(job, plan.table, ctx, self.name)
             return None if isinstance(fitted, Status) else fitted
 
+        search = VictimSearch(plan, fits, allowed)
         # Own work that must go before J is within its guarantee; then reclaim; then the rest.
         must_free = max(0, ledger.used(job.tenant, flavor) + g - nominal) if flavor else g
         first, freed = [], 0
@@ -261,33 +257,33 @@ class TenancyPreemptor:
             freed += rj.job.total_gpus
         reclaimable = others if freed >= must_free else []
         rest = [rj for rj in own if rj not in first]
-        order = [(rj, OWN) for rj in first] + [(rj, RECLAIM) for rj in reclaimable] + \
-                [(rj, OWN) for rj in rest]
-        chosen: list[RunningJob] = []
-        fitted = None
+        for rj in first + rest:
+            kinds[rj.job.id] = OWN
+        for rj in reclaimable:
+            kinds[rj.job.id] = RECLAIM
+
+        usable = for_job(plan.table, job, ctx).schedulable  # J's own node filter
         mask = plan.table.model_mask((flavor,)) if flavor else None
-        free = plan.table.gpu_free[plan.table.schedulable if mask is None else plan.table.schedulable & mask]
-        room = int(free.sum())  # cheap bound: J cannot fit before free + released reach g
-        for rj, kind in order:
-            kinds[rj.job.id] = kind
-            if kind == RECLAIM and not _reclaim_justified([*chosen, rj], kinds, flavor, ledger):
-                continue  # that borrower is back within its quota: nothing left to reclaim
-            chosen.append(rj)
-            room += rj.job.total_gpus
-            if room < g:
-                continue
-            fitted = attempt(chosen)
-            if fitted is not None:
-                break
-        if fitted is None:
-            plan.rollback(mark)
+        if mask is not None:
+            usable = usable & mask
+
+        def admit(chosen: list[RunningJob], rj: RunningJob) -> bool:
+            # A victim with no pod on a node J may use frees J nothing; a borrower back within
+            # its quota has nothing left to reclaim.
+            if job.eligible_nodes is not None and not any(usable[b.node] for b in rj.bindings):
+                return False
+            return kinds[rj.job.id] != RECLAIM or _reclaim_justified([*chosen, rj], kinds, flavor, ledger)
+
+        # Cheap bound: J cannot fit before free + released GPUs reach g.
+        free = plan.table.gpu_free[usable]
+        room = int(free.sum())
+        found = search.grow([[rj] for rj in first + reclaimable + rest], admit,
+                            ready=lambda chosen: room + sum(v.job.total_gpus for v in chosen) >= g)
+        if found is None:
             return None
         # Reprieve, most expensive first: keep a victim running when J fits without it.
-        for rj in reversed(list(chosen)):
-            rest_v = [v for v in chosen if v is not rj]
-            if rest_v and attempt(rest_v) is not None:
-                chosen = rest_v
-        fitted = attempt(chosen)  # leave the Plan with exactly the chosen victims released
+        chosen = search.reprieve(found[0], list(reversed(found[0])))
+        fitted = search.settle(chosen)  # leave the Plan with exactly the chosen victims released
         assert fitted is not None
         reclaim = any(kinds[v.job.id] == RECLAIM for v in chosen)
         detail = (f"reclaim: {job.tenant} is within its nominal {flavor} quota" if reclaim
@@ -324,11 +320,3 @@ def _claims(fitted: tuple[PodBinding, ...], plan: Plan, evicting_room: np.ndarra
             evicting_room[node] -= from_evicting
             used = True
     return used
-
-
-def _evicted_by(fitted: tuple[PodBinding, ...], ctx: CycleContext) -> float | None:
-    """When the jobs under notice on the fitted nodes are gone: the job's earliest start."""
-    nodes = {b.node for b in fitted}
-    ends = [rj.evict_at for rj in ctx.running if rj.evicting and rj.evict_at is not None
-            and any(b.node in nodes for b in rj.bindings)]
-    return max(ends) if ends else None

@@ -48,6 +48,7 @@ from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import fit_gang, gang_feasible, place_in_order
 
 
@@ -249,9 +250,10 @@ class OneTaskPerNode:
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         if len(job.pod_sets) != 1:
             return None
-        return gang_feasible(job, table.one_pod_per_node())
+        return gang_feasible(job, table.one_pod_per_node(), ctx)
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
+        table = for_job(table, job, ctx)  # the job's node filter binds Slurm's node choice too
         if self.slurm_nodes:
             chosen = cons_tres_choice(job, table, self.weights_for(table))
             if chosen is not None:

@@ -36,13 +36,19 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.fleet import Fabric
-from gpufleet.model.job import Job
+from gpufleet.model.job import Job, PodSet
 from gpufleet.model.units import duration
-from gpufleet.policies.gang import fit_gang, insufficiency_reason, place_in_order, unresolvable_reason
+from gpufleet.policies.gang import fit_gang, insufficiency_reason, place_in_order
+from gpufleet.policies.gang_search import gang_search
 from gpufleet.policies.steptime import DEFAULT_KNOBS, CommCostModel, StepKnobs, span_tier
 from gpufleet.policies.topology_search import LEVEL_RANK, LEVELS, Placement, largest_group_atoms, search
 
 TIER_WORDS = ("one NVLink domain", "one leaf", "one spine", "several spines")
+
+
+def _picks(pod_nodes: np.ndarray) -> list[tuple[int, int]]:
+    """One (node, 1) pick per pod, in rank order: replica r goes to ``pod_nodes[r]``."""
+    return [(n, 1) for n in pod_nodes.tolist()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,10 +234,6 @@ class TopologyAware:
 
     # ---- fit and place ---------------------------------------------------------------------------
 
-    def _bindings(self, job: Job, pod_nodes: np.ndarray) -> tuple[PodBinding, ...]:
-        ps = job.pod_sets[0]
-        return tuple(PodBinding(job.id, ps.name, r, int(n), ps.request) for r, n in enumerate(pod_nodes))
-
     def _max_level(self, job: Job) -> str | Status:
         level = job.topology_required or "fleet"
         if level not in LEVEL_RANK:
@@ -245,18 +247,28 @@ class TopologyAware:
         return None
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        """Where every pod would go (rank order), or a Status: UNRESOLVABLE, UNSCHEDULABLE or WAIT."""
+        """Where every pod would go (rank order), or a Status: UNRESOLVABLE, UNSCHEDULABLE or WAIT.
+
+        The shared gang search (filters, the empty-fleet test, all or nothing) with the level
+        search of topology_search.py and the wait-or-start price as its chooser; jobs of several
+        pod sets (or none of whole GPUs) get plain gang best fit."""
         if len(job.pod_sets) != 1 or job.pod_sets[0].request.gpus < 1:
             return fit_gang(job, table, ctx, self.name)  # multi-role jobs: plain gang best fit
+
+        def choose(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Status:
+            return self._choose(job, scratch, ctx)
+
+        return gang_search(job, table, ctx, self.name, choose)
+
+    def _choose(self, job: Job, table: NodeTable, ctx: CycleContext) -> list[tuple[int, int]] | Status:
+        """The chooser: the tightest level that keeps TP groups whole, else the priced split;
+        one (node, 1) pick per pod in rank order."""
         ps = job.pod_sets[0]
-        why = unresolvable_reason(table, ps, ctx)
-        if why:
-            return Status(StatusCode.UNRESOLVABLE, (why,), self.name)
         level = self._max_level(job)
         if isinstance(level, Status):
             return level
         if level != "fleet":
-            key = (ps.request.shape, ps.replicas, level)
+            key = (ps.request.shape, ps.replicas, level, table.eligible)
             rooms = ctx.caches.empty_group_room
             if key not in rooms:
                 rooms[key] = largest_group_atoms(table, ps.request, ps.replicas, 1, level, empty=True)
@@ -270,7 +282,7 @@ class TopologyAware:
         slots = table.slots(ps.request)
         whole = search(table, ps.request, ps.replicas, layout.k, level, slots)
         if whole is not None:
-            return self._bindings(job, pods_in_rank_order(whole, layout))
+            return _picks(pods_in_rank_order(whole, layout))
         split = search(table, ps.request, ps.replicas, 1, level, slots) if layout.k > 1 else None
         if split is None:
             return Status(StatusCode.UNSCHEDULABLE, self._why_not(job, table, layout.k, level), self.name)
@@ -282,7 +294,7 @@ class TopologyAware:
                 "one NVLink domain now, and without a training profile a split cannot be priced",),
                 self.name)
         if decision.choice == "start":
-            return self._bindings(job, rank_nodes)
+            return _picks(rank_nodes)
         assert decision.wait is not None
         return Status(StatusCode.WAIT, decision.reasons(), self.name,
                       estimated_start=ctx.now + decision.wait.wait_s)

@@ -38,6 +38,8 @@ import numpy as np
 
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.job import PodRequest
+from gpufleet.policies.gang_search import best_fit_order, fill_counts
+from gpufleet.policies.scorers import tightest
 
 #: Levels of the tree, tightest first. "nvlink" is the NVLink domain.
 LEVELS: tuple[str, ...] = ("node", "nvlink", "leaf", "spine", "fleet")
@@ -98,16 +100,9 @@ def _group_of_domain(cap: _Capacity, level: str) -> np.ndarray:
     return np.zeros(cap.dom_cap.size, np.int64)
 
 
-def _tightest(caps: np.ndarray, need: int) -> int | None:
-    fitting = np.flatnonzero(caps >= need)
-    if not fitting.size:
-        return None
-    return int(fitting[np.argmin(caps[fitting])])  # argmin keeps the lowest index on ties
-
-
 def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[int, int]]:
     """(child, atoms) to take ``need`` atoms from children with capacities ``caps``."""
-    one = _tightest(caps, need)
+    one = tightest(caps, need)
     if one is not None:
         return [(int(ids[one]), need)]
     order = np.argsort(-caps, kind="stable")
@@ -116,33 +111,26 @@ def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[i
     taken = [(int(ids[i]), int(caps[i])) for i in order[: count - 1]]
     rest = need - sum(a for _, a in taken)
     remaining = order[count - 1:]
-    last = _tightest(caps[remaining], rest)
+    last = tightest(caps[remaining], rest)
     assert last is not None  # the count-th largest holds the remainder by construction
     return [*taken, (int(ids[remaining[last]]), rest)]
 
 
+def _fill(table: NodeTable, mask: np.ndarray, per_node: np.ndarray, units: int, k: int) -> list[int]:
+    """The shared best-fit scorer and fill (gang_search.py) over the nodes in ``mask``: ``units``
+    of ``k`` pods each, never split over nodes; the node of each pod, in order."""
+    filled = fill_counts(best_fit_order(table, mask & (per_node > 0)), per_node, units)
+    assert filled is not None  # the group was chosen because it holds them
+    return np.repeat(filled[0], filled[1] * k).tolist()
+
+
 def _fill_domain(table: NodeTable, cap: _Capacity, domain: int, pods: int) -> list[int]:
-    nodes = np.flatnonzero((table.domain_idx == domain) & (cap.slots > 0))
-    nodes = nodes[np.argsort(table.gpu_free[nodes], kind="stable")]
-    take = np.minimum(cap.slots[nodes], pods)
-    cum = np.cumsum(take)
-    stop = int(np.searchsorted(cum, pods)) + 1
-    take = take[:stop].copy()
-    take[-1] -= int(cum[stop - 1]) - pods
-    return np.repeat(nodes[:stop], take).tolist()
+    return _fill(table, table.domain_idx == domain, cap.slots, pods, 1)
 
 
 def _fill_leaf_nodes(table: NodeTable, cap: _Capacity, leaf: int, atoms: int, k: int) -> list[int]:
     """Best fit over a leaf of one-node domains: ``k`` pods per atom, never split over nodes."""
-    per_node = cap.slots // k
-    nodes = np.flatnonzero((table.leaf_idx == leaf) & (per_node > 0))
-    nodes = nodes[np.argsort(table.gpu_free[nodes], kind="stable")]
-    take = per_node[nodes]
-    cum = np.cumsum(take)
-    stop = int(np.searchsorted(cum, atoms)) + 1
-    take = take[:stop].copy()
-    take[-1] -= int(cum[stop - 1]) - atoms
-    return np.repeat(nodes[:stop], take * k).tolist()
+    return _fill(table, table.leaf_idx == leaf, cap.slots // k, atoms, k)
 
 
 def _descend(table: NodeTable, cap: _Capacity, level: str, group: int, atoms: int, k: int) -> list[int]:
@@ -174,14 +162,14 @@ def search(table: NodeTable, req: PodRequest, replicas: int, k: int = 1,
     slots = np.minimum(raw, replicas)
     atoms = replicas // k
     top = LEVEL_RANK[max_level]
-    fits_node = _tightest(raw, replicas)
+    fits_node = tightest(raw, replicas)
     if fits_node is not None:
         return Placement(np.full(replicas, fits_node, np.int64), "node", fits_node)
     cap = _capacity(table, slots, k)
     for level in LEVELS[1: top + 1]:
         group_of = _group_of_domain(cap, level)
         caps = np.bincount(group_of, weights=cap.dom_cap, minlength=int(group_of.max(initial=0)) + 1)
-        g = _tightest(caps.astype(np.int64), atoms)
+        g = tightest(caps.astype(np.int64), atoms)
         if g is not None:
             return Placement(np.asarray(_descend(table, cap, level, g, atoms, k), np.int64), level, g)
     return None

@@ -196,6 +196,7 @@ D = {
     "trace.pod_sets[].memory_gb": "Host memory per pod, GB.",
     "trace.pod_sets[].gpu_models": "Allowed GPU models; empty = any.",
     "trace.labels": "Free-form labels (e.g. slurm.qos).",
+    "trace.eligible_nodes": "Node names the job's pods may use (a per-job node filter); absent = any node.",
     "trace.slurm": "What Slurm did (import-sacct writes it; the simulator ignores it).",
 }
 

@@ -49,8 +49,13 @@ def _pods_per_node(ps: PodSet, gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarr
 
 
 def why_never(job: Job, fleet: Fleet) -> str | None:
-    """Why ``job`` can never run on ``fleet`` (one clause), or None when it might."""
+    """Why ``job`` can never run on ``fleet`` (one clause), or None when it might. A job with a
+    node filter (``Job.eligible_nodes``) is checked against its eligible nodes only."""
     nodes = fleet.nodes
+    if job.eligible_nodes is not None:
+        nodes = [n for n in nodes if n.id in job.eligible_nodes]
+        if not nodes:
+            return "none of its eligible nodes is in the fleet"
     models = np.array([n.gpu for n in nodes])
     gpus = np.array([n.gpus for n in nodes], dtype=float)
     cpus = np.array([n.cpus for n in nodes], dtype=float)

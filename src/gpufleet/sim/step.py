@@ -23,6 +23,7 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput, CycleResult
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
+from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
@@ -31,7 +32,8 @@ from gpufleet.sim.state import SimState
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
-    """Free GPUs on nodes where no pending pod fits (wrong shape, model, or CPU/memory exhausted).
+    """Free GPUs on nodes where no pending pod fits (wrong shape, model, or CPU/memory exhausted,
+    or no pending job may use the node: ``Job.eligible_nodes``).
 
     With nothing pending, free GPUs are idle, not stranded: 0.
     """
@@ -41,10 +43,11 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
     seen: set[tuple] = set()
     for job in pending:
         for ps in job.pod_sets:
-            if ps.request.shape in seen:
+            key = (ps.request.shape, job.eligible_nodes)  # a pod counts only nodes it may use
+            if key in seen:
                 continue
-            seen.add(ps.request.shape)
-            usable |= table.slots(ps.request) > 0
+            seen.add(key)
+            usable |= for_job(table, job).slots(ps.request) > 0
     return int(table.gpu_free[~usable].sum())
 
 

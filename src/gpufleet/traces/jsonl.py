@@ -3,7 +3,10 @@
     {"id": "17", "tenant": "prod", "submit_time": 0.0, "run_time": 3600.0,
      "run_time_estimate": 7200.0, "priority": 0, "kind": "training",
      "pod_sets": [{"name": "main", "replicas": 2, "gpus": 8, "cpus": 64, "memory_gb": 500,
-                   "gpu_models": ["H100-80GB"]}], "labels": {"slurm.qos": "normal"}}
+                   "gpu_models": ["H100-80GB"]}], "labels": {"slurm.qos": "normal"},
+     "eligible_nodes": ["gpu001", "gpu002"]}
+
+``eligible_nodes`` (optional) is the per-job node filter: the job's pods go to those nodes only.
 
 ``gpufleet slurm import-sacct`` writes it (with an extra ``slurm`` record of what Slurm did, which
 the reader ignores); ``gpufleet simulate --trace`` and scenario files (``workload: {trace: …}``)
@@ -53,6 +56,8 @@ class _JobRow(BaseModel):
     kind: JobKind = JobKind.BATCH
     pod_sets: list[_PodSetRow] = Field(min_length=1)
     labels: dict[str, str] = {}
+    #: The nodes (by name) the job may use; absent: every node (``Job.eligible_nodes``).
+    eligible_nodes: list[str] | None = Field(default=None, min_length=1)
     slurm: dict[str, Any] | None = None
 
     def build(self) -> Job:
@@ -61,7 +66,8 @@ class _JobRow(BaseModel):
             for p in self.pod_sets)
         return Job(JobId(self.id), TenantId(self.tenant), sets, self.submit_time, self.run_time,
                    self.priority, self.kind, self.run_time_estimate,
-                   labels=tuple(sorted(self.labels.items())))
+                   labels=tuple(sorted(self.labels.items())),
+                   eligible_nodes=None if self.eligible_nodes is None else frozenset(self.eligible_nodes))
 
 
 def read_jobs(path: str | Path) -> list[Job]:
@@ -97,7 +103,7 @@ def read_jobs(path: str | Path) -> list[Job]:
 
 
 def job_row(job: Job) -> dict[str, Any]:
-    return {
+    row = {
         "id": job.id, "tenant": job.tenant, "submit_time": job.submit_time, "run_time": job.run_time,
         "run_time_estimate": job.run_time_estimate, "priority": job.priority, "kind": str(job.kind),
         "pod_sets": [{"name": ps.name, "replicas": ps.replicas, "gpus": ps.request.gpus,
@@ -105,6 +111,9 @@ def job_row(job: Job) -> dict[str, Any]:
                       "gpu_models": list(ps.request.gpu_models)} for ps in job.pod_sets],
         "labels": dict(job.labels),
     }
+    if job.eligible_nodes is not None:
+        row["eligible_nodes"] = sorted(job.eligible_nodes)
+    return row
 
 
 def write_jobs(path: str | Path, jobs: Iterable[Job]) -> None:

@@ -180,3 +180,39 @@ def test_the_reader_asks_slurm_through_its_runner() -> None:
     snapshot = SlurmReader(runner).snapshot()
     assert asked == ["squeue --json", "scontrol show node -o", "squeue --start", "scontrol show job -o"]
     assert snapshot.job("16") is not None
+
+
+def test_the_jobs_holding_capacity_are_listed_in_the_order_the_engine_expects_them_to_end(snap) -> None:
+    """Running jobs end, on the engine's capacity timeline, at start + time limit: job 7 at
+    1796043794 + 60 = 1796043854, job 15 at 1796043800 + 1,200 = 1796045000, the three 4-node
+    training jobs (12, 13, 14) at 1796043798 + 1,800 = RUNNING_END. The "held by" lines of job 17
+    (which waits on capacity) list them in that order, each with that time."""
+    from gpufleet.adapters.slurm.engine_view import release_schedule
+    from gpufleet.adapters.slurm.explain import when
+
+    schedule = release_schedule(snap, FLEET, CONF)
+    assert schedule == [("7", 1796043854.0), ("15", 1796045000.0), ("12", RUNNING_END),
+                        ("13", RUNNING_END), ("14", RUNNING_END)]
+    held = [line for line in explain(snap, "17", FLEET, CONF).text().splitlines() if "held by job" in line]
+    assert [line.split("held by job ")[1].split(" ")[0] for line in held] == ["7", "15", "12", "13", "14"]
+    assert all(line.endswith(f"until ~{when(end)}") for line, (_, end) in zip(held, schedule, strict=True))
+
+
+def test_a_job_pinned_by_nodelist_is_planned_on_its_own_node_not_on_a_free_one() -> None:
+    """Four 8-GPU nodes; job 1 runs on gpu001 from t0 − 100 with a 700 s limit, so it ends at
+    t0 + 600. Job 2 (1 node × 8 GPUs, --nodelist=gpu001) waits on Resources: gpu002–gpu004 are
+    free, but it may use gpu001 only, so the engine plans it there at t0 + 600 rather than now."""
+    from gpufleet.adapters.slurm.engine_view import engine_reading
+    from gpufleet.adapters.slurm.queue import NodeState, QueuedJob, QueueSnapshot
+
+    t0 = 1_800_000_000.0
+    nodes = tuple(NodeState(f"gpu00{i}", "MIXED" if i == 1 else "IDLE", 8, 8 if i == 1 else 0)
+                  for i in range(1, 5))
+    running = QueuedJob("1", "train", "RUNNING", "None", 1, 8, t0 - 200, time_limit_s=700.0,
+                        start=t0 - 100, node_list=("gpu001",))
+    pinned = QueuedJob("2", "pinned", "PENDING", "Resources", 1, 8, t0 - 50, priority=10,
+                       time_limit_s=600.0, required_nodes=("gpu001",))
+    reading = engine_reading(QueueSnapshot(t0, (running, pinned), nodes), "2")
+    assert not reading.starts_now
+    assert reading.estimated_start == t0 + 600
+    assert reading.planned_nodes == ("gpu001",)

@@ -53,3 +53,29 @@ def test_a_bad_trace_line_is_named_by_file_and_line(tmp_path, line, expected):
     with pytest.raises(InputError) as err:
         read_jobs(path)
     assert expected in str(err.value) and str(path) in str(err.value)
+
+
+def test_a_traces_eligible_nodes_keep_its_jobs_on_those_nodes_in_a_simulation(tmp_path):
+    """4 nodes × 8 GPUs (h100-g0-n0000 … n0003). Jobs a and b (8 GPUs each, at t=0) may use
+    h100-g0-n0003 only, so b starts when a ends (t=100), on that node, though three nodes idle;
+    c (any node) starts at once. The line round-trips through the reader and the writer."""
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text("fleet:\n  name: four\n  groups:\n"
+                     "    - {nodes: 4, gpu: H100-80GB, gpus_per_node: 8, leaf_size: 4}\n")
+    only = '"eligible_nodes": ["h100-g0-n0003"]'
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(
+        f'{{"id": "{j}", "submit_time": 0, "run_time": 100, "pod_sets": [{{"replicas": 1, "gpus": 8}}]'
+        f'{", " + only if j != "c" else ""}}}\n' for j in ("a", "b", "c")))
+    jobs = read_jobs(trace)
+    assert jobs[0].eligible_nodes == frozenset({"h100-g0-n0003"}) and jobs[2].eligible_nodes is None
+    write_jobs(tmp_path / "again.jsonl", jobs)
+    assert read_jobs(tmp_path / "again.jsonl") == jobs
+    out = tmp_path / "out"
+    r = runner.invoke(app, ["simulate", "--fleet", str(fleet), "--trace", str(trace), "--out", str(out),
+                            "--no-progress", "-p", "gang-bestfit"])
+    assert r.exit_code == 0, r.output
+    events = map(json.loads, (out / "events-gang-bestfit.jsonl").read_text().splitlines())
+    starts = {e["job"]: (e["t"], e["detail"]) for e in events if e["event"] == "start"}
+    assert starts["a"] == (0.0, "h100-g0-n0003") and starts["b"] == (100.0, "h100-g0-n0003")
+    assert starts["c"][0] == 0.0 and starts["c"][1] != "h100-g0-n0003"

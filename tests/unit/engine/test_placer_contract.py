@@ -1,6 +1,8 @@
 """Every placer honours the one placement contract (engine/phases/place.py): ``place``, ``fit`` and
 ``feasible``, with ``feasible`` never contradicting ``fit``."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -55,3 +57,28 @@ def test_one_task_per_node_gives_every_pod_a_node_of_its_own():
     fitted = placer.fit(j, two, CycleContext(now=0.0, profile=prof, rng=np.random.default_rng(0)))
     assert not isinstance(fitted, Status) and sorted(b.node for b in fitted) == [0, 1]
     assert int(one.slots(PodRequest(1))[0]) == 8, "the capped view must not change the table it reads"
+
+
+@pytest.mark.parametrize("name", [*PROFILES, "slurm-like-easy"])
+@pytest.mark.parametrize(("gpus", "pods"), [(1, 1), (2, 4), (8, 1), (8, 2), (4, 3)])
+@pytest.mark.parametrize("eligible", [(0,), (0, 1), (1, 3), (2, 3)])
+def test_every_placer_fits_a_job_only_on_its_eligible_nodes(name, gpus, pods, eligible):
+    """On the partly used table (free GPUs per node: 2, 5, 8, 8), a job that may use only the
+    nodes in ``eligible`` is placed there or not at all, and ``feasible`` agrees with ``fit``:
+    e.g. 2 pods × 8 GPUs on nodes (1, 3) need two nodes with 8 free, but node 1 has 5, so no fit,
+    while on (2, 3) each node takes one pod."""
+    prof = (slurm_like_profile(SlurmPriority(nodes=4, cpus=224), "easy") if name == "slurm-like-easy"
+            else profile(name))
+    table = partly_used_table()
+    names = frozenset(table.names[i] for i in eligible)
+    j = replace(job("j").gpus(gpus).gang(pods).build(), eligible_nodes=names)
+    answer = prof.placer.feasible(j, table, CycleContext(now=0.0, profile=prof, rng=np.random.default_rng(0)))
+    fitted = prof.placer.fit(j, table, CycleContext(now=0.0, profile=prof, rng=np.random.default_rng(0)))
+    free = {0: 2, 1: 5, 2: 8, 3: 8}
+    per_node_cap = 1 if name == "slurm-like-easy" else None
+    room = sum(min(free[n] // gpus, per_node_cap or pods) for n in eligible)
+    assert isinstance(fitted, Status) is (room < pods), (fitted, room)
+    if not isinstance(fitted, Status):
+        assert {b.node for b in fitted} <= set(eligible) and len(fitted) == pods, fitted
+    if answer is not None:
+        assert answer is (not isinstance(fitted, Status))

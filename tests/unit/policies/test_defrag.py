@@ -117,3 +117,15 @@ def test_patience_keeps_defrag_away_from_gangs_that_just_arrived():
     res = run_cycle(CycleInput(NOW, t, [PendingJob(job("big").gpus(8).at(NOW - 60).build())], prof,
                                running=run))
     assert res.preemptions == ()
+
+
+@pytest.mark.parametrize("rule", ["cost", "smallest"])
+def test_a_gang_that_may_use_one_node_moves_only_the_job_on_that_node(rule):
+    """Two nodes half full (``half_nodes``): 'cheap' (4 GPUs) on node 0, 'dear' (4 GPUs) on node 1.
+    Either move frees a whole 8-GPU node, and the cost rule prefers 'cheap'; but a gang that may
+    use node 1 only gains nothing from node 0, so both rules move 'dear' (and only 'dear')."""
+    run = half_nodes()
+    names = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build()).names
+    big = replace(job("big").gpus(8).build(), eligible_nodes=frozenset({names[1]}))
+    res = cycle(run, [big], rule=rule)
+    assert [p.job for p in res.preemptions] == ["dear"]

@@ -10,7 +10,8 @@ From a ``QueueSnapshot`` (squeue + scontrol) and the fleet of slurm.conf:
   from its start, and ends (for planning) at start + time limit, as Slurm's backfill plans;
 * **pending**: the jobs that wait for capacity or priority (Slurm's ``Resources``, ``Priority``,
   ``None``; also ``ReqNodeNotAvail``, which capacity can resolve) as one pod per node, with
-  Slurm's own current priority, ordered as Slurm orders them (priority, then job id);
+  Slurm's own current priority, ordered as Slurm orders them (priority, then job id); a job
+  pinned to nodes by ``--nodelist`` may use only those (``Job.eligible_nodes``);
 * **--switches**: a job held to one switch (``Switches=1@WAIT``) that no leaf can hold whole is
   left unplanned until its wait runs out, as Slurm leaves it (captured: job 18, 9 nodes on leaves
   of 8, Reason=Resources and no planned start; the job behind it got the slot);
@@ -33,11 +34,12 @@ from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot
 from gpufleet.adapters.slurm.reasons import WaitReason
 from gpufleet.adapters.slurm.settings import BackfillSettings
+from gpufleet.engine.capacity import Releases
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
-from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.engine.types import CycleContext, CycleInput, PendingJob, RunningJob
 from gpufleet.model.fleet import Fabric, Fleet, Node, NodeHealth
 from gpufleet.model.ids import JobId, NodeId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
@@ -85,11 +87,19 @@ def fleet_from_snapshot(snap: QueueSnapshot, fleet: Fleet | None) -> Fleet:
 
 
 def _job(q: QueuedJob) -> Job:
+    """The job in engine terms. A job whose ``--nodelist`` (``ReqNodeList``) names at least as
+    many nodes as it asks for runs on exactly those nodes (Slurm raises the node count to the
+    list's length): they are its eligible nodes (``Job.eligible_nodes``), one task on each. A
+    shorter list only says which nodes must be among its own, which a node filter cannot say:
+    such a job is left free."""
     limit = q.time_limit_s if q.time_limit_s is not None else NO_LIMIT_S
+    pinned = q.pending and bool(q.required_nodes) and len(q.required_nodes) >= max(q.nodes, 1)
+    tasks = len(q.required_nodes) if pinned else max(q.nodes, 1)
     return Job(id=JobId(q.job_id), tenant=TenantId(q.account or "default"),
-               pod_sets=(PodSet("main", max(q.nodes, 1), PodRequest(gpus=q.gpus_per_node)),),
+               pod_sets=(PodSet("main", tasks, PodRequest(gpus=q.gpus_per_node)),),
                submit_time=q.submit, run_time=limit, priority=q.priority, run_time_estimate=limit,
-               labels=(("slurm.job_id", q.job_id),))
+               labels=(("slurm.job_id", q.job_id),),
+               eligible_nodes=frozenset(q.required_nodes) if pinned else None)
 
 
 def held_to_one_switch(q: QueuedJob, table: NodeTable, now: float, default_wait_s: float = 300.0) -> bool:
@@ -130,6 +140,17 @@ def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None
     profile = slurm_like_profile(None, depth=bf.max_job_test, window_s=bf.window_s,
                                  orderer=SlurmObservedPriority(), resolution_s=bf.resolution_s)
     return CycleInput(now=snap.taken_at, nodes=table, pending=pending, profile=profile, running=running)
+
+
+def release_schedule(snap: QueueSnapshot, fleet: Fleet | None = None,
+                     conf: SlurmConf | None = None) -> list[tuple[str, float]]:
+    """(job id, expected end) of every running job, in the order the engine expects them to end:
+    the capacity timeline's releases (engine/capacity.py) over the snapshot's cycle input — the
+    same ranking reservation and backfill plan with, never a second reckoning of Slurm's."""
+    inp = cycle_input(snap, fleet_from_snapshot(snap, fleet), conf)
+    ctx = CycleContext(inp.now, inp.profile, np.random.default_rng(inp.seed), inp.running)
+    releases = Releases.build(inp.running, ctx.expected_end, ctx.expected_ends(inp.running))
+    return [(str(j), float(t)) for j, t in zip(releases.jobs, releases.ends.tolist(), strict=True)]
 
 
 def engine_reading(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,

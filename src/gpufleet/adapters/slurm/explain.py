@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from gpufleet.adapters.slurm.conf import SlurmConf
-from gpufleet.adapters.slurm.engine_view import WAITS_FOR_CAPACITY, EngineReading, engine_reading
+from gpufleet.adapters.slurm.engine_view import (
+    WAITS_FOR_CAPACITY,
+    EngineReading,
+    engine_reading,
+    release_schedule,
+)
 from gpufleet.adapters.slurm.hostlist import compress
-from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot, expected_end, jobs_ahead
+from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot, jobs_ahead
 from gpufleet.adapters.slurm.reasons import WaitReason, reason_detail
 from gpufleet.model.fleet import Fleet
 
@@ -73,7 +78,7 @@ def explain(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,
     reason = job.wait_reason
     lines.append(f"Slurm reason: {job.reason} -> {reason}: {reason.explanation}")
     lines += _specifics(snap, job, reason)
-    blockers = _blockers(snap, job, show_holders=reason in SELF_CLEARING)
+    blockers = _blockers(snap, job, show_holders=reason in SELF_CLEARING, fleet=fleet, conf=conf)
     lines += blockers
     if down and reason is not WaitReason.NODES_UNAVAILABLE:
         lines.append("not schedulable now: " + ", ".join(
@@ -138,8 +143,10 @@ def _specifics(snap: QueueSnapshot, job: QueuedJob, reason: WaitReason) -> list[
     return []
 
 
-def _blockers(snap: QueueSnapshot, job: QueuedJob, show_holders: bool) -> list[str]:
-    """Free vs needed GPUs; when capacity is what it waits for, the running jobs that hold it."""
+def _blockers(snap: QueueSnapshot, job: QueuedJob, show_holders: bool, fleet: Fleet | None = None,
+              conf: SlurmConf | None = None) -> list[str]:
+    """Free vs needed GPUs; when capacity is what it waits for, the running jobs that hold it,
+    in the order the engine's capacity timeline expects them to end (``release_schedule``)."""
     usable = [n for n in snap.nodes if n.schedulable and (not job.partition or not n.partitions
                                                             or job.partition in n.partitions)]
     free_gpus = sum(n.gpus_free for n in usable)
@@ -149,10 +156,11 @@ def _blockers(snap: QueueSnapshot, job: QueuedJob, show_holders: bool) -> list[s
              f"{len(fitting)} such node(s) now" + (f" ({compress(fitting)})" if fitting else "")]
     if not show_holders or len(fitting) >= job.nodes:
         return lines
-    running = sorted((j for j in snap.jobs if j.running and j.node_list), key=expected_end)
-    for run in running[:8]:
+    by_id = {j.job_id: j for j in snap.jobs if j.running and j.node_list}
+    running = [(by_id[jid], end) for jid, end in release_schedule(snap, fleet, conf) if jid in by_id]
+    for run, end in running[:8]:
         lines.append(f"  held by job {run.job_id} ({run.name}, {run.account or '-'}): "
-                     f"{compress(run.node_list)}, {run.gpus} GPUs, until ~{when(expected_end(run))}")
+                     f"{compress(run.node_list)}, {run.gpus} GPUs, until ~{when(end)}")
     if len(running) > 8:
         lines.append(f"  ... and {len(running) - 8} more running jobs")
     return lines

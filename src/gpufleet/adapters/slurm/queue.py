@@ -2,7 +2,8 @@
 
 A ``QueueSnapshot`` holds jobs and nodes as read from squeue and scontrol (times are epoch
 seconds, reasons are mapped to ``WaitReason`` on demand). ``explain.py`` answers "why does my job
-wait, and until when?" from it, asking the engine (``engine_view.py``) for our own reading.
+wait, and until when?" from it, asking the engine (``engine_view.py``) for our own reading: when
+running jobs end and what they free is the engine's capacity timeline, not a reckoning kept here.
 """
 
 from __future__ import annotations
@@ -81,15 +82,6 @@ class QueueSnapshot:
 
     def job(self, job_id: str) -> QueuedJob | None:
         return next((j for j in self.jobs if j.job_id == job_id), None)
-
-
-def expected_end(job: QueuedJob) -> float:
-    """When a running job ends in Slurm's plan: its end time, else start + time limit."""
-    if job.end:
-        return job.end
-    if job.start is not None and job.time_limit_s is not None:
-        return job.start + job.time_limit_s
-    return float("inf")
 
 
 def jobs_ahead(snap: QueueSnapshot, job: QueuedJob) -> list[QueuedJob]:

@@ -10,6 +10,10 @@ after hypothetical evictions. So its contract is three methods, all declared her
   it cannot — the placer's full rules (topology, fractional GPUs, one task per node);
 - ``feasible``: a cheap yes/no for search loops; None when only ``fit`` can tell. A placer may
   answer None always; it must never answer True or False where ``fit`` would disagree.
+
+Every placer is built from the same parts (policies/filters.py, policies/scorers.py and the one
+gang search, policies/gang_search.py), and all three methods honour the job's own node filter
+(``Job.eligible_nodes``): no pod is placed, reserved or backfilled on a node outside it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The five baseline packing policies of FGD's evaluation, as their authors' simulator scores them.
 
 Each policy scores every feasible node (all vectorised over the candidate rows), the maximum wins and
-ties go to the first row (the seeded node-priority order). Integer arithmetic follows Kubernetes
-score plugins (int64, truncation) because the truncation creates the ties that decide placements.
+ties go to the first row (the seeded node-priority order): the shared pick ``scorers.first_best``.
+Integer arithmetic follows Kubernetes score plugins (int64, truncation) because the truncation
+creates the ties that decide placements.
 Normalising constants: MaxSpecCpu = 128,000 milli, MaxSpecGpu = 8,000 milli (one 8-GPU node).
 """
 
@@ -15,6 +16,7 @@ import numpy.typing as npt
 
 from gpufleet.policies.fgd.cluster import ClusterState, PodRequest, best_fit_gpus
 from gpufleet.policies.fgd.measure import MILLI
+from gpufleet.policies.scorers import first_best
 
 IntArray = npt.NDArray[np.int64]
 MAX_SPEC_CPU = 128_000
@@ -29,11 +31,6 @@ class PackingPolicy(Protocol):
 
     def choose(self, state: ClusterState, pod: PodRequest, cand: IntArray,
                rng: np.random.Generator) -> tuple[int, IntArray]: ...
-
-
-def argmax_first(scores: npt.NDArray[np.generic]) -> int:
-    """Index of the maximum, the first one on ties (the lowest node name wins in FGD's simulator)."""
-    return int(np.argmax(scores))
 
 
 class RandomPolicy:
@@ -62,7 +59,7 @@ class DotProdPolicy:
         dot = (state.cpu_left[cand] / MAX_SPEC_CPU) * (pod.cpu / MAX_SPEC_CPU)
         dot = dot + (state.gpu_left[cand] / MAX_SPEC_GPU) * (pod.total_milli / MAX_SPEC_GPU)
         scores = (MAX_SCORE * (1.0 - dot / 2.0)).astype(np.int64)
-        node = int(cand[argmax_first(scores)])
+        node = first_best(cand, scores)
         return node, best_fit_gpus(state, node, pod)
 
 
@@ -84,7 +81,7 @@ class GpuClusteringPolicy:
         mine = aff[:, pod.affinity] > 0
         band = np.where(mine, np.where(classes == 1, 75, 50), np.where(classes == 0, 25, 0))
         tilt = (MAX_SCORE // 4) * (MAX_SPEC_GPU - state.gpu_left[cand]) // MAX_SPEC_GPU
-        node = int(cand[argmax_first(band + tilt)])
+        node = first_best(cand, band + tilt)
         return node, best_fit_gpus(state, node, pod)
 
 
@@ -113,7 +110,7 @@ class GpuPackingPolicy:
         else:
             used = np.full(len(cand), max(MAX_SCORE // 2 - pod.count, MAX_SCORE // 3))
         scores = np.where(fully == ngpu, empty_score, used)
-        node = int(cand[argmax_first(scores)])
+        node = first_best(cand, scores)
         return node, best_fit_gpus(state, node, pod)
 
 
@@ -130,5 +127,5 @@ class BestFitPolicy:
         raw = ((1.0 - slack) * MAX_SCORE).astype(np.int64)
         lo, hi = raw.min(), raw.max()
         scores = (raw - lo) * MAX_SCORE // (hi - lo) if hi > lo else np.zeros_like(raw)
-        node = int(cand[argmax_first(scores)])
+        node = first_best(cand, scores)
         return node, best_fit_gpus(state, node, pod)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from gpufleet.policies.fgd.baselines import argmax_first
 from gpufleet.policies.fgd.cluster import ClusterState, PodRequest, first_fitting_gpus
 from gpufleet.policies.fgd.gradient import fgd_score, gradient
+from gpufleet.policies.scorers import first_best
 
 IntArray = npt.NDArray[np.int64]
 
@@ -28,9 +28,9 @@ class FgdPolicy:
                rng: np.random.Generator) -> tuple[int, IntArray]:
         delta = gradient(state, pod, cand)
         if not pod.is_share:
-            node = int(cand[argmax_first(fgd_score(delta))])
+            node = first_best(cand, fgd_score(delta))
             return node, first_fitting_gpus(state, node, pod)
         scores = fgd_score(delta)
         best_gpu = np.argmax(scores, axis=1)
-        at = argmax_first(scores[np.arange(len(cand)), best_gpu])
+        at = int(np.argmax(scores[np.arange(len(cand)), best_gpu]))  # first on ties
         return int(cand[at]), np.array([best_gpu[at]], dtype=np.int64)

@@ -29,6 +29,7 @@ import numpy.typing as npt
 from gpufleet.policies.fgd.cluster import ClusterState, PodRequest, first_fitting_gpus
 from gpufleet.policies.fgd.gradient import fgd_score, gradient
 from gpufleet.policies.fgd.measure import FragTable
+from gpufleet.policies.scorers import first_best
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -68,7 +69,7 @@ class FgdBalancePolicy:
                rng: np.random.Generator) -> tuple[int, IntArray]:
         slack = self._slack(state, pod, cand)
         if pod.count == 0:
-            return int(cand[int(np.argmax(slack))]), np.empty(0, np.int64)
+            return first_best(cand, slack), np.empty(0, np.int64)
         return pick_balanced(state, pod, cand, slack)
 
 

@@ -53,6 +53,7 @@ import numpy.typing as npt
 from gpufleet.policies.fgd.cluster import ClusterState, PodRequest
 from gpufleet.policies.fgd.measure import MILLI, FragTable
 from gpufleet.policies.fgd.ours import cpu_per_gpu_milli, pick_balanced
+from gpufleet.policies.scorers import first_best
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -111,6 +112,6 @@ class FgdReservePolicy:
         gpu_after = state.gpu_left[cand] - pod.total_milli
         if pod.count == 0:
             spare = cpu_after - self.reserve_factor * kappa * gpu_after
-            return int(cand[int(np.argmax(spare))]), np.empty(0, np.int64)
+            return first_best(cand, spare), np.empty(0, np.int64)
         reserve = self.scarcity_points * pressure[state.model_idx[cand]] * (pod.total_milli / MILLI)
         return pick_balanced(state, pod, cand, cpu_after - kappa * gpu_after, reserve)
