@@ -17,7 +17,12 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, weighted_share
+from gpufleet.policies.kueue_admit import (
+    INSUFFICIENT_QUOTA,
+    STRICT_FIFO_BLOCKED,
+    borrowing_level,
+    weighted_share,
+)
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
@@ -265,3 +270,55 @@ def test_quota_already_being_released_is_waited_for_not_preempted_for_again():
               ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 8)), nodes=2)
     assert r.preemptions == ()
     assert "evicted workloads are releasing" in r.statuses["a-1"].reasons[-1]
+
+
+@pytest.mark.parametrize("reclaim, b3_started, preempted_jobs", [
+    ("Never", False, []),
+    ("Any", False, [("b2", "InCohortReclamation")]),
+])
+def test_a_head_that_needs_preemption_holds_its_idle_nominal_quota_against_later_borrowers(
+        reclaim, b3_started, preempted_jobs):
+    """Kueue's scheduler keeps a lender's own head from being starved within a cycle. a and b
+    (nominal 8 each) share cohort c, 2 nodes. b runs b1 (8) and b2 (4): 12, borrowing 4 of a's.
+    a runs nothing. a-1 (8 GPUs) fits a's nominal (0 + 8 ≤ 8) but the cohort has 16 − 12 = 4
+    unused: it needs preemption. b-3 (4 GPUs) would borrow b's way to 16 and fits the 4 unused.
+    Heads by borrowing level: a-1 (0) before b-3 (1).
+    reclaimWithinCohort Never: a-1 has no targets and a cannot always reclaim, so Kueue reserves
+    min(8, 8 − 0) = 8 of a's quota for the cycle (reserveCapacityForUnreclaimablePreempt):
+    usage 12 + 8 = 20 > 16, b-3 stays pending, nobody is preempted.
+    Any: a-1 preempts b2 (the newest of the borrowing queue, after which b is at 8 = nominal) and
+    its 8 GPUs count as used for the cycle, so b-3 cannot take the 4 either. Without the hold,
+    b-3 would start and a would be 8 GPUs further from its guarantee."""
+    run = [on(w("b1", "b", 8), 0, start=NOW - 2_000), on(w("b2", "b", 4), 1)]
+    r = cycle(run, [w("a-1", "a", 8), w("b-3", "b", 4)],
+              ten(cq("a", 8, reclaim_within_cohort=reclaim), cq("b", 8)), nodes=2)
+    assert ("b-3" in r.started) is b3_started
+    assert r.statuses["b-3"].reasons[0] == INSUFFICIENT_QUOTA
+    assert preempted(r) == preempted_jobs
+
+
+def test_heads_borrowing_nearer_in_the_cohort_tree_are_admitted_before_farther_ones():
+    """Kueue orders heads by borrowing level (Assignment.Borrows: 0 = no borrowing, k = the
+    nearest cohort k levels up whose subtree has room), before priority. org > {team1 > {a, b},
+    team2 > {c, d}}; nominal a 8, b 8, c 8, d 0; 3 nodes (24 GPUs). a runs a-1 (8), c runs c-1
+    (8); b's 8 are idle, so 8 GPUs are free.
+    a-2 (8, priority 0): a at 16 > 8; team1's subtree holds 8 + 8 = 16 ≥ its usage 16: level 1.
+    d-1 (8, priority 5, submitted first): d at 8 > 0; team2's subtree holds 8 < 16; org's holds
+    24 ≥ 8 + 16: level 2.
+    Level 1 goes first: a-2 takes the 8, then d-1 finds org at 32 > 24 and waits, though its
+    priority is higher and it is older."""
+    t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("b", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("c", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("d", "team2", ((F, FlavorQuota(0)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")))
+    led = QuotaLedger(t)
+    led.add("a", F, 8)
+    led.add("c", F, 8)
+    assert borrowing_level(led, "a", F, 8) == 1
+    assert borrowing_level(led, "d", F, 8) == 2
+    assert borrowing_level(led, "b", F, 8) == 0
+    r = cycle([on(w("a-1", "a", 8), 0), on(w("c-1", "c", 8), 1)],
+              [w("d-1", "d", 8, prio=5, submit=-10.0), w("a-2", "a", 8)], t, nodes=3)
+    assert r.started == ("a-2",)
+    assert r.statuses["d-1"].reasons[0] == INSUFFICIENT_QUOTA

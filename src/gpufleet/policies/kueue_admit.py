@@ -11,10 +11,23 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   later flavor that fits without borrowing is preferred to borrowing on an earlier one.
   Unlike ours, nominal quota is not a promise of admission: when borrowers hold it, the
   workload stays pending until preemption frees the quota (policies/kueue_preemption.py).
-* Queues are served by their heads: classic Kueue takes heads that do not borrow before heads
-  that do, then higher priority, then older; with fair sharing, the head whose queue would have
-  the lowest weighted share after admission. ``StrictFIFO``: a head that does not fit blocks
-  its whole queue; ``BestEffortFIFO``: it steps aside and the next workload of the queue is tried.
+* Queues are served by their heads: classic Kueue takes heads by *borrowing level* (0: fits
+  the queue's nominal quota; k: the nearest ancestor cohort whose own subtree has room is k
+  levels up, ``borrowing_level``), so a head borrowing inside its team's cohort goes before one
+  that must borrow from the whole organisation; then higher priority, then older. With fair
+  sharing, the head whose queue would have the lowest weighted share after admission.
+  ``StrictFIFO``: a head that does not fit blocks its whole queue; ``BestEffortFIFO``: it
+  steps aside and the next workload of the queue is tried.
+* A head that does not fit holds quota for the rest of the cycle (Kueue's scheduler,
+  ``reserveCapacityForUnreclaimablePreempt`` and the usage a preempting head adds): without
+  borrowing, its queue's idle nominal quota, min(g, nominal − used); borrowing, up to its
+  borrowing limit, min(g, nominal + limit − used). Later heads of the cycle — borrowers of
+  other queues — cannot take it, so a lender's own head is not starved by borrowers that would
+  arrive in the same cycle. Kueue skips the hold only when the queue can always reclaim
+  (``reclaimWithinCohort: Any``) and has no preemption targets; we skip it when
+  ``reclaimWithinCohort: Any`` and the head would borrow with no policy that could give it
+  targets (no ``borrowWithinCohort``, ``withinClusterQueue: Never``, no fair sharing) — a head
+  within nominal with ``Any`` always has targets while anyone borrows its quota.
 * Weighted share (Kueue's DRS value), per queue x with weight w in a cohort:
   share(x) = 1000 × max_f max(0, usage(x, f) − nominal(x, f)) / lendable(f) / w, where
   lendable(f) is what the cohort's queues may lend of f (Σ nominal, or the lending limit);
@@ -74,6 +87,62 @@ def weighted_share(ledger: QuotaLedger, tenant: str, extra: tuple[str, int] | No
     return math.inf if t.weight == 0 else drs / t.weight
 
 
+def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
+    """Kueue's borrowing level of ``gpus`` more of ``flavor`` for ``tenant``: 0 when the queue's
+    own nominal quota holds it; else k for the nearest ancestor cohort, k levels up, whose subtree
+    (its own quota plus what its children may lend, policies/quota.py) holds the subtree's usage
+    with the workload added; height + 1 when even the root does not."""
+    trial = ledger.copy()
+    trial.add(tenant, flavor, gpus)
+    node: tuple[str, str] | None = ("t", tenant)
+    level = 0
+    while node is not None:
+        if trial.node_usage(node, flavor) <= trial.node_capacity(node, flavor):
+            return level
+        node = trial.parent(node)
+        level += 1
+    return level
+
+
+def _reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
+    """The most GPUs of ``flavor`` a workload of ``tenant`` could hold if every other workload
+    were gone: nominal without a cohort; else nominal + borrowing limit, capped by the root's
+    subtree capacity."""
+    t = ledger.tenancy.tenant(tenant)
+    assert t is not None
+    q = t.quota(flavor)
+    if t.cohort is None:
+        return q.nominal
+    node: tuple[str, str] = ("t", tenant)
+    while (up := ledger.parent(node)) is not None:
+        node = up
+    cap = ledger.node_capacity(node, flavor)
+    return min(cap, q.nominal + q.borrowing_limit) if q.borrowing_limit is not None else cap
+
+
+def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool) -> tuple[str, int] | None:
+    """(flavor, GPUs) a head that does not fit holds for the rest of the cycle (module
+    docstring), or None."""
+    t = ledger.tenancy.tenant(job.tenant)
+    if t is None or job.total_gpus == 0:
+        return None
+    g = job.total_gpus
+    for f in ledger.candidate_flavors(job):
+        q = t.quota(f)
+        used = ledger.used(job.tenant, f)
+        if g > _reachable(ledger, t.name, f):
+            continue  # Kueue's NoFit: no preemption could make room, nothing to hold
+        if used + g <= q.nominal:
+            return (f, g)
+        pol = t.kueue
+        if pol.reclaim_within_cohort == "Any" and not fair_sharing and pol.borrow_within_cohort == "Never" \
+                and pol.within_cluster_queue == "Never":
+            return None
+        hold = g if q.borrowing_limit is None else min(g, q.nominal + q.borrowing_limit - used)
+        return (f, hold) if hold > 0 else None
+    return None
+
+
 def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
                  ) -> tuple[str | None, bool]:
     """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
@@ -131,6 +200,7 @@ class KueueAdmitter:
         admitted: list[PendingJob] = []
         rank = 0
         while heads:
+            held = False
             tenant = min(heads, key=keys.__getitem__)
             pj = queues[tenant][heads[tenant]]
             job = pj.job
@@ -147,6 +217,10 @@ class KueueAdmitter:
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 records.append(AdmissionRecord(pj, False, cands[0] if cands else "", why[0], rank=rank))
+                hold = reservation(ledger, job, tenancy.fair_sharing)
+                if hold is not None:
+                    ledger.add(job.tenant, hold[0], hold[1])
+                    held = True
                 queue = tenancy.tenant(tenant)
                 if queue is not None and queue.kueue.queueing_strategy == "StrictFIFO":
                     for rest in queues[tenant][heads[tenant] + 1:]:
@@ -156,12 +230,15 @@ class KueueAdmitter:
                         records.append(AdmissionRecord(rest, False, "", why2[0], rank=rank))
                     del heads[tenant]
                     rank += 1
+                    if held:
+                        for t in heads:
+                            keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
                     continue
             rank += 1
             heads[tenant] += 1
             if heads[tenant] >= len(queues[tenant]):
                 del heads[tenant]
-            for t in (heads if flavor is not None else (tenant,) if tenant in heads else ()):
+            for t in (heads if flavor is not None or held else (tenant,) if tenant in heads else ()):
                 keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
         _keep_admission_book(ctx, AdmissionBook(records))
         order = {pj.job.id: i for i, pj in enumerate(pending)}
@@ -175,7 +252,8 @@ class KueueAdmitter:
             share = weighted_share(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
             return (share, -job.priority, job.submit_time, job.id)
         flavor, borrows = kueue_flavor(ledger, job, res)
-        return (int(borrows), -job.priority, job.submit_time, job.id)
+        level = borrowing_level(ledger, job.tenant, flavor, job.total_gpus) if borrows and flavor else 0
+        return (level, -job.priority, job.submit_time, job.id)
 
 
 class KueueOrder:
