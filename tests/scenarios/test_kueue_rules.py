@@ -322,3 +322,26 @@ def test_heads_borrowing_nearer_in_the_cohort_tree_are_admitted_before_farther_o
               [w("d-1", "d", 8, prio=5, submit=-10.0), w("a-2", "a", 8)], t, nodes=3)
     assert r.started == ("a-2",)
     assert r.statuses["d-1"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+def test_kueue_minimises_victims_from_the_last_target_back_sparing_later_candidates():
+    """What Kueue's reverse pass minimises. a (nominal 8, reclaimWithinCohort Any) and b
+    (nominal 16) share cohort c on 3 nodes; b holds all 24 (borrowing 8): node 0 r (6 GPUs) +
+    p (2), node 1 q (2) + h1 (6), node 2 h2 (8). Candidates in Kueue's order (lower priority,
+    then newest): p (prio 0, newest), q (prio 0), r (prio 0, oldest), then h1, h2 (prio 5).
+    a-1 asks 8 GPUs as 4 pods of 2. Walk: p (2 free) no; p, q (4) no; p, q, r (10) fits.
+    Reverse pass: r is needed ({p, q} did not fit); without q, {p, r} frees node 0 (8): fits,
+    drop q; without p, {r} frees 6 < 8: keep p. Victims {p, r}. A forward pass would have
+    dropped p first ({q, r} frees 6 + 2 = 8 in pods of 2) and evicted {q, r}: Kueue spares the
+    candidate it ranks later (cost 2^i for the i-th walked target: 1 + 4 = 5 < 2 + 4 = 6)."""
+    def two(j: Job, node: int, start: float) -> RunningJob:
+        jj = with_flavor(j, F)
+        ps = jj.pod_sets[0]
+        return RunningJob(jj, start, tuple(PodBinding(j.id, ps.name, i, node, ps.request)
+                                           for i in range(ps.replicas)))
+    run = [two(w("r", "b", 6), 0, NOW - 3_000), two(w("p", "b", 2), 0, NOW - 100),
+           two(w("q", "b", 2), 1, NOW - 200), two(w("h1", "b", 6, prio=5), 1, NOW - 50),
+           two(w("h2", "b", 8, prio=5), 2, NOW - 50)]
+    a1 = replace(job("x").tenant("a").gpus(2).gang(4).runs(90_000).build(), id="a-1")
+    r = cycle(run, [a1], ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 16)), nodes=3)
+    assert preempted(r) == [("p", "InCohortReclamation"), ("r", "InCohortReclamation")]
