@@ -345,3 +345,34 @@ def test_kueue_minimises_victims_from_the_last_target_back_sparing_later_candida
     a1 = replace(job("x").tenant("a").gpus(2).gang(4).runs(90_000).build(), id="a-1")
     r = cycle(run, [a1], ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 16)), nodes=3)
     assert preempted(r) == [("p", "InCohortReclamation"), ("r", "InCohortReclamation")]
+
+
+@pytest.mark.parametrize("when_can_preempt, when_can_borrow, expected", [
+    ("Preempt", "Borrow", [("a-low", "InClusterQueue")]),
+    ("TryNextFlavor", "Borrow", [("b2", "InCohortReclamation")]),
+    ("Preempt", "TryNextFlavor", [("b2", "InCohortReclamation")]),
+])
+def test_when_can_preempt_stops_on_the_first_preempting_flavor_or_takes_the_best_mode(
+        when_can_preempt, when_can_borrow, expected):
+    """Kueue's flavor assigner (shouldTryNextFlavor, isPreferred). a has H100 (nominal 8) then
+    A100 (nominal 8), withinClusterQueue LowerPriority, reclaimWithinCohort Any; b has H100 8,
+    A100 0; cohort c. Nodes 0-1 H100, node 2 A100. a runs a-low (8, priority 0) on H100; b runs
+    b1 (8) on H100, at its nominal, and b2 (8) on A100, borrowing a's 8. a-hi (8, priority 10):
+    H100: a would be at 16 > 8 (borrowing) and the cohort's 16 are used; only a-low (own queue)
+    can make room: mode *preempt*, borrowing.
+    A100: a at 0 + 8 ≤ 8 (no borrowing); b2 borrows: mode *reclaim*.
+    whenCanPreempt Preempt + whenCanBorrow Borrow: the search stops at H100 → a-low is evicted.
+    TryNextFlavor: both flavors are seen; reclaim beats preempt → A100, b2 is evicted.
+    Preempt + whenCanBorrow TryNextFlavor: H100 preempts *while borrowing*, which does not stop
+    the search; A100 reclaims without borrowing, which does → b2."""
+    pol = KueueQueuePolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any",
+                           when_can_preempt=when_can_preempt, when_can_borrow=when_can_borrow)
+    a = TenantQueue("a", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(8))), kueue=pol)
+    b = TenantQueue("b", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(0))))
+    t = Tenancy(tenants=(a, b), cohorts=(Cohort("c"),))
+    b2 = with_flavor(w("b2", "b", 8), A100)
+    ps = b2.pod_sets[0]
+    run = [on(w("a-low", "a", 8), 0), on(w("b1", "b", 8), 1),
+           RunningJob(b2, NOW - 1_000, (PodBinding("b2", ps.name, 0, 2, ps.request),))]
+    r = two_flavor_cycle(run, [w("a-hi", "a", 8, prio=10)], t)
+    assert preempted(r) == expected

@@ -40,9 +40,10 @@ import math
 from collections.abc import Sequence
 
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.kueue_candidates import possibility, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
@@ -120,14 +121,15 @@ def _reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
     return min(cap, q.nominal + q.borrowing_limit) if q.borrowing_limit is not None else cap
 
 
-def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool) -> tuple[str, int] | None:
+def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str | None = None
+                ) -> tuple[str, int] | None:
     """(flavor, GPUs) a head that does not fit holds for the rest of the cycle (module
-    docstring), or None."""
+    docstring), or None; on ``flavor`` when the flavor assigner chose one."""
     t = ledger.tenancy.tenant(job.tenant)
     if t is None or job.total_gpus == 0:
         return None
     g = job.total_gpus
-    for f in ledger.candidate_flavors(job):
+    for f in ([flavor] if flavor else ledger.candidate_flavors(job)):
         q = t.quota(f)
         used = ledger.used(job.tenant, f)
         if g > _reachable(ledger, t.name, f):
@@ -141,6 +143,55 @@ def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool) -> tuple[str,
         hold = g if q.borrowing_limit is None else min(g, q.nominal + q.borrowing_limit - used)
         return (f, hold) if hold > 0 else None
     return None
+
+
+#: Kueue's granular modes, worst to best (flavorassigner: noFit, noPreemptionCandidates,
+#: preempt, reclaim, fit).
+MODE_RANK = {"nofit": 0, "none": 1, "preempt": 2, "reclaim": 3, "fit": 4}
+
+
+def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
+                  live: list[RunningJob]) -> tuple[str | None, str, bool]:
+    """Kueue's flavor assigner with flavor fungibility: (flavor, mode, borrows).
+
+    Flavors are tried in the queue's order; on each, the mode is ``fit`` (the unused quota
+    holds it, borrowing or not), else what preemption could do (``reclaim``: other queues'
+    borrowed quota only; ``preempt``: the queue's own work too; ``none``: no candidates; the
+    quota oracle of policies/kueue_candidates.py), or ``nofit`` (beyond what the queue could
+    ever hold). The search stops on a flavor (Kueue's shouldTryNextFlavor) when it fits
+    without borrowing; fits by borrowing and ``whenCanBorrow: Borrow``; or needs preemption,
+    ``whenCanPreempt: Preempt`` and either no borrowing or ``whenCanBorrow: Borrow``.
+    Otherwise the best flavor seen wins (isPreferred, preference unset = Kueue's default:
+    the better mode, then the lower borrowing level; ties keep the earlier flavor). With one
+    flavor there is no choice to make and the oracle is not consulted (mode ``none``)."""
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    pol, g = t.kueue, job.total_gpus
+    flavors = ledger.candidate_flavors(job)
+    best: tuple[str | None, str, bool] = (None, "nofit", False)
+    best_level = math.inf
+    for f in flavors:
+        borrows = ledger.used(job.tenant, f) + g > t.quota(f).nominal
+        refused = res is not None and res.refusal(job, f, borrows) is not None
+        if quota_fits(ledger, ledger.tenancy, job, f, borrow=True) and not refused:
+            mode = "fit"
+        elif g > _reachable(ledger, t.name, f) or refused:
+            mode = "nofit"
+        elif len(flavors) == 1:
+            mode = "none"
+        else:
+            mode = possibility(job, f, ledger.tenancy, ledger, live)
+        if mode == "fit" and (not borrows or pol.when_can_borrow == "Borrow"):
+            return f, mode, borrows
+        if mode in ("preempt", "reclaim") and pol.when_can_preempt == "Preempt" and (
+                not borrows or pol.when_can_borrow == "Borrow"):
+            return f, mode, borrows
+        if mode == "nofit":
+            continue
+        level = borrowing_level(ledger, job.tenant, f, g) if borrows else 0
+        if MODE_RANK[mode] > MODE_RANK[best[1]] or (mode == best[1] and level < best_level):
+            best, best_level = (f, mode, borrows), level
+    return best
 
 
 def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
@@ -198,13 +249,17 @@ class KueueAdmitter:
         # head moves on: recompute all keys after an admission, one key after a refusal.
         keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
         admitted: list[PendingJob] = []
+        live = [rj for rj in ctx.running if not rj.evicting]
         rank = 0
         while heads:
             held = False
             tenant = min(heads, key=keys.__getitem__)
             pj = queues[tenant][heads[tenant]]
             job = pj.job
-            flavor, borrows = kueue_flavor(ledger, job, res)
+            flavor, mode, borrows = assign_flavor(ledger, job, res, live)
+            chosen: str | None = None
+            if mode != "fit":
+                chosen, flavor = flavor, None
             if flavor is not None:
                 pinned = with_flavor(job, flavor) if job.total_gpus else job
                 ledger.add(job.tenant, flavor, job.total_gpus)
@@ -216,8 +271,10 @@ class KueueAdmitter:
                 why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
-                records.append(AdmissionRecord(pj, False, cands[0] if cands else "", why[0], rank=rank))
-                hold = reservation(ledger, job, tenancy.fair_sharing)
+                # The flavor the assigner chose is where the preemptor looks for targets.
+                records.append(AdmissionRecord(pj, False, chosen or (cands[0] if cands else ""), why[0],
+                                               rank=rank))
+                hold = reservation(ledger, job, tenancy.fair_sharing, chosen)
                 if hold is not None:
                     ledger.add(job.tenant, hold[0], hold[1])
                     held = True

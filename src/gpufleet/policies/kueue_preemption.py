@@ -2,15 +2,11 @@
 
 From Kueue's concept doc "Preemption" (kubernetes-sigs/kueue, site/content/en/docs/concepts/
 preemption.md). A workload W of ClusterQueue X that does not fit the unused quota (admission
-left it pending with InsufficientUnusedQuota) may preempt:
-
-* **candidates in X** satisfying X's ``withinClusterQueue``: ``LowerPriority`` (priority < W's),
-  ``LowerOrNewerEqualPriority`` (lower, or equal and submitted after W), ``Never``;
-* **candidates in other queues of the cohort that are borrowing** (usage above nominal in W's
-  flavor), satisfying X's ``reclaimWithinCohort``: ``LowerPriority``, ``Any``, ``Never``; and,
-  when W would itself borrow, ``borrowWithinCohort: LowerPriority`` (priority < W's and
-  ≤ ``maxPriorityThreshold``) — without it a borrowing W preempts only inside X (under fair
-  sharing the strategies below decide instead).
+left it pending with InsufficientUnusedQuota) may
+preempt the candidates of policies/kueue_candidates.py (its own queue's, by
+``withinClusterQueue``; borrowing queues' of the cohort tree, by ``reclaimWithinCohort`` and,
+when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
+admission (policies/kueue_admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
 Candidates are sorted: other (borrowing) queues first, then lower priority, then most recently
 started. Targets (classic): W within X's nominal quota → greedily take candidates until W fits
@@ -40,8 +36,9 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
-from gpufleet.policies.kueue_resources import ResourceLedger, root_cohort
-from gpufleet.policies.quota import QuotaLedger, admission_book, job_gpus_by_flavor, with_flavor
+from gpufleet.policies.kueue_candidates import candidates, gpus_on
+from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
 
 class KueuePreemptor:
@@ -81,8 +78,10 @@ class KueuePreemptor:
             flavors = ledger.candidate_flavors(job)
             if t is None or not flavors or job.total_gpus == 0:
                 continue
-            if t.kueue.when_can_preempt == "Preempt":
-                flavors = flavors[:1]
+            # The flavor Kueue's flavor assigner chose at admission (whenCanPreempt, whenCanBorrow
+            # and the modes of every flavor, policies/kueue_admit.assign_flavor) is the one where
+            # targets are searched.
+            flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
             for flavor in flavors:
                 pinned = with_flavor(job, flavor)
                 search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
@@ -141,37 +140,10 @@ class _Search:
         self.others: list[RunningJob] = []
 
     def _gpus(self, rj: RunningJob) -> int:
-        return job_gpus_by_flavor(rj.bindings, self.ledger.default_flavor(rj.job.tenant)).get(self.flavor, 0)
+        return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
-        pol, p = self.queue.kueue, self.job.priority
-        root = root_cohort(self.tenancy, self.queue.cohort)
-        own, others = [], []
-        for rj in live.values():
-            if self._gpus(rj) == 0:
-                continue
-            q = rj.job.priority
-            if rj.job.tenant == self.cq:
-                if (pol.within_cluster_queue == "LowerPriority" and q < p) or (
-                        pol.within_cluster_queue == "LowerOrNewerEqualPriority"
-                        and (q < p or (q == p and rj.job.submit_time > self.job.submit_time))):
-                    own.append(rj)
-                continue
-            other = self.tenancy.tenant(rj.job.tenant)
-            if root is None or other is None or root_cohort(self.tenancy, other.cohort) != root:
-                continue
-            if self.ledger.within_nominal(rj.job.tenant, self.flavor):
-                continue  # not borrowing: never a candidate
-            reclaim = pol.reclaim_within_cohort
-            ok = reclaim == "Any" or (reclaim == "LowerPriority" and q < p)
-            if ok and not self.within_nominal and not self.tenancy.fair_sharing:
-                thr = pol.max_priority_threshold
-                ok = pol.borrow_within_cohort == "LowerPriority" and q < p and (thr is None or q <= thr)
-            if ok:
-                others.append(rj)
-        def key(rj: RunningJob) -> tuple:
-            return (rj.job.priority, -rj.start_time, rj.job.id)
-        return sorted(own, key=key), sorted(others, key=key)
+        return candidates(self.job, self.flavor, self.tenancy, self.ledger, live.values())
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
