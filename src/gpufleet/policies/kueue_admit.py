@@ -250,12 +250,23 @@ class KueueAdmitter:
         keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
         admitted: list[PendingJob] = []
         live = [rj for rj in ctx.running if not rj.evicting]
+        holding: set[str] = set()
+        holds: dict[str, tuple[str, int]] = {}
+        hold_for: dict[str, tuple[Job, str | None]] = {}
+        # (queue, candidate flavors) → fewest GPUs refused this cycle. GPU quota only grows within
+        # a cycle (admissions and holds are charged, nothing is released), so a later workload of
+        # the queue asking as many GPUs or more on the same flavors is refused too, without the
+        # flavor search: what kept a congested week of the kueue profile slow.
+        refused: dict[tuple[str, tuple[str, ...]], int] = {}
         rank = 0
         while heads:
             held = False
             tenant = min(heads, key=keys.__getitem__)
             pj = queues[tenant][heads[tenant]]
             job = pj.job
+            own_hold = holds.get(tenant)
+            if own_hold is not None:  # a queue's hold keeps others out, not its own workloads
+                ledger.add(tenant, own_hold[0], -own_hold[1])
             flavor, mode, borrows = assign_flavor(ledger, job, res, live)
             chosen: str | None = None
             if mode != "fit":
@@ -266,6 +277,13 @@ class KueueAdmitter:
                 res.add_job(job, flavor)
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
+                if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
+                    hjob, hflavor = hold_for[tenant]
+                    own_hold = reservation(ledger, hjob, tenancy.fair_sharing, hflavor)
+                    if own_hold is None:
+                        del holds[tenant]
+                    else:
+                        holds[tenant] = own_hold
             else:
                 cands = ledger.candidate_flavors(job)
                 why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
@@ -274,10 +292,21 @@ class KueueAdmitter:
                 # The flavor the assigner chose is where the preemptor looks for targets.
                 records.append(AdmissionRecord(pj, False, chosen or (cands[0] if cands else ""), why[0],
                                                rank=rank))
-                hold = reservation(ledger, job, tenancy.fair_sharing, chosen)
-                if hold is not None:
-                    ledger.add(job.tenant, hold[0], hold[1])
-                    held = True
+                if job.total_gpus:
+                    key = (tenant, cands)
+                    refused[key] = min(job.total_gpus, refused.get(key, job.total_gpus))
+                # One head per ClusterQueue per Kueue cycle: only the queue's first refused
+                # workload holds quota (holds do not pile up behind it).
+                if tenant not in holding:
+                    holding.add(tenant)
+                    hold = reservation(ledger, job, tenancy.fair_sharing, chosen)
+                    if hold is not None:
+                        holds[tenant] = own_hold = hold
+                        hold_for[tenant] = (job, chosen)
+                        held = True
+            if own_hold is not None:
+                ledger.add(tenant, own_hold[0], own_hold[1])
+            if flavor is None:
                 queue = tenancy.tenant(tenant)
                 if queue is not None and queue.kueue.queueing_strategy == "StrictFIFO":
                     for rest in queues[tenant][heads[tenant] + 1:]:
@@ -289,17 +318,52 @@ class KueueAdmitter:
                     rank += 1
                     if held:
                         for t in heads:
-                            keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
+                            keys[t] = self._key(queues[t][heads[t]], ledger, res, tenancy, holds.get(t))
                     continue
             rank += 1
             heads[tenant] += 1
+            rank = self._skip_refused(queues[tenant], heads, tenant, refused, ledger, ctx, records, rank)
             if heads[tenant] >= len(queues[tenant]):
                 del heads[tenant]
             for t in (heads if flavor is not None or held else (tenant,) if tenant in heads else ()):
-                keys[t] = self._head_key(queues[t][heads[t]], ledger, res, tenancy)
+                keys[t] = self._key(queues[t][heads[t]], ledger, res, tenancy, holds.get(t))
         _keep_admission_book(ctx, AdmissionBook(records))
         order = {pj.job.id: i for i, pj in enumerate(pending)}
         return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
+
+    def _skip_refused(self, queue: list[PendingJob], heads: dict[str, int], tenant: str,
+                      refused: dict[tuple[str, tuple[str, ...]], int], ledger: QuotaLedger,
+                      ctx: CycleContext, records: list[AdmissionRecord], rank: int) -> int:
+        """Refuse, without a flavor search, the workloads at the queue's head that ask at least
+        as many GPUs as one already refused on the same flavors (GPU quota only: with cpu or
+        memory quota, demand is not monotone in GPUs). Returns the next rank."""
+        t = ledger.tenancy.tenant(tenant)
+        if t is None or t.resources:
+            return rank
+        while heads[tenant] < len(queue):
+            pj = queue[heads[tenant]]
+            cands = ledger.candidate_flavors(pj.job)
+            least = refused.get((tenant, cands))
+            if least is None or pj.job.total_gpus < least or pj.job.total_gpus == 0:
+                break
+            why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
+                   f"{pj.job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
+            ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
+            records.append(AdmissionRecord(pj, False, cands[0] if cands else "", why[0], rank=rank))
+            rank += 1
+            heads[tenant] += 1
+        return rank
+
+    def _key(self, pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy,
+             hold: tuple[str, int] | None) -> tuple:
+        """The head's key, seen without its own queue's hold."""
+        if hold is None:
+            return self._head_key(pj, ledger, res, tenancy)
+        ledger.add(pj.job.tenant, hold[0], -hold[1])
+        try:
+            return self._head_key(pj, ledger, res, tenancy)
+        finally:
+            ledger.add(pj.job.tenant, hold[0], hold[1])
 
     @staticmethod
     def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy) -> tuple:

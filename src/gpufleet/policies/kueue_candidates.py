@@ -25,14 +25,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpufleet.engine.types import RunningJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_resources import root_cohort
 from gpufleet.policies.quota import QuotaLedger, job_gpus_by_flavor
 
 
-def gpus_on(ledger: QuotaLedger, rj: RunningJob, flavor: str) -> int:
-    return job_gpus_by_flavor(rj.bindings, ledger.default_flavor(rj.job.tenant)).get(flavor, 0)
+def gpus_on(ledger: QuotaLedger, rj: RunningJob, flavor: str,
+            cache: dict[JobId, dict[str, int]] | None = None) -> int:
+    """GPUs of ``flavor`` that ``rj`` holds (``cache``: per job, filled on first use)."""
+    if cache is None:
+        return job_gpus_by_flavor(rj.bindings, ledger.default_flavor(rj.job.tenant)).get(flavor, 0)
+    per = cache.get(rj.job.id)
+    if per is None:
+        per = cache[rj.job.id] = job_gpus_by_flavor(rj.bindings, ledger.default_flavor(rj.job.tenant))
+    return per.get(flavor, 0)
 
 
 def _key(rj: RunningJob) -> tuple:
@@ -40,7 +48,8 @@ def _key(rj: RunningJob) -> tuple:
 
 
 def candidates(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
-               live: Iterable[RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
+               live: Iterable[RunningJob], cache: dict[JobId, dict[str, int]] | None = None
+               ) -> tuple[list[RunningJob], list[RunningJob]]:
     """(own queue's candidates, other queues' candidates), each in Kueue's order."""
     queue = tenancy.tenant(job.tenant)
     assert queue is not None
@@ -52,7 +61,7 @@ def candidates(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
     borrowing: dict[str, bool] = {}
     roots: dict[str, str | None] = {}
     for rj in live:
-        if gpus_on(ledger, rj, flavor) == 0:
+        if gpus_on(ledger, rj, flavor, cache) == 0:
             continue
         q = rj.job.priority
         if rj.job.tenant == job.tenant:

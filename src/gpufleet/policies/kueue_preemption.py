@@ -36,7 +36,7 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
-from gpufleet.policies.kueue_candidates import candidates, gpus_on
+from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
@@ -56,19 +56,31 @@ class KueuePreemptor:
             return []
         mark0 = plan.checkpoint()
         ledger = QuotaLedger.from_running(tenancy, ctx.running, skip_evicting=True)
-        tenant_of = {r.pending.job.id: r.pending.job.tenant for r in admission_book(ctx).records}
-        for b in plan.commit():
-            ledger.charge_bindings(tenant_of.get(b.job, ""), (b,))
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
+        # reservation): charging only the placed ones would show quota that admission already
+        # gave away, and each pending workload would then try the nodes for nothing.
+        for r in admission_book(ctx).records:
+            if r.admitted and r.pending.job.total_gpus:
+                ledger.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
+                res.add_job(r.pending.job, r.flavor)
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:
                     plan.release_binding(b)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
-        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        releasing = len(live) < len(ctx.running)
         out: list[Preemption] = []
         # (queue, shape, priority) that found neither room nor targets: a later workload of the
         # same kind finds no more (the cycle only binds and charges more), so skip it.
         hopeless: set[tuple] = set()
+        # (queue, flavor) → (priority, GPUs) of workloads that could not fit the quota even with
+        # every candidate gone. A later workload of that queue with no higher priority and at
+        # least as many GPUs has no more candidates (policies/kueue_candidates.py: the sets only
+        # shrink as priority falls) and needs more quota: skipped until a preemption frees some.
+        no_quota: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        gpus: dict[JobId, dict[str, int]] = {}
+        no_room: set[tuple] = set()
         for rec in records:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, job.priority)
@@ -83,9 +95,19 @@ class KueuePreemptor:
             # targets are searched.
             flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
             for flavor in flavors:
+                if self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
+                    continue
                 pinned = with_flavor(job, flavor)
                 search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
-                room = search.fits_without_victims()
+                # Room without new victims comes only from workloads under eviction notice (quota
+                # that holds kept from admission stays held for the cycle, as in Kueue).
+                room = None
+                if releasing and (job.shape_key, flavor) not in no_room:
+                    room = search.fits_without_victims()
+                    if room is None and search.quota_ok:
+                        # The nodes have no room for this shape; later workloads of the same
+                        # shape find none either until a preemption releases more.
+                        no_room.add((job.shape_key, flavor))
                 if room is not None:
                     # Quota and GPUs that workloads under eviction notice are releasing: claim
                     # them (so no later workload counts them) and preempt nobody new.
@@ -102,6 +124,8 @@ class KueuePreemptor:
                 victims, bindings, why = found
                 for b in bindings:
                     plan.bind(b)
+                no_room.clear()
+                no_quota.clear()  # victims leave: quota that was out of reach may not be any more
                 for rj in victims:
                     live.pop(rj.job.id)
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
@@ -117,6 +141,29 @@ class KueuePreemptor:
                 hopeless.add(same)
         plan.rollback(mark0)
         return out
+
+
+    @staticmethod
+    def _quota_hopeless(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
+                        live: dict[JobId, RunningJob], gpus: dict[JobId, dict[str, int]],
+                        no_quota: dict[tuple[str, str], list[tuple[int, int]]]) -> bool:
+        """Quota alone rules ``job`` out on ``flavor``: neither as things stand nor with every
+        candidate gone does it fit (checked before any search on the nodes, which is what the
+        congested week spent its time on)."""
+        g = job.total_gpus
+        seen = no_quota.get((job.tenant, flavor), ())
+        if any(job.priority <= p and g >= g0 for p, g0 in seen):
+            return True
+        if quota_fits(ledger, tenancy, job, flavor, borrow=True):
+            return False
+        own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+        trial = ledger.copy()
+        for rj in [*own, *others]:
+            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+        if quota_fits(trial, tenancy, job, flavor, borrow=True):
+            return False
+        no_quota.setdefault((job.tenant, flavor), []).append((job.priority, g))
+        return True
 
 
 class _Search:
@@ -138,6 +185,8 @@ class _Search:
         self.live = live
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
+        #: Whether the last ``_fits`` passed the quota (and so failed, if it did, on the nodes).
+        self.quota_ok = False
 
     def _gpus(self, rj: RunningJob) -> int:
         return gpus_on(self.ledger, rj, self.flavor)
@@ -147,6 +196,7 @@ class _Search:
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
+        self.quota_ok = False
         trial = self.ledger.copy()
         for rj in victims:
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
@@ -166,6 +216,7 @@ class _Search:
                 rtrial.charge(rj.job.tenant, rj.bindings, -1)
             if rtrial.refusal(self.job, self.flavor, borrow) is not None:
                 return None
+        self.quota_ok = True
         for rj in victims:
             for b in rj.bindings:
                 self.plan.release_binding(b)
