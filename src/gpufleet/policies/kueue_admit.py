@@ -279,7 +279,7 @@ class KueueAdmitter:
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
                 if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
                     hjob, hflavor = hold_for[tenant]
-                    own_hold = reservation(ledger, hjob, tenancy.fair_sharing, hflavor)
+                    own_hold = self._hold(ledger, hjob, tenancy, hflavor, "", live)
                     if own_hold is None:
                         del holds[tenant]
                     else:
@@ -299,7 +299,7 @@ class KueueAdmitter:
                 # workload holds quota (holds do not pile up behind it).
                 if tenant not in holding:
                     holding.add(tenant)
-                    hold = reservation(ledger, job, tenancy.fair_sharing, chosen)
+                    hold = self._hold(ledger, job, tenancy, chosen, mode, live)
                     if hold is not None:
                         holds[tenant] = own_hold = hold
                         hold_for[tenant] = (job, chosen)
@@ -353,6 +353,23 @@ class KueueAdmitter:
             rank += 1
             heads[tenant] += 1
         return rank
+
+    @staticmethod
+    def _hold(ledger: QuotaLedger, job: Job, tenancy: Tenancy, flavor: str | None, mode: str,
+              live: list[RunningJob]) -> tuple[str, int] | None:
+        """What a refused head keeps from later heads this cycle. With preemption targets Kueue
+        charges the head's whole request (``cq.AddUsage``; it preempts and is admitted once the
+        victims leave), else the reservation of ``reservation``."""
+        if job.total_gpus == 0:
+            return None
+        f = flavor or next(iter(ledger.candidate_flavors(job)), None)
+        if f is None or job.total_gpus > _reachable(ledger, job.tenant, f):
+            return None
+        if mode not in ("reclaim", "preempt"):
+            mode = possibility(job, f, tenancy, ledger, live)
+        if mode in ("reclaim", "preempt"):
+            return (f, job.total_gpus)
+        return reservation(ledger, job, tenancy.fair_sharing, f)
 
     def _key(self, pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy,
              hold: tuple[str, int] | None) -> tuple:

@@ -56,6 +56,10 @@ class KueuePreemptor:
             return []
         mark0 = plan.checkpoint()
         ledger = QuotaLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        # Who is borrowing, and so a candidate, is judged on the cycle's starting state, as Kueue
+        # computes targets at nomination: a queue is not made a borrower by what it was admitted
+        # this very cycle (that would evict its running work to make room for its new work).
+        base = ledger.copy()
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
@@ -98,7 +102,7 @@ class KueuePreemptor:
                 if self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
                 pinned = with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base)
                 # Room without new victims comes only from workloads under eviction notice (quota
                 # that holds kept from admission stays held for the cycle, as in Kueue).
                 room = None
@@ -129,6 +133,7 @@ class KueuePreemptor:
                 for rj in victims:
                     live.pop(rj.job.id)
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
+                    base.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     res.charge(rj.job.tenant, rj.bindings, -1)
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
                 ledger.add(job.tenant, flavor, job.total_gpus)
@@ -170,9 +175,12 @@ class _Search:
     """One workload's target search on the Plan; see the module docstring."""
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
-                 live: dict[JobId, RunningJob], res: ResourceLedger) -> None:
+                 live: dict[JobId, RunningJob], res: ResourceLedger,
+                 base: QuotaLedger | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         self.res = res
+        #: The cycle's starting usage (without this cycle's admissions): who borrows.
+        self.base = base if base is not None else ledger
         assert ctx.tenancy is not None  # the preemptor returns before any search without tenancy
         self.tenancy: Tenancy = ctx.tenancy
         self.cq = job.tenant
@@ -192,7 +200,7 @@ class _Search:
         return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
-        return candidates(self.job, self.flavor, self.tenancy, self.ledger, live.values())
+        return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
@@ -225,7 +233,7 @@ class _Search:
 
     def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
         freed = sum(self._gpus(v) for v in gone if v.job.tenant == tenant)
-        return not self.ledger.within_nominal(tenant, self.flavor, -freed)
+        return not self.base.within_nominal(tenant, self.flavor, -freed)
 
     def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
         chosen: list[RunningJob] = []
