@@ -6,6 +6,7 @@ ClusterQueues, one flavor H100-80GB, 8-GPU nodes, one cycle at t = 10,000. Outco
 who is preempted and why (Kueue's reasons InClusterQueue, InCohortReclamation, …), who waits.
 """
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -376,3 +377,32 @@ def test_when_can_preempt_stops_on_the_first_preempting_flavor_or_takes_the_best
            RunningJob(b2, NOW - 1_000, (PodBinding("b2", ps.name, 0, 2, ps.request),))]
     r = two_flavor_cycle(run, [w("a-hi", "a", 8, prio=10)], t)
     assert preempted(r) == expected
+
+
+@pytest.mark.parametrize("afs, lq_b_weight, started", [
+    (False, 1.0, {"a-1", "a-2"}),   # no admission fair sharing: FIFO within the ClusterQueue
+    (True, 1.0, {"b-1", "a-1"}),    # lq-b first (no usage), then the entry penalty flips it
+    (True, 4.0, {"b-1", "b-2"}),    # weight 4: lq-b's penalty counts a quarter
+])
+def test_admission_fair_sharing_orders_a_queue_by_local_queue_usage_with_an_entry_penalty(
+        afs, lq_b_weight, started):
+    """Kueue's admission fair sharing (KEP-4136). ClusterQueue shared (nominal 8, no cohort), one
+    node of 8; LocalQueues lq-a and lq-b; half-life H = 600 s, sampling interval Δ = 300 s. All
+    four jobs want 4 GPUs at priority 0; a-1, a-2 (lq-a) were submitted before b-1, b-2 (lq-b).
+    lq-a's decayed history is D = 432.81 GPU-s: usage λ·D = (ln 2 / 600) × 432.81 = 0.500 GPUs;
+    lq-b has none (0).
+    Without admission fair sharing: FIFO, a-1 and a-2 fill the 8.
+    With it: lq-b (0) before lq-a (0.5): b-1 is admitted and pays the entry penalty
+    A·g = (1 − 0.5^(300/600)) × 4 = 0.2929 × 4 = 1.172 GPUs; now lq-a (0.5) < lq-b (1.172): a-1
+    takes the last 4. With lq-b's weight 4 its score is 1.172 / 4 = 0.293 < 0.5: b-2 goes next."""
+    label = "kueue.x-k8s.io/queue-name"
+    jobs = [replace(w(n, "shared", 4, submit=s), labels=((label, lq),))
+            for n, lq, s in (("a-1", "lq-a", 1.0), ("a-2", "lq-a", 2.0), ("b-1", "lq-b", 3.0),
+                             ("b-2", "lq-b", 4.0))]
+    t = Tenancy(tenants=(cq("shared", 8, cohort=None, admission_fair_sharing=afs),), half_life_s=600.0,
+                afs_sampling_s=300.0, local_queue_weights=(("lq-b", lq_b_weight),))
+    assert 600.0 / math.log(2) * 0.5 == pytest.approx(432.81, abs=0.01)
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=1).build())
+    r = run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in jobs], profile("kueue"), tenancy=t,
+                             usage={"lq:lq-a": 432.81, "shared": 432.81}))
+    assert set(r.started) == started

@@ -4,7 +4,8 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
 (ClusterQueue, Cohort, Fair Sharing; kubernetes-sigs/kueue site/content/en/docs/concepts):
 
 * Each tenant is a ClusterQueue; its pending workloads are ordered by priority (high first),
-  then creation (submit) time.
+  then creation (submit) time; with admission fair sharing, by their LocalQueue's decayed usage
+  first (policies/kueue_afs.py), re-sorted after each admission (the entry penalty).
 * A workload is admitted on the first of its queue's flavors where its GPUs fit the *unused
   quota*: usage + g ≤ nominal (no borrowing), or g ≤ what the cohort can lend within the
   borrowing limit (borrowing, QuotaLedger.available). With ``whenCanBorrow: TryNextFlavor`` a
@@ -43,6 +44,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.kueue_afs import AfsUsage
 from gpufleet.policies.kueue_candidates import possibility, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.quota import (
@@ -242,8 +244,13 @@ class KueueAdmitter:
                 records.append(AdmissionRecord(pj, False, "", why[0]))
                 continue
             queues.setdefault(pj.job.tenant, []).append(pj)
-        for q in queues.values():
-            q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+        afs = AfsUsage(tenancy, ctx.usage, ctx.running, ctx.now) if any(
+            t.kueue.admission_fair_sharing for t in tenancy.tenants) else None
+        for name, q in queues.items():
+            if afs is not None and self._afs(tenancy, name):
+                q.sort(key=lambda p: afs.key(p.job))
+            else:
+                q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
         heads = {t: 0 for t in queues}
         # Each head's key changes only when quota is charged (an admission) or when that queue's
         # head moves on: recompute all keys after an admission, one key after a refusal.
@@ -277,6 +284,11 @@ class KueueAdmitter:
                 res.add_job(job, flavor)
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
+                if afs is not None and self._afs(tenancy, tenant):
+                    afs.admitted(job)  # the entry penalty reorders what is left of the queue
+                    rest = queues[tenant][heads[tenant] + 1:]
+                    rest.sort(key=lambda p: afs.key(p.job))
+                    queues[tenant][heads[tenant] + 1:] = rest
                 if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
                     hjob, hflavor = hold_for[tenant]
                     own_hold = self._hold(ledger, hjob, tenancy, hflavor, "", live)
@@ -353,6 +365,11 @@ class KueueAdmitter:
             rank += 1
             heads[tenant] += 1
         return rank
+
+    @staticmethod
+    def _afs(tenancy: Tenancy, name: str) -> bool:
+        t = tenancy.tenant(name)
+        return t is not None and t.kueue.admission_fair_sharing
 
     @staticmethod
     def _hold(ledger: QuotaLedger, job: Job, tenancy: Tenancy, flavor: str | None, mode: str,
