@@ -18,12 +18,8 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import (
-    INSUFFICIENT_QUOTA,
-    STRICT_FIFO_BLOCKED,
-    borrowing_level,
-    weighted_share,
-)
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, borrowing_level
+from gpufleet.policies.kueue_share import share_path, weighted_share
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
@@ -406,3 +402,27 @@ def test_admission_fair_sharing_orders_a_queue_by_local_queue_usage_with_an_entr
     r = run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in jobs], profile("kueue"), tenancy=t,
                              usage={"lq:lq-a": 432.81, "shared": 432.81}))
     assert set(r.started) == started
+
+
+@pytest.mark.parametrize("team1_weight, first", [(1.0, "b-x"), (4.0, "a-x")])
+def test_a_cohorts_fair_sharing_weight_decides_between_teams_before_their_queues(team1_weight, first):
+    """Fair sharing with hierarchical cohorts: org > {team1 > a, team2 > b, team3 > c}; nominal a 8,
+    b 8, c 16 (idle, lends all); 4 nodes (32 GPUs). a runs 16 (borrowing 8), b runs 8; 8 free.
+    Heads a-x and b-x, 8 GPUs each; the share of each head's path with it admitted, at org:
+    team1: usage 24 − its subtree 8 = 16 borrowed of org's lendable 8 + 8 + 16 = 32 → 1000 × 16
+    / 32 = 500 ÷ weight(team1); team2: 16 − 8 = 8 → 250. Weight 1: b-x (250 < 500) takes the 8,
+    a-x waits. team1's weight 4: 500 / 4 = 125 < 250, a-x goes first. The queues' own weights
+    (1 each) never come into it: the teams differ at org, the common ancestor."""
+    t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("b", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("c", "team3", ((F, FlavorQuota(16)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org", weight=team1_weight), Cohort("team2", "org"),
+                         Cohort("team3", "org")), fair_sharing=True)
+    run = [on(w("a-1", "a", 8), 0), on(w("a-2", "a", 8), 1), on(w("b-1", "b", 8), 2)]
+    led = QuotaLedger(t)
+    led.add("a", F, 16)
+    led.add("b", F, 8)
+    assert share_path(led, "a", (F, 8))[0] == pytest.approx(500 / team1_weight)
+    assert share_path(led, "b", (F, 8))[0] == pytest.approx(250)
+    r = cycle(run, [w("a-x", "a", 8), w("b-x", "b", 8)], t, nodes=4)
+    assert r.started == (first,)

@@ -29,10 +29,8 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   ``reclaimWithinCohort: Any`` and the head would borrow with no policy that could give it
   targets (no ``borrowWithinCohort``, ``withinClusterQueue: Never``, no fair sharing) — a head
   within nominal with ``Any`` always has targets while anyone borrows its quota.
-* Weighted share (Kueue's DRS value), per queue x with weight w in a cohort:
-  share(x) = 1000 × max_f max(0, usage(x, f) − nominal(x, f)) / lendable(f) / w, where
-  lendable(f) is what the cohort's queues may lend of f (Σ nominal, or the lending limit);
-  w = 0 gives an infinite share.
+* Weighted share (Kueue's DRS value) at every level of the cohort tree, with the queues' and
+  the cohorts' weights: policies/kueue_share.py. Heads are compared at their common ancestor.
 """
 
 from __future__ import annotations
@@ -47,6 +45,7 @@ from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
 from gpufleet.policies.kueue_candidates import possibility, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import share_path
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
     AdmissionBook,
@@ -59,35 +58,6 @@ from gpufleet.policies.quota import (
 
 INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"
 STRICT_FIFO_BLOCKED = "StrictFIFOBlocked"
-
-
-def lendable(tenancy: Tenancy, cohort: str | None, flavor: str) -> int:
-    """GPUs of ``flavor`` the queues of ``cohort`` may lend (nominal, or the lending limit)."""
-    total = 0
-    for t in tenancy.tenants:
-        if t.cohort == cohort:
-            q = t.quota(flavor)
-            total += q.nominal if q.lending_limit is None else min(q.nominal, q.lending_limit)
-    return total
-
-
-def weighted_share(ledger: QuotaLedger, tenant: str, extra: tuple[str, int] | None = None) -> float:
-    """Kueue's weighted dominant-resource share of ``tenant`` (module docstring); ``extra`` adds
-    (flavor, GPUs) to its usage first (the share it would have with a workload admitted)."""
-    tenancy = ledger.tenancy
-    t = tenancy.tenant(tenant)
-    if t is None:
-        return math.inf
-    drs = 0.0
-    for f, q in t.quotas:
-        used = ledger.used(tenant, f) + (extra[1] if extra and extra[0] == f else 0)
-        borrowed = max(0, used - q.nominal)
-        pool = lendable(tenancy, t.cohort, f)
-        if borrowed > 0:
-            drs = max(drs, math.inf if pool == 0 else 1000.0 * borrowed / pool)
-    if drs == 0.0:
-        return 0.0
-    return math.inf if t.weight == 0 else drs / t.weight
 
 
 def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
@@ -404,8 +374,8 @@ class KueueAdmitter:
         job = pj.job
         if tenancy.fair_sharing:
             flavor, _ = kueue_flavor(ledger, job, res)
-            share = weighted_share(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
-            return (share, -job.priority, job.submit_time, job.id)
+            shares = share_path(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
+            return (shares, -job.priority, job.submit_time, job.id)
         flavor, borrows = kueue_flavor(ledger, job, res)
         level = borrowing_level(ledger, job.tenant, flavor, job.total_gpus) if borrows and flavor else 0
         return (level, -job.priority, job.submit_time, job.id)

@@ -16,10 +16,12 @@ queue is skipped once that queue is no longer borrowing. Finally targets are min
 reverse order, a target is dropped when W still fits without evicting it.
 
 **Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
-take the candidate queue Y with the highest weighted share (policies/kueue_admit.py) and the
-first of its candidates U that satisfies the strategy (own-queue candidates always do):
-``LessThanOrEqualToFinalShare``: share(X with W) ≤ share(Y without U);
-``LessThanInitialShare``: share(X with W) < share(Y). Then minimise as above.
+take the candidate queue Y with the highest weighted share (policies/kueue_share.py, compared
+level by level down the cohort tree) and the first of its candidates U that satisfies the
+strategy (own-queue candidates always do), shares taken at the lowest common ancestor of X and
+Y (the two children of that cohort on their paths, so cohort weights count there):
+``LessThanOrEqualToFinalShare``: share(X's side with W) ≤ share(Y's side without U);
+``LessThanInitialShare``: share(X's side with W) < share(Y's side). Then minimise as above.
 
 "Fits" is Kueue's quota test plus our physical test (fit_gang on the Plan with the targets
 released), so a Kueue run in the simulator never evicts for a job that then cannot start.
@@ -35,9 +37,10 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
 
@@ -261,11 +264,14 @@ class _Search:
                 trial = self.ledger.copy()
                 for v in targets:
                     trial.charge_bindings(v.job.tenant, v.bindings, -1)
+                # Victim queues: highest share first, compared level by level down the tree
+                # (a cohort's weight counts before its queues').
                 queues = sorted({rj.job.tenant for rj in pool.values()},
-                                key=lambda t: (-weighted_share(trial, t), t))
+                                key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
+                with_w = trial.copy()
+                with_w.add(self.cq, self.flavor, self.g)
                 took = False
                 for y in queues:
-                    mine = x_share = weighted_share(trial, self.cq, (self.flavor, self.g))
                     for rj in [r for r in pool.values() if r.job.tenant == y]:
                         del pool[rj.job.id]
                         if y != self.cq:
@@ -273,9 +279,13 @@ class _Search:
                                 continue
                             after = trial.copy()
                             after.charge_bindings(y, rj.bindings, -1)
-                            ok = (mine <= weighted_share(after, y)
-                                  if strategy == "LessThanOrEqualToFinalShare"
-                                  else x_share < weighted_share(trial, y))
+                            # Both sides at the queues' lowest common ancestor.
+                            if strategy == "LessThanOrEqualToFinalShare":
+                                mine, theirs = at_common_ancestor(with_w, self.cq, after, y)
+                                ok = mine <= theirs
+                            else:
+                                mine, theirs = at_common_ancestor(with_w, self.cq, trial, y)
+                                ok = mine < theirs
                             if not ok:
                                 continue
                         targets.append(rj)
