@@ -426,3 +426,20 @@ def test_a_cohorts_fair_sharing_weight_decides_between_teams_before_their_queues
     assert share_path(led, "b", (F, 8))[0] == pytest.approx(250)
     r = cycle(run, [w("a-x", "a", 8), w("b-x", "b", 8)], t, nodes=4)
     assert r.started == (first,)
+
+
+def test_pod_sets_of_one_workload_are_assigned_flavors_one_by_one():
+    """Kueue assigns flavors per pod set. a (no cohort) has H100 (nominal 8) then A100 (nominal
+    8); nodes 0-1 H100, node 2 A100; nothing runs. The workload: pod set trainer (1 × 8 GPUs),
+    then eval (1 × 4 GPUs), any model. trainer: H100 0 + 8 ≤ 8 → H100. eval: H100 8 + 4 > 8, no
+    cohort to borrow from → A100 0 + 4 ≤ 8 → A100. Admitted and started across both models; as
+    one 12-GPU block it would fit neither flavor's 8."""
+    base = replace(job("x").tenant("a").gpus(8).runs(90_000).build(), id="mixed")
+    trainer = replace(base.pod_sets[0], name="trainer")
+    ev = replace(base.pod_sets[0], name="eval", request=replace(base.pod_sets[0].request, gpus=4))
+    mixed = replace(base, pod_sets=(trainer, ev))
+    a = TenantQueue("a", None, ((F, FlavorQuota(8)), (A100, FlavorQuota(8))))
+    r = two_flavor_cycle([], [mixed], Tenancy(tenants=(a,)))
+    assert r.started == ("mixed",)
+    nodes = {b.pod_set: b.node for b in r.bindings}
+    assert nodes["trainer"] in (0, 1) and nodes["eval"] == 2

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
@@ -166,6 +167,37 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
     return best
 
 
+def assign_pod_sets(ledger: QuotaLedger, job: Job, res: ResourceLedger | None
+                    ) -> list[tuple[int, str, bool]] | None:
+    """Kueue assigns flavors per pod set: each GPU-asking pod set, in order, takes the flavor
+    the assigner picks for it alone (fit modes only, whenCanBorrow as for a whole workload), with
+    the pod sets before it already counted. [(pod set index, flavor, borrows)] when every pod set
+    fits this way, else None. Only consulted for workloads of two or more GPU pod sets."""
+    trial = ledger.copy()
+    rtrial = res.copy() if res is not None else None
+    out: list[tuple[int, str, bool]] = []
+    for i, ps in enumerate(job.pod_sets):
+        if ps.request.gpus == 0:
+            continue
+        part = replace(job, pod_sets=(ps,))
+        flavor, borrows = kueue_flavor(trial, part, rtrial)
+        if flavor is None:
+            return None
+        trial.add(job.tenant, flavor, part.total_gpus)
+        if rtrial is not None:
+            rtrial.add_job(part, flavor)
+        out.append((i, flavor, borrows))
+    return out
+
+
+def pin_pod_sets(job: Job, assignment: list[tuple[int, str, bool]]) -> Job:
+    """``job`` with each assigned pod set pinned to its flavor."""
+    flavor_of = {i: f for i, f, _ in assignment}
+    sets = tuple(replace(ps, request=replace(ps.request, gpu_models=(flavor_of[i],)))
+                 if i in flavor_of else ps for i, ps in enumerate(job.pod_sets))
+    return replace(job, pod_sets=sets)
+
+
 def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
                  ) -> tuple[str | None, bool]:
     """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
@@ -245,13 +277,27 @@ class KueueAdmitter:
             if own_hold is not None:  # a queue's hold keeps others out, not its own workloads
                 ledger.add(tenant, own_hold[0], -own_hold[1])
             flavor, mode, borrows = assign_flavor(ledger, job, res, live)
+            split = None
+            if sum(1 for ps in job.pod_sets if ps.request.gpus) > 1:
+                split = assign_pod_sets(ledger, job, res)
+                if split is not None and len({f for _, f, _ in split}) > 1:
+                    flavor, mode, borrows = split[0][1], "fit", any(b for _, _, b in split)
+                else:
+                    split = None  # one flavor for all: the whole-workload assignment stands
             chosen: str | None = None
             if mode != "fit":
                 chosen, flavor = flavor, None
-            if flavor is not None:
+            if split is not None:
+                pinned = pin_pod_sets(job, split)
+                for i, f, _ in split:
+                    part = replace(job, pod_sets=(job.pod_sets[i],))
+                    ledger.add(job.tenant, f, part.total_gpus)
+                    res.add_job(part, f)
+            elif flavor is not None:
                 pinned = with_flavor(job, flavor) if job.total_gpus else job
                 ledger.add(job.tenant, flavor, job.total_gpus)
                 res.add_job(job, flavor)
+            if flavor is not None:
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
                 if afs is not None and self._afs(tenancy, tenant):
@@ -326,8 +372,9 @@ class KueueAdmitter:
             pj = queue[heads[tenant]]
             cands = ledger.candidate_flavors(pj.job)
             least = refused.get((tenant, cands))
-            if least is None or pj.job.total_gpus < least or pj.job.total_gpus == 0:
-                break
+            if least is None or pj.job.total_gpus < least or pj.job.total_gpus == 0 or sum(
+                    1 for ps in pj.job.pod_sets if ps.request.gpus) > 1:
+                break  # (pod sets that may land on different flavors are assigned in full)
             why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
                    f"{pj.job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
             ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
