@@ -88,6 +88,9 @@ class KueuePreemptor:
         no_quota: dict[tuple[str, str], list[tuple[int, int]]] = {}
         gpus: dict[JobId, dict[str, int]] = {}
         no_room: set[tuple] = set()
+        # What the cycle starts from, the releasing capacity free and nothing claimed yet.
+        start_ledger = ledger.copy() if releasing else ledger
+        start_table = plan.table.copy() if releasing else plan.table
         for rec in records:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, job.priority)
@@ -115,6 +118,15 @@ class KueuePreemptor:
                         # The nodes have no room for this shape; later workloads of the same
                         # shape find none either until a preemption releases more.
                         no_room.add((job.shape_key, flavor))
+                if room is None and releasing and self._waits_for_release(pinned, flavor, tenancy, ctx,
+                                                                         start_ledger, start_table):
+                    # Kueue does not preempt again for a workload whose earlier victims are still
+                    # terminating: it fits once what is being released is gone (whoever claims it
+                    # this cycle), so it waits instead of evicting more. Without this, heads
+                    # evicted one more victim every cycle while others took the capacity released.
+                    ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
+                        rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    break
                 if room is not None:
                     # Quota and GPUs that workloads under eviction notice are releasing: claim
                     # them (so no later workload counts them) and preempt nobody new.
@@ -150,6 +162,15 @@ class KueuePreemptor:
         plan.rollback(mark0)
         return out
 
+
+    @staticmethod
+    def _waits_for_release(job: Job, flavor: str, tenancy: Tenancy, ctx: CycleContext,
+                           start_ledger: QuotaLedger, start_table) -> bool:
+        """Would ``job`` fit the quota and the nodes with the capacity under eviction notice
+        released, before anyone this cycle claimed any of it?"""
+        if not quota_fits(start_ledger, tenancy, job, flavor, borrow=True):
+            return False
+        return not isinstance(fit_gang(job, start_table, ctx, "kueue"), Status)
 
     @staticmethod
     def _quota_hopeless(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
