@@ -443,3 +443,30 @@ def test_pod_sets_of_one_workload_are_assigned_flavors_one_by_one():
     assert r.started == ("mixed",)
     nodes = {b.pod_set: b.node for b in r.bindings}
     assert nodes["trainer"] in (0, 1) and nodes["eval"] == 2
+
+
+@pytest.mark.parametrize("team2_weight, expected", [
+    (1.0, [("y2", "InCohortFairSharing")]),
+    (4.0, []),
+])
+def test_fair_sharing_preemption_compares_teams_at_their_common_ancestor_with_cohort_weights(
+        team2_weight, expected):
+    """Fair sharing, LessThanInitialShare only; x reclaimWithinCohort Any (without it no other
+    queue's workload is a candidate). org > {team1 > x, team2 > y, team3 > z}; nominal
+    x 8, y 8, z 16 (idle, lends all); 4 nodes, all used: x runs x0 (8), y runs y0, y1, y2 (8 each,
+    y2 newest), borrowing 16. x-w (8 GPUs) would make x borrow 8. At org, the common ancestor:
+    team1 with x-w: 16 − 8 = 8 of org's lendable 32 → 250; team2: 24 − 8 = 16 of 32 → 500 ÷
+    weight(team2). Weight 1: 250 < 500, y2 is preempted. Weight 4: 500 / 4 = 125; 250 < 125 is
+    false, nobody is. (Compared queue to queue inside their own cohorts, x's 1000 < y's 2000
+    would preempt whatever team2's weight.)"""
+    t = Tenancy(tenants=(TenantQueue("x", "team1", ((F, FlavorQuota(8)),),
+                                     kueue=KueueQueuePolicy(reclaim_within_cohort="Any")),
+                         TenantQueue("y", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("z", "team3", ((F, FlavorQuota(16)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org", weight=team2_weight),
+                         Cohort("team3", "org")),
+                fair_sharing=True, fair_sharing_strategies=("LessThanInitialShare",))
+    run = [on(w("x0", "x", 8), 0)] + [on(w(f"y{i}", "y", 8), i + 1, start=NOW - 1_000 + 100 * i)
+                                      for i in range(3)]
+    r = cycle(run, [w("x-w", "x", 8)], t, nodes=4)
+    assert preempted(r) == expected
