@@ -302,9 +302,9 @@ class KueueAdmitter:
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
                 if afs is not None and self._afs(tenancy, tenant):
                     afs.admitted(job)  # the entry penalty reorders what is left of the queue
-                    rest = queues[tenant][heads[tenant] + 1:]
-                    rest.sort(key=lambda p: afs.key(p.job))
-                    queues[tenant][heads[tenant] + 1:] = rest
+                    later = queues[tenant][heads[tenant] + 1:]
+                    later.sort(key=lambda p: afs.key(p.job))
+                    queues[tenant][heads[tenant] + 1:] = later
                 if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
                     hjob, hflavor = hold_for[tenant]
                     own_hold = self._hold(ledger, hjob, tenancy, hflavor, "", live)
