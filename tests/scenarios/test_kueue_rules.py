@@ -6,6 +6,7 @@ ClusterQueues, one flavor H100-80GB, 8-GPU nodes, one cycle at t = 10,000. Outco
 who is preempted and why (Kueue's reasons InClusterQueue, InCohortReclamation, …), who waits.
 """
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -17,7 +18,8 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, weighted_share
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, borrowing_level
+from gpufleet.policies.kueue_share import share_path, weighted_share
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
@@ -265,3 +267,206 @@ def test_quota_already_being_released_is_waited_for_not_preempted_for_again():
               ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 8)), nodes=2)
     assert r.preemptions == ()
     assert "evicted workloads are releasing" in r.statuses["a-1"].reasons[-1]
+
+
+@pytest.mark.parametrize("reclaim, b3_started, preempted_jobs", [
+    ("Never", False, []),
+    ("Any", False, [("b2", "InCohortReclamation")]),
+])
+def test_a_head_that_needs_preemption_holds_its_idle_nominal_quota_against_later_borrowers(
+        reclaim, b3_started, preempted_jobs):
+    """Kueue's scheduler keeps a lender's own head from being starved within a cycle. a and b
+    (nominal 8 each) share cohort c, 2 nodes. b runs b1 (8) and b2 (4): 12, borrowing 4 of a's.
+    a runs nothing. a-1 (8 GPUs) fits a's nominal (0 + 8 ≤ 8) but the cohort has 16 − 12 = 4
+    unused: it needs preemption. b-3 (4 GPUs) would borrow b's way to 16 and fits the 4 unused.
+    Heads by borrowing level: a-1 (0) before b-3 (1).
+    reclaimWithinCohort Never: a-1 has no targets and a cannot always reclaim, so Kueue reserves
+    min(8, 8 − 0) = 8 of a's quota for the cycle (reserveCapacityForUnreclaimablePreempt):
+    usage 12 + 8 = 20 > 16, b-3 stays pending, nobody is preempted.
+    Any: a-1 preempts b2 (the newest of the borrowing queue, after which b is at 8 = nominal) and
+    its 8 GPUs count as used for the cycle, so b-3 cannot take the 4 either. Without the hold,
+    b-3 would start and a would be 8 GPUs further from its guarantee."""
+    run = [on(w("b1", "b", 8), 0, start=NOW - 2_000), on(w("b2", "b", 4), 1)]
+    r = cycle(run, [w("a-1", "a", 8), w("b-3", "b", 4)],
+              ten(cq("a", 8, reclaim_within_cohort=reclaim), cq("b", 8)), nodes=2)
+    assert ("b-3" in r.started) is b3_started
+    assert r.statuses["b-3"].reasons[0] == INSUFFICIENT_QUOTA
+    assert preempted(r) == preempted_jobs
+
+
+def test_heads_borrowing_nearer_in_the_cohort_tree_are_admitted_before_farther_ones():
+    """Kueue orders heads by borrowing level (Assignment.Borrows: 0 = no borrowing, k = the
+    nearest cohort k levels up whose subtree has room), before priority. org > {team1 > {a, b},
+    team2 > {c, d}}; nominal a 8, b 8, c 8, d 0; 3 nodes (24 GPUs). a runs a-1 (8), c runs c-1
+    (8); b's 8 are idle, so 8 GPUs are free.
+    a-2 (8, priority 0): a at 16 > 8; team1's subtree holds 8 + 8 = 16 ≥ its usage 16: level 1.
+    d-1 (8, priority 5, submitted first): d at 8 > 0; team2's subtree holds 8 < 16; org's holds
+    24 ≥ 8 + 16: level 2.
+    Level 1 goes first: a-2 takes the 8, then d-1 finds org at 32 > 24 and waits, though its
+    priority is higher and it is older."""
+    t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("b", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("c", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("d", "team2", ((F, FlavorQuota(0)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")))
+    led = QuotaLedger(t)
+    led.add("a", F, 8)
+    led.add("c", F, 8)
+    assert borrowing_level(led, "a", F, 8) == 1
+    assert borrowing_level(led, "d", F, 8) == 2
+    assert borrowing_level(led, "b", F, 8) == 0
+    r = cycle([on(w("a-1", "a", 8), 0), on(w("c-1", "c", 8), 1)],
+              [w("d-1", "d", 8, prio=5, submit=-10.0), w("a-2", "a", 8)], t, nodes=3)
+    assert r.started == ("a-2",)
+    assert r.statuses["d-1"].reasons[0] == INSUFFICIENT_QUOTA
+
+
+def test_kueue_minimises_victims_from_the_last_target_back_sparing_later_candidates():
+    """What Kueue's reverse pass minimises. a (nominal 8, reclaimWithinCohort Any) and b
+    (nominal 16) share cohort c on 3 nodes; b holds all 24 (borrowing 8): node 0 r (6 GPUs) +
+    p (2), node 1 q (2) + h1 (6), node 2 h2 (8). Candidates in Kueue's order (lower priority,
+    then newest): p (prio 0, newest), q (prio 0), r (prio 0, oldest), then h1, h2 (prio 5).
+    a-1 asks 8 GPUs as 4 pods of 2. Walk: p (2 free) no; p, q (4) no; p, q, r (10) fits.
+    Reverse pass: r is needed ({p, q} did not fit); without q, {p, r} frees node 0 (8): fits,
+    drop q; without p, {r} frees 6 < 8: keep p. Victims {p, r}. A forward pass would have
+    dropped p first ({q, r} frees 6 + 2 = 8 in pods of 2) and evicted {q, r}: Kueue spares the
+    candidate it ranks later (cost 2^i for the i-th walked target: 1 + 4 = 5 < 2 + 4 = 6)."""
+    def two(j: Job, node: int, start: float) -> RunningJob:
+        jj = with_flavor(j, F)
+        ps = jj.pod_sets[0]
+        return RunningJob(jj, start, tuple(PodBinding(j.id, ps.name, i, node, ps.request)
+                                           for i in range(ps.replicas)))
+    run = [two(w("r", "b", 6), 0, NOW - 3_000), two(w("p", "b", 2), 0, NOW - 100),
+           two(w("q", "b", 2), 1, NOW - 200), two(w("h1", "b", 6, prio=5), 1, NOW - 50),
+           two(w("h2", "b", 8, prio=5), 2, NOW - 50)]
+    a1 = replace(job("x").tenant("a").gpus(2).gang(4).runs(90_000).build(), id="a-1")
+    r = cycle(run, [a1], ten(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 16)), nodes=3)
+    assert preempted(r) == [("p", "InCohortReclamation"), ("r", "InCohortReclamation")]
+
+
+@pytest.mark.parametrize("when_can_preempt, when_can_borrow, expected", [
+    ("Preempt", "Borrow", [("a-low", "InClusterQueue")]),
+    ("TryNextFlavor", "Borrow", [("b2", "InCohortReclamation")]),
+    ("Preempt", "TryNextFlavor", [("b2", "InCohortReclamation")]),
+])
+def test_when_can_preempt_stops_on_the_first_preempting_flavor_or_takes_the_best_mode(
+        when_can_preempt, when_can_borrow, expected):
+    """Kueue's flavor assigner (shouldTryNextFlavor, isPreferred). a has H100 (nominal 8) then
+    A100 (nominal 8), withinClusterQueue LowerPriority, reclaimWithinCohort Any; b has H100 8,
+    A100 0; cohort c. Nodes 0-1 H100, node 2 A100. a runs a-low (8, priority 0) on H100; b runs
+    b1 (8) on H100, at its nominal, and b2 (8) on A100, borrowing a's 8. a-hi (8, priority 10):
+    H100: a would be at 16 > 8 (borrowing) and the cohort's 16 are used; only a-low (own queue)
+    can make room: mode *preempt*, borrowing.
+    A100: a at 0 + 8 ≤ 8 (no borrowing); b2 borrows: mode *reclaim*.
+    whenCanPreempt Preempt + whenCanBorrow Borrow: the search stops at H100 → a-low is evicted.
+    TryNextFlavor: both flavors are seen; reclaim beats preempt → A100, b2 is evicted.
+    Preempt + whenCanBorrow TryNextFlavor: H100 preempts *while borrowing*, which does not stop
+    the search; A100 reclaims without borrowing, which does → b2."""
+    pol = KueueQueuePolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any",
+                           when_can_preempt=when_can_preempt, when_can_borrow=when_can_borrow)
+    a = TenantQueue("a", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(8))), kueue=pol)
+    b = TenantQueue("b", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(0))))
+    t = Tenancy(tenants=(a, b), cohorts=(Cohort("c"),))
+    b2 = with_flavor(w("b2", "b", 8), A100)
+    ps = b2.pod_sets[0]
+    run = [on(w("a-low", "a", 8), 0), on(w("b1", "b", 8), 1),
+           RunningJob(b2, NOW - 1_000, (PodBinding("b2", ps.name, 0, 2, ps.request),))]
+    r = two_flavor_cycle(run, [w("a-hi", "a", 8, prio=10)], t)
+    assert preempted(r) == expected
+
+
+@pytest.mark.parametrize("afs, lq_b_weight, started", [
+    (False, 1.0, {"a-1", "a-2"}),   # no admission fair sharing: FIFO within the ClusterQueue
+    (True, 1.0, {"b-1", "a-1"}),    # lq-b first (no usage), then the entry penalty flips it
+    (True, 4.0, {"b-1", "b-2"}),    # weight 4: lq-b's penalty counts a quarter
+])
+def test_admission_fair_sharing_orders_a_queue_by_local_queue_usage_with_an_entry_penalty(
+        afs, lq_b_weight, started):
+    """Kueue's admission fair sharing (KEP-4136). ClusterQueue shared (nominal 8, no cohort), one
+    node of 8; LocalQueues lq-a and lq-b; half-life H = 600 s, sampling interval Δ = 300 s. All
+    four jobs want 4 GPUs at priority 0; a-1, a-2 (lq-a) were submitted before b-1, b-2 (lq-b).
+    lq-a's decayed history is D = 432.81 GPU-s: usage λ·D = (ln 2 / 600) × 432.81 = 0.500 GPUs;
+    lq-b has none (0).
+    Without admission fair sharing: FIFO, a-1 and a-2 fill the 8.
+    With it: lq-b (0) before lq-a (0.5): b-1 is admitted and pays the entry penalty
+    A·g = (1 − 0.5^(300/600)) × 4 = 0.2929 × 4 = 1.172 GPUs; now lq-a (0.5) < lq-b (1.172): a-1
+    takes the last 4. With lq-b's weight 4 its score is 1.172 / 4 = 0.293 < 0.5: b-2 goes next."""
+    label = "kueue.x-k8s.io/queue-name"
+    jobs = [replace(w(n, "shared", 4, submit=s), labels=((label, lq),))
+            for n, lq, s in (("a-1", "lq-a", 1.0), ("a-2", "lq-a", 2.0), ("b-1", "lq-b", 3.0),
+                             ("b-2", "lq-b", 4.0))]
+    t = Tenancy(tenants=(cq("shared", 8, cohort=None, admission_fair_sharing=afs),), half_life_s=600.0,
+                afs_sampling_s=300.0, local_queue_weights=(("lq-b", lq_b_weight),))
+    assert 600.0 / math.log(2) * 0.5 == pytest.approx(432.81, abs=0.01)
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=1).build())
+    r = run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in jobs], profile("kueue"), tenancy=t,
+                             usage={"lq:lq-a": 432.81, "shared": 432.81}))
+    assert set(r.started) == started
+
+
+@pytest.mark.parametrize("team1_weight, first", [(1.0, "b-x"), (4.0, "a-x")])
+def test_a_cohorts_fair_sharing_weight_decides_between_teams_before_their_queues(team1_weight, first):
+    """Fair sharing with hierarchical cohorts: org > {team1 > a, team2 > b, team3 > c}; nominal a 8,
+    b 8, c 16 (idle, lends all); 4 nodes (32 GPUs). a runs 16 (borrowing 8), b runs 8; 8 free.
+    Heads a-x and b-x, 8 GPUs each; the share of each head's path with it admitted, at org:
+    team1: usage 24 − its subtree 8 = 16 borrowed of org's lendable 8 + 8 + 16 = 32 → 1000 × 16
+    / 32 = 500 ÷ weight(team1); team2: 16 − 8 = 8 → 250. Weight 1: b-x (250 < 500) takes the 8,
+    a-x waits. team1's weight 4: 500 / 4 = 125 < 250, a-x goes first. The queues' own weights
+    (1 each) never come into it: the teams differ at org, the common ancestor."""
+    t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
+                         TenantQueue("b", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("c", "team3", ((F, FlavorQuota(16)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org", weight=team1_weight), Cohort("team2", "org"),
+                         Cohort("team3", "org")), fair_sharing=True)
+    run = [on(w("a-1", "a", 8), 0), on(w("a-2", "a", 8), 1), on(w("b-1", "b", 8), 2)]
+    led = QuotaLedger(t)
+    led.add("a", F, 16)
+    led.add("b", F, 8)
+    assert share_path(led, "a", (F, 8))[0] == pytest.approx(500 / team1_weight)
+    assert share_path(led, "b", (F, 8))[0] == pytest.approx(250)
+    r = cycle(run, [w("a-x", "a", 8), w("b-x", "b", 8)], t, nodes=4)
+    assert r.started == (first,)
+
+
+def test_pod_sets_of_one_workload_are_assigned_flavors_one_by_one():
+    """Kueue assigns flavors per pod set. a (no cohort) has H100 (nominal 8) then A100 (nominal
+    8); nodes 0-1 H100, node 2 A100; nothing runs. The workload: pod set trainer (1 × 8 GPUs),
+    then eval (1 × 4 GPUs), any model. trainer: H100 0 + 8 ≤ 8 → H100. eval: H100 8 + 4 > 8, no
+    cohort to borrow from → A100 0 + 4 ≤ 8 → A100. Admitted and started across both models; as
+    one 12-GPU block it would fit neither flavor's 8."""
+    base = replace(job("x").tenant("a").gpus(8).runs(90_000).build(), id="mixed")
+    trainer = replace(base.pod_sets[0], name="trainer")
+    ev = replace(base.pod_sets[0], name="eval", request=replace(base.pod_sets[0].request, gpus=4))
+    mixed = replace(base, pod_sets=(trainer, ev))
+    a = TenantQueue("a", None, ((F, FlavorQuota(8)), (A100, FlavorQuota(8))))
+    r = two_flavor_cycle([], [mixed], Tenancy(tenants=(a,)))
+    assert r.started == ("mixed",)
+    nodes = {b.pod_set: b.node for b in r.bindings}
+    assert nodes["trainer"] in (0, 1) and nodes["eval"] == 2
+
+
+@pytest.mark.parametrize("team2_weight, expected", [
+    (1.0, [("y2", "InCohortFairSharing")]),
+    (4.0, []),
+])
+def test_fair_sharing_preemption_compares_teams_at_their_common_ancestor_with_cohort_weights(
+        team2_weight, expected):
+    """Fair sharing, LessThanInitialShare only; x reclaimWithinCohort Any (without it no other
+    queue's workload is a candidate). org > {team1 > x, team2 > y, team3 > z}; nominal
+    x 8, y 8, z 16 (idle, lends all); 4 nodes, all used: x runs x0 (8), y runs y0, y1, y2 (8 each,
+    y2 newest), borrowing 16. x-w (8 GPUs) would make x borrow 8. At org, the common ancestor:
+    team1 with x-w: 16 − 8 = 8 of org's lendable 32 → 250; team2: 24 − 8 = 16 of 32 → 500 ÷
+    weight(team2). Weight 1: 250 < 500, y2 is preempted. Weight 4: 500 / 4 = 125; 250 < 125 is
+    false, nobody is. (Compared queue to queue inside their own cohorts, x's 1000 < y's 2000
+    would preempt whatever team2's weight.)"""
+    t = Tenancy(tenants=(TenantQueue("x", "team1", ((F, FlavorQuota(8)),),
+                                     kueue=KueueQueuePolicy(reclaim_within_cohort="Any")),
+                         TenantQueue("y", "team2", ((F, FlavorQuota(8)),)),
+                         TenantQueue("z", "team3", ((F, FlavorQuota(16)),))),
+                cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org", weight=team2_weight),
+                         Cohort("team3", "org")),
+                fair_sharing=True, fair_sharing_strategies=("LessThanInitialShare",))
+    run = [on(w("x0", "x", 8), 0)] + [on(w(f"y{i}", "y", 8), i + 1, start=NOW - 1_000 + 100 * i)
+                                      for i in range(3)]
+    r = cycle(run, [w("x-w", "x", 8)], t, nodes=4)
+    assert preempted(r) == expected

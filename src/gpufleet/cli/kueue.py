@@ -28,6 +28,7 @@ from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy_config import TenancySpec
+from gpufleet.policies.kueue_afs import QUEUE_LABEL
 from gpufleet.sim.scenario import Scenario, ScenarioSpec, parse_scenario
 
 kueue_app = typer.Typer(help="Read Kueue's quota objects into a tenancy config; write them back.",
@@ -149,10 +150,16 @@ class KueueTraceScenario(Scenario):
         queues = {t.name for t in spec.tenancy.tenants} if spec.tenancy else set()
         self.tenant_of: dict[str, str] = {q: q for q in queues}
         by_ns: dict[str, set[str]] = {}
+        #: A job whose tenant names a LocalQueue carries it as Kueue's queue-name label (the
+        #: kueue profile's admission fair sharing orders by it).
+        self.local_queue_of: dict[str, str] = {}
         for key, cq in local_queues.items():
             ns, _, name = key.rpartition("/")
             self.tenant_of.setdefault(key, cq)
             self.tenant_of.setdefault(name, cq)
+            if key not in queues:
+                self.local_queue_of.setdefault(key, key)
+                self.local_queue_of.setdefault(name, key)
             by_ns.setdefault(ns, set()).add(cq)
         for ns, cqs in by_ns.items():
             if len(cqs) == 1:
@@ -164,7 +171,10 @@ class KueueTraceScenario(Scenario):
                                  f"(queues: {', '.join(sorted(queues))})")
 
     def jobs(self, seed: int | None = None) -> list[Job]:
-        return [replace(j, tenant=self.tenant_of[j.tenant]) for j in super().jobs(seed)]
+        return [replace(j, tenant=self.tenant_of[j.tenant],
+                        labels=j.labels + ((QUEUE_LABEL, self.local_queue_of[j.tenant]),)
+                        if j.tenant in self.local_queue_of else j.labels)
+                for j in super().jobs(seed)]
 
 
 def kueue_trace_scenario(fleet: Path, trace: Path, kueue: list[Path]) -> Scenario:

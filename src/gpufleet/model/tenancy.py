@@ -74,6 +74,10 @@ class KueueQueuePolicy:
     when_can_borrow: str = "Borrow"
     #: Where it fits only by preempting: ``TryNextFlavor`` (Kueue's default) or ``Preempt``.
     when_can_preempt: str = "TryNextFlavor"
+    #: Kueue's admission fair sharing (ClusterQueue ``admissionScope.admissionMode:
+    #: UsageBasedAdmissionFairSharing``): the queue's workloads are ordered by their LocalQueue's
+    #: decayed usage first (policies/kueue_afs.py).
+    admission_fair_sharing: bool = False
 
     def __post_init__(self) -> None:
         checks = ((self.within_cluster_queue, WITHIN_CLUSTER_QUEUE, "withinClusterQueue"),
@@ -149,6 +153,13 @@ class Tenancy:
     #: preemption across queues by these strategies, in order.
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = FAIR_SHARING_STRATEGIES
+    #: Kueue's ``admissionFairSharing.usageSamplingInterval``, seconds: the entry penalty of an
+    #: admitted workload is its usage over one interval (policies/kueue_afs.py). Its half-life is
+    #: ``half_life_s``.
+    afs_sampling_s: float = 300.0
+    #: LocalQueue fair-sharing weights (Kueue's LocalQueue ``spec.fairSharing.weight``), by the
+    #: name jobs carry in their ``kueue.x-k8s.io/queue-name`` label; 1 when not listed.
+    local_queue_weights: tuple[tuple[str, float], ...] = ()
     _by_name: dict[str, TenantQueue] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

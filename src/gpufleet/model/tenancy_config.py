@@ -103,6 +103,7 @@ class KueueSpec(_Strict):
     queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
     when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
     when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
+    admission_fair_sharing: bool = False
 
     def build(self) -> KueueQueuePolicy:
         return KueueQueuePolicy(**self.model_dump())
@@ -141,6 +142,14 @@ class FairSharingSpec(_Strict):
         default=["LessThanOrEqualToFinalShare", "LessThanInitialShare"], min_length=1)
 
 
+class AdmissionFairSharingSpec(_Strict):
+    """Kueue's admission fair sharing for the ``kueue`` profile (its half-life is half_life_h)."""
+
+    sampling_interval_s: float = Field(default=300.0, gt=0)
+    #: LocalQueue name (a job's ``kueue.x-k8s.io/queue-name`` label) → weight.
+    local_queue_weights: dict[str, float] = {}
+
+
 class PriorityClassSpec(_Strict):
     name: str = Field(min_length=1)
     value: int
@@ -155,6 +164,7 @@ class TenancySpec(_Strict):
     cohorts: list[CohortSpec] = []
     tenants: list[TenantSpec] = Field(min_length=1)
     fair_sharing: FairSharingSpec | None = None
+    admission_fair_sharing: AdmissionFairSharingSpec | None = None
 
     def problem(self) -> tuple[str, str] | None:
         """(field, what is expected) for the first broken cross-reference, or None.
@@ -207,4 +217,8 @@ class TenancySpec(_Strict):
             fair_sharing=self.fair_sharing is not None,
             fair_sharing_strategies=tuple(self.fair_sharing.preemption_strategies)
             if self.fair_sharing is not None else FAIR_SHARING_STRATEGIES,
+            afs_sampling_s=self.admission_fair_sharing.sampling_interval_s
+            if self.admission_fair_sharing is not None else 300.0,
+            local_queue_weights=tuple(self.admission_fair_sharing.local_queue_weights.items())
+            if self.admission_fair_sharing is not None else (),
         )

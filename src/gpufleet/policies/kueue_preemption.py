@@ -2,15 +2,11 @@
 
 From Kueue's concept doc "Preemption" (kubernetes-sigs/kueue, site/content/en/docs/concepts/
 preemption.md). A workload W of ClusterQueue X that does not fit the unused quota (admission
-left it pending with InsufficientUnusedQuota) may preempt:
-
-* **candidates in X** satisfying X's ``withinClusterQueue``: ``LowerPriority`` (priority < W's),
-  ``LowerOrNewerEqualPriority`` (lower, or equal and submitted after W), ``Never``;
-* **candidates in other queues of the cohort that are borrowing** (usage above nominal in W's
-  flavor), satisfying X's ``reclaimWithinCohort``: ``LowerPriority``, ``Any``, ``Never``; and,
-  when W would itself borrow, ``borrowWithinCohort: LowerPriority`` (priority < W's and
-  ≤ ``maxPriorityThreshold``) — without it a borrowing W preempts only inside X (under fair
-  sharing the strategies below decide instead).
+left it pending with InsufficientUnusedQuota) may
+preempt the candidates of policies/kueue_candidates.py (its own queue's, by
+``withinClusterQueue``; borrowing queues' of the cohort tree, by ``reclaimWithinCohort`` and,
+when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
+admission (policies/kueue_admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
 Candidates are sorted: other (borrowing) queues first, then lower priority, then most recently
 started. Targets (classic): W within X's nominal quota → greedily take candidates until W fits
@@ -20,10 +16,12 @@ queue is skipped once that queue is no longer borrowing. Finally targets are min
 reverse order, a target is dropped when W still fits without evicting it.
 
 **Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
-take the candidate queue Y with the highest weighted share (policies/kueue_admit.py) and the
-first of its candidates U that satisfies the strategy (own-queue candidates always do):
-``LessThanOrEqualToFinalShare``: share(X with W) ≤ share(Y without U);
-``LessThanInitialShare``: share(X with W) < share(Y). Then minimise as above.
+take the candidate queue Y with the highest weighted share (policies/kueue_share.py, compared
+level by level down the cohort tree) and the first of its candidates U that satisfies the
+strategy (own-queue candidates always do), shares taken at the lowest common ancestor of X and
+Y (the two children of that cohort on their paths, so cohort weights count there):
+``LessThanOrEqualToFinalShare``: share(X's side with W) ≤ share(Y's side without U);
+``LessThanInitialShare``: share(X's side with W) < share(Y's side). Then minimise as above.
 
 "Fits" is Kueue's quota test plus our physical test (fit_gang on the Plan with the targets
 released), so a Kueue run in the simulator never evicts for a job that then cannot start.
@@ -39,9 +37,11 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, weighted_share
-from gpufleet.policies.kueue_resources import ResourceLedger, root_cohort
-from gpufleet.policies.quota import QuotaLedger, admission_book, job_gpus_by_flavor, with_flavor
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
+from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import at_common_ancestor, share_path
+from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
 
 class KueuePreemptor:
@@ -59,19 +59,38 @@ class KueuePreemptor:
             return []
         mark0 = plan.checkpoint()
         ledger = QuotaLedger.from_running(tenancy, ctx.running, skip_evicting=True)
-        tenant_of = {r.pending.job.id: r.pending.job.tenant for r in admission_book(ctx).records}
-        for b in plan.commit():
-            ledger.charge_bindings(tenant_of.get(b.job, ""), (b,))
+        # Who is borrowing, and so a candidate, is judged on the cycle's starting state, as Kueue
+        # computes targets at nomination: a queue is not made a borrower by what it was admitted
+        # this very cycle (that would evict its running work to make room for its new work).
+        base = ledger.copy()
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
+        # reservation): charging only the placed ones would show quota that admission already
+        # gave away, and each pending workload would then try the nodes for nothing.
+        for r in admission_book(ctx).records:
+            if r.admitted and r.pending.job.total_gpus:
+                ledger.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
+                res.add_job(r.pending.job, r.flavor)
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:
                     plan.release_binding(b)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
-        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        releasing = len(live) < len(ctx.running)
         out: list[Preemption] = []
         # (queue, shape, priority) that found neither room nor targets: a later workload of the
         # same kind finds no more (the cycle only binds and charges more), so skip it.
         hopeless: set[tuple] = set()
+        # (queue, flavor) → (priority, GPUs) of workloads that could not fit the quota even with
+        # every candidate gone. A later workload of that queue with no higher priority and at
+        # least as many GPUs has no more candidates (policies/kueue_candidates.py: the sets only
+        # shrink as priority falls) and needs more quota: skipped until a preemption frees some.
+        no_quota: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        gpus: dict[JobId, dict[str, int]] = {}
+        no_room: set[tuple] = set()
+        # What the cycle starts from, the releasing capacity free and nothing claimed yet.
+        start_ledger = ledger.copy() if releasing else ledger
+        start_table = plan.table.copy() if releasing else plan.table
         for rec in records:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, job.priority)
@@ -81,12 +100,33 @@ class KueuePreemptor:
             flavors = ledger.candidate_flavors(job)
             if t is None or not flavors or job.total_gpus == 0:
                 continue
-            if t.kueue.when_can_preempt == "Preempt":
-                flavors = flavors[:1]
+            # The flavor Kueue's flavor assigner chose at admission (whenCanPreempt, whenCanBorrow
+            # and the modes of every flavor, policies/kueue_admit.assign_flavor) is the one where
+            # targets are searched.
+            flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
             for flavor in flavors:
+                if self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
+                    continue
                 pinned = with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res)
-                room = search.fits_without_victims()
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base)
+                # Room without new victims comes only from workloads under eviction notice (quota
+                # that holds kept from admission stays held for the cycle, as in Kueue).
+                room = None
+                if releasing and (job.shape_key, flavor) not in no_room:
+                    room = search.fits_without_victims()
+                    if room is None and search.quota_ok:
+                        # The nodes have no room for this shape; later workloads of the same
+                        # shape find none either until a preemption releases more.
+                        no_room.add((job.shape_key, flavor))
+                if room is None and releasing and self._waits_for_release(pinned, flavor, tenancy, ctx,
+                                                                         start_ledger, start_table):
+                    # Kueue does not preempt again for a workload whose earlier victims are still
+                    # terminating: it fits once what is being released is gone (whoever claims it
+                    # this cycle), so it waits instead of evicting more. Without this, heads
+                    # evicted one more victim every cycle while others took the capacity released.
+                    ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
+                        rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    break
                 if room is not None:
                     # Quota and GPUs that workloads under eviction notice are releasing: claim
                     # them (so no later workload counts them) and preempt nobody new.
@@ -103,9 +143,12 @@ class KueuePreemptor:
                 victims, bindings, why = found
                 for b in bindings:
                     plan.bind(b)
+                no_room.clear()
+                no_quota.clear()  # victims leave: quota that was out of reach may not be any more
                 for rj in victims:
                     live.pop(rj.job.id)
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
+                    base.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     res.charge(rj.job.tenant, rj.bindings, -1)
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
                 ledger.add(job.tenant, flavor, job.total_gpus)
@@ -120,13 +163,48 @@ class KueuePreemptor:
         return out
 
 
+    @staticmethod
+    def _waits_for_release(job: Job, flavor: str, tenancy: Tenancy, ctx: CycleContext,
+                           start_ledger: QuotaLedger, start_table) -> bool:
+        """Would ``job`` fit the quota and the nodes with the capacity under eviction notice
+        released, before anyone this cycle claimed any of it?"""
+        if not quota_fits(start_ledger, tenancy, job, flavor, borrow=True):
+            return False
+        return not isinstance(fit_gang(job, start_table, ctx, "kueue"), Status)
+
+    @staticmethod
+    def _quota_hopeless(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
+                        live: dict[JobId, RunningJob], gpus: dict[JobId, dict[str, int]],
+                        no_quota: dict[tuple[str, str], list[tuple[int, int]]]) -> bool:
+        """Quota alone rules ``job`` out on ``flavor``: neither as things stand nor with every
+        candidate gone does it fit (checked before any search on the nodes, which is what the
+        congested week spent its time on)."""
+        g = job.total_gpus
+        seen = no_quota.get((job.tenant, flavor), ())
+        if any(job.priority <= p and g >= g0 for p, g0 in seen):
+            return True
+        if quota_fits(ledger, tenancy, job, flavor, borrow=True):
+            return False
+        own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+        trial = ledger.copy()
+        for rj in [*own, *others]:
+            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+        if quota_fits(trial, tenancy, job, flavor, borrow=True):
+            return False
+        no_quota.setdefault((job.tenant, flavor), []).append((job.priority, g))
+        return True
+
+
 class _Search:
     """One workload's target search on the Plan; see the module docstring."""
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
-                 live: dict[JobId, RunningJob], res: ResourceLedger) -> None:
+                 live: dict[JobId, RunningJob], res: ResourceLedger,
+                 base: QuotaLedger | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         self.res = res
+        #: The cycle's starting usage (without this cycle's admissions): who borrows.
+        self.base = base if base is not None else ledger
         assert ctx.tenancy is not None  # the preemptor returns before any search without tenancy
         self.tenancy: Tenancy = ctx.tenancy
         self.cq = job.tenant
@@ -139,42 +217,18 @@ class _Search:
         self.live = live
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
+        #: Whether the last ``_fits`` passed the quota (and so failed, if it did, on the nodes).
+        self.quota_ok = False
 
     def _gpus(self, rj: RunningJob) -> int:
-        return job_gpus_by_flavor(rj.bindings, self.ledger.default_flavor(rj.job.tenant)).get(self.flavor, 0)
+        return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
-        pol, p = self.queue.kueue, self.job.priority
-        root = root_cohort(self.tenancy, self.queue.cohort)
-        own, others = [], []
-        for rj in live.values():
-            if self._gpus(rj) == 0:
-                continue
-            q = rj.job.priority
-            if rj.job.tenant == self.cq:
-                if (pol.within_cluster_queue == "LowerPriority" and q < p) or (
-                        pol.within_cluster_queue == "LowerOrNewerEqualPriority"
-                        and (q < p or (q == p and rj.job.submit_time > self.job.submit_time))):
-                    own.append(rj)
-                continue
-            other = self.tenancy.tenant(rj.job.tenant)
-            if root is None or other is None or root_cohort(self.tenancy, other.cohort) != root:
-                continue
-            if self.ledger.within_nominal(rj.job.tenant, self.flavor):
-                continue  # not borrowing: never a candidate
-            reclaim = pol.reclaim_within_cohort
-            ok = reclaim == "Any" or (reclaim == "LowerPriority" and q < p)
-            if ok and not self.within_nominal and not self.tenancy.fair_sharing:
-                thr = pol.max_priority_threshold
-                ok = pol.borrow_within_cohort == "LowerPriority" and q < p and (thr is None or q <= thr)
-            if ok:
-                others.append(rj)
-        def key(rj: RunningJob) -> tuple:
-            return (rj.job.priority, -rj.start_time, rj.job.id)
-        return sorted(own, key=key), sorted(others, key=key)
+        return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
+        self.quota_ok = False
         trial = self.ledger.copy()
         for rj in victims:
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
@@ -194,6 +248,7 @@ class _Search:
                 rtrial.charge(rj.job.tenant, rj.bindings, -1)
             if rtrial.refusal(self.job, self.flavor, borrow) is not None:
                 return None
+        self.quota_ok = True
         for rj in victims:
             for b in rj.bindings:
                 self.plan.release_binding(b)
@@ -202,7 +257,7 @@ class _Search:
 
     def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
         freed = sum(self._gpus(v) for v in gone if v.job.tenant == tenant)
-        return not self.ledger.within_nominal(tenant, self.flavor, -freed)
+        return not self.base.within_nominal(tenant, self.flavor, -freed)
 
     def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
         chosen: list[RunningJob] = []
@@ -230,11 +285,14 @@ class _Search:
                 trial = self.ledger.copy()
                 for v in targets:
                     trial.charge_bindings(v.job.tenant, v.bindings, -1)
+                # Victim queues: highest share first, compared level by level down the tree
+                # (a cohort's weight counts before its queues').
                 queues = sorted({rj.job.tenant for rj in pool.values()},
-                                key=lambda t: (-weighted_share(trial, t), t))
+                                key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
+                with_w = trial.copy()
+                with_w.add(self.cq, self.flavor, self.g)
                 took = False
                 for y in queues:
-                    mine = x_share = weighted_share(trial, self.cq, (self.flavor, self.g))
                     for rj in [r for r in pool.values() if r.job.tenant == y]:
                         del pool[rj.job.id]
                         if y != self.cq:
@@ -242,9 +300,13 @@ class _Search:
                                 continue
                             after = trial.copy()
                             after.charge_bindings(y, rj.bindings, -1)
-                            ok = (mine <= weighted_share(after, y)
-                                  if strategy == "LessThanOrEqualToFinalShare"
-                                  else x_share < weighted_share(trial, y))
+                            # Both sides at the queues' lowest common ancestor.
+                            if strategy == "LessThanOrEqualToFinalShare":
+                                mine, theirs = at_common_ancestor(with_w, self.cq, after, y)
+                                ok = mine <= theirs
+                            else:
+                                mine, theirs = at_common_ancestor(with_w, self.cq, trial, y)
+                                ok = mine < theirs
                             if not ok:
                                 continue
                         targets.append(rj)

@@ -193,6 +193,18 @@ class QuotaLedger:
             from_parent = min(from_parent, stored - used_in_parent + limit)
         return local + from_parent
 
+    # Public views of the tree for the kueue profile's borrowing level (policies/kueue_admit.py).
+    def node_usage(self, node: Node, flavor: str) -> int:
+        """usage(x) of the module docstring."""
+        return self._usage(node, flavor)
+
+    def node_capacity(self, node: Node, flavor: str) -> int:
+        """subtree(x): what x's own subtree holds without borrowing from x's parent."""
+        return self._subtree_and_guaranteed(node, flavor)[0]
+
+    def parent(self, node: Node) -> Node | None:
+        return self._parent(node)
+
     # -- admission --------------------------------------------------------------------------
     def candidate_flavors(self, job: Job) -> tuple[str, ...]:
         t = self.tenancy.tenant(job.tenant)

@@ -172,6 +172,14 @@ D = {
                                                "flavor, or try the next flavor first.",
     "tenancy.tenants[].kueue.when_can_preempt": "Kueue flavorFungibility.whenCanPreempt: preempt in this "
                                                 "flavor, or try the next flavor first.",
+    "tenancy.tenants[].kueue.admission_fair_sharing": "Kueue admissionScope UsageBasedAdmissionFairSharing: "
+                                                      "order the queue by LocalQueue decayed usage first.",
+    "tenancy.admission_fair_sharing": "Kueue admission fair sharing settings for the `kueue` profile "
+                                      "(its half-life is half_life_h).",
+    "tenancy.admission_fair_sharing.sampling_interval_s": "Kueue usageSamplingInterval, seconds: the "
+                                                          "entry penalty is one interval of usage.",
+    "tenancy.admission_fair_sharing.local_queue_weights": "LocalQueue (queue-name label) → "
+                                                          "fairSharing.weight; 1 when absent.",
     "tenancy.fair_sharing": "Kueue fair sharing for the `kueue` profile (present = enabled).",
     "tenancy.fair_sharing.preemption_strategies": "Kueue fairSharing.preemptionStrategies, tried in "
                                                   "order.",

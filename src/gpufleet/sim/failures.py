@@ -300,7 +300,7 @@ def on_stop(st, ev: Event) -> Outcome:  # noqa: ANN001
     # idle from the failure to the teardown; the checkpoint load is charged at the restart.
     fs.ledger.charge(cause, gpus * ((progress - saved) * checkpoint_stretch(rj) + (st.t - t_fail)))
     if st.cfg.usage_tracker is not None:
-        st.cfg.usage_tracker.add(rj.job.tenant, gpus * held, st.t)
+        st.cfg.usage_tracker.add_job(rj.job, gpus * held, st.t)
     st.cluster.evict(jid, saved)
     st.generation[jid] = st.gen(jid) + 1
     fs.ledger.interruptions += 1

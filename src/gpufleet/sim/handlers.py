@@ -23,7 +23,7 @@ def charge_usage(st: SimState, jid: str) -> None:
     """Fair share's ledger: the GPU-seconds a run held, charged when it ends however it ends."""
     if st.cfg.usage_tracker is not None:
         rj = st.cluster.running[jid]
-        st.cfg.usage_tracker.add(rj.job.tenant, rj.job.total_gpus * (st.t - rj.start_time), st.t)
+        st.cfg.usage_tracker.add_job(rj.job, rj.job.total_gpus * (st.t - rj.start_time), st.t)
 
 
 def on_finish(st: SimState, ev: Event) -> Outcome:

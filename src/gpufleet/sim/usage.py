@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpufleet.model.job import Job
+
 
 @dataclass
 class UsageTracker:
@@ -27,6 +29,16 @@ class UsageTracker:
         self._value[tenant] = self._decay(tenant, now) + gpu_seconds
         self._at[tenant] = now
         self.total[tenant] = self.total.get(tenant, 0.0) + gpu_seconds
+
+    def add_job(self, job: Job, gpu_seconds: float, now: float) -> None:
+        """Credit a run to its tenant and, when it names one, to its Kueue LocalQueue (key
+        ``lq:<name>``, read by the kueue profile's admission fair sharing)."""
+        self.add(job.tenant, gpu_seconds, now)
+        lq = next((v for k, v in job.labels if k == "kueue.x-k8s.io/queue-name"), None)
+        if lq is not None:
+            key = "lq:" + lq
+            self._value[key] = self._decay(key, now) + gpu_seconds
+            self._at[key] = now
 
     def snapshot(self, now: float) -> dict[str, float]:
         return {t: self._decay(t, now) for t in sorted(self._value)}

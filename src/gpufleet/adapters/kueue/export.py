@@ -105,6 +105,8 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
                                   "whenCanPreempt": _fungibility(k.when_can_preempt, version)}
         if t.weight != 1.0:
             s["fairSharing"] = {"weight": _quantity("weight", t.weight)}
+        if k.admission_fair_sharing:
+            s["admissionScope"] = {"admissionMode": "UsageBasedAdmissionFairSharing"}
         if t.priority_budget_gpus is not None:
             notes.append(f"tenant {t.name!r}: priority_budget_gpus has no Kueue field; not exported")
         out.append({"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": t.name}, "spec": s})
@@ -112,14 +114,22 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
             f"{t.name}/{t.name}"]
         for key in mine:
             ns, _, name = key.rpartition("/")
+            lq: dict[str, Any] = {"clusterQueue": t.name}
+            afs = spec.admission_fair_sharing
+            if afs is not None and key in afs.local_queue_weights:
+                lq["fairSharing"] = {"weight": _quantity("weight", afs.local_queue_weights[key])}
             out.append({"apiVersion": api, "kind": "LocalQueue",
-                        "metadata": {"name": name, "namespace": ns or "default"},
-                        "spec": {"clusterQueue": t.name}})
+                        "metadata": {"name": name, "namespace": ns or "default"}, "spec": lq})
     for p in spec.priority_classes:
         out.append({"apiVersion": api, "kind": "WorkloadPriorityClass", "metadata": {"name": p.name},
                     "value": p.value})
         if not p.preemptible:
             notes.append(f"priority class {p.name!r}: 'preemptible: false' has no Kueue field; not exported")
+    if spec.admission_fair_sharing is not None:
+        notes.append("admission fair sharing's half-life and sampling interval are set in Kueue's "
+                     f"Configuration (admissionFairSharing.usageHalfLifeTime {spec.half_life_h:g}h, "
+                     f"usageSamplingInterval {spec.admission_fair_sharing.sampling_interval_s:g}s), "
+                     "not in these objects")
     if spec.fair_sharing is not None:
         notes.append("fair sharing is set in Kueue's Configuration (fairSharing.enable, "
                      f"preemptionStrategies {spec.fair_sharing.preemption_strategies}), not in these objects")

@@ -22,6 +22,7 @@ Every field not carried over is reported as a note ("not imported: …"), never 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,19 @@ ENUMS = {
     "whenCanBorrow": ("Borrow", "MayStopSearch", "TryNextFlavor"),
     "whenCanPreempt": ("Preempt", "MayStopSearch", "TryNextFlavor"),
     "preemptionStrategies": ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    # v1beta2 spells it UsageBasedAdmissionFairSharing; Kueue's v1beta1 examples, UsageBasedFairSharing.
+    "admissionMode": ("UsageBasedAdmissionFairSharing", "UsageBasedFairSharing", "NoAdmissionFairSharing"),
 }
+
+
+def parse_duration(m: Manifest, path: str, value: Any) -> float:
+    """A Go duration ("168h", "5m", "1h30m", "10s", "0s") in seconds."""
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3}
+    text = str(value).strip()
+    parts = re.findall(r"(\d+(?:\.\d+)?)(ms|h|m|s)", text)
+    if not text or "".join(n + u for n, u in parts) != text:
+        raise m.error(path, "a duration such as 168h, 5m or 1h30m")
+    return sum(float(n) * units[u] for n, u in parts)
 
 
 def _enum(m: Manifest, path: str, value: Any, key: str) -> Any:
@@ -168,7 +181,7 @@ class Translation:
             t["cohort"] = str(cohort)
         self._groups(m, spec, t)
         known = {"resourceGroups", "preemption", "queueingStrategy", "flavorFungibility", "fairSharing",
-                 "cohortName" if m.version == "v1beta2" else "cohort"}
+                 "admissionScope", "cohortName" if m.version == "v1beta2" else "cohort"}
         if spec.get("namespaceSelector") in ({}, None):
             known.add("namespaceSelector")  # {} selects every namespace: nothing to carry
         self.leftovers(m, spec, known, "spec")
@@ -201,6 +214,12 @@ class Translation:
             if k in fung:
                 v = _enum(m, f"spec.flavorFungibility.{k}", fung[k], k)
                 kq[ours] = stop if v == "MayStopSearch" else v
+        scope = spec.get("admissionScope") or {}
+        self.leftovers(m, scope, {"admissionMode"}, "spec.admissionScope")
+        if "admissionMode" in scope:
+            mode = _enum(m, "spec.admissionScope.admissionMode", scope["admissionMode"], "admissionMode")
+            if mode != "NoAdmissionFairSharing":
+                kq["admission_fair_sharing"] = True
         if kq:
             t["kueue"] = kq
         self._weight(m, spec, t)
@@ -228,9 +247,23 @@ class Translation:
         return c
 
 
+def _admission_fair_sharing(m: Manifest, tr: Translation) -> dict:
+    """Kueue's Configuration ``admissionFairSharing``: half-life and sampling interval."""
+    afs = m.body.get("admissionFairSharing") or {}
+    tr.leftovers(m, afs, {"usageHalfLifeTime", "usageSamplingInterval"}, "admissionFairSharing")
+    out: dict[str, float] = {}
+    if "usageHalfLifeTime" in afs:
+        out["half_life_h"] = parse_duration(m, "admissionFairSharing.usageHalfLifeTime",
+                                            afs["usageHalfLifeTime"]) / 3600.0
+    if "usageSamplingInterval" in afs:
+        out["sampling_interval_s"] = parse_duration(m, "admissionFairSharing.usageSamplingInterval",
+                                                    afs["usageSamplingInterval"])
+    return out
+
+
 def _configuration(m: Manifest, tr: Translation) -> dict | None:
     """Kueue's Configuration: only ``fairSharing`` bears on quota decisions."""
-    tr.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "fairSharing"}, "")
+    tr.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing"}, "")
     fs = m.body.get("fairSharing") or {}
     tr.leftovers(m, fs, {"enable", "preemptionStrategies"}, "fairSharing")
     if not fs.get("enable"):
@@ -250,6 +283,8 @@ def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None
     ``sources`` name the files read, for the error when they hold no ClusterQueue at all."""
     tr = Translation(objects, gpu_models or {})
     tenants, cohorts, classes, local = [], {}, [], {}
+    lq_weights: dict[str, float] = {}
+    afs_config: dict[str, float] = {}
     for m in objects:
         if m.kind == "ResourceFlavor":
             tr.resource_flavor(m)
@@ -261,10 +296,20 @@ def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None
             cq = (m.body.get("spec") or {}).get("clusterQueue")
             if not isinstance(cq, str):
                 raise m.error("spec.clusterQueue", "the name of a ClusterQueue")
-            local[f"{m.namespace or 'default'}/{m.name}"] = cq
-            tr.leftovers(m, m.body.get("spec"), {"clusterQueue"}, "spec")
+            key = f"{m.namespace or 'default'}/{m.name}"
+            local[key] = cq
+            lspec = m.body.get("spec") or {}
+            tr.leftovers(m, lspec, {"clusterQueue", "fairSharing"}, "spec")
+            lfs = lspec.get("fairSharing") or {}
+            tr.leftovers(m, lfs, {"weight"}, "spec.fairSharing")
+            if "weight" in lfs:
+                try:
+                    lq_weights[key] = parse_quantity(lfs["weight"])
+                except ValueError as e:
+                    raise m.error("spec.fairSharing.weight", str(e)) from None
         elif m.kind == "Configuration":
             fair_sharing = _configuration(m, tr) if fair_sharing is None else fair_sharing
+            afs_config = _admission_fair_sharing(m, tr)
         elif m.kind == "WorkloadPriorityClass":
             value = m.body.get("value")
             if not isinstance(value, int) or isinstance(value, bool):
@@ -286,6 +331,14 @@ def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None
         section["priority_classes"] = classes
     if fair_sharing is not None:
         section["fair_sharing"] = fair_sharing
+    if "half_life_h" in afs_config and afs_config["half_life_h"] > 0:
+        section["half_life_h"] = afs_config["half_life_h"]
+    if lq_weights or "sampling_interval_s" in afs_config or any(
+            (t.get("kueue") or {}).get("admission_fair_sharing") for _, t in tenants):
+        block: dict[str, Any] = {"local_queue_weights": lq_weights}
+        if "sampling_interval_s" in afs_config:
+            block["sampling_interval_s"] = afs_config["sampling_interval_s"]
+        section["admission_fair_sharing"] = block
     try:
         spec = TenancySpec.model_validate(section)
     except ValidationError as e:

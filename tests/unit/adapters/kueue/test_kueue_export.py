@@ -118,3 +118,21 @@ def test_the_cli_exports_a_scenario_and_says_what_kueue_cannot_hold(tmp_path):
     empty.write_text("")
     r2 = runner.invoke(app, ["kueue", "export", str(empty)])
     assert r2.exit_code == 2 and "tenancy" in r2.stderr
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_admission_fair_sharing_survives_export_valid_and_import_back(version, tmp_path):
+    """The AFS example → config → manifests Kueue's schema accepts (admissionScope on the
+    ClusterQueue, fairSharing.weight on each LocalQueue) → the same config back."""
+    objects, _ = read_manifests([DATA / "v1beta2" / "admission-fair-sharing-setup.yaml"])
+    config, _ = to_tenancy(objects)
+    spec = TenancySpec.model_validate(config["tenancy"])
+    manifests, _ = export_manifests(spec, version, config["kueue_local_queues"])
+    for m in manifests:
+        jsonschema.validate(m, schema(m["kind"], version))
+    cq = next(m for m in manifests if m["kind"] == "ClusterQueue")
+    assert cq["spec"]["admissionScope"] == {"admissionMode": "UsageBasedAdmissionFairSharing"}
+    out = tmp_path / "m.yaml"
+    out.write_text(yaml.safe_dump_all(manifests))
+    back, _ = to_tenancy(read_manifests([out])[0])
+    assert TenancySpec.model_validate(back["tenancy"]).build() == spec.build()

@@ -169,3 +169,35 @@ def test_an_empty_file_is_named_in_the_one_line_error(tmp_path):
     empty.write_text("")
     res = runner.invoke(app, ["kueue", "import", str(empty)])
     assert res.exit_code == 2 and f"{empty}: " in res.output and "ClusterQueue" in res.output
+
+
+def test_kueues_admission_fair_sharing_example_turns_it_on_with_its_local_queue_weights():
+    """admission-fair-sharing-setup.yaml: cluster-queue (StrictFIFO, admissionScope
+    UsageBasedAdmissionFairSharing, cpu 9 on a flavor without GPUs) and LocalQueues lq-a, lq-b
+    in namespace default, fairSharing.weight "1" each. The cpu quota has no GPU model: a note."""
+    config, notes = imported(DATA / "v1beta2" / "admission-fair-sharing-setup.yaml")
+    (t,) = config["tenancy"]["tenants"]
+    assert t["kueue"] == {"queueing_strategy": "StrictFIFO", "admission_fair_sharing": True}
+    assert config["tenancy"]["admission_fair_sharing"] == {
+        "local_queue_weights": {"default/lq-a": 1.0, "default/lq-b": 1.0}}
+    assert config["kueue_local_queues"] == {"default/lq-a": "cluster-queue", "default/lq-b": "cluster-queue"}
+    assert not any("admissionScope" in n or "fairSharing" in n for n in notes)
+
+
+def test_kueues_configuration_sets_the_half_life_and_sampling_interval(tmp_path):
+    """Kueue's Configuration admissionFairSharing {usageHalfLifeTime: 168h (the concept doc's
+    example), usageSamplingInterval: 10m}: half-life 168 h, sampling 600 s; "1h30m" is 1.5 h; a
+    value that is no duration is one line naming the field."""
+    conf = tmp_path / "config.yaml"
+    base = (DATA / "v1beta2" / "admission-fair-sharing-setup.yaml").read_text()
+    for life, hours in (("168h", 168.0), ("1h30m", 1.5)):
+        conf.write_text(base + "\n---\napiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+                        f"admissionFairSharing:\n  usageHalfLifeTime: {life}\n  usageSamplingInterval: 10m\n")
+        config, _ = imported(conf)
+        assert config["tenancy"].get("half_life_h", 168.0) == pytest.approx(hours)  # 168 h: the default
+        assert config["tenancy"]["admission_fair_sharing"]["sampling_interval_s"] == 600.0
+    conf.write_text(base + "\n---\napiVersion: config.kueue.x-k8s.io/v1beta1\nkind: Configuration\n"
+                    "admissionFairSharing:\n  usageHalfLifeTime: a week\n")
+    r = runner.invoke(app, ["kueue", "import", str(conf)])
+    assert r.exit_code == 2
+    assert "admissionFairSharing.usageHalfLifeTime" in r.output and "Traceback" not in r.output
