@@ -146,20 +146,20 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
     why: dict[int, Status] = {}
     must = ordered.positions_of(reserved).tolist() if reserved else []
     blocked_pos: list[np.ndarray] = []   # positions of blocked jobs, in order
-    blocked_why: list[Status] = []       # their statuses (skipped runs: one entry per job)
+    judged: dict[int, Status] = {}       # a searched job's own status, by its index in blocked
+    n_blocked = 0
     started_jobs: list[Job] = []
     alive = np.arange(n)
     at = 0
 
     def skip_to(stop: int) -> None:
-        """Jobs in [pos, stop) of ``alive``'s gaps were skipped by class: blocked, with the class's
-        first failure as their status."""
-        nonlocal pos
+        """Jobs in [pos, stop) sit between live jobs: their class failed already, so they are
+        blocked with the class's first failure as their status (resolved when read)."""
+        nonlocal pos, n_blocked
         if stop > pos:
-            gap = np.arange(pos, stop)
-            blocked_pos.append(gap)
-            blocked_why.extend(map(why.__getitem__, cls[gap].tolist()))
-            ctx.out.skipped_by_class += int(gap.size)
+            blocked_pos.append(np.arange(pos, stop))
+            n_blocked += stop - pos
+            ctx.out.skipped_by_class += stop - pos
         pos = stop
 
     pos = 0
@@ -206,16 +206,27 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
                 alive = np.flatnonzero(~dead[cls[pos:]]) + pos
                 at = 0
         blocked_pos.append(np.array([nxt]))
-        blocked_why.append(status)
+        judged[n_blocked] = status
+        n_blocked += 1
         if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
             blocked_pos.append(np.arange(pos, n))
             break
     positions = np.concatenate(blocked_pos) if blocked_pos else np.zeros(0, np.int64)
     out.blocked = ordered.take(positions)  # type: ignore[assignment]
     out.placed_jobs = started_jobs
-    if blocked_why:
-        judged = ordered.take(positions[: len(blocked_why)])
-        ctx.statuses.record_later(lambda: (judged.ids(), blocked_why))
+    if n_blocked:
+        seen = ordered.take(positions[:n_blocked])
+        by_class = np.empty(len(classes), object)
+        for c, st in why.items():
+            by_class[c] = st
+
+        def verdicts() -> tuple[list[JobId], list[Status]]:
+            statuses = by_class[seen.cls].tolist()
+            for i, st in judged.items():
+                statuses[i] = st
+            return seen.ids(), statuses
+
+        ctx.statuses.record_later(verdicts)
     return out
 
 
