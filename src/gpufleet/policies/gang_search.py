@@ -69,13 +69,15 @@ def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
 def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
     """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
     lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas), minlength=table.n_leaves)
+    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
+    # ``table.n_leaves`` is a reduction over every node, twice per search).
+    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
     fitting = np.flatnonzero(leaf_slots >= replicas)
     if fitting.size:
         return table.leaf_idx == int(fitting[np.argmin(leaf_slots[fitting])])
     order = np.argsort(-leaf_slots, kind="stable")
     cum = np.cumsum(leaf_slots[order])
-    lookup = np.zeros(table.n_leaves, bool)
+    lookup = np.zeros(leaf_slots.size, bool)
     lookup[order[: int(np.searchsorted(cum, replicas)) + 1]] = True
     return lookup[table.leaf_idx]
 
@@ -92,6 +94,9 @@ def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = 
 def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[tuple[int, int]] | None:
     """Give the nodes in ``order`` as many pods as they take until ``replicas`` are placed, as
     (node, pods) pairs (nodes that take none are skipped); None when they hold fewer."""
+    if replicas == 1:  # one pod: the first node in order that takes one (most gangs are one pod)
+        first = np.flatnonzero(slots[order] > 0)
+        return [(int(order[first[0]]), 1)] if first.size else None
     take = np.minimum(slots[order], replicas)
     if not take.all():
         order, take = order[take > 0], take[take > 0]
