@@ -91,6 +91,16 @@ class _Store:
         self.n = i + 1
         return i
 
+    def subset(self, rows: np.ndarray) -> _Store:
+        """A new store holding only ``rows``, in order (this one is left unchanged)."""
+        new = _Store(self.classes, self.tenants)
+        new.jobs = [self.jobs[r] for r in rows.tolist()]
+        new.row_of = {pj.job.id: i for i, pj in enumerate(new.jobs)}
+        new.n = len(new.jobs)
+        for name in ("prio", "submit", "est", "cls", "tenant"):
+            setattr(new, name, getattr(self, name)[rows])
+        return new
+
     def sort_key(self, i: int) -> tuple[int, float, str, int]:
         """Row ``i``'s place in priority-FIFO order; the row number breaks ties (input order)."""
         return (-int(self.prio[i]), float(self.submit[i]), self.jobs[i].job.id, i)
@@ -215,6 +225,15 @@ class PendingQueue(Sequence[PendingJob]):
         self._added.append(row)
         self._live = None
 
+    def refresh(self, pj: PendingJob) -> None:
+        """Swap in a new ``PendingJob`` for the same queued job (its ``bound`` pods changed),
+        keeping its place in the queue; the job itself, hence every column, is unchanged. Views
+        taken earlier see the new one too (they read jobs, and the job is the same)."""
+        row = self._row[pj.job.id]
+        if self._store.jobs[row].job is not pj.job:
+            raise ValueError(f"refresh of {pj.job.id!r} with a different Job; remove and add it")
+        self._store.jobs[row] = pj
+
     def extend(self, jobs: Iterable[PendingJob]) -> None:
         for pj in jobs:
             self.add(pj)
@@ -266,7 +285,8 @@ class PendingQueue(Sequence[PendingJob]):
 
     def view(self) -> QueueView:
         """Every waiting job, in the order added."""
-        return QueueView(self._store, self._live_rows())
+        rows = self._live_rows()  # first: it may compact, which replaces the store
+        return QueueView(self._store, rows)
 
     def priority_order(self) -> QueueView:
         """Every waiting job by (−priority, submit time, id, order added): ``priority_fifo``'s
@@ -295,10 +315,9 @@ class PendingQueue(Sequence[PendingJob]):
         if store.n < _COMPACT_MIN or store.n - n_live <= n_live:
             return
         keep = np.flatnonzero(self._alive[: store.n])
-        new = _Store(store.classes, store.tenants)
+        new = store.subset(keep)
         new_row = np.full(store.n, -1, np.int64)
-        for r in keep.tolist():
-            new_row[r] = new.append(store.jobs[r])
+        new_row[keep] = np.arange(keep.size)
         self._store = new
         self._row = {jid: int(new_row[r]) for jid, r in self._row.items()}
         self._alive = np.zeros(max(new.n, 64), bool)
