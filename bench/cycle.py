@@ -12,7 +12,10 @@ topology-aware):
   cycle the clock moves to ten minutes past the next job end and every job ending by then
   finishes, so each cycle has room to place into, as a live cluster's does);
 - the naive baseline (bench/naive_cycle.py) on the same input, timed at M/10 and scaled ×10 when
-  M > 10,000 (it is linear in M), in the same run, for the speed-up.
+  M > 10,000 (it is linear in M), in the same run, for the speed-up;
+- ``queue_build_s``: the driver's one-off cost of its ``PendingQueue`` (engine/queue.py): adding
+  every job (its columns) and the first priority sort. The cycles and the drain hand the engine
+  that queue, as a driver does: a job's columns are read once, on arrival, not every cycle.
 Last line: one JSON object.
 """
 
