@@ -21,7 +21,7 @@ the cycle did before); a ``PendingQueue`` makes the same decisions, in the same 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter
 from typing import overload
 
@@ -170,7 +170,7 @@ class QueueView(Sequence[PendingJob]):
         """``Job.estimate`` per job."""
         return self._store.est[self.idx]
 
-    def planned(self, accuracy: dict[str, float] | None) -> np.ndarray:
+    def planned(self, accuracy: Mapping[str, float] | None) -> np.ndarray:
         """``CycleContext.planned_run`` per job: the estimate × max(1, the tenant's accuracy)
         (the same float product, done by numpy)."""
         est = self.est

@@ -150,7 +150,7 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
     n_blocked = 0
     started_jobs: list[Job] = []
     alive = np.arange(n)
-    at = 0
+    at = pos = 0
 
     def skip_to(stop: int) -> None:
         """Jobs in [pos, stop) sit between live jobs: their class failed already, so they are
@@ -162,7 +162,6 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
             ctx.out.skipped_by_class += stop - pos
         pos = stop
 
-    pos = 0
     while True:
         nxt = int(alive[at]) if at < alive.size else n
         if must and must[0] < nxt:
