@@ -12,7 +12,10 @@ topology-aware):
   cycle the clock moves to ten minutes past the next job end and every job ending by then
   finishes, so each cycle has room to place into, as a live cluster's does);
 - the naive baseline (bench/naive_cycle.py) on the same input, timed at M/10 and scaled ×10 when
-  M > 10,000 (it is linear in M), in the same run, for the speed-up.
+  M > 10,000 (it is linear in M), in the same run, for the speed-up;
+- ``queue_build_s``: the driver's one-off cost of its ``PendingQueue`` (engine/queue.py): adding
+  every job (its columns) and the first priority sort. The cycles and the drain hand the engine
+  that queue, as a driver does: a job's columns are read once, on arrival, not every cycle.
 Last line: one JSON object.
 """
 
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpufleet.engine.cycle import run_cycle  # noqa: E402
 from gpufleet.engine.plan import PodBinding  # noqa: E402
+from gpufleet.engine.queue import PendingQueue  # noqa: E402
 from gpufleet.engine.snapshot import NodeTable  # noqa: E402
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob  # noqa: E402
 from gpufleet.model.fleet import NodeGroup, build_fleet  # noqa: E402
@@ -38,6 +42,10 @@ from gpufleet.model.ids import JobId, TenantId  # noqa: E402
 from gpufleet.model.job import Job, PodRequest, PodSet  # noqa: E402
 from gpufleet.policies.registry import profile  # noqa: E402
 from naive_cycle import naive_cycle  # noqa: E402
+
+#: The timer every figure reads: wall time, or with ``--cpu-time`` this process's CPU time (on a
+#: machine shared with other processes, wall time also counts the waits for a core).
+CLOCK = [time.perf_counter]
 
 SIZES = np.array([1, 2, 4, 8, 16, 32, 64])
 WEIGHTS = np.array([0.55, 0.1, 0.1, 0.13, 0.06, 0.04, 0.02])
@@ -80,14 +88,20 @@ def build(nodes: int, pending: int, seed: int):
     return fleet, table, running, queue
 
 
-def time_cycles(table, running, queue, reps: int, name: str = "gang-easy") -> list[float]:
+def time_cycles(table, running, queue, reps: int, name: str = "gang-easy") -> tuple[list[float], float]:
+    """Cycle times on one input, and the one-off cost of the driver's queue: adding every job
+    (its columns) and the first priority sort, which later cycles keep up incrementally."""
     prof = profile(name)
+    t0 = CLOCK[0]()
+    pq = PendingQueue(queue)
+    pq.priority_order()
+    queue_s = CLOCK[0]() - t0
     out = []
     for _ in range(reps):
-        t0 = time.perf_counter()
-        run_cycle(CycleInput(3600.0, table, queue, prof, running=running))
-        out.append(time.perf_counter() - t0)
-    return out
+        t0 = CLOCK[0]()
+        run_cycle(CycleInput(3600.0, table, pq, prof, running=running))
+        out.append(CLOCK[0]() - t0)
+    return out, queue_s
 
 
 def drain(table, running, queue, budget_s: float, name: str = "gang-easy") -> tuple[int, float, int]:
@@ -95,19 +109,19 @@ def drain(table, running, queue, budget_s: float, name: str = "gang-easy") -> tu
     prof = profile(name)
     table = table.copy()
     running = list(running)
-    pending = {pj.job.id: pj for pj in queue}
+    pending = PendingQueue(queue)  # the driver's queue: columns kept across cycles
     now, placed, spent, cycles = 3600.0, 0, 0.0, 0
     while pending and spent < budget_s:
-        t0 = time.perf_counter()
-        res = run_cycle(CycleInput(now, table, list(pending.values()), prof, running=running))
-        spent += time.perf_counter() - t0
+        t0 = CLOCK[0]()
+        res = run_cycle(CycleInput(now, table, pending, prof, running=running))
+        spent += CLOCK[0]() - t0
         cycles += 1
         by_job: dict[str, list[PodBinding]] = {}
         for b in res.bindings:
             by_job.setdefault(b.job, []).append(b)
             table.take(b.node, b.request)
         for jid in res.started:
-            running.append(RunningJob(pending.pop(jid).job, now, tuple(by_job[jid])))
+            running.append(RunningJob(pending.remove(jid).job, now, tuple(by_job[jid])))
         placed += len(res.started)
         # Time moves on by ten minutes of running-job ends: those jobs finish and free capacity.
         running.sort(key=lambda r: (r.start_time + r.job.run_time, r.job.id))
@@ -125,15 +139,15 @@ def drain(table, running, queue, budget_s: float, name: str = "gang-easy") -> tu
 def measure(nodes: int, pending: int, seed: int, reps: int, naive: bool, drain_s: float,
             name: str = "gang-easy") -> dict:
     fleet, table, running, queue = build(nodes, pending, seed)
-    times = time_cycles(table, running, queue, reps, name)
+    times, queue_s = time_cycles(table, running, queue, reps, name)
     busy = round(100 * table.gpus_allocated / fleet.total_gpus, 1)
     out = {"profile": name, "nodes": nodes, "pending": pending, "busy_pct": busy, "running": len(running),
-           "cycle_median_s": round(statistics.median(times), 4)}
+           "queue_build_s": round(queue_s, 3), "cycle_median_s": round(statistics.median(times), 4)}
     if naive:
         sample = queue if pending <= 10_000 else queue[: pending // 10]
-        t0 = time.perf_counter()
+        t0 = CLOCK[0]()
         naive_cycle(table, sample)
-        naive_s = (time.perf_counter() - t0) * (pending / len(sample))
+        naive_s = (CLOCK[0]() - t0) * (pending / len(sample))
         out["naive_cycle_median_s"] = round(naive_s, 3)
         if len(sample) < pending:
             out["naive_scaled_from"] = len(sample)
@@ -157,7 +171,11 @@ def main() -> None:
     ap.add_argument("--profile", default="gang-easy", metavar="NAME",
                     help="scheduling profile to time (gang-easy, topology-aware, topology-easy, ...)")
     ap.add_argument("--grid", action="store_true", help="cycle time over N x M (no naive, no drain)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with this process's CPU time instead of the wall clock (a loaded machine)")
     args = ap.parse_args()
+    if args.cpu_time:
+        CLOCK[0] = time.process_time
     if args.grid:
         rows = []
         for n in (500, 2000, 5000, 10000):

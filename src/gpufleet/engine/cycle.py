@@ -10,6 +10,7 @@ import numpy as np
 
 from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats, PendingJob
 from gpufleet.model.ids import JobId
@@ -32,7 +33,8 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     # 3. place: bind what fits, in order; jobs that do not fit are "blocked".
     placed = profile.placer.place(ordered, plan, ctx)
     if placed.started and placed.blocked:
-        ctx.handoff.placed_now = _jobs_with_ids(ordered, set(placed.started))
+        ctx.handoff.placed_now = (placed.placed_jobs if placed.placed_jobs is not None
+                                  else _jobs_with_ids(ordered, set(placed.started)))
     # 4. reserve: hold future capacity for the head of the blocked jobs.
     reservations = profile.reserver.reserve(placed.blocked, plan, ctx)
     # 5. backfill: start blocked-behind jobs that cannot delay any reservation.
@@ -51,7 +53,9 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
                                           "before this job's turn",), profile.name)
     started_set = set(started)
-    ctx.statuses.default((pj.job.id for pj in admitted if pj.job.id not in started_set), unexamined)
+    # The walk is lazy: over a snapshot, since the driver's queue changes after the cycle.
+    waiting = admitted.view() if isinstance(admitted, PendingQueue) else admitted
+    ctx.statuses.default((pj.job.id for pj in waiting if pj.job.id not in started_set), unexamined)
     return CycleResult(
         bindings=plan.commit(),
         started=started,

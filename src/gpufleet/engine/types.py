@@ -73,6 +73,8 @@ class Preemption:
 class CycleInput:
     now: float
     nodes: NodeTable
+    #: The waiting jobs: a list, or the driver's ``PendingQueue`` (engine/queue.py), whose columns
+    #: are kept across cycles; the same decisions either way, the queue without O(pending) reads.
     pending: Sequence[PendingJob]
     profile: Profile
     running: Sequence[RunningJob] = ()

@@ -35,6 +35,7 @@ import numpy as np
 from gpufleet.engine.capacity import CapacityTimeline, Hold
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.queue import QueueView
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import (
@@ -229,8 +230,17 @@ class ReservationBackfill:
 
         statuses = ctx.statuses
         skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
-        cands = _without(blocked, skip)
-        scan = _Scan.build(cands, starts, ctx)
+        if isinstance(blocked, QueueView):  # the queue's columns: no Python step per candidate
+            qv = blocked
+            if skip:
+                keep = np.ones(len(qv), bool)
+                keep[qv.positions_of(skip)] = False
+                qv = qv.take(np.flatnonzero(keep))
+            cands: list[Job] | _ViewJobs = _ViewJobs(qv)
+            scan = _Scan.from_view(qv, starts, ctx)
+        else:
+            cands = _without(blocked, skip)
+            scan = _Scan.build(cands, starts, ctx)
         while True:
             k = scan.next_alive()
             if k is None or scan.tests >= self.max_tests:
@@ -303,6 +313,24 @@ def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:
     return find
 
 
+class _ViewJobs:
+    """Backfill candidates over a queue view: ``jobs[k]`` is the k-th candidate's Job."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: QueueView) -> None:
+        self.view = view
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+    def __getitem__(self, k: int) -> Job:
+        return self.view[k].job
+
+    def ids(self, positions: np.ndarray) -> list[JobId]:
+        return self.view.take(positions).ids()
+
+
 def _unresolvable(status: Status | None) -> bool:
     return status is not None and status.code is StatusCode.UNRESOLVABLE
 
@@ -371,6 +399,20 @@ class _Scan:
             else np.zeros(len(jobs), np.int64)
         return cls(classes, ids, mode.astype(np.int64), end, len(starts) + 1)
 
+    @classmethod
+    def from_view(cls, view: QueueView, starts: list[float], ctx: CycleContext) -> _Scan:
+        """``build`` from a queue view's columns. Classes are the view's own, renumbered densely
+        (the queue may remember shapes no candidate has; a failure is checked against each)."""
+        all_classes, cls_col = view.classes, view.cls
+        present = np.flatnonzero(np.bincount(cls_col, minlength=len(all_classes)))
+        remap = np.zeros(len(all_classes), np.int64)
+        remap[present] = np.arange(present.size)
+        end = ctx.now + view.planned(ctx.estimate_accuracy)
+        mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
+            else np.zeros(len(view), np.int64)
+        return cls([all_classes[c] for c in present.tolist()], remap[cls_col], mode.astype(np.int64),
+                   end, len(starts) + 1)
+
     def next_alive(self) -> int | None:
         while self.pos < self.alive_idx.size:
             k = int(self.alive_idx[self.pos])
@@ -402,7 +444,7 @@ class _Scan:
         self.done[k] = True
         self.own[k] = status
 
-    def write_statuses(self, jobs: list, statuses: StatusBoard) -> int:
+    def write_statuses(self, jobs: list[Job] | _ViewJobs, statuses: StatusBoard) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
         The verdicts are chained after what earlier phases found (a reserved job keeps the start
@@ -420,8 +462,11 @@ class _Scan:
                 by_combo[c] = status
             verdict_list = by_combo[combo].tolist()
             keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
-            ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
-                   else [jobs[k].id for k in waiting.tolist()])
+            if isinstance(jobs, _ViewJobs):
+                ids = jobs.ids(waiting)
+            else:
+                ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
+                       else [jobs[k].id for k in waiting.tolist()])
             if keep is not None:
                 ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
             ids += [jobs[k].id for k in own]

@@ -17,15 +17,17 @@ import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
+from gpufleet.engine.queue import QueueView
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.engine.types import CycleContext, PendingJob, Reservation
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
-from gpufleet.policies.shapes import FailedShapes
+from gpufleet.policies.shapes import FailedShapes, dominates
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
@@ -88,9 +90,11 @@ def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: C
     With ``defer`` (conservative backfill), only jobs whose reservation has come due start here;
     every other job goes to reserve and backfill, which start it only where it breaks no promise.
     """
+    reserved = {r.job: r for r in ctx.previous_reservations if r.protected and r.start <= ctx.now}
+    if isinstance(ordered, QueueView) and not defer:
+        return _place_view(placer, ordered, plan, ctx, reserved, stop_at_first_blocked)
     out = PlaceOutcome()
     failed = FailedShapes()
-    reserved = {r.job: r for r in ctx.previous_reservations if r.protected and r.start <= ctx.now}
     for i, pj in enumerate(ordered):
         job = pj.job
         promised = reserved.get(job.id)
@@ -123,6 +127,106 @@ def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: C
         if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
             out.blocked.extend(ordered[i + 1:])
             return out
+    return out
+
+
+def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContext,
+                reserved: dict[JobId, Reservation], stop_at_first_blocked: bool) -> PlaceOutcome:
+    """``place_in_order`` over a queue view: the same decisions and statuses, without a Python
+    step per job that is never searched.
+
+    A failed shape kills its class and every class that dominates it (``FailedShapes``' rule,
+    applied to the view's class column at once), and the walk jumps from one live job to the next
+    with a mask, so a job whose class already failed costs nothing until its status is read: the
+    place phase's statuses are written as one lazy bulk write, in queue order, as the per-job
+    writes were."""
+    out = PlaceOutcome()
+    classes, cls = ordered.classes, ordered.cls
+    n = cls.size
+    dead = np.zeros(len(classes), bool)
+    why: dict[int, Status] = {}
+    must = ordered.positions_of(reserved).tolist() if reserved else []
+    blocked_pos: list[np.ndarray] = []   # positions of blocked jobs, in order
+    judged: dict[int, Status] = {}       # a searched job's own status, by its index in blocked
+    n_blocked = 0
+    started_jobs: list[Job] = []
+    alive = np.arange(n)
+    at = pos = 0
+
+    def skip_to(stop: int) -> None:
+        """Jobs in [pos, stop) sit between live jobs: their class failed already, so they are
+        blocked with the class's first failure as their status (resolved when read)."""
+        nonlocal pos, n_blocked
+        if stop > pos:
+            blocked_pos.append(np.arange(pos, stop))
+            n_blocked += stop - pos
+            ctx.out.skipped_by_class += stop - pos
+        pos = stop
+
+    while True:
+        nxt = int(alive[at]) if at < alive.size else n
+        if must and must[0] < nxt:
+            nxt = must.pop(0)
+        else:
+            at += 1
+            if must and must[0] == nxt:
+                must.pop(0)
+        skip_to(nxt)
+        if nxt >= n:
+            break
+        pos = nxt + 1
+        job = ordered[nxt].job
+        promised = reserved.get(job.id)
+        if promised is not None and bindings_fit(plan.table, promised.bindings):
+            for b in promised.bindings:
+                plan.bind(b)
+            out.started.append(job.id)
+            started_jobs.append(job)
+            continue
+        c = int(cls[nxt])
+        if dead[c]:
+            status = why[c]
+            ctx.out.skipped_by_class += 1
+        else:
+            ctx.out.considered += 1
+            fitted = placer.fit(job, plan.table, ctx)
+            if not isinstance(fitted, Status):
+                for b in fitted:
+                    plan.bind(b)
+                out.started.append(job.id)
+                started_jobs.append(job)
+                continue
+            status = fitted
+            if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
+                key = classes[c]
+                for d, other in enumerate(classes):
+                    if not dead[d] and (d == c or dominates(other, key)):
+                        dead[d] = True
+                        why[d] = status
+                alive = np.flatnonzero(~dead[cls[pos:]]) + pos
+                at = 0
+        blocked_pos.append(np.array([nxt]))
+        judged[n_blocked] = status
+        n_blocked += 1
+        if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
+            blocked_pos.append(np.arange(pos, n))
+            break
+    positions = np.concatenate(blocked_pos) if blocked_pos else np.zeros(0, np.int64)
+    out.blocked = ordered.take(positions)  # type: ignore[assignment]
+    out.placed_jobs = started_jobs
+    if n_blocked:
+        seen = ordered.take(positions[:n_blocked])
+        by_class = np.empty(len(classes), object)
+        for c, st in why.items():
+            by_class[c] = st
+
+        def verdicts() -> tuple[list[JobId], list[Status]]:
+            statuses = by_class[seen.cls].tolist()
+            for i, st in judged.items():
+                statuses[i] = st
+            return seen.ids(), statuses
+
+        ctx.statuses.record_later(verdicts)
     return out
 
 

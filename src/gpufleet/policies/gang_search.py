@@ -77,13 +77,15 @@ def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
 def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
     """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
     lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas), minlength=table.n_leaves)
+    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
+    # ``table.n_leaves`` is a reduction over every node, twice per search).
+    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
     leaf = tightest(leaf_slots, replicas)
     if leaf is not None:
         return table.leaf_idx == leaf
     order = np.argsort(-leaf_slots, kind="stable")
     cum = np.cumsum(leaf_slots[order])
-    lookup = np.zeros(table.n_leaves, bool)
+    lookup = np.zeros(leaf_slots.size, bool)
     lookup[order[: int(np.searchsorted(cum, replicas)) + 1]] = True
     return lookup[table.leaf_idx]
 
@@ -102,6 +104,9 @@ def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int
     """The fill as two arrays: the nodes of ``order`` that get pods, and how many each (as many
     as they take until ``replicas`` are placed; nodes that take none are skipped); None when
     they hold fewer."""
+    if replicas == 1:  # one pod: the first node in order that takes one (most gangs are one pod)
+        first = np.flatnonzero(slots[order] > 0)
+        return (order[first[:1]], np.ones(1, np.int64)) if first.size else None
     take = np.minimum(slots[order], replicas)
     if not take.all():
         order, take = order[take > 0], take[take > 0]

@@ -38,7 +38,7 @@ from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.fleet import Fabric
 from gpufleet.model.job import Job, PodSet
 from gpufleet.model.units import duration
-from gpufleet.policies.gang import fit_gang, insufficiency_reason, place_in_order
+from gpufleet.policies.gang import fit_gang, gang_feasible, insufficiency_reason, place_in_order
 from gpufleet.policies.gang_search import gang_search
 from gpufleet.policies.steptime import DEFAULT_KNOBS, CommCostModel, StepKnobs, span_tier
 from gpufleet.policies.topology_search import LEVEL_RANK, LEVELS, Placement, largest_group_atoms, search
@@ -243,8 +243,11 @@ class TopologyAware:
         return level
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
-        """None: topology rules and the wait-or-start price decide, and only ``fit`` applies them."""
-        return None
+        """False when the pods do not fit even ignoring topology (too few slots in the whole
+        fleet: ``fit`` then fails too, whatever its rules); otherwise None, because topology rules
+        and the wait-or-start price decide, and only ``fit`` applies them. Reservation's search
+        over future capacity probes mostly times at which the job cannot fit."""
+        return None if gang_feasible(job, table, ctx) is not False else False
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         """Where every pod would go (rank order), or a Status: UNRESOLVABLE, UNSCHEDULABLE or WAIT.

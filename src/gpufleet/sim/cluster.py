@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet
@@ -21,9 +22,10 @@ class SimulatedCluster:
     running: dict[JobId, RunningJob] = field(default_factory=dict)
     #: Checkpointed progress (seconds of work) of jobs that were preempted and requeued.
     progress: dict[JobId, float] = field(default_factory=dict)
-    #: The engine's view of each pending job, kept across cycles (a 100,000-job queue is not
-    #: rebuilt every cycle); jobs whose pods were bound since are refreshed on demand.
-    _views: dict[JobId, PendingJob] = field(default_factory=dict, repr=False)
+    #: The engine's view of the pending jobs, kept across cycles as columns (engine/queue.py: a
+    #: 100,000-job queue is not re-read every cycle); jobs whose pods were bound since are
+    #: refreshed on demand.
+    _views: PendingQueue = field(default_factory=PendingQueue, repr=False)
     _stale: set[JobId] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
@@ -31,14 +33,15 @@ class SimulatedCluster:
 
     def submit(self, job: Job) -> None:
         self.pending[job.id] = job
-        self._views[job.id] = PendingJob(job)
+        self._views.add(PendingJob(job))
 
-    def pending_view(self) -> list[PendingJob]:
+    def pending_view(self) -> PendingQueue:
+        """The pending jobs in the order they were queued (the engine reads, never changes it)."""
         for jid in self._stale:
             if jid in self.pending:
-                self._views[jid] = PendingJob(self.pending[jid], tuple(self.partial.get(jid, ())))
+                self._views.refresh(PendingJob(self.pending[jid], tuple(self.partial.get(jid, ()))))
         self._stale.clear()
-        return list(self._views.values())
+        return self._views
 
     def running_view(self) -> list[RunningJob]:
         return list(self.running.values())
@@ -50,7 +53,7 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
-        self._views.pop(jid, None)
+        self._views.discard(jid)
         self._stale.discard(jid)
         rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
                         resumed=jid in self.progress)
@@ -75,7 +78,7 @@ class SimulatedCluster:
             self.table.give(b.node, b.request, slot=b.slot)
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
-        self._views[jid] = PendingJob(rj.job)
+        self._views.add(PendingJob(rj.job))
         return rj
 
     def unbind_on(self, node: int) -> list[JobId]:

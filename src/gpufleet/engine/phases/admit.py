@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.types import CycleContext, PendingJob
 
 
@@ -23,4 +24,6 @@ class AdmitAll:
     name = "admit-all"
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+        if isinstance(pending, PendingQueue):  # the driver's columns, read-only here: no copy
+            return pending  # type: ignore[return-value]
         return list(pending)

@@ -34,6 +34,8 @@ class PlaceOutcome:
     started: list[JobId] = field(default_factory=list)
     #: Jobs that did not fit, in order; the first is the head-of-line job reservation is for.
     blocked: list[PendingJob] = field(default_factory=list)
+    #: The started jobs themselves, in order, when the placer kept them (None: find them by id).
+    placed_jobs: list[Job] | None = None
 
 
 class Placer(Protocol):
