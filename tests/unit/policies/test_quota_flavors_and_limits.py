@@ -1,0 +1,292 @@
+"""Quota admission with two GPU models, borrowing limits, cohort quota and priority budgets.
+
+Fleets are 8-GPU nodes built with the test builders; tenants sit in one cohort ``c`` unless a
+test says otherwise. Every expected number is worked out in the test's docstring from the
+arithmetic in policies/quota.py's module docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
+from gpufleet.policies.quota import QuotaLedger, protected_running, with_flavor
+from gpufleet.policies.registry import profile
+from gpufleet.testing.builders import fleet, job
+
+H, A = "H100-80GB", "A100-80GB"
+
+
+def queue(name: str, *quotas: tuple[str, FlavorQuota], cohort: str | None = "c",
+          budget: int | None = None) -> TenantQueue:
+    return TenantQueue(name, cohort, tuple(quotas), priority_budget_gpus=budget)
+
+
+def tenancy(*queues: TenantQueue, cohorts: tuple[Cohort, ...] = (Cohort("c"),)) -> Tenancy:
+    return Tenancy(tenants=queues, cohorts=cohorts)
+
+
+def two_models():
+    """Node 0 is an A100 node, node 1 an H100 node (8 GPUs each): the placer, left alone, would
+    take node 0 first, so a job that lands on node 1 was pinned there."""
+    return fleet().leaves(1, nodes=1, gpu=A).leaves(1, nodes=1, gpu=H).build()
+
+
+def run(ten: Tenancy, pending: list[Job], running: list[RunningJob] = (), flt=None, policy="tenancy"):
+    table = NodeTable.from_fleet(flt if flt is not None else fleet().leaves(1, nodes=4).build())
+    for rj in running:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(0.0, table, [PendingJob(j) for j in pending], profile(policy),
+                                running=list(running), tenancy=ten))
+
+
+def on_node(j: Job, node: int, flavor: str = H, start: float = 0.0) -> RunningJob:
+    jj = with_flavor(j, flavor)
+    ps = jj.pod_sets[0]
+    return RunningJob(jj, start, tuple(PodBinding(j.id, ps.name, i, node, ps.request)
+                                       for i in range(ps.replicas)))
+
+
+def nodes_of(result, job_id: str) -> set[int]:
+    return {b.node for b in result.bindings if b.job == job_id}
+
+
+# -- flavour choice and pinning -----------------------------------------------------------------
+
+def test_a_job_that_allows_any_model_is_pinned_to_its_tenants_first_flavour_with_nominal_room():
+    """a has H100: 8 then A100: 8 (in that order). a1 (8 GPUs, any model) fits H100's nominal
+    (0 + 8 ≤ 8) and is pinned there, so it lands on the H100 node 1 although node 0 comes first.
+    a2 then finds H100 full (8 + 8 > 8) and A100 within nominal (0 + 8 ≤ 8): node 0."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))))
+    r = run(ten, [job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).build()],
+            flt=two_models())
+    assert sorted(r.started) == ["a1", "a2"]
+    assert nodes_of(r, "a1") == {1} and nodes_of(r, "a2") == {0}
+
+
+def test_a_job_pinned_to_a_model_is_charged_to_that_flavour_only():
+    """a has H100: 8 then A100: 8. a1 asks A100 only: H100 is not a candidate, so it is admitted
+    on A100 (node 0), and a2 (any model) still finds all of H100's nominal free (node 1)."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))))
+    r = run(ten, [job("a1").tenant("a").gpus(8).models(A).build(), job("a2").tenant("a").gpus(8).build()],
+            flt=two_models())
+    assert nodes_of(r, "a1") == {0} and nodes_of(r, "a2") == {1}
+
+
+def test_a_job_pinned_to_a_model_its_tenant_has_no_quota_for_is_refused_with_that_reason():
+    """a has quota for H100 only; a1 asks A100: no candidate flavour, NoQuotaForFlavor."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))))
+    r = run(ten, [job("a1").tenant("a").gpus(8).models(A).build()], flt=two_models())
+    assert r.started == ()
+    st = r.statuses["a1"]
+    assert st.code is StatusCode.NOT_ADMITTED and st.reasons[0] == "NoQuotaForFlavor"
+
+
+def test_a_borrower_refused_on_its_first_flavour_borrows_on_the_next():
+    """a: H100 nominal 8 with borrowing limit 0, A100 nominal 0; b: A100 nominal 8, idle. a runs
+    8 H100 GPUs. a2 (8, any model) is within no nominal (H100 8 + 8 > 8, A100 0 + 8 > 0).
+    H100: 8 + 8 > 8 + 0, ExceedsBorrowingLimit. A100: no limit, the cohort can lend b's 8:
+    admitted as a borrower on A100, node 0."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8, borrowing_limit=0)), (A, FlavorQuota(0))),
+                  queue("b", (A, FlavorQuota(8))))
+    busy = on_node(job("a-run").tenant("a").gpus(8).build(), 1)
+    r = run(ten, [job("a2").tenant("a").gpus(8).build()], [busy], flt=two_models())
+    assert r.started == ("a2",) and nodes_of(r, "a2") == {0}
+
+
+def test_when_no_flavour_admits_the_first_flavours_reason_is_reported():
+    """As above but b has no A100 quota: A100's cohort can lend 0, WaitingForCohortCapacity; the
+    first flavour's refusal, ExceedsBorrowingLimit, is the one reported."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8, borrowing_limit=0)), (A, FlavorQuota(0))),
+                  queue("b", (A, FlavorQuota(0))))
+    busy = on_node(job("a-run").tenant("a").gpus(8).build(), 1)
+    r = run(ten, [job("a2").tenant("a").gpus(8).build()], [busy], flt=two_models())
+    assert r.started == ()
+    assert r.statuses["a2"].reasons[0] == "ExceedsBorrowingLimit"
+    assert "uses 8 of 8 nominal H100-80GB GPUs; job needs 8; borrowing limit 0" in r.statuses["a2"].reasons[1]
+
+
+def test_a_running_job_on_an_unpinned_or_multi_model_request_is_charged_to_the_default_flavour():
+    """The ledger charges a binding to the one model it names; with none or several it charges
+    the tenant's first flavour. a (H100 then A100) runs 8 GPUs asking any model and 4 asking
+    either model: H100 usage 8 + 4 = 12, A100 0. b's 8 pinned to A100 count as A100."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))), queue("b", (A, FlavorQuota(8))))
+    any_model = job("a-any").tenant("a").gpus(8).build()
+    either = job("a-two").tenant("a").gpus(4).models(H, A).build()
+    pinned = with_flavor(job("b1").tenant("b").gpus(8).build(), A)
+    run_ = [RunningJob(j, 0.0, (PodBinding(j.id, "worker", 0, n, j.pod_sets[0].request),))
+            for j, n in ((any_model, 0), (either, 1), (pinned, 2))]
+    led = QuotaLedger.from_running(ten, run_)
+    assert (led.used("a", H), led.used("a", A), led.used("b", A), led.used("b", H)) == (12, 0, 8, 0)
+
+
+def test_jobs_under_eviction_notice_can_be_left_out_of_the_ledger():
+    """a runs 8 (a1) and 8 under notice (a2): 16 counted, or 8 when skipping the evicting."""
+    ten = tenancy(queue("a", (H, FlavorQuota(16))))
+    j1, j2 = job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).build()
+    run_ = [on_node(j1, 0), replace(on_node(j2, 1), evicting=True)]
+    assert QuotaLedger.from_running(ten, run_).used("a", H) == 16
+    assert QuotaLedger.from_running(ten, run_, skip_evicting=True).used("a", H) == 8
+
+
+# -- borrowing arithmetic ---------------------------------------------------------------------
+
+def test_a_borrower_may_reach_exactly_nominal_plus_its_borrowing_limit():
+    """a: nominal 8, borrowing limit 8; b: nominal 24, idle; 4 nodes. a0 fits nominal; a1 borrows
+    to 16 = 8 + 8 (allowed: not > 16); a2 would reach 24 > 16: ExceedsBorrowingLimit, although
+    the cohort still has 16 to lend."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8, borrowing_limit=8))), queue("b", (H, FlavorQuota(24))))
+    r = run(ten, [job(f"a{i}").tenant("a").gpus(8).build() for i in range(3)])
+    assert sorted(r.started) == ["a0", "a1"]
+    st = r.statuses["a2"]
+    assert st.reasons[0] == "ExceedsBorrowingLimit"
+    assert st.reasons[1] == "tenant 'a' uses 16 of 8 nominal H100-80GB GPUs; job needs 8; borrowing limit 8"
+
+
+def test_available_is_capped_by_the_borrowing_limit_and_by_what_the_cohort_has_left():
+    """a: nominal 8, borrowing limit 4; b: nominal 16. No lending limits, so nothing is
+    guaranteed (g = 0) and the cohort pool is 8 + 16 = 24.
+    available(a) = min(pool − usage, 8 − used_a + 4):
+      idle:           min(24, 12) = 12
+      a uses 4:       min(20, 8)  =  8
+      b uses 16:      min(8, 12)  =  8   (the pool binds, not the limit)
+      a 4 and b 16:   min(4, 8)   =  4
+    b has no limit: available(b) = pool − usage = 24, then 24 − 4 − 16 = 4."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8, borrowing_limit=4))), queue("b", (H, FlavorQuota(16))))
+    led = QuotaLedger(ten)
+    got = [led.available(("t", "a"), H), led.available(("t", "b"), H)]
+    led.add("a", H, 4)
+    got.append(led.available(("t", "a"), H))
+    led.add("a", H, -4)
+    led.add("b", H, 16)
+    got.append(led.available(("t", "a"), H))
+    led.add("a", H, 4)
+    got += [led.available(("t", "a"), H), led.available(("t", "b"), H)]
+    assert got == [12, 24, 8, 8, 4, 4]
+
+
+def test_a_lenders_guaranteed_part_is_kept_for_it_and_never_lent():
+    """b: nominal 16, lending limit 4, so g(b) = 16 − 4 = 12 stays b's; a: nominal 8. Pool =
+    8 + (16 − 12) = 12. available(a) = 12 (8 own + 4 lent). b at 14: keeps max(0, 12 − 14) = 0,
+    the pool holds max(0, 14 − 12) = 2 of it, so b gets 0 + (12 − 2) = 10 more (24 in all)."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(16, lending_limit=4))))
+    led = QuotaLedger(ten)
+    assert led.available(("t", "a"), H) == 12
+    assert led.available(("t", "b"), H) == 24
+    led.add("b", H, 14)
+    assert led.available(("t", "b"), H) == 10
+    assert led.available(("t", "a"), H) == 10
+    led.add("b", H, -14)
+    led.add("a", H, 12)
+    # a's 12 all come from the pool (a has no guarantee); b keeps its 12.
+    assert led.available(("t", "a"), H) == 0 and led.available(("t", "b"), H) == 12
+
+
+def test_a_cohorts_own_nominal_quota_adds_capacity_its_members_can_borrow():
+    """Cohort c owns 8 H100 GPUs itself; a: 8, b: 16. Pool = 8 + 8 + 16 = 32 = available(a)."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(16))),
+                  cohorts=(Cohort("c", quotas=((H, FlavorQuota(8)),)),))
+    assert QuotaLedger(ten).available(("t", "a"), H) == 32
+
+
+def test_a_copied_ledger_charges_independently_of_the_original():
+    """Preemption tries victim sets on copies: charging a copy must leave the original alone."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    led = QuotaLedger(ten)
+    led.add("a", H, 4)
+    trial = led.copy()
+    trial.add("a", H, 4)
+    assert (led.used("a", H), trial.used("a", H)) == (4, 8)
+    assert (led.available(("t", "a"), H), trial.available(("t", "a"), H)) == (12, 8)
+
+
+# -- tiers and odd tenants --------------------------------------------------------------------
+
+def test_a_job_within_nominal_is_admitted_before_an_earlier_borrower_takes_the_capacity():
+    """2 nodes; a and b nominal 8 each; b runs 8 (at nominal). b2 is first in the queue and would
+    borrow; a1 comes second within a's guarantee. Tier 1 charges a1 (a at 8 ≤ 8) first, so the
+    pool is 16 − 16 = 0 when b2 asks: b2 waits for cohort capacity and a1 starts."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    busy = on_node(job("b1").tenant("b").gpus(8).build(), 0)
+    r = run(ten, [job("b2").tenant("b").gpus(8).build(), job("a1").tenant("a").gpus(8).at(1).build()],
+            [busy], flt=fleet().leaves(1, nodes=2).build())
+    assert r.started == ("a1",)
+    assert r.statuses["b2"].reasons[0] == "WaitingForCohortCapacity"
+    assert r.statuses["b2"].reasons[1].endswith("cohort 'c' can lend 0 now")
+
+
+def test_a_job_of_a_tenant_without_a_queue_is_refused_as_unknown():
+    ten = tenancy(queue("a", (H, FlavorQuota(8))))
+    r = run(ten, [job("z1").tenant("z").gpus(1).build()])
+    assert r.started == () and r.statuses["z1"].reasons[0] == "UnknownTenant"
+
+
+def test_a_cpu_only_job_is_admitted_for_a_tenant_without_gpu_quota():
+    """z has a queue but no GPU quota: a 0-GPU job asks nothing of the quota and starts; a 1-GPU
+    job has no flavour to be charged to."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("z"))
+    r = run(ten, [job("cpu").tenant("z").gpus(0).cpus(4).build(), job("gpu").tenant("z").gpus(1).build()])
+    assert r.started == ("cpu",)
+    assert r.statuses["gpu"].reasons[0] == "NoQuotaForFlavor"
+
+
+def test_a_cpu_only_job_of_a_tenant_above_its_nominal_quota_is_still_admitted():
+    """a (nominal 8) already borrows: it runs 16. A 0-GPU job adds nothing to that: admitted."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(24))))
+    busy = [on_node(job(f"a{i}").tenant("a").gpus(8).build(), i) for i in range(2)]
+    r = run(ten, [job("cpu").tenant("a").gpus(0).cpus(4).build()], busy)
+    assert r.started == ("cpu",)
+
+
+# -- priority budget --------------------------------------------------------------------------
+
+def budget_tenancy(budget: int | None, nominal: int = 8) -> Tenancy:
+    return Tenancy(tenants=(queue("a", (H, FlavorQuota(nominal)), cohort=None, budget=budget),),
+                   priority_classes=(PriorityClass("normal", 0), PriorityClass("high", 10)))
+
+
+def test_a_raised_job_within_the_priority_budget_preempts_the_tenants_own_lower_work():
+    """One node; a (nominal 8, no cohort) runs a-low (8 GPUs, priority 0). a-hi (8 GPUs,
+    priority 10) exceeds nominal (8 + 8 > 8); within a budget of 8 it keeps priority 10 and
+    evicts a-low. With budget 4 it is admitted as the default class (8 > 4), priority 0, and
+    a-low (0, not < 0) is not its victim; with no budget at all, priority 10 stands."""
+    low = on_node(job("a-low").tenant("a").gpus(8).build(), 0)
+    hi = job("a-hi").tenant("a").gpus(8).priority(10).build()
+    flt = fleet().leaves(1, nodes=1).build()
+    for budget, victims in ((8, ["a-low"]), (4, []), (None, ["a-low"])):
+        r = run(budget_tenancy(budget), [hi], [low], flt=flt)
+        assert [p.job for p in r.preemptions] == victims, budget
+
+
+def test_running_raised_jobs_claim_the_priority_budget_in_start_order():
+    """Budget 8: a-old (8 GPUs, priority 10, started at 0) claims it; a-new (8, started at 5)
+    would reach 16 > 8 and is not protected; a-low (priority 0) never counts."""
+    ten = budget_tenancy(8)
+    old = on_node(job("a-old").tenant("a").gpus(8).priority(10).build(), 0, start=0.0)
+    new = on_node(job("a-new").tenant("a").gpus(8).priority(10).build(), 1, start=5.0)
+    low = on_node(job("a-low").tenant("a").gpus(8).build(), 2, start=1.0)
+    assert protected_running(ten, [new, low, old]) == {"a-old"}
+    assert protected_running(budget_tenancy(16), [new, low, old]) == {"a-old", "a-new"}
+
+
+def test_a_raised_job_pending_beyond_the_budget_left_by_running_ones_is_demoted():
+    """a: nominal 16, no cohort, 2 nodes. a-old (8 GPUs, priority 10) runs on node 0 and holds a
+    budget of 8; a-low (priority 0) runs on node 1. a-hi (8 GPUs, priority 10) exceeds nominal
+    (16 + 8 > 16) and needs 8 GPUs freed. Budget 8: 8 + 8 > 8 demotes it to priority 0, a-low is
+    not lower than that, nothing is preempted. Budget 16: 8 + 8 ≤ 16, it keeps priority 10 and
+    evicts a-low (a back at 8 + 8 = 16 ≤ 16)."""
+    ten = budget_tenancy(8, nominal=16)
+    old = on_node(job("a-old").tenant("a").gpus(8).priority(10).build(), 0, start=0.0)
+    low = on_node(job("a-low").tenant("a").gpus(8).build(), 1, start=1.0)
+    hi = job("a-hi").tenant("a").gpus(8).priority(10).build()
+    r = run(ten, [hi], [old, low], flt=fleet().leaves(1, nodes=2).build())
+    assert r.preemptions == ()
+    r = run(budget_tenancy(16, nominal=16), [hi], [old, low], flt=fleet().leaves(1, nodes=2).build())
+    assert [p.job for p in r.preemptions] == ["a-low"]
