@@ -1,0 +1,165 @@
+"""Who may be a victim, what the beneficiary is told, and what each beneficiary leaves the next.
+
+Running sets are built by hand on 8-GPU nodes at t = 10,000 (jobs started at t = 10,000 − age);
+tenants share cohort ``c``. Every expected victim is worked out in the test's docstring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
+from gpufleet.policies.quota import with_flavor
+from gpufleet.policies.registry import profile
+from gpufleet.testing.builders import fleet, job
+
+H, A = "H100-80GB", "A100-80GB"
+NOW = 10_000.0
+
+
+def tenancy(grace: float = 0.0, classes=(), **quotas) -> Tenancy:
+    """``a=16`` gives tenant a 16 H100 GPUs; ``a=((H, 8), (A, 8))`` gives it several flavours."""
+    def qs(q):
+        return ((H, FlavorQuota(q)),) if isinstance(q, int) else tuple((f, FlavorQuota(n)) for f, n in q)
+    return Tenancy(tenants=tuple(TenantQueue(t, "c", qs(q)) for t, q in quotas.items()),
+                   cohorts=(Cohort("c"),), grace_s=grace, priority_classes=tuple(classes))
+
+
+def running(name: str, tenant: str, gpus: int, node: int, age: float, flavor: str = H, priority: int = 0,
+            evict_at: float | None = None) -> RunningJob:
+    """One pod of ``gpus`` on ``node`` since NOW − ``age``, no checkpoints: evicting it loses
+    gpus × age GPU-seconds. ``evict_at`` puts it under an eviction notice ending then."""
+    j = with_flavor(replace(job("x").tenant(tenant).gpus(gpus).priority(priority).runs(90_000).build(),
+                            id=name), flavor)
+    ps = j.pod_sets[0]
+    return RunningJob(j, NOW - age, (PodBinding(j.id, ps.name, 0, node, ps.request),),
+                      evicting=evict_at is not None, evict_at=evict_at)
+
+
+def cycle(run: list[RunningJob], pending: list[Job], ten: Tenancy, flt=None, policy: str = "tenancy"):
+    table = NodeTable.from_fleet(flt if flt is not None else fleet().leaves(1, nodes=4).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], profile(policy),
+                                running=run, tenancy=ten))
+
+
+def victims(r) -> list[tuple[str, str]]:
+    return [(p.job, p.for_job) for p in r.preemptions]
+
+
+def test_the_beneficiary_is_told_whom_it_preempts_why_and_when_it_can_start():
+    """Grace 30 s. b (nominal 16) runs 4 × 8 on 4 nodes, ages 400/300/200/100 s: b3 loses the least
+    (8 × 100). a (nominal 16) asks 8: one reclaim of b3; a1 waits until NOW + 30 = 10,030."""
+    run = [running(f"b{i}", "b", 8, i, 400 - 100 * i) for i in range(4)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(grace=30.0, a=16, b=16))
+    (p,) = r.preemptions
+    assert (p.job, p.for_job, p.grace_s) == ("b3", "a1", 30.0)
+    assert p.reason == "reclaim: a is within its nominal H100-80GB quota"
+    st = r.statuses["a1"]
+    assert st.code is StatusCode.WAIT and st.estimated_start == NOW + 30.0
+    assert st.reasons[-1] == ("preempting b3 (reclaim: a is within its nominal H100-80GB quota); "
+                              "starts once they are evicted")
+
+
+def test_priority_preemption_within_a_tenant_says_so():
+    """One node: a (nominal 8, alone) runs a-low (8 GPUs, priority 0). a-hi (priority 10) exceeds
+    nominal (8 + 8 > 8) and evicts a-low: a priority preemption, not a reclaim."""
+    r = cycle([running("a-low", "a", 8, 0, 100)], [job("a-hi").tenant("a").gpus(8).priority(10).build()],
+              tenancy(a=8), flt=fleet().leaves(1, nodes=1).build())
+    assert victims(r) == [("a-low", "a-hi")]
+    assert r.preemptions[0].reason == "priority 10 within tenant a"
+
+
+def test_equal_priority_work_of_the_same_tenant_is_never_a_victim():
+    """As above but the pending job has priority 0 too: 0 is not lower than 0, nothing is evicted."""
+    r = cycle([running("a-low", "a", 8, 0, 100)], [job("a-2").tenant("a").gpus(8).build()],
+              tenancy(a=8), flt=fleet().leaves(1, nodes=1).build())
+    assert r.preemptions == ()
+
+
+def test_a_non_preemptible_class_is_honoured_within_the_budget_and_not_beyond():
+    """Class ``critical`` (priority 5) is not preemptible. 2 nodes; a (nominal 12) runs a-old
+    (4 GPUs, priority 10, started first) on node 0 and a-crit (8 GPUs, priority 5) on node 1.
+    a-hi (4 GPUs, priority 10) would put a at 12 + 4 > 12, so 4 GPUs of a's lower work must go.
+    No budget: every raised class is honoured, a-crit is protected and not preemptible, a-old is
+    not lower than 10: no victim. Budget 8: a-old claims 4 of it, a-crit would reach 4 + 8 = 12
+    > 8 so its class is not honoured (effective priority 0), a-hi fits the budget (4 + 4 = 8) and
+    keeps priority 10: a-crit is the victim."""
+    classes = (PriorityClass("normal", 0), PriorityClass("critical", 5, preemptible=False),
+               PriorityClass("high", 10))
+    run = [running("a-old", "a", 4, 0, 900, priority=10),
+           running("a-crit", "a", 8, 1, 100, priority=5)]
+    hi = job("a-hi").tenant("a").gpus(4).priority(10).build()
+    two = fleet().leaves(1, nodes=2).build()
+    honoured = tenancy(classes=classes, a=12)
+    assert cycle(run, [hi], honoured, flt=two).preemptions == ()
+    budget = replace(honoured, tenants=(replace(honoured.tenants[0], priority_budget_gpus=8),))
+    assert victims(cycle(run, [hi], budget, flt=two)) == [("a-crit", "a-hi")]
+
+
+def test_only_borrowers_of_the_beneficiarys_flavour_are_reclaimed():
+    """Node 0 is A100, nodes 1-2 H100. b (nominal 0 of each) borrows everything: b-a100 on node 0
+    (100 s old, the cheapest) and b-h1, b-h2 on the H100 nodes (5,000 s, 9,000 s). a (H100
+    nominal 16) asks 8 H100 GPUs: the A100 job is not a candidate however cheap; b-h1 goes."""
+    flt = fleet().leaves(1, nodes=1, gpu=A).leaves(1, nodes=2, gpu=H).build()
+    run = [running("b-a100", "b", 8, 0, 100, flavor=A), running("b-h1", "b", 8, 1, 5_000),
+           running("b-h2", "b", 8, 2, 9_000)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).models(H).build()],
+              tenancy(a=((H, 16), (A, 0)), b=((H, 0), (A, 0))), flt=flt)
+    assert victims(r) == [("b-h1", "a1")]
+
+
+def test_a_job_started_this_cycle_counts_against_its_tenants_guarantee():
+    """4 nodes; a nominal 16, b nominal 8. b runs b0-b2 (24, 16 borrowed) on nodes 0-2; node 3 is
+    free. a1 (8) starts on node 3 this cycle. a2 (2 × 8) would put a at 8 + 16 = 24 > 16: no
+    reclaim for it. Without a1, a2 is within the guarantee (0 + 16 ≤ 16) and, needing 16 GPUs
+    with 8 free, reclaims one of b's jobs (b at 24 − 8 = 16 > 8 is still borrowing)."""
+    run = [running(f"b{i}", "b", 8, i, 100 * (i + 1)) for i in range(3)]
+    a1 = job("a1").tenant("a").gpus(8).build()
+    a2 = job("a2").tenant("a").gpus(8).gang(2).at(1).build()
+    r = cycle(run, [a1, a2], tenancy(a=16, b=8))
+    assert r.started == ("a1",) and r.preemptions == ()
+    r = cycle(run, [a2], tenancy(a=16, b=8))
+    assert victims(r) == [("b0", "a2")]
+
+
+def test_the_first_beneficiary_spends_the_guarantee_the_next_would_need():
+    """4 nodes; a nominal 8, b nominal 24, b runs 4 × 8 (8 borrowed). a1 and a2 ask 8 each: a1 is
+    within a's guarantee (0 + 8 ≤ 8) and reclaims one of b's jobs; a2 is refused at admission
+    (8 + 8 > 8) and, once a1 is charged, reclaim for it is not justified: one notice, not two."""
+    run = [running(f"b{i}", "b", 8, i, 100 * (i + 1)) for i in range(4)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).at(1).build()],
+              tenancy(a=8, b=24))
+    assert victims(r) == [("b0", "a1")]
+
+
+def test_room_partly_free_and_partly_under_notice_is_labelled_only_when_the_notice_is_needed():
+    """Node 0: 4 GPUs free and b-go (4 GPUs) under notice until 10,020; nodes 1-3 busy with b's
+    borrowed work. a1 (4 GPUs) fits the free half: it starts now, nobody is preempted. a2
+    (8 GPUs) needs b-go's GPUs too: it waits for them, labelled, estimated at 10,020, and no
+    new notice is sent for it."""
+    run = [running("b-go", "b", 4, 0, 100, evict_at=NOW + 20)]
+    run += [running(f"b{i}", "b", 8, i, 100 * i) for i in (1, 2, 3)]
+    ten = tenancy(grace=20.0, a=16, b=16)
+    r = cycle(run, [job("a1").tenant("a").gpus(4).build()], ten)
+    assert r.started == ("a1",) and r.preemptions == ()
+    r = cycle(run, [job("a2").tenant("a").gpus(8).build()], ten)
+    assert r.preemptions == () and r.started == ()
+    st = r.statuses["a2"]
+    assert st.reasons[-1] == "waiting for capacity already being evicted" and st.estimated_start == NOW + 20
+
+
+def test_a_job_refused_for_an_unknown_tenant_gets_no_victims():
+    """Only quota refusals (nominal, borrowing limit, cohort capacity) make a refused job a
+    beneficiary: z has no queue, so b's borrowed work is left alone."""
+    run = [running(f"b{i}", "b", 8, i, 100) for i in range(4)]
+    r = cycle(run, [job("z1").tenant("z").gpus(8).build()], tenancy(a=16, b=16))
+    assert r.preemptions == () and r.statuses["z1"].reasons[0] == "UnknownTenant"
