@@ -1,0 +1,177 @@
+"""Reservation depth, window, standing promises and holds; backfill's per-resource limits.
+
+Fleet: 8-GPU nodes with 224 CPUs and 2,048 GB (the builder's defaults), one leaf, ``now`` = 0
+unless a test says otherwise. Running jobs start at 0 and their estimates end them at ``ends``.
+Every expected start is worked out in the test's docstring.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob, Reservation, RunningJob
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
+from gpufleet.policies.gang import GangBestFit
+from gpufleet.policies.registry import profile
+from gpufleet.testing.builders import fleet, job
+
+
+def running(name: str, node: int, gpus: int, ends: float, cpus: float = 0.0, mem: float = 0.0) -> RunningJob:
+    j = job(name).gpus(gpus).cpus(cpus).memory(mem).runs(ends).build()
+    return RunningJob(j, 0.0, (PodBinding(j.id, "worker", 0, node, PodRequest(gpus, cpus, mem)),))
+
+
+def easy(**reserver) -> Profile:
+    """gang-easy with the reserver's knobs set: the placer stops at the first blocked job, one
+    reservation is protected."""
+    return Profile("easy-test", placer=GangBestFit(stop_at_first_blocked=True),
+                   reserver=ShadowReserver(**{"protect": 1, **reserver}), backfiller=ReservationBackfill())
+
+
+def cycle(pending: list[Job], run: list[RunningJob], prof: Profile | None = None, nodes: int = 2,
+          now: float = 0.0, previous: tuple[Reservation, ...] = ()):
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=nodes).build())
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    return run_cycle(CycleInput(now=now, nodes=table, pending=[PendingJob(j) for j in pending],
+                                profile=prof or profile("gang-easy"), running=run, reservations=previous))
+
+
+def starts(r) -> dict[str, tuple[float, bool]]:
+    return {res.job: (res.start, res.protected) for res in r.reservations}
+
+
+BIG = job("big").gpus(8).gang(2).runs(50)
+
+
+@pytest.mark.parametrize(("depth", "reserved"), [(1, {"big"}), (2, {"big", "next"})])
+def test_only_the_first_depth_blocked_jobs_get_a_reservation(depth, reserved):
+    """r0 holds node 0 until 100 s, r1 node 1 until 300 s: ``big`` (2 × 8) at 300 s, ``next``
+    (2 × 8) after it at 350 s. With depth 1 only ``big`` is planned."""
+    r = cycle([BIG.build(), job("next").gpus(8).gang(2).at(1).runs(50).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], easy(depth=depth))
+    assert set(starts(r)) == reserved
+
+
+def test_a_job_that_can_never_fit_uses_no_reservation_slot():
+    """``huge`` (3 × 8) can never fit 2 nodes: unresolvable, skipped without counting against
+    depth 1, so ``big`` behind it is still reserved at 300 s."""
+    r = cycle([job("huge").gpus(8).gang(3).build(), BIG.at(1).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], easy(depth=1))
+    assert starts(r) == {"big": (300.0, True)}
+    assert r.statuses["huge"].code is StatusCode.UNRESOLVABLE
+
+
+@pytest.mark.parametrize(("window", "reserved"), [(299.0, False), (300.0, True)])
+def test_no_job_is_planned_beyond_the_window(window, reserved):
+    """``big``'s earliest start is 300 s: a 300-s window still plans it, 299 s does not."""
+    r = cycle([BIG.build()], [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], easy(window_s=window))
+    assert ("big" in starts(r)) is reserved
+
+
+def test_a_job_behind_the_head_that_fits_now_is_backfilled_not_reserved():
+    """r0 holds node 0 until 100 s, r1 4 GPUs of node 1 until 300 s. ``big`` (2 × 8) is reserved
+    at 300 s. ``small`` (4 GPUs, 100 s) is blocked only because the placer stops at the head: it
+    fits now and ends at 100 ≤ 300, so it gets no reservation of its own and backfill starts it."""
+    r = cycle([BIG.build(), job("small").gpus(4).at(1).runs(100).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 4, 300.0)], easy(protect=2))
+    assert starts(r) == {"big": (300.0, True)}
+    assert r.started == ("small",)
+
+
+def test_a_standing_promise_keeps_its_time_and_nodes_while_its_pods_still_fit():
+    """Last cycle ``big`` was promised 300 s on nodes 0-1. Now r1's estimate ends it at 200 s,
+    so a fresh plan would say 200 s; the promise stands at 300 s (its pods fit then). A
+    promise already in the past (start 50 < now 60) is recomputed: 200 s."""
+    run = [running("r0", 0, 8, 100.0), running("r1", 1, 8, 200.0)]
+    pods = tuple(PodBinding("big", "worker", i, i, PodRequest(8)) for i in range(2))
+    promise = Reservation("big", 300.0, (0, 1), pods, protected=True)
+    assert starts(cycle([BIG.build()], run, now=60.0, previous=(promise,))) == {"big": (300.0, True)}
+    stale = Reservation("big", 50.0, (0, 1), pods, protected=True)
+    assert starts(cycle([BIG.build()], run, now=60.0, previous=(stale,))) == {"big": (200.0, True)}
+    assert starts(cycle([BIG.build()], run, easy(keep_promises=False), now=60.0,
+                        previous=(promise,))) == {"big": (200.0, True)}
+
+
+def test_conservative_plans_a_job_behind_every_hold_at_the_first_hold_end_that_frees_a_node():
+    """r0 holds node 0 until 100 s, r1 node 1 until 300 s. ``a`` (8 GPUs, 500 s) is reserved at
+    100 s on node 0 (held 100-600), ``b`` (8 GPUs, 50 s) at 300 s on node 1 (held 300-350).
+    ``c`` (8 GPUs, 10 s): once both running jobs end (300 s) every node is held; the holds end
+    at 350 s (node 1) and 600 s (node 0): c is planned at 350 s on node 1."""
+    r = cycle([job("a").gpus(8).runs(500).build(), job("b").gpus(8).at(1).runs(50).build(),
+               job("c").gpus(8).at(2).runs(10).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], profile("gang-conservative"))
+    c = next(res for res in r.reservations if res.job == "c")
+    assert (c.start, c.nodes) == (350.0, (1,))
+
+
+def test_each_backfilled_job_that_outlives_the_reservation_lowers_the_gpus_left_to_the_next():
+    """r0 holds node 0 until 100 s. ``big`` = 2 × 6 GPUs, reserved at 100 s on both nodes, so at
+    100 s node 1 keeps 8 − 6 = 2 GPUs beyond it. ``l1`` (1 GPU, 400 s) runs past 100 s: it
+    takes 1 of those 2. ``l2`` (2 GPUs, 400 s) would need 2 > 1: it waits, and says for whom,
+    though node 1 has 7 GPUs free now."""
+    r = cycle([job("big").gpus(6).gang(2).runs(50).build(), job("l1").gpus(1).at(1).runs(400).build(),
+               job("l2").gpus(2).at(2).runs(400).build()], [running("r0", 0, 8, 100.0)])
+    assert starts(r)["big"] == (100.0, True)
+    assert r.started == ("l1",)
+    assert "delay the reservation for big at t=100s" in r.statuses["l2"].reasons[-1]
+
+
+def test_each_backfilled_job_that_outlives_the_reservation_lowers_the_cpus_left_to_the_next():
+    """The GPU case with CPUs: r0 holds node 0 (8 GPUs) until 100 s; ``big`` = 2 × (1 GPU, 200
+    CPUs) at 100 s leaves node 1 224 − 200 = 24 CPUs. ``l1`` (1 GPU, 16 CPUs, 400 s) takes 16:
+    8 left; ``l2`` (1 GPU, 12 CPUs, 400 s) needs 12 > 8 and waits."""
+    r = cycle([job("big").gpus(1).cpus(200).gang(2).runs(50).build(),
+               job("l1").gpus(1).cpus(16).at(1).runs(400).build(),
+               job("l2").gpus(1).cpus(12).at(2).runs(400).build()], [running("r0", 0, 8, 100.0)])
+    assert starts(r)["big"] == (100.0, True)
+    assert r.started == ("l1",)
+    assert r.statuses["l2"].code is StatusCode.WAIT
+
+
+def test_each_backfilled_job_that_outlives_the_reservation_lowers_the_memory_left_to_the_next():
+    """With memory: ``big`` = 2 × (1 GPU, 1,800 GB) at 100 s leaves node 1 2,048 − 1,800 = 248 GB.
+    ``l1`` (1 GPU, 200 GB, 400 s) takes 200: 48 left; ``l2`` (1 GPU, 100 GB) needs 100 > 48."""
+    r = cycle([job("big").gpus(1).memory(1800).gang(2).runs(50).build(),
+               job("l1").gpus(1).memory(200).at(1).runs(400).build(),
+               job("l2").gpus(1).memory(100).at(2).runs(400).build()], [running("r0", 0, 8, 100.0)])
+    assert starts(r)["big"] == (100.0, True)
+    assert r.started == ("l1",)
+    assert r.statuses["l2"].code is StatusCode.WAIT
+
+
+def test_a_job_that_ends_before_the_reservation_sees_the_whole_free_capacity():
+    """As in the GPU case, but ``s1`` and ``s2`` (2 and 4 GPUs) end at 90 s ≤ 100 s: neither is
+    bounded by the 2 GPUs ``big`` leaves at 100 s, both start on node 1 (2 + 4 ≤ 8)."""
+    r = cycle([job("big").gpus(6).gang(2).runs(50).build(), job("s1").gpus(2).at(1).runs(90).build(),
+               job("s2").gpus(4).at(2).runs(90).build()], [running("r0", 0, 8, 100.0)])
+    assert sorted(r.started) == ["s1", "s2"]
+
+
+def test_a_job_too_big_for_the_free_nodes_is_told_it_waits_not_that_it_delays_the_reservation():
+    """``long`` (8 GPUs, 400 s) does not fit node 1 now at all (4 GPUs free): its reason is the
+    placer's, not "fits now, but … would delay"."""
+    r = cycle([BIG.build(), job("long").gpus(8).at(1).runs(400).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 4, 300.0)])
+    assert r.started == ()
+    assert not any("fits now" in why for why in r.statuses["long"].reasons)
+
+
+def test_a_failed_shape_stops_the_search_for_larger_shapes_behind_it():
+    """Backfill candidates ``w1`` (8 GPUs) fails on node 1's 4 free GPUs; ``w2`` (8 GPUs, same
+    shape) and ``w3`` (2 × 8) are settled by that failure without a search of their own: one fit
+    search, two skipped by class, told w1's verdict; ``s`` (2 GPUs, 50 s) behind them starts."""
+    r = cycle([BIG.build(), job("w1").gpus(8).at(1).runs(50).build(),
+               job("w2").gpus(8).at(2).runs(50).build(), job("w3").gpus(8).gang(2).at(3).runs(50).build(),
+               job("s").gpus(2).at(4).runs(50).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 4, 300.0)])
+    assert r.started == ("s",)
+    assert r.stats.skipped_by_class == 2
+    assert r.statuses["w2"].reasons[-1] == "pod set 'worker' needs 1×8 GPUs; 0 pod(s) of that shape fit now"
