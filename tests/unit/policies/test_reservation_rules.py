@@ -175,3 +175,17 @@ def test_a_failed_shape_stops_the_search_for_larger_shapes_behind_it():
     assert r.started == ("s",)
     assert r.stats.skipped_by_class == 2
     assert r.statuses["w2"].reasons[-1] == "pod set 'worker' needs 1×8 GPUs; 0 pod(s) of that shape fit now"
+
+
+@pytest.mark.parametrize("hopeless", [3, 17])
+def test_backfill_searches_none_of_the_reserved_or_unresolvable_jobs_however_many(hopeless):
+    """r0 holds node 0 until 100 s. ``big`` (2 × 8) is reserved at 100 s; ``hopeless`` jobs of
+    3 × 8 GPUs can never fit 2 nodes; ``s`` (2 GPUs, 50 s) is last. Backfill searches ``s`` only
+    (one fit search) and starts it, whether the skipped jobs are few (looked up one by one) or
+    many (more than 16: one walk). The place phase searched ``big`` and the first hopeless job
+    (the others share its shape class): 2 + 1 = 3 searches in all."""
+    pending = [BIG.build(), *(job(f"h{i:02d}").gpus(8).gang(3).at(1 + i).build() for i in range(hopeless)),
+               job("s").gpus(2).at(100).runs(50).build()]
+    r = cycle(pending, [running("r0", 0, 8, 100.0)])
+    assert r.started == ("s",)
+    assert r.stats.considered == 3
