@@ -14,9 +14,16 @@ from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
-from gpufleet.model.job import Job
+from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
-from gpufleet.policies.quota import QuotaLedger, protected_running, with_flavor
+from gpufleet.policies.quota import (
+    QuotaLedger,
+    binding_flavor,
+    job_flavor,
+    job_gpus_by_flavor,
+    protected_running,
+    with_flavor,
+)
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
 
@@ -71,6 +78,13 @@ def test_a_job_that_allows_any_model_is_pinned_to_its_tenants_first_flavour_with
     assert nodes_of(r, "a1") == {1} and nodes_of(r, "a2") == {0}
 
 
+def test_one_gpu_pods_are_pinned_to_the_flavour_they_were_admitted_on():
+    """As above with 1-GPU pods: a1 is within H100's nominal (1 ≤ 8), pinned there: node 1."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))))
+    r = run(ten, [job("a1").tenant("a").gpus(1).build()], flt=two_models())
+    assert nodes_of(r, "a1") == {1}
+
+
 def test_a_job_pinned_to_a_model_is_charged_to_that_flavour_only():
     """a has H100: 8 then A100: 8. a1 asks A100 only: H100 is not a candidate, so it is admitted
     on A100 (node 0), and a2 (any model) still finds all of H100's nominal free (node 1)."""
@@ -116,10 +130,11 @@ def test_when_no_flavour_admits_the_first_flavours_reason_is_reported():
 def test_a_running_job_on_an_unpinned_or_multi_model_request_is_charged_to_the_default_flavour():
     """The ledger charges a binding to the one model it names; with none or several it charges
     the tenant's first flavour. a (H100 then A100) runs 8 GPUs asking any model and 4 asking
-    either model: H100 usage 8 + 4 = 12, A100 0. b's 8 pinned to A100 count as A100."""
+    A100 or H100 (in that order): H100 usage 8 + 4 = 12, A100 0. b's 8 pinned to A100 count
+    as A100."""
     ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))), queue("b", (A, FlavorQuota(8))))
     any_model = job("a-any").tenant("a").gpus(8).build()
-    either = job("a-two").tenant("a").gpus(4).models(H, A).build()
+    either = job("a-two").tenant("a").gpus(4).models(A, H).build()
     pinned = with_flavor(job("b1").tenant("b").gpus(8).build(), A)
     run_ = [RunningJob(j, 0.0, (PodBinding(j.id, "worker", 0, n, j.pod_sets[0].request),))
             for j, n in ((any_model, 0), (either, 1), (pinned, 2))]
@@ -127,11 +142,45 @@ def test_a_running_job_on_an_unpinned_or_multi_model_request_is_charged_to_the_d
     assert (led.used("a", H), led.used("a", A), led.used("b", A), led.used("b", H)) == (12, 0, 8, 0)
 
 
+def with_launcher(j: Job, models: tuple[str, ...] = ()) -> Job:
+    """``j`` plus a CPU-only launcher pod set (0 GPUs, 4 CPUs) that names ``models``."""
+    return replace(j, pod_sets=(*j.pod_sets, PodSet("launcher", 1, PodRequest(0, 4.0, 0.0, models))))
+
+
+def test_the_flavour_a_job_is_pinned_to_is_read_from_its_gpu_pod_sets_only():
+    """One model named by every GPU pod set: that model (1-GPU pods count). A CPU-only pod set's
+    models do not count; two models across the GPU pod sets, a pod set that allows two, or one
+    that allows any: not pinned."""
+    one = job("j").gpus(1).models(A).build()
+    assert job_flavor(one) == A
+    assert job_flavor(with_launcher(one, (H,))) == A
+    two_sets = replace(one, pod_sets=(*one.pod_sets, PodSet("w2", 1, PodRequest(2, gpu_models=(A,)))))
+    assert job_flavor(two_sets) == A
+    mixed = replace(one, pod_sets=(*one.pod_sets, PodSet("w2", 1, PodRequest(2, gpu_models=(H,)))))
+    assert job_flavor(mixed) is None
+    assert job_flavor(job("j").gpus(1).models(A, H).build()) is None
+    assert job_flavor(job("j").gpus(1).build()) is None
+    half = replace(one, pod_sets=(*one.pod_sets, PodSet("w2", 1, PodRequest(2))))
+    assert job_flavor(half) is None
+
+
+def test_pinning_a_job_to_a_flavour_leaves_its_cpu_only_pod_sets_free_to_go_anywhere():
+    pinned = with_flavor(with_launcher(job("j").gpus(1).build()), H)
+    assert [ps.request.gpu_models for ps in pinned.pod_sets] == [(H,), ()]
+
+
+def test_a_binding_naming_no_single_model_has_no_flavour_unless_a_default_is_given():
+    j = job("j").gpus(2).models(A, H).build()
+    b = PodBinding(j.id, "worker", 0, 0, j.pod_sets[0].request)
+    assert (binding_flavor(b), binding_flavor(b, H)) == ("", H)
+    assert job_gpus_by_flavor([b, b]) == {"": 4}
+
+
 def test_jobs_under_eviction_notice_can_be_left_out_of_the_ledger():
     """a runs 8 (a1) and 8 under notice (a2): 16 counted, or 8 when skipping the evicting."""
     ten = tenancy(queue("a", (H, FlavorQuota(16))))
     j1, j2 = job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).build()
-    run_ = [on_node(j1, 0), replace(on_node(j2, 1), evicting=True)]
+    run_ = [replace(on_node(j2, 1), evicting=True), on_node(j1, 0)]
     assert QuotaLedger.from_running(ten, run_).used("a", H) == 16
     assert QuotaLedger.from_running(ten, run_, skip_evicting=True).used("a", H) == 8
 
