@@ -238,6 +238,33 @@ def test_a_lenders_guaranteed_part_is_kept_for_it_and_never_lent():
     assert led.available(("t", "a"), H) == 0 and led.available(("t", "b"), H) == 12
 
 
+def test_a_lending_limit_equal_to_the_nominal_quota_lends_all_of_it():
+    """b: nominal 16, lending limit 16: g(b) = max(0, 16 − 16) = 0, as with no limit. a (8) can
+    reach the whole pool 8 + 16 = 24."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(16, lending_limit=16))))
+    assert QuotaLedger(ten).available(("t", "a"), H) == 24
+
+
+def test_a_tenant_without_a_cohort_has_exactly_its_own_quota_left():
+    """solo (nominal 8, no cohort) using 3 has 8 − 3 = 5 left; a tenant with no queue has 0."""
+    ten = tenancy(queue("solo", (H, FlavorQuota(8)), cohort=None), queue("a", (H, FlavorQuota(8))))
+    led = QuotaLedger(ten)
+    led.add("solo", H, 3)
+    assert led.available(("t", "solo"), H) == 5
+    assert led.available(("t", "nobody"), H) == 0
+
+
+def test_running_jobs_of_tenants_without_quota_are_charged_to_no_flavour():
+    """z has a queue but no quotas, y has no queue at all: their running GPUs are charged to the
+    flavour "" (no default flavour exists), and nothing fails."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("z"))
+    z1, y1 = job("z1").tenant("z").gpus(8).build(), job("y1").tenant("y").gpus(4).build()
+    run_ = [RunningJob(j, 0.0, (PodBinding(j.id, "worker", 0, n, j.pod_sets[0].request),))
+            for j, n in ((z1, 0), (y1, 1))]
+    led = QuotaLedger.from_running(ten, run_)
+    assert (led.used("z", ""), led.used("y", ""), led.used("z", H)) == (8, 4, 0)
+
+
 def test_a_cohorts_own_nominal_quota_adds_capacity_its_members_can_borrow():
     """Cohort c owns 8 H100 GPUs itself; a: 8, b: 16. Pool = 8 + 8 + 16 = 32 = available(a)."""
     ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(16))),
