@@ -85,6 +85,22 @@ def test_one_gpu_pods_are_pinned_to_the_flavour_they_were_admitted_on():
     assert nodes_of(r, "a1") == {1}
 
 
+def test_a_one_gpu_job_asking_for_a_model_is_admitted_on_that_flavour():
+    """a has H100: 8 then A100: 8; a1 (1 GPU) asks A100: admitted on A100, node 0."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))))
+    r = run(ten, [job("a1").tenant("a").gpus(1).models(A).build()], flt=two_models())
+    assert nodes_of(r, "a1") == {0}
+
+
+def test_the_models_a_cpu_only_pod_set_names_do_not_restrict_the_jobs_flavours():
+    """a has H100: 8 then A100: 8. a1 = one 8-GPU worker (any model) plus a CPU-only launcher
+    naming A100: the worker may use either, so H100, the first flavour, is chosen: node 1."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8))))
+    a1 = with_launcher(job("a1").tenant("a").gpus(8).build(), (A,))
+    r = run(ten, [a1], flt=two_models())
+    assert {b.node for b in r.bindings if b.pod_set == "worker"} == {1}
+
+
 def test_a_job_pinned_to_a_model_is_charged_to_that_flavour_only():
     """a has H100: 8 then A100: 8. a1 asks A100 only: H100 is not a candidate, so it is admitted
     on A100 (node 0), and a2 (any model) still finds all of H100's nominal free (node 1)."""
@@ -236,6 +252,20 @@ def test_a_lenders_guaranteed_part_is_kept_for_it_and_never_lent():
     led.add("a", H, 12)
     # a's 12 all come from the pool (a has no guarantee); b keeps its 12.
     assert led.available(("t", "a"), H) == 0 and led.available(("t", "b"), H) == 12
+
+
+def test_a_borrowing_limit_counts_from_what_the_tenant_put_in_the_pool_beyond_its_guarantee():
+    """a: nominal 8, lending limit 2 (so g(a) = 6 stays a's), borrowing limit 4; b: nominal 16.
+    Pool = (8 − 6) + 16 = 18. available(a) = max(0, 6 − used) + min(pool left,
+    (8 − 6) − max(0, used − 6) + 4):
+      idle:     6 + min(18, 2 − 0 + 4) = 6 + 6 = 12   (8 + 4: nominal plus the limit)
+      used 10:  0 + min(18 − 4, 2 − 4 + 4) = 2        (10 + 2 = 12 again)"""
+    ten = tenancy(queue("a", (H, FlavorQuota(8, borrowing_limit=4, lending_limit=2))),
+                  queue("b", (H, FlavorQuota(16))))
+    led = QuotaLedger(ten)
+    assert led.available(("t", "a"), H) == 12
+    led.add("a", H, 10)
+    assert led.available(("t", "a"), H) == 2
 
 
 def test_a_lending_limit_equal_to_the_nominal_quota_lends_all_of_it():
