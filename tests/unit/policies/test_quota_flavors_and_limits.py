@@ -331,7 +331,34 @@ def test_a_job_within_nominal_is_admitted_before_an_earlier_borrower_takes_the_c
 def test_a_job_of_a_tenant_without_a_queue_is_refused_as_unknown():
     ten = tenancy(queue("a", (H, FlavorQuota(8))))
     r = run(ten, [job("z1").tenant("z").gpus(1).build()])
-    assert r.started == () and r.statuses["z1"].reasons[0] == "UnknownTenant"
+    assert r.started == ()
+    assert r.statuses["z1"].reasons == ("UnknownTenant", "tenant 'z' has no queue in the tenancy config")
+
+
+def test_a_tenant_without_a_cohort_is_told_it_has_none_to_borrow_from():
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), cohort=None), cohorts=())
+    r = run(ten, [job("a1").tenant("a").gpus(8).gang(2).build()])
+    assert r.statuses["a1"].reasons == (
+        "ExceedsNominalQuota",
+        "tenant 'a' uses 0 of 8 nominal H100-80GB GPUs; job needs 16; no cohort to borrow from")
+
+
+def test_a_borrower_is_told_how_much_the_cohort_can_lend_now():
+    """a and b nominal 8; a runs 8, b runs 4: the pool of 16 has 16 − 12 = 4 left. a2 asks 8 > 4."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    busy = [on_node(job("a1").tenant("a").gpus(8).build(), 0),
+            on_node(job("b1").tenant("b").gpus(4).build(), 1)]
+    r = run(ten, [job("a2").tenant("a").gpus(8).build()], busy)
+    assert r.statuses["a2"].reasons[1] == (
+        "tenant 'a' uses 8 of 8 nominal H100-80GB GPUs; job needs 8; cohort 'c' can lend 4 now")
+
+
+def test_a_tenant_at_exactly_its_nominal_quota_is_within_it():
+    ten = tenancy(queue("a", (H, FlavorQuota(8))))
+    led = QuotaLedger(ten)
+    led.add("a", H, 8)
+    assert led.within_nominal("a", H) and not led.within_nominal("a", H, 1)
+    assert not led.within_nominal("nobody", H)
 
 
 def test_a_cpu_only_job_is_admitted_for_a_tenant_without_gpu_quota():
@@ -340,7 +367,20 @@ def test_a_cpu_only_job_is_admitted_for_a_tenant_without_gpu_quota():
     ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("z"))
     r = run(ten, [job("cpu").tenant("z").gpus(0).cpus(4).build(), job("gpu").tenant("z").gpus(1).build()])
     assert r.started == ("cpu",)
-    assert r.statuses["gpu"].reasons[0] == "NoQuotaForFlavor"
+    assert r.statuses["gpu"].reasons == ("NoQuotaForFlavor",
+                                         "tenant 'z' has no quota for the GPU models the job allows")
+
+
+def test_a_cpu_bound_raised_job_of_a_tenant_without_gpu_quota_evicts_its_own_lower_cpu_job():
+    """One node of 224 CPUs. z has a queue and no GPU quota; it runs z-low (0 GPUs, 200 CPUs,
+    priority 0). z-hi (0 GPUs, 100 CPUs, priority 10) is admitted (it asks no GPU quota) but
+    24 CPUs are free: its own lower-priority z-low is the victim."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("z"))
+    low = job("z-low").tenant("z").gpus(0).cpus(200).build()
+    busy = [RunningJob(low, 0.0, (PodBinding(low.id, "worker", 0, 0, low.pod_sets[0].request),))]
+    r = run(ten, [job("z-hi").tenant("z").gpus(0).cpus(100).priority(10).build()], busy,
+            flt=fleet().leaves(1, nodes=1).build())
+    assert [(p.job, p.for_job) for p in r.preemptions] == [("z-low", "z-hi")]
 
 
 def test_a_cpu_only_job_of_a_tenant_above_its_nominal_quota_is_still_admitted():
