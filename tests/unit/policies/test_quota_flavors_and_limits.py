@@ -436,3 +436,15 @@ def test_a_raised_job_pending_beyond_the_budget_left_by_running_ones_is_demoted(
     assert r.preemptions == ()
     r = run(budget_tenancy(16, nominal=16), [hi], [old, low], flt=fleet().leaves(1, nodes=2).build())
     assert [p.job for p in r.preemptions] == ["a-low"]
+
+
+def test_static_partitions_say_why_a_job_the_cohort_could_serve_waits():
+    """static-partitions: a (nominal 8) runs 8; the cohort could lend b's idle 8, but partitions
+    do not borrow."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    busy = [on_node(job("a1").tenant("a").gpus(8).build(), 0)]
+    r = run(ten, [job("a2").tenant("a").gpus(8).build()], busy, policy="static-partitions")
+    assert r.started == ()
+    assert r.statuses["a2"].reasons == (
+        "ExceedsNominalQuota",
+        "tenant 'a' would exceed its nominal H100-80GB quota; static partitions do not borrow")
