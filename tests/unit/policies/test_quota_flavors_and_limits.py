@@ -11,14 +11,19 @@ from dataclasses import replace
 
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
+from gpufleet.policies.gang import GangBestFit
 from gpufleet.policies.quota import (
+    AdmissionBook,
+    QuotaAdmitter,
     QuotaLedger,
     binding_flavor,
+    effective_priority,
     job_flavor,
     job_gpus_by_flavor,
     protected_running,
@@ -448,3 +453,54 @@ def test_static_partitions_say_why_a_job_the_cohort_could_serve_waits():
     assert r.statuses["a2"].reasons == (
         "ExceedsNominalQuota",
         "tenant 'a' would exceed its nominal H100-80GB quota; static partitions do not borrow")
+
+
+def test_refusals_name_the_admitter_that_made_them():
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), cohort=None), cohorts=())
+    big = [job("a1").tenant("a").gpus(8).gang(2).build()]
+    assert run(ten, big).statuses["a1"].policy == "quota"
+    assert run(ten, big, policy="static-partitions").statuses["a1"].policy == "static-quota"
+
+
+def test_borrowers_are_admitted_in_fair_share_order_not_submission_order():
+    """3 nodes; a and b nominal 4, c nominal 16 (pool 24). a runs 8 (4 borrowed) on node 0, c
+    runs 8 on node 1: 24 − 16 = 8 left to lend. a2 (8, submitted first) and b1 (8) both borrow;
+    only one fits the pool. Dominant-resource fair share puts b (0 GPUs held) before a (8): b1
+    is admitted and starts on node 2, a2 waits for cohort capacity."""
+    ten = tenancy(queue("a", (H, FlavorQuota(4))), queue("b", (H, FlavorQuota(4))),
+                  queue("c", (H, FlavorQuota(16))))
+    busy = [on_node(job("a1").tenant("a").gpus(8).build(), 0),
+            on_node(job("c1").tenant("c").gpus(8).build(), 1)]
+    r = run(ten, [job("a2").tenant("a").gpus(8).build(), job("b1").tenant("b").gpus(8).at(1).build()], busy,
+            flt=fleet().leaves(1, nodes=3).build())
+    assert r.started == ("b1",)
+    assert r.statuses["a2"].reasons[0] == "WaitingForCohortCapacity"
+
+
+def test_a_quota_admitter_given_no_order_admits_by_priority_then_submission():
+    """a (nominal 8, no cohort) on 2 nodes: a-first (8, priority 0) came first, a-urgent (8,
+    priority 5) second. Priority order charges a-urgent to the quota first; a-first then exceeds
+    the nominal 8."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), cohort=None), cohorts=())
+    prof = Profile("quota-only", placer=GangBestFit(), admitter=QuotaAdmitter())
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    pending = [job("a-first").tenant("a").gpus(8).build(),
+               job("a-urgent").tenant("a").gpus(8).priority(5).at(1).build()]
+    r = run_cycle(CycleInput(0.0, table, [PendingJob(j) for j in pending], prof, tenancy=ten))
+    assert r.started == ("a-urgent",)
+    assert r.statuses["a-first"].reasons[0] == "ExceedsNominalQuota"
+
+
+def test_a_raised_class_counts_only_when_honoured_and_lower_classes_keep_their_priority():
+    """Default priority 0. A raised job (10) keeps 10 when protected, drops to 0 when not; a job
+    below the default (−5) is never raised and keeps −5 either way."""
+    ten = budget_tenancy(8)
+    hi = job("hi").tenant("a").gpus(8).priority(10).build()
+    low = job("low").tenant("a").gpus(8).priority(-5).build()
+    assert effective_priority(ten, hi, {"hi"}) == 10
+    assert effective_priority(ten, hi, set()) == 0
+    assert effective_priority(ten, low, set()) == -5
+
+
+def test_an_admission_book_starts_empty():
+    assert AdmissionBook().records == [] and AdmissionBook().by_id() == {}
