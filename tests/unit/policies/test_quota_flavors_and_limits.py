@@ -367,10 +367,11 @@ def test_a_tenant_at_exactly_its_nominal_quota_is_within_it():
 
 
 def test_a_cpu_only_job_is_admitted_for_a_tenant_without_gpu_quota():
-    """z has a queue but no GPU quota: a 0-GPU job asks nothing of the quota and starts; a 1-GPU
-    job has no flavour to be charged to."""
+    """z has a queue but no GPU quota: a 1-GPU job has no flavour to be charged to; a 0-GPU job
+    behind it asks nothing of the quota and starts."""
     ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("z"))
-    r = run(ten, [job("cpu").tenant("z").gpus(0).cpus(4).build(), job("gpu").tenant("z").gpus(1).build()])
+    r = run(ten, [job("gpu").tenant("z").gpus(1).build(),
+                  job("cpu").tenant("z").gpus(0).cpus(4).at(1).build()])
     assert r.started == ("cpu",)
     assert r.statuses["gpu"].reasons == ("NoQuotaForFlavor",
                                          "tenant 'z' has no quota for the GPU models the job allows")
@@ -504,3 +505,55 @@ def test_a_raised_class_counts_only_when_honoured_and_lower_classes_keep_their_p
 
 def test_an_admission_book_starts_empty():
     assert AdmissionBook().records == [] and AdmissionBook().by_id() == {}
+
+
+def test_raised_jobs_pending_in_one_cycle_share_the_priority_budget_in_order():
+    """One node; a (nominal 6, no cohort, budget 4) runs three 2-GPU jobs at priority 0 (6 GPUs).
+    hi1, hi2, hi3 (2 GPUs each, priority 10) all exceed nominal and need one low job out each.
+    hi1 and hi2 fit the budget (2, then 2 + 2 = 4 ≤ 4) and keep priority 10; hi3 would reach 6 >
+    4 and is admitted as priority 0, so it preempts nothing: two notices, for hi1 and hi2."""
+    ten = budget_tenancy(4, nominal=6)
+    low = [on_node(job(f"low{i}").tenant("a").gpus(2).build(), 0, start=float(i)) for i in range(3)]
+    hi = [job(f"hi{i}").tenant("a").gpus(2).priority(10).at(i).build() for i in (1, 2, 3)]
+    r = run(ten, hi, low, flt=fleet().leaves(1, nodes=1).build())
+    assert sorted(p.for_job for p in r.preemptions) == ["hi1", "hi2"]
+
+
+def test_a_job_admitted_within_its_guarantee_but_blocked_by_borrowers_gets_a_reclaim():
+    """2 nodes, a and b nominal 8; b runs 16 (8 borrowed). a1 (8) is within a's guarantee and
+    admitted, but no node is free: one of b's jobs is reclaimed for it."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    busy = [on_node(job(f"b{i}").tenant("b").gpus(8).build(), i, start=float(i)) for i in range(2)]
+    r = run(ten, [job("a1").tenant("a").gpus(8).build()], busy, flt=fleet().leaves(1, nodes=2).build())
+    assert [p.for_job for p in r.preemptions] == ["a1"]
+
+
+def test_a_guaranteed_job_is_placed_before_a_borrower_fair_share_would_put_first():
+    """2 nodes; a nominal 16 runs a0 (8) on node 0; b nominal 0; c nominal 16, idle (pool 32).
+    a1 (8) is within a's guarantee (8 + 8 ≤ 16); b1 (8) borrows (pool 32 − 16 = 16 ≥ 8). Both are
+    admitted, one node is free. Fair share alone would favour b (0 GPUs held against a's 8);
+    guaranteed jobs go first: a1 starts, b1 waits."""
+    ten = tenancy(queue("a", (H, FlavorQuota(16))), queue("b", (H, FlavorQuota(0))),
+                  queue("c", (H, FlavorQuota(16))))
+    busy = [on_node(job("a0").tenant("a").gpus(8).build(), 0)]
+    r = run(ten, [job("b1").tenant("b").gpus(8).build(), job("a1").tenant("a").gpus(8).at(1).build()], busy,
+            flt=fleet().leaves(1, nodes=2).build())
+    assert r.started == ("a1",)
+
+
+def test_a_refused_job_seeks_its_own_victims_on_its_first_flavour():
+    """Node 0 A100, node 1 H100. a (H100: 8 then A100: 8, no cohort) runs a-h (8 H100 GPUs,
+    started 9,000 s ago) and a-a (8 A100 GPUs, started 100 s ago, cheaper to evict). a-hi (8, any
+    model, priority 10) exceeds both nominals; its victims are sought on H100, its first
+    flavour: a-h is evicted, not the cheaper a-a."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8)), (A, FlavorQuota(8)), cohort=None), cohorts=())
+    busy = [on_node(job("a-h").tenant("a").gpus(8).runs(90_000).build(), 1, H, start=1_000.0),
+            on_node(job("a-a").tenant("a").gpus(8).runs(90_000).build(), 0, A, start=9_900.0)]
+    table = NodeTable.from_fleet(two_models())
+    for rj in busy:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    hi = job("a-hi").tenant("a").gpus(8).priority(10).build()
+    r = run_cycle(CycleInput(10_000.0, table, [PendingJob(hi)], profile("tenancy"), running=busy,
+                             tenancy=ten))
+    assert [(p.job, p.for_job) for p in r.preemptions] == [("a-h", "a-hi")]
