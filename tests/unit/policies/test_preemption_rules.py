@@ -163,3 +163,34 @@ def test_a_job_refused_for_an_unknown_tenant_gets_no_victims():
     run = [running(f"b{i}", "b", 8, i, 100) for i in range(4)]
     r = cycle(run, [job("z1").tenant("z").gpus(8).build()], tenancy(a=16, b=16))
     assert r.preemptions == () and r.statuses["z1"].reasons[0] == "UnknownTenant"
+
+
+def test_a_job_waiting_on_two_notices_is_estimated_to_start_when_the_later_one_ends():
+    """Node 0 holds b-go1 (4 GPUs, evicted at 10,020) and b-go2 (4 GPUs, at 10,025); nodes 1-3
+    are busy. a1 (8 GPUs) needs both halves: estimated start max(10,020, 10,025) = 10,025."""
+    run = [running("b-go1", "b", 4, 0, 100, evict_at=NOW + 20),
+           running("b-go2", "b", 4, 0, 100, evict_at=NOW + 25)]
+    run += [running(f"b{i}", "b", 8, i, 100 * i) for i in (1, 2, 3)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(grace=30.0, a=16, b=16))
+    assert r.preemptions == ()
+    assert r.statuses["a1"].estimated_start == NOW + 25
+
+
+def test_among_equally_costly_victims_the_lower_priority_one_goes_first():
+    """b (nominal 0) borrows 2 nodes: b-hi (priority 5) and b-lo (priority 0), both 8 GPUs started
+    1,000 s ago, so both lose 8,000 GPU-s. a (nominal 8) asks 8: checkpoint-aware ties on work
+    lost and takes the lower priority, b-lo; the naive rule looks at priority first: b-lo too."""
+    run = [running("b-hi", "b", 8, 0, 1_000, priority=5), running("b-lo", "b", 8, 1, 1_000)]
+    two = fleet().leaves(1, nodes=2).build()
+    for policy in ("tenancy", "tenancy-naive-victims"):
+        r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0), flt=two, policy=policy)
+        assert victims(r) == [("b-lo", "a1")], policy
+
+
+def test_the_naive_rule_evicts_the_youngest_of_equal_priority_and_ties_go_by_id():
+    """b (nominal 0) borrows 3 nodes at priority 0: b-x started 500 s ago, b-z and b-y 100 s
+    ago. The naive rule takes the most recently started, then the smallest id: b-y."""
+    run = [running("b-x", "b", 8, 0, 500), running("b-z", "b", 8, 1, 100), running("b-y", "b", 8, 2, 100)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+              flt=fleet().leaves(1, nodes=3).build(), policy="tenancy-naive-victims")
+    assert victims(r) == [("b-y", "a1")]
