@@ -175,6 +175,7 @@ def test_the_flavour_a_job_is_pinned_to_is_read_from_its_gpu_pod_sets_only():
     one = job("j").gpus(1).models(A).build()
     assert job_flavor(one) == A
     assert job_flavor(with_launcher(one, (H,))) == A
+    assert job_flavor(with_launcher(one)) == A
     two_sets = replace(one, pod_sets=(*one.pod_sets, PodSet("w2", 1, PodRequest(2, gpu_models=(A,)))))
     assert job_flavor(two_sets) == A
     mixed = replace(one, pod_sets=(*one.pod_sets, PodSet("w2", 1, PodRequest(2, gpu_models=(H,)))))
