@@ -189,3 +189,32 @@ def test_backfill_searches_none_of_the_reserved_or_unresolvable_jobs_however_man
     r = cycle(pending, [running("r0", 0, 8, 100.0)])
     assert r.started == ("s",)
     assert r.stats.considered == 3
+
+
+def conservative_with_promise(promise: Reservation):
+    """r0 holds node 0 until 100 s, r1 node 1 until 300 s; ``a`` (8 GPUs, 500 s) is ahead of
+    ``b`` (8 GPUs, 50 s) in the queue; last cycle ``promise`` was made to b."""
+    return cycle([job("a").gpus(8).runs(500).build(), job("b").gpus(8).at(1).runs(50).build()],
+                 [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], profile("gang-conservative"),
+                 now=10.0, previous=(promise,))
+
+
+def test_conservative_backfill_plans_an_earlier_job_around_a_later_jobs_standing_promise():
+    """b was promised node 0 from 100 s (held 100-150). Fresh, a would take node 0 at 100 s for
+    500 s; planned against b's standing promise it cannot (100-600 overlaps 100-150). The plan
+    tries the times running jobs end: at 100 s node 1 is still busy, at 300 s both nodes are
+    free (b is gone by 150 s) and best fit takes node 0: a at 300 s, b keeps 100 s on node 0."""
+    promise = Reservation("b", 100.0, (0,), (PodBinding("b", "worker", 0, 0, PodRequest(8)),), protected=True)
+    got = {res.job: (res.start, res.nodes) for res in conservative_with_promise(promise).reservations}
+    assert got == {"a": (300.0, (0,)), "b": (100.0, (0,))}
+
+
+@pytest.mark.parametrize(("start", "protected"), [(100.0, False), (5.0, True)],
+                         ids=["an unprotected estimate", "a promise already past"])
+def test_only_protected_future_promises_stand_against_earlier_jobs(start, protected):
+    """The same, but b's old reservation was only an estimate, or lies before now (10 s): a is
+    planned first, at 100 s on node 0, and b after it, at 300 s on node 1."""
+    pods = (PodBinding("b", "worker", 0, 0, PodRequest(8)),)
+    promise = Reservation("b", start, (0,), pods, protected=protected)
+    got = {res.job: (res.start, res.nodes) for res in conservative_with_promise(promise).reservations}
+    assert got == {"a": (100.0, (0,)), "b": (300.0, (1,))}
