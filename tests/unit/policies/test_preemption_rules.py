@@ -10,12 +10,15 @@ from dataclasses import replace
 
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, PriorityClass, Tenancy, TenantQueue
-from gpufleet.policies.quota import with_flavor
+from gpufleet.policies.gang import GangBestFit
+from gpufleet.policies.preemption import TenancyPreemptor
+from gpufleet.policies.quota import QuotaAdmitter, with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
 
@@ -42,12 +45,14 @@ def running(name: str, tenant: str, gpus: int, node: int, age: float, flavor: st
                       evicting=evict_at is not None, evict_at=evict_at)
 
 
-def cycle(run: list[RunningJob], pending: list[Job], ten: Tenancy, flt=None, policy: str = "tenancy"):
+def cycle(run: list[RunningJob], pending: list[Job], ten: Tenancy, flt=None,
+          policy: str | Profile = "tenancy"):
     table = NodeTable.from_fleet(flt if flt is not None else fleet().leaves(1, nodes=4).build())
     for rj in run:
         for b in rj.bindings:
             table.take(b.node, b.request)
-    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], profile(policy),
+    prof = profile(policy) if isinstance(policy, str) else policy
+    return run_cycle(CycleInput(NOW, table, [PendingJob(j) for j in pending], prof,
                                 running=run, tenancy=ten))
 
 
@@ -194,3 +199,42 @@ def test_the_naive_rule_evicts_the_youngest_of_equal_priority_and_ties_go_by_id(
     r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
               flt=fleet().leaves(1, nodes=3).build(), policy="tenancy-naive-victims")
     assert victims(r) == [("b-y", "a1")]
+
+
+def test_work_lost_that_differs_only_by_float_noise_is_a_tie_decided_by_priority():
+    """b (nominal 0) borrows 2 nodes: b-hi (priority 5) started 1,000 s ago, b-lo (priority 0)
+    1,000.00000001 s ago. Work lost 8 × 1,000 = 8,000 and 8 × 1,000.00000001 = 8,000.00000008
+    GPU-s: equal to a millionth of a GPU-second, a tie, so the lower priority goes: b-lo."""
+    run = [running("b-hi", "b", 8, 0, 1_000, priority=5), running("b-lo", "b", 8, 1, 1_000.00000001)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+              flt=fleet().leaves(1, nodes=2).build())
+    assert victims(r) == [("b-lo", "a1")]
+
+
+def test_among_equal_losses_and_priorities_the_most_recently_started_goes_first():
+    """b (nominal 0) borrows 2 nodes with jobs checkpointing every 600 s: b-new started 1,000 s ago
+    (last checkpoint at 600: loses 8 × 400), b-old 1,600 s ago (checkpoint at 1,200: 8 × 400).
+    Equal work lost, equal priority: the most recently started, b-new, goes."""
+    ck = job("x").tenant("b").gpus(8).runs(90_000).checkpoints(600)
+    run = []
+    for name, node, age in (("b-old", 0, 1_600.0), ("b-new", 1, 1_000.0)):
+        j = with_flavor(replace(ck.build(), id=name), H)
+        run.append(RunningJob(j, NOW - age, (PodBinding(j.id, "worker", 0, node, j.pod_sets[0].request),)))
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+              flt=fleet().leaves(1, nodes=2).build())
+    assert victims(r) == [("b-new", "a1")]
+
+
+def test_the_preemptor_prices_victims_by_work_lost_unless_told_otherwise_and_signs_its_statuses():
+    """A TenancyPreemptor built without a rule uses checkpoint-aware victims; the statuses it
+    writes name it "preempt-checkpoint-aware" (and "preempt-naive" under the naive rule)."""
+    admitter = QuotaAdmitter()
+    assert TenancyPreemptor(admitter).rule == "checkpoint-aware"
+    prof = Profile("hand-built", placer=GangBestFit(), admitter=admitter,
+                   preemptor=TenancyPreemptor(admitter))
+    run = [running(f"b{i}", "b", 8, i, 400 - 100 * i) for i in range(4)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=16), policy=prof)
+    assert victims(r) == [("b3", "a1")] and r.statuses["a1"].policy == "preempt-checkpoint-aware"
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=16),
+              policy="tenancy-naive-victims")
+    assert r.statuses["a1"].policy == "preempt-naive"
