@@ -238,3 +238,73 @@ def test_the_preemptor_prices_victims_by_work_lost_unless_told_otherwise_and_sig
     r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=16),
               policy="tenancy-naive-victims")
     assert r.statuses["a1"].policy == "preempt-naive"
+
+
+def test_hopeless_beneficiaries_of_one_shape_do_not_stop_a_later_tenants_preemption():
+    """2 nodes; a (nominal 16) runs a-low (8 GPUs, 100 s old) and a-old (8 GPUs, 5,000 s), both
+    priority 0; c (nominal 0) shares the cohort. c1 and c2 (8 GPUs each) would borrow, but the
+    pool (a's 16) is in use; a-hi (8, priority 10) exceeds a's nominal. Fair share walks c (0
+    GPUs held, then 8) before a (16): c1 finds no victim (nothing of c's runs, a is within its
+    quota), c2 of the same shape is skipped, and a-hi behind them still evicts the cheaper of
+    its own, a-low."""
+    pending = [job(f"c{i}").tenant("c").gpus(8).build() for i in (1, 2)]
+    pending.append(job("a-hi").tenant("a").gpus(8).priority(10).at(5).build())
+    run = [running("a-low", "a", 8, 0, 100), running("a-old", "a", 8, 1, 5_000)]
+    r = cycle(run, pending, tenancy(a=16, c=0), flt=fleet().leaves(1, nodes=2).build())
+    assert victims(r) == [("a-low", "a-hi")]
+
+
+def test_a_beneficiary_that_fits_on_room_under_notice_does_not_stop_the_next_from_reclaiming():
+    """Node 0: b-go (8 GPUs) under notice; nodes 1-3: b's borrowed jobs (b at 24 + 8 under notice,
+    nominal 16). a1 (8) fits on b-go's room and waits for it; a2 (8, a at 16 ≤ 16) needs a
+    reclaim of its own: the cheapest of b's, b3."""
+    run = [running("b-go", "b", 8, 0, 50, evict_at=NOW + 20)]
+    run += [running(f"b{i}", "b", 8, i, 400 - 100 * i) for i in (1, 2, 3)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).at(1).build()],
+              tenancy(grace=20.0, a=16, b=16))
+    assert victims(r) == [("b3", "a2")]
+    assert r.statuses["a1"].reasons[-1] == "waiting for capacity already being evicted"
+
+
+def test_a_job_under_notice_no_longer_counts_as_its_tenants_borrowing():
+    """2 nodes; b (nominal 8) runs b-go (under notice) on node 0 and b1 on node 1; a (nominal 16)
+    asks a1 and a2 (8 each). a1 takes b-go's room. Without b-go, b holds 8 = its nominal: b1 is
+    not borrowing and is not reclaimed for a2."""
+    run = [running("b-go", "b", 8, 0, 50, evict_at=NOW + 20), running("b1", "b", 8, 1, 100)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).at(1).build()],
+              tenancy(grace=20.0, a=16, b=8), flt=fleet().leaves(1, nodes=2).build())
+    assert r.preemptions == ()
+
+
+def test_room_freed_by_two_notices_on_one_node_is_counted_whole():
+    """One node: b-go1 and b-go2 (2 GPUs each) under notice, b-stay holds the other 4. a1 asks
+    2 GPUs: none is free now; the 4 under notice are, soon: a1 is told it waits for them."""
+    run = [running("b-go1", "b", 2, 0, 50, evict_at=NOW + 20),
+           running("b-go2", "b", 2, 0, 50, evict_at=NOW + 20), running("b-stay", "b", 4, 0, 100)]
+    r = cycle(run, [job("a1").tenant("a").gpus(2).build()], tenancy(grace=20.0, a=8, b=0),
+              flt=fleet().leaves(1, nodes=1).build())
+    assert r.preemptions == ()
+    assert r.statuses["a1"].reasons[-1] == "waiting for capacity already being evicted"
+
+
+def test_each_reclaim_lowers_the_borrowers_usage_for_the_next_beneficiary():
+    """4 nodes; b (nominal 16) runs b0-b2 (24: 8 borrowed), cheap (100-300 s old); c (nominal 0)
+    runs c0 (8 borrowed, 9,000 s old). a1 and a2 (8 each, a nominal 16) are both within a's
+    guarantee. a1 reclaims b0 (b back to 16 = nominal); a2 must then reclaim from c: c0."""
+    run = [running(f"b{i}", "b", 8, i, 100 * (i + 1)) for i in range(3)]
+    run.append(running("c0", "c", 8, 3, 9_000))
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build(), job("a2").tenant("a").gpus(8).at(1).build()],
+              tenancy(a=16, b=16, c=0))
+    assert victims(r) == [("b0", "a1"), ("c0", "a2")]
+
+
+def test_a_beneficiary_with_two_victims_is_told_both():
+    """One node: a (nominal 2) runs a-low (1 GPU); b (nominal 6) runs seven 1-GPU jobs, b0 the
+    youngest. a-hi (2 GPUs, priority 10) needs a-low and one of b's (see the guarantee tests)."""
+    run = [running("a-low", "a", 1, 0, 100)]
+    run += [running(f"b{i}", "b", 1, 0, 1_000 * (i + 1)) for i in range(7)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(2).priority(10).build()], tenancy(a=2, b=6),
+              flt=fleet().leaves(1, nodes=1).build())
+    assert r.statuses["a-hi"].reasons[-1] == (
+        "preempting a-low, b0 (reclaim: a is within its nominal H100-80GB quota); "
+        "starts once they are evicted")
