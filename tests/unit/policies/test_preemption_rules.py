@@ -308,3 +308,26 @@ def test_a_beneficiary_with_two_victims_is_told_both():
     assert r.statuses["a-hi"].reasons[-1] == (
         "preempting a-low, b0 (reclaim: a is within its nominal H100-80GB quota); "
         "starts once they are evicted")
+
+
+def test_own_work_is_not_evicted_when_that_would_not_bring_the_job_within_its_quota():
+    """2 nodes; a (nominal 8, no one to borrow from) runs a-low (4 GPUs, priority 0) and a-eq
+    (4 GPUs, priority 10) on node 0; node 1 is free. a-hi (8, priority 10) exceeds the nominal:
+    8 + 8 > 8. Only a-low is lower than a-hi, and without it a would hold 4 + 8 = 12 > 8: still
+    refused, so a-low is not evicted for nothing (though a-hi would fit on node 1)."""
+    run = [running("a-low", "a", 4, 0, 100), running("a-eq", "a", 4, 0, 100, priority=10)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(8).priority(10).build()], tenancy(a=8),
+              flt=fleet().leaves(1, nodes=2).build())
+    assert r.preemptions == ()
+
+
+def test_an_admitted_borrower_evicts_only_the_own_work_it_needs_room_for():
+    """3 nodes, full; pool 8 + 16 + 16 = 40. a (nominal 8) runs a-new (100 s) and a-old (5,000 s),
+    8 GPUs each at priority 0; b runs b1 (8, within its 16); c (16) is idle. a-hi (8, priority
+    10) is admitted as a borrower (40 − 24 = 16 ≥ 8) but no node is free. Evicting a-new makes
+    room: a ends at 8 + 8 = 16, borrowing, which is allowed for an admitted job. One notice."""
+    run = [running("a-new", "a", 8, 0, 100), running("a-old", "a", 8, 1, 5_000),
+           running("b1", "b", 8, 2, 100)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(8).priority(10).build()], tenancy(a=8, b=16, c=16),
+              flt=fleet().leaves(1, nodes=3).build())
+    assert victims(r) == [("a-new", "a-hi")]
