@@ -331,3 +331,17 @@ def test_an_admitted_borrower_evicts_only_the_own_work_it_needs_room_for():
     r = cycle(run, [job("a-hi").tenant("a").gpus(8).priority(10).build()], tenancy(a=8, b=16, c=16),
               flt=fleet().leaves(1, nodes=3).build())
     assert victims(r) == [("a-new", "a-hi")]
+
+
+def test_the_own_work_a_job_needs_gone_is_summed_over_several_small_jobs_before_reclaiming():
+    """One node of 8. a (nominal 5) runs a-l1 and a-l2 (1 GPU each, priority 0) and a-eq (2 GPUs,
+    priority 10): 4 GPUs. b (nominal 3) runs b0-b3 (1 GPU each, b0 the youngest): 1 borrowed.
+    a-hi (3 GPUs, priority 10) would put a at 4 + 3 = 7 > 5: 7 − 5 = 2 GPUs of a's lower work
+    must go, a-l1 + a-l2 (1 + 1 = 2). They free 2 GPUs of the 3 it needs; the third is reclaimed
+    from b (4 > 3): a-l1, a-l2 and b0."""
+    run = [running("a-l1", "a", 1, 0, 100), running("a-l2", "a", 1, 0, 200),
+           running("a-eq", "a", 2, 0, 300, priority=10)]
+    run += [running(f"b{i}", "b", 1, 0, 1_000 * (i + 1)) for i in range(4)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(3).priority(10).build()], tenancy(a=5, b=3),
+              flt=fleet().leaves(1, nodes=1).build())
+    assert sorted(p.job for p in r.preemptions) == ["a-l1", "a-l2", "b0"]
