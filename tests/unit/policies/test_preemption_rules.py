@@ -345,3 +345,16 @@ def test_the_own_work_a_job_needs_gone_is_summed_over_several_small_jobs_before_
     r = cycle(run, [job("a-hi").tenant("a").gpus(3).priority(10).build()], tenancy(a=5, b=3),
               flt=fleet().leaves(1, nodes=1).build())
     assert sorted(p.job for p in r.preemptions) == ["a-l1", "a-l2", "b0"]
+
+
+def test_victims_that_free_room_on_the_wrong_nodes_are_not_the_end_of_the_search_and_are_reprieved():
+    """2 nodes, full; a (nominal 8) asks 8 GPUs on one node. b (nominal 0) borrows three 4-GPU
+    jobs: v1 (100 s old) and v3 (900 s) on node 0, v2 (500 s) on node 1 beside c's c1 (4 GPUs,
+    within c's 4). Cheapest first: v1 (4 free < 8), v1 + v2 (8 free, but 4 on each node: no
+    fit), v1 + v2 + v3 (node 0 whole: fits). Reprieve, most expensive first: without v3 no fit;
+    without v2 it still fits on node 0, so v2 stays running; v1 is needed. Notices: v1 and v3."""
+    run = [running("v1", "b", 4, 0, 100), running("v3", "b", 4, 0, 900), running("v2", "b", 4, 1, 500),
+           running("c1", "c", 4, 1, 50)]
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0, c=4),
+              flt=fleet().leaves(1, nodes=2).build())
+    assert sorted(p.job for p in r.preemptions) == ["v1", "v3"]
