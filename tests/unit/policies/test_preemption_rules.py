@@ -358,3 +358,44 @@ def test_victims_that_free_room_on_the_wrong_nodes_are_not_the_end_of_the_search
     r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0, c=4),
               flt=fleet().leaves(1, nodes=2).build())
     assert sorted(p.job for p in r.preemptions) == ["v1", "v3"]
+
+
+def easy_cycle_with_notice(notice_gpus: int, held: list[Job]):
+    """tenancy-easy, 2 nodes: a (nominal 32) runs a-run on node 0 until 10,500; on node 1 b-go
+    (``notice_gpus`` GPUs) is under notice until 10,020 and the rest of node 1 is free. a-big
+    (2 × 8, 3,000 s) is reserved for 10,500; the ``held`` jobs run 5,000 s, past 10,500, so
+    backfill does not start them whatever fits now."""
+    run = [running("a-run", "a", 8, 0, 500), running("b-go", "b", notice_gpus, 1, 100, evict_at=NOW + 20)]
+    run[0] = replace(run[0], job=replace(run[0].job, run_time=1_000.0))
+    big = job("a-big").tenant("a").gpus(8).gang(2).runs(3_000).build()
+    return cycle(run, [big, *held], tenancy(grace=20.0, a=32, b=0), flt=fleet().leaves(1, nodes=2).build(),
+                 policy="tenancy-easy")
+
+
+def evicted_label(r, job_id: str) -> bool:
+    return "waiting for capacity already being evicted" in r.statuses[job_id].reasons
+
+
+def test_a_held_job_that_fits_the_free_part_of_a_node_is_not_said_to_wait_for_evictions():
+    """Node 1: b-go holds 4 GPUs under notice, 4 are free. a-small (4 GPUs) fits the 4 free ones
+    (8 free after the notice − 4 under notice = 4 ≥ 4): it claims nothing under notice."""
+    r = easy_cycle_with_notice(4, [job("a-small").tenant("a").gpus(4).runs(5_000).at(1).build()])
+    assert r.preemptions == () and not evicted_label(r, "a-small")
+
+
+def test_a_job_that_needs_a_single_gpu_under_notice_waits_for_it():
+    """One node: b-go (1 GPU) under notice, b-stay 7 GPUs. a1 (1 GPU) can only have b-go's GPU."""
+    run = [running("b-go", "b", 1, 0, 50, evict_at=NOW + 20), running("b-stay", "b", 7, 0, 100)]
+    r = cycle(run, [job("a1").tenant("a").gpus(1).build()], tenancy(grace=20.0, a=8, b=8),
+              flt=fleet().leaves(1, nodes=1).build())
+    assert r.preemptions == () and evicted_label(r, "a1")
+
+
+def test_gpus_under_notice_claimed_by_one_job_leave_only_the_rest_to_the_next():
+    """Node 1: b-go holds 6 GPUs under notice, 2 are free. h1 (4 GPUs) takes the 2 free and 2 of
+    b-go's: 6 − 2 = 4 under notice are left, and those are all that is free (8 − 4 = 4). h2 (2
+    GPUs) can only have GPUs under notice: both are told they wait for the eviction."""
+    held = [job("h1").tenant("a").gpus(4).runs(5_000).at(1).build(),
+            job("h2").tenant("a").gpus(2).runs(5_000).at(2).build()]
+    r = easy_cycle_with_notice(6, held)
+    assert evicted_label(r, "h1") and evicted_label(r, "h2")
