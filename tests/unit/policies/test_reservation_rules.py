@@ -218,3 +218,60 @@ def test_only_protected_future_promises_stand_against_earlier_jobs(start, protec
     promise = Reservation("b", start, (0,), pods, protected=protected)
     got = {res.job: (res.start, res.nodes) for res in conservative_with_promise(promise).reservations}
     assert got == {"a": (100.0, (0,)), "b": (300.0, (1,))}
+
+
+def with_reserver(reserver: ShadowReserver) -> Profile:
+    return Profile("hand-built", placer=GangBestFit(stop_at_first_blocked=True), reserver=reserver,
+                   backfiller=ReservationBackfill())
+
+
+def test_a_default_reserver_plans_eight_jobs_and_protects_the_first():
+    """r0 holds node 0 until 100 s, r1 node 1 until 300 s; nine 2 × 8 jobs of 50 s queue up. The
+    fleet is whole at 300 s, then every 50 s: 300, 350, …, 650 for the first eight; the ninth is
+    beyond the default depth of 8. Only the first is protected (EASY)."""
+    jobs = [job(f"j{i}").gpus(8).gang(2).runs(50).at(i).build() for i in range(9)]
+    r = cycle(jobs, [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], with_reserver(ShadowReserver()))
+    assert [(res.job, res.start, res.protected) for res in r.reservations] == \
+        [("j0", 300.0, True)] + [(f"j{i}", 300.0 + 50 * i, False) for i in range(1, 8)]
+
+
+def test_a_default_reserver_plans_the_queue_in_order_and_lets_no_old_promise_stand_in_the_way():
+    """r0 holds node 0 until 100 s, r1 node 1 until 300 s; ``a`` (8 GPUs, 500 s) is ahead of
+    ``b`` (8 GPUs, 50 s), and last cycle b was promised node 0 at 100 s. Without compression the
+    queue is planned in order: a gets node 0 at 100 s; b's old promise collides with it and b is
+    planned anew at 300 s on node 1."""
+    promise = Reservation("b", 100.0, (0,), (PodBinding("b", "worker", 0, 0, PodRequest(8)),), protected=True)
+    r = cycle([job("a").gpus(8).runs(500).build(), job("b").gpus(8).at(1).runs(50).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], with_reserver(ShadowReserver()),
+              now=10.0, previous=(promise,))
+    got = {res.job: (res.start, res.nodes) for res in r.reservations}
+    assert got == {"a": (100.0, (0,)), "b": (300.0, (1,))}
+
+
+@pytest.mark.parametrize(("resolution", "second"), [(None, 150.5), (1.0, 150.0)],
+                         ids=["exact by default", "on a 1-second grid"])
+def test_a_one_second_resolution_rounds_the_holds_down_to_the_whole_second(resolution, second):
+    """r0 and r1 hold both nodes until 100.5 s. ``big`` (2 × 8, 50 s) is reserved at 100.5 s and
+    holds the fleet until 150.5 s, exactly; on a 1-s grid its hold is [⌊100.5⌋, ⌊150.5⌋) =
+    [100, 150). ``next`` (2 × 8) is planned when that hold ends: 150.5 s, or 150 s on the grid."""
+    run = [running("r0", 0, 8, 100.5), running("r1", 1, 8, 100.5)]
+    reserver = ShadowReserver() if resolution is None else ShadowReserver(resolution_s=resolution)
+    r = cycle([BIG.build(), job("next").gpus(8).gang(2).runs(50).at(1).build()], run, with_reserver(reserver))
+    assert starts(r) == {"big": (100.5, True), "next": (second, False)}
+
+
+def test_the_resolution_grid_starts_at_epoch_zero_unless_told_otherwise():
+    """bf_resolution 60 s from epoch 0: ``big`` (2 × 8, 50 s), reserved at 90 s, holds the fleet
+    over [⌊90 / 60⌋ × 60, ⌊140 / 60⌋ × 60) = [60, 120): ``next`` is planned at 120 s."""
+    run = [running("r0", 0, 8, 90.0), running("r1", 1, 8, 90.0)]
+    r = cycle([BIG.build(), job("next").gpus(8).gang(2).runs(50).at(1).build()], run,
+              with_reserver(ShadowReserver(resolution_s=60.0)))
+    assert starts(r) == {"big": (90.0, True), "next": (120.0, False)}
+
+
+def test_a_topology_aware_reservation_asks_the_placers_own_fit():
+    """topology-easy's placer has no cheap feasibility test: the reservation search asks its
+    ``fit``. r0 holds node 0 until 100 s, r1 node 1 until 300 s: ``big`` (2 × 8) at 300 s."""
+    r = cycle([BIG.build()], [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)],
+              profile("topology-easy"))
+    assert starts(r) == {"big": (300.0, True)}
