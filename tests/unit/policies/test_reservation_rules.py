@@ -76,13 +76,23 @@ def test_no_job_is_planned_beyond_the_window(window, reserved):
     assert ("big" in starts(r)) is reserved
 
 
+def test_a_job_beyond_the_window_does_not_stop_the_planning_of_the_next():
+    """Window 200 s. ``big`` (2 × 8) could start only at 300 s: not planned. ``one`` (8 GPUs, 50 s)
+    behind it can have node 0 at 100 s: planned, and as the first reservation, protected."""
+    r = cycle([BIG.build(), job("one").gpus(8).at(1).runs(50).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)], easy(window_s=200.0))
+    assert starts(r) == {"one": (100.0, True)}
+
+
 def test_a_job_behind_the_head_that_fits_now_is_backfilled_not_reserved():
     """r0 holds node 0 until 100 s, r1 4 GPUs of node 1 until 300 s. ``big`` (2 × 8) is reserved
     at 300 s. ``small`` (4 GPUs, 100 s) is blocked only because the placer stops at the head: it
-    fits now and ends at 100 ≤ 300, so it gets no reservation of its own and backfill starts it."""
-    r = cycle([BIG.build(), job("small").gpus(4).at(1).runs(100).build()],
+    fits now and ends at 100 ≤ 300, so it gets no reservation of its own and backfill starts it.
+    ``next`` (2 × 8, 50 s) behind it is still planned, after ``big``: 300 + 50 = 350 s."""
+    r = cycle([BIG.build(), job("small").gpus(4).at(1).runs(100).build(),
+               job("next").gpus(8).gang(2).at(2).runs(50).build()],
               [running("r0", 0, 8, 100.0), running("r1", 1, 4, 300.0)], easy(protect=2))
-    assert starts(r) == {"big": (300.0, True)}
+    assert starts(r) == {"big": (300.0, True), "next": (350.0, True)}
     assert r.started == ("small",)
 
 
@@ -93,7 +103,9 @@ def test_a_standing_promise_keeps_its_time_and_nodes_while_its_pods_still_fit():
     run = [running("r0", 0, 8, 100.0), running("r1", 1, 8, 200.0)]
     pods = tuple(PodBinding("big", "worker", i, i, PodRequest(8)) for i in range(2))
     promise = Reservation("big", 300.0, (0, 1), pods, protected=True)
-    assert starts(cycle([BIG.build()], run, now=60.0, previous=(promise,))) == {"big": (300.0, True)}
+    kept = cycle([BIG.build()], run, now=60.0, previous=(promise,))
+    assert starts(kept) == {"big": (300.0, True)}
+    assert "reserved to start at t=300s (in 240s)" in kept.statuses["big"].reasons
     stale = Reservation("big", 50.0, (0, 1), pods, protected=True)
     assert starts(cycle([BIG.build()], run, now=60.0, previous=(stale,))) == {"big": (200.0, True)}
     assert starts(cycle([BIG.build()], run, easy(keep_promises=False), now=60.0,
