@@ -287,3 +287,12 @@ def test_a_topology_aware_reservation_asks_the_placers_own_fit():
     r = cycle([BIG.build()], [running("r0", 0, 8, 100.0), running("r1", 1, 8, 300.0)],
               profile("topology-easy"))
     assert starts(r) == {"big": (300.0, True)}
+
+
+def test_conservative_backfill_starts_a_job_that_fits_now_instead_of_planning_it():
+    """gang-conservative defers every job to the plan. r0 holds node 0 until 100 s; node 1 is
+    free: ``one`` (8 GPUs, 50 s) fits now without touching any promise, so it starts now and gets
+    no reservation."""
+    r = cycle([job("one").gpus(8).runs(50).build()], [running("r0", 0, 8, 100.0)],
+              profile("gang-conservative"))
+    assert r.started == ("one",) and r.reservations == ()
