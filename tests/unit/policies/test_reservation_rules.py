@@ -296,3 +296,12 @@ def test_conservative_backfill_starts_a_job_that_fits_now_instead_of_planning_it
     r = cycle([job("one").gpus(8).runs(50).build()], [running("r0", 0, 8, 100.0)],
               profile("gang-conservative"))
     assert r.started == ("one",) and r.reservations == ()
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 4, 5, 6])
+def test_the_earliest_start_is_the_end_that_frees_the_gangs_last_node(width):
+    """Six nodes, node i busy until 100 × (i + 1) s. A gang of ``width`` whole nodes can start
+    when the ``width``-th node frees: 100 × width s (the search over running-job ends)."""
+    run = [running(f"r{i}", i, 8, 100.0 * (i + 1)) for i in range(6)]
+    r = cycle([job("g").gpus(8).gang(width).runs(50).build()], run, nodes=6)
+    assert starts(r) == {"g": (100.0 * width, True)}
