@@ -305,3 +305,17 @@ def test_the_earliest_start_is_the_end_that_frees_the_gangs_last_node(width):
     run = [running(f"r{i}", i, 8, 100.0 * (i + 1)) for i in range(6)]
     r = cycle([job("g").gpus(8).gang(width).runs(50).build()], run, nodes=6)
     assert starts(r) == {"g": (100.0 * width, True)}
+
+
+@pytest.mark.parametrize("planned", [3, 18])
+def test_backfill_searches_none_of_the_protected_jobs_however_many(planned):
+    """r0 holds node 0 until 100 s. ``planned`` gangs of 2 × 8 (50 s) queue up, every one planned
+    and protected (protect = depth = 20): 100, 150, 200 s, … Behind them ``s`` (2 GPUs, 50 s)
+    fits node 1 now and ends by 100 s. Backfill skips the protected jobs, found one by one when
+    few or in one walk when more than 16, and searches ``s`` alone: the place phase searched
+    the first gang (its class settles the rest), so 1 + 1 = 2 searches."""
+    prof = with_reserver(ShadowReserver(protect=20, depth=20))
+    pending = [job(f"g{i:02d}").gpus(8).gang(2).runs(50).at(i).build() for i in range(planned)]
+    r = cycle([*pending, job("s").gpus(2).at(100).runs(50).build()], [running("r0", 0, 8, 100.0)], prof)
+    assert len(r.reservations) == planned and all(res.protected for res in r.reservations)
+    assert r.started == ("s",) and r.stats.considered == 2
