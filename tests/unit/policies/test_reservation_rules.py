@@ -319,3 +319,17 @@ def test_backfill_searches_none_of_the_protected_jobs_however_many(planned):
     r = cycle([*pending, job("s").gpus(2).at(100).runs(50).build()], [running("r0", 0, 8, 100.0)], prof)
     assert len(r.reservations) == planned and all(res.protected for res in r.reservations)
     assert r.started == ("s",) and r.stats.considered == 2
+
+
+def test_a_job_backfill_had_no_time_for_is_told_so_by_backfill():
+    """max_tests = 1: r0 holds node 0 until 100 s, ``big`` (2 × 8) is reserved at 100 s; ``s0``
+    and ``s1`` (1 GPU, 50 s, distinct CPU asks) both fit node 1, but only s0 is searched."""
+    prof = Profile("easy-1", placer=GangBestFit(stop_at_first_blocked=True),
+                   reserver=ShadowReserver(protect=1), backfiller=ReservationBackfill(max_tests=1))
+    smalls = [job(f"s{i}").gpus(1).cpus(i + 1).at(1 + i).runs(50).build() for i in range(2)]
+    r = cycle([BIG.build(), *smalls], [running("r0", 0, 8, 100.0)], prof)
+    assert r.started == ("s0",)
+    st = r.statuses["s1"]
+    assert (st.code, st.reasons[-1], st.policy) == (
+        StatusCode.WAIT,
+        "not examined this cycle: the backfill scan limit was reached before this job's turn", "backfill")
