@@ -201,6 +201,7 @@ def test_backfill_searches_none_of_the_reserved_or_unresolvable_jobs_however_man
     r = cycle(pending, [running("r0", 0, 8, 100.0)])
     assert r.started == ("s",)
     assert r.stats.considered == 3
+    assert r.stats.skipped_by_class == hopeless - 1  # settled by the first hopeless job's class
 
 
 def conservative_with_promise(promise: Reservation):
@@ -333,3 +334,13 @@ def test_a_job_backfill_had_no_time_for_is_told_so_by_backfill():
     assert (st.code, st.reasons[-1], st.policy) == (
         StatusCode.WAIT,
         "not examined this cycle: the backfill scan limit was reached before this job's turn", "backfill")
+
+
+def test_a_backfilled_job_takes_exactly_its_own_gpus_from_the_room_left_at_the_reservation():
+    """r0 holds node 0 until 100 s; ``big`` = 2 × 5 GPUs at 100 s leaves node 1 8 − 5 = 3 GPUs.
+    l1 (1 GPU, 400 s) leaves 3 − 1 = 2; l2 (2 GPUs) leaves 0; l3 (1 GPU) finds none and waits."""
+    r = cycle([job("big").gpus(5).gang(2).runs(50).build(), job("l1").gpus(1).at(1).runs(400).build(),
+               job("l2").gpus(2).at(2).runs(400).build(), job("l3").gpus(1).cpus(1).at(3).runs(400).build()],
+              [running("r0", 0, 8, 100.0)])
+    assert r.started == ("l1", "l2")
+    assert "delay the reservation for big at t=100s" in r.statuses["l3"].reasons[-1]
