@@ -282,6 +282,18 @@ def test_the_resolution_grid_starts_at_epoch_zero_unless_told_otherwise():
     assert starts(r) == {"big": (90.0, True), "next": (120.0, False)}
 
 
+def test_a_job_held_back_is_told_the_reservations_reported_start_not_its_rounded_hold():
+    """bf_resolution 60 s: r0 holds node 0 until 90 s; ``big`` (2 × 8) is reserved at 90 s (its
+    hold starts at 60 s). ``long`` (1 GPU, 400 s, so until 0 + 400 s) fits node 1 now but would
+    delay big: its reason names t=90s, the start big was given, and the backfill policy, ``easy``."""
+    r = cycle([BIG.build(), job("long").gpus(1).runs(400).at(1).build()], [running("r0", 0, 8, 90.0)],
+              with_reserver(ShadowReserver(resolution_s=60.0)))
+    st = r.statuses["long"]
+    assert st.reasons[-1] == ("fits now, but running until ~t=400s it would delay the reservation for big "
+                              "at t=90s")
+    assert st.policy == "easy"
+
+
 def test_a_topology_aware_reservation_asks_the_placers_own_fit():
     """topology-easy's placer has no cheap feasibility test: the reservation search asks its
     ``fit``. r0 holds node 0 until 100 s, r1 node 1 until 300 s: ``big`` (2 × 8) at 300 s."""
