@@ -356,3 +356,11 @@ def test_a_backfilled_job_takes_exactly_its_own_gpus_from_the_room_left_at_the_r
               [running("r0", 0, 8, 100.0)])
     assert r.started == ("l1", "l2")
     assert "delay the reservation for big at t=100s" in r.statuses["l3"].reasons[-1]
+
+
+def test_backfill_without_a_reservation_plan_starts_whatever_fits():
+    """No reserver: nothing is promised, so backfill fills node 1 behind the blocked ``big``."""
+    prof = Profile("no-plan", placer=GangBestFit(stop_at_first_blocked=True),
+                   backfiller=ReservationBackfill())
+    r = cycle([BIG.build(), job("small").gpus(4).at(1).runs(500).build()], [running("r0", 0, 8, 100.0)], prof)
+    assert r.started == ("small",) and r.reservations == ()
