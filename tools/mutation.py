@@ -71,7 +71,10 @@ def runner_for(module: str, config: dict) -> str:
     tests = [t for t in config["modules"][module]["tests"] if (ROOT / t).exists()]
     if not tests:
         raise SystemExit(f"tools/mutation.toml: modules.\"{module}\".tests: no listed test file exists")
-    return (f"{sys.executable} -m pytest -x -q -p no:cacheprovider --import-mode=importlib "
+    # Loading hypothesis's pytest plugin costs seconds per mutant on a loaded machine: skip it when
+    # no listed test file uses hypothesis.
+    plugins = "" if any("hypothesis" in (ROOT / t).read_text() for t in tests) else "-p no:hypothesispytest "
+    return (f"{sys.executable} -m pytest -x -q -p no:cacheprovider {plugins}--import-mode=importlib "
             f"-m 'not slow and not slurm' {' '.join(tests)}")
 
 
@@ -108,18 +111,22 @@ def run_module(module: str, config: dict, timeout_s: float) -> None:
         (ROOT / f"{path}.bak").unlink(missing_ok=True)  # mutmut's own copy, left behind when stopped
 
 
-def equivalents(config: dict, module: str) -> dict[tuple[str, str], str]:
-    return {(e["original"].strip(), e["mutant"].strip()): e["reason"]
+def equivalents(config: dict, module: str) -> dict[tuple[str, str, str], str]:
+    """Listed equivalents by (original, mutant, after); ``after`` (optional: the unchanged line
+    just above, stripped) tells apart mutants whose own lines are common, such as `break`."""
+    return {(e["original"].strip(), e["mutant"].strip(), e.get("after", "").strip()): e["reason"]
             for e in config.get("equivalent", []) if e["module"] == module}
 
 
-def diff_of(mutant_id: int) -> tuple[str, str]:
-    """(original line, mutated line), stripped, from `mutmut show`."""
+def diff_of(mutant_id: int) -> tuple[str, str, str]:
+    """(original line, mutated line, the unchanged line above them), stripped, from `mutmut show`."""
     out = subprocess.run([bin_path("mutmut"), "show", str(mutant_id)], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.splitlines()
     minus = [x[1:].strip() for x in out if x.startswith("-") and not x.startswith("---")]
     plus = [x[1:].strip() for x in out if x.startswith("+") and not x.startswith("+++")]
-    return " / ".join(minus), " / ".join(plus)
+    first = next((i for i, x in enumerate(out) if x.startswith("-") and not x.startswith("---")), 0)
+    above = out[first - 1][1:].strip() if first > 0 and out[first - 1].startswith(" ") else ""
+    return " / ".join(minus), " / ".join(plus), above
 
 
 def score_module(module: str, config: dict) -> Score:
@@ -133,20 +140,23 @@ def score_module(module: str, config: dict) -> Score:
             "JOIN SourceFile s ON l.sourcefile = s.id WHERE s.filename = ? ORDER BY m.id", (path,),
         ).fetchall()
     listed = equivalents(config, module)
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for mutant_id, status in rows:
         if status in KILLED:
             result.killed += 1
         elif status in ("untested", "skipped"):
             result.untested += 1
         else:
-            original, mutated = diff_of(mutant_id)
-            if (original, mutated) in listed:
+            original, mutated, above = diff_of(mutant_id)
+            keys = ((original, mutated, above), (original, mutated, ""))
+            key = next((k for k in keys if k in listed), None)
+            if key is not None:
                 result.equivalent += 1
-                seen.add((original, mutated))
+                seen.add(key)
             else:
                 result.survived.append((mutant_id, original, mutated))
-    result.stale = [f"{o}  ->  {m}" for (o, m) in listed if (o, m) not in seen]
+    result.stale = [f"{o}  ->  {m}" + (f"  (after {a})" if a else "")
+                    for (o, m, a) in listed if (o, m, a) not in seen]
     return result
 
 
