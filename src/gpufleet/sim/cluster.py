@@ -35,6 +35,13 @@ class SimulatedCluster:
         self.pending[job.id] = job
         self._views.add(PendingJob(job))
 
+    def withdraw(self, jid: JobId) -> Job | None:
+        """Take a pending job out of the queue without starting it (its partial pods, if any, stay
+        in ``partial`` for the caller to give back); the job, or None when it was not pending."""
+        self._views.discard(jid)
+        self._stale.discard(jid)
+        return self.pending.pop(jid, None)
+
     def pending_view(self) -> PendingQueue:
         """The pending jobs in the order they were queued (the engine reads, never changes it)."""
         for jid in self._stale:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from gpufleet.engine.types import PendingJob, RunningJob
+from gpufleet.engine.types import RunningJob
 from gpufleet.model.health import HealthState
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
@@ -159,8 +159,8 @@ def _full_stop(st, ev: Event, er: ElasticRun) -> Outcome:  # noqa: ANN001
     out = on_stop(st, ev)
     cl = st.cluster
     cl.progress[jid] = cl.progress.get(jid, 0.0) * k / er.max
-    cl.pending[jid] = er.job
-    cl._views[jid] = PendingJob(er.job)
+    cl.withdraw(jid)
+    cl.submit(er.job)
     withdraw(st, er)
     return out
 
@@ -190,9 +190,7 @@ def withdraw(st, er: ElasticRun) -> None:  # noqa: ANN001
     fs: FailureState = st.fail
     cl = st.cluster
     for did in sorted(er.deltas):
-        cl.pending.pop(did, None)
-        cl._views.pop(did, None)
-        cl._stale.discard(did)
+        cl.withdraw(did)
         for b in cl.partial.pop(did, []):
             cl.table.give(b.node, b.request, slot=b.slot)
         fs.deltas.pop(did, None)
@@ -217,9 +215,7 @@ def grow(st, dids: list[str]) -> None:  # noqa: ANN001
         er = fs.elastic[jid]
         added = []
         for did in mine:
-            cl.pending.pop(did)
-            cl._views.pop(did, None)
-            cl._stale.discard(did)
+            cl.withdraw(did)
             added.extend(cl.partial.pop(did, []))
             er.deltas.discard(did)
             fs.deltas.pop(did)
