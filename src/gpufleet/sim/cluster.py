@@ -10,6 +10,7 @@ from gpufleet.engine.types import PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.sim.shape_queues import ShapeQueues
 
 
 @dataclass
@@ -25,6 +26,8 @@ class SimulatedCluster:
     #: rebuilt every cycle); jobs whose pods were bound since are refreshed on demand.
     _views: dict[JobId, PendingJob] = field(default_factory=dict, repr=False)
     _stale: set[JobId] = field(default_factory=set, repr=False)
+    #: The same pending jobs by shape class, in order (sim/shape_queues.py).
+    shapes: ShapeQueues = field(default_factory=ShapeQueues, repr=False)
 
     def __post_init__(self) -> None:
         self.table = NodeTable.from_fleet(self.fleet)
@@ -32,6 +35,7 @@ class SimulatedCluster:
     def submit(self, job: Job) -> None:
         self.pending[job.id] = job
         self._views[job.id] = PendingJob(job)
+        self.shapes.add(job)
 
     def pending_view(self) -> list[PendingJob]:
         for jid in self._stale:
@@ -39,6 +43,13 @@ class SimulatedCluster:
                 self._views[jid] = PendingJob(self.pending[jid], tuple(self.partial.get(jid, ())))
         self._stale.clear()
         return list(self._views.values())
+
+    def view(self, jid: JobId) -> PendingJob:
+        """The engine's view of one pending job (refreshed if its pods were bound since)."""
+        if jid in self._stale:
+            self._stale.discard(jid)
+            self._views[jid] = PendingJob(self.pending[jid], tuple(self.partial.get(jid, ())))
+        return self._views[jid]
 
     def running_view(self) -> list[RunningJob]:
         return list(self.running.values())
@@ -50,6 +61,7 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
+        self.shapes.remove(job)
         self._views.pop(jid, None)
         self._stale.discard(jid)
         rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
@@ -76,6 +88,7 @@ class SimulatedCluster:
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
         self._views[jid] = PendingJob(rj.job)
+        self.shapes.add(rj.job)
         return rj
 
     def unbind_on(self, node: int) -> list[JobId]:

@@ -45,6 +45,8 @@ class SimConfig:
     runtime_model: RuntimeModel | None = None
     #: Whether the profile allows skipping provably idle cycles (computed once, sim/step.py).
     skip_safe: bool | None = None
+    #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
+    cut_mode: str | None = None
 
 
 @dataclass
@@ -83,6 +85,8 @@ class SimState:
     #: not shift the randomness of the cycles after it.
     cycle_seq: int = 0
     skipped_cycles: int = 0
+    #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
+    class_gpus: dict[tuple, int] = field(default_factory=dict)
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
     #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.
