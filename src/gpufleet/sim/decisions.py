@@ -65,14 +65,18 @@ class DecisionLog:
         self._reservations(rec, t, result.reservations, names)
         self._backfills(rec, t, result, submit_times)
         for jid, status in result.statuses.items():
-            raw = (status.code, status.reasons, status.policy)
-            if self._raw.get(jid) == raw:
-                continue
-            self._raw[jid] = raw
-            shape = _shape(status)
-            if self._logged.get(jid) != shape:
-                self._logged[jid] = shape
-                rec.event(t, "wait", jid, wait_detail(status))
+            self.one(rec, t, jid, status)
+
+    def one(self, rec: Recorder, t: float, jid: str, status: Status) -> None:
+        """One waiting job's status: a line when its shape changed."""
+        raw = (status.code, status.reasons, status.policy)
+        if self._raw.get(jid) == raw:
+            return
+        self._raw[jid] = raw
+        shape = _shape(status)
+        if self._logged.get(jid) != shape:
+            self._logged[jid] = shape
+            rec.event(t, "wait", jid, wait_detail(status))
 
     def record_cut(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
                    submit_times: dict[str, float], cut: Cut, shapes: ShapeQueues,

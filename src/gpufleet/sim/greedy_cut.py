@@ -31,6 +31,11 @@ gives jobs past its stop ("not examined this cycle"), taken from an included job
 the pass did not stop inside the included jobs (unresolvable jobs do not stop it), the cycle is
 rerun uncut.
 
+A strict-FIFO cycle whose only news is arrivals queued behind the job the last cycle stopped at
+is skipped (``fifo_idle``): nothing freed capacity, so the pass would try the same jobs on the same
+table, stop at the same job with the same status, and give every job behind it - the new ones
+included - the status past the stop; the skip logs exactly that status for the new jobs.
+
 Jobs with no whole GPUs (fractional, CPU-only) are never cut (every job of such a class is
 included). A cycle with partially placed gangs is not cut. If a cut cycle ever came back with a
 class whose included jobs all started (which 1. rules out), it is rerun uncut.
@@ -55,7 +60,8 @@ from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
 from gpufleet.model.ids import JobId
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.shape_queues import OrderKey
+from gpufleet.sim.shape_queues import OrderKey, order_key
+from gpufleet.sim.state import SimState
 
 #: Cut modes: per shape class (greedy), along the queue (strict FIFO).
 GREEDY, FIFO = "greedy", "fifo"
@@ -166,3 +172,32 @@ def run_cut_cycle(make: Callable[[list[PendingJob]], CycleInput], cluster: Simul
     if not verdicts(cut, result):
         return run_cycle(make(cluster.pending_view())), None
     return result, cut
+
+
+def remember_stop(st: SimState, result: CycleResult) -> None:
+    """After a strict-FIFO cycle: the job its pass stopped at (its order key), and the status it
+    gave the jobs past the stop (for ``fifo_idle``)."""
+    st.fifo_stop = None
+    for jid, status in result.statuses.items():
+        if status.code is StatusCode.UNSCHEDULABLE:
+            st.fifo_stop = order_key(st.cluster.pending[jid])
+        elif status.code is StatusCode.WAIT:
+            st.fifo_past = status
+
+
+def fifo_idle(st: SimState) -> bool:
+    """Only arrivals since the last strict-FIFO cycle, each queued behind the job it stopped at."""
+    stop = st.fifo_stop
+    if (st.cfg.cut_mode != FIFO or stop is None or st.fifo_past is None or st.cluster.partial
+            or not st.arrived_now or stop[2] not in st.cluster.pending):
+        return False
+    return all(order_key(job) > stop for job in st.arrived_now)
+
+
+def skip_fifo_cycle(st: SimState) -> None:
+    """The cycle would stop where the last one did: log the new jobs' status past the stop."""
+    st.cycle_seq += 1
+    st.skipped_cycles += 1
+    if st.decisions is not None and st.fifo_past is not None:
+        for job in sorted(st.arrived_now, key=lambda j: st.cluster.shapes.seq[j.id]):
+            st.decisions.one(st.rec, st.t, job.id, st.fifo_past)

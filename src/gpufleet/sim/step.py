@@ -27,7 +27,7 @@ from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.failures import restarted, run_wall_s
-from gpufleet.sim.greedy_cut import cut_mode, run_cut_cycle
+from gpufleet.sim.greedy_cut import FIFO, cut_mode, fifo_idle, remember_stop, run_cut_cycle, skip_fifo_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.shape_queues import order_key
 from gpufleet.sim.state import SimState
@@ -61,6 +61,8 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     if due and st.cluster.pending:
         if outcome == Outcome.ARRIVED and idle_cycle(st):
             skip_cycle(st)
+        elif outcome == Outcome.ARRIVED and fifo_idle(st):
+            skip_fifo_cycle(st)
         else:
             engine_cycle(st)
     st.arrived_now.clear()
@@ -128,6 +130,8 @@ def engine_cycle(st: SimState) -> None:
     else:
         result = run_cycle(make(cluster.pending_view()))
     st.reservations = result.reservations
+    if cfg.cut_mode == FIFO:
+        remember_stop(st, result)
     if st.decisions is not None:
         if cut is not None:
             st.decisions.record_cut(st.rec, t, result, cluster.table.names, st.submit_times, cut,
