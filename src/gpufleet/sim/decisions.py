@@ -34,9 +34,10 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 #: Reasons with their numbers replaced, per reasons tuple: a congested queue sees the same few
-#: reason texts again and again (bounded: cleared past _STRIPPED_MAX entries).
+#: reason texts again and again (bounded: cleared past _STRIPPED_MAX entries, since reasons that
+#: carry times, such as reservation notes, are new every cycle: 4,096 entries are ~1 MiB).
 _STRIPPED: dict[tuple[str, ...], tuple[str, ...]] = {}
-_STRIPPED_MAX = 50_000
+_STRIPPED_MAX = 4096
 
 
 def _shape(status: Status) -> tuple:
