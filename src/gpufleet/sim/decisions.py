@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleResult, Reservation
+from gpufleet.model.ids import JobId
 from gpufleet.sim.recorder import Recorder
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class DecisionLog:
 
     def record_cut(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
                    submit_times: dict[str, float], cut: Cut, shapes: ShapeQueues,
-                   line_key: Callable[[str, Status], tuple]) -> None:
+                   line_key: Callable[[JobId, Status], tuple]) -> None:
         """``record`` for a cut cycle (sim/greedy_cut.py): the engine judged the included jobs;
         every left-out job of a class gets the class's verdict. The lines are the ones ``record``
         would write for the full cycle, in its order (``line_key``: where the full cycle's status
@@ -90,16 +91,16 @@ class DecisionLog:
         the class when it changes."""
         self._reservations(rec, t, result.reservations, names)
         self._backfills(rec, t, result, submit_times)
-        lines: list[tuple[tuple, str, str]] = []
-        for jid, status in result.statuses.items():
+        lines: list[tuple[tuple, JobId, str]] = []
+        for judged, status in result.statuses.items():
             raw = (status.code, status.reasons, status.policy)
-            if self._raw.get(jid) == raw:
+            if self._raw.get(judged) == raw:
                 continue
-            self._raw[jid] = raw
+            self._raw[judged] = raw
             shape = _shape(status)
-            if self._logged.get(jid) != shape:
-                self._logged[jid] = shape
-                lines.append((line_key(jid, status), jid, wait_detail(status)))
+            if self._logged.get(judged) != shape:
+                self._logged[judged] = shape
+                lines.append((line_key(judged, status), judged, wait_detail(status)))
         for c, (keys, k) in cut.classes.items():
             verdict = cut.verdicts[c]
             shape = _shape(verdict)
@@ -109,15 +110,15 @@ class DecisionLog:
                 look = [jid for jid in shapes.dirty[c] if jid not in included]
             else:
                 look = [key[2] for key in keys[k:]]
-            for jid in look:
-                if self._logged.get(jid) != shape:
-                    self._logged[jid] = shape
-                    self._raw.pop(jid, None)
+            for left_out in look:
+                if self._logged.get(left_out) != shape:
+                    self._logged[left_out] = shape
+                    self._raw.pop(left_out, None)
                     detail = detail or wait_detail(verdict)
-                    lines.append((line_key(jid, verdict), jid, detail))
+                    lines.append((line_key(left_out, verdict), left_out, detail))
         lines.sort()
-        for _, jid, detail in lines:
-            rec.event(t, "wait", jid, detail)
+        for _, waiting, line in lines:
+            rec.event(t, "wait", waiting, line)
         for c in shapes.settled:
             if c not in cut.classes:
                 shapes.settled[c] = None

@@ -23,7 +23,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 
 #: (−priority, submit time, id): PriorityFifo's total order (engine/phases/order.py).
-OrderKey = tuple[int, float, str]
+OrderKey = tuple[int, float, JobId]
 
 
 def order_key(job: Job) -> OrderKey:
