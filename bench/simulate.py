@@ -8,6 +8,8 @@
 
 The large case builds 2,000 HGX nodes × 8 GPUs (16,000 GPUs, leaves of 32) and a generated
 workload at 90% offered load whose length is chosen so that about ``--jobs`` jobs arrive.
+``sim_cpu_s`` is the ``simulate()`` call's CPU time (steadier than wall time on a shared
+machine); ``max_rss_mib`` the process's peak resident memory when that policy's run ended.
 Last line of output: one JSON object with the figures.
 """
 
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
+import time
 
 import numpy as np
 
@@ -60,11 +64,16 @@ def main() -> None:
         runs = [r for name, sc in runs for r in ((name, sc), (f"{name}+failures", args.also_failures))]
     for name, scale in runs:
         failures = FailureConfig(scale=scale) if scale > 0 else None
+        c0 = time.process_time()
         r = simulate(fleet, jobs, profile(name.removesuffix("+failures")), horizon=horizon, failures=failures,
                      decision_log=not args.no_decision_log)
+        cpu = time.process_time() - c0
         s = summarize(r)
         out["policies"][name] = {
             "events": r.events, "cycles": r.cycles, "sim_wall_s": round(r.wall_s, 2),
+            "sim_cpu_s": round(cpu, 2),
+            # peak resident memory of the whole process so far (Linux: KiB), jobs and fleet included
+            "max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
             "events_per_s": round(r.events / r.wall_s), "cycles_per_s": round(r.cycles / r.wall_s),
             "gpu_allocation_pct": round(s["gpu_allocation_pct"], 1),
             "interruptions": s.get("interruptions", 0), "log_events": len(r.recorder.log),

@@ -11,9 +11,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from gpufleet.model.job import Job
+
+
+def median(xs: deque[float]) -> float:
+    """``float(np.median(xs))`` bit for bit (the mean of the two middle values is (a + b) / 2 in
+    both), for at most ``window`` values: a sort of 50 floats, not an array built per finish."""
+    s = sorted(xs)
+    m = len(s) // 2
+    return float(s[m]) if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
 @dataclass
@@ -27,7 +33,7 @@ class AccuracyTracker:
             return
         ratios = self._ratios.setdefault(job.tenant, deque(maxlen=self.window))
         ratios.append(job.run_time / job.run_time_estimate)
-        self._medians[job.tenant] = float(np.median(ratios))
+        self._medians[job.tenant] = median(ratios)
 
     def medians(self) -> dict[str, float]:
         return dict(self._medians)

@@ -11,6 +11,7 @@ from gpufleet.engine.types import PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.sim.shape_queues import ShapeQueues
 
 
 @dataclass
@@ -27,6 +28,8 @@ class SimulatedCluster:
     #: refreshed on demand.
     _views: PendingQueue = field(default_factory=PendingQueue, repr=False)
     _stale: set[JobId] = field(default_factory=set, repr=False)
+    #: The same pending jobs by shape class, in order (sim/shape_queues.py).
+    shapes: ShapeQueues = field(default_factory=ShapeQueues, repr=False)
 
     def __post_init__(self) -> None:
         self.table = NodeTable.from_fleet(self.fleet)
@@ -34,13 +37,17 @@ class SimulatedCluster:
     def submit(self, job: Job) -> None:
         self.pending[job.id] = job
         self._views.add(PendingJob(job))
+        self.shapes.add(job)
 
     def withdraw(self, jid: JobId) -> Job | None:
         """Take a pending job out of the queue without starting it (its partial pods, if any, stay
         in ``partial`` for the caller to give back); the job, or None when it was not pending."""
         self._views.discard(jid)
         self._stale.discard(jid)
-        return self.pending.pop(jid, None)
+        job = self.pending.pop(jid, None)
+        if job is not None:
+            self.shapes.remove(job)
+        return job
 
     def pending_view(self) -> PendingQueue:
         """The pending jobs in the order they were queued (the engine reads, never changes it)."""
@@ -49,6 +56,15 @@ class SimulatedCluster:
                 self._views.refresh(PendingJob(self.pending[jid], tuple(self.partial.get(jid, ()))))
         self._stale.clear()
         return self._views
+
+    def view(self, jid: JobId) -> PendingJob:
+        """The engine's view of one pending job (refreshed if its pods were bound since)."""
+        if jid in self._stale:
+            self._stale.discard(jid)
+            self._views.refresh(PendingJob(self.pending[jid], tuple(self.partial.get(jid, ()))))
+        view = self._views.get(jid)
+        assert view is not None, f"job {jid} is not pending"
+        return view
 
     def running_view(self) -> list[RunningJob]:
         return list(self.running.values())
@@ -60,6 +76,7 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
+        self.shapes.remove(job)
         self._views.discard(jid)
         self._stale.discard(jid)
         rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
@@ -86,6 +103,7 @@ class SimulatedCluster:
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
         self._views.add(PendingJob(rj.job))
+        self.shapes.add(rj.job)
         return rj
 
     def unbind_on(self, node: int) -> list[JobId]:

@@ -18,17 +18,36 @@ status's text changed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleResult, Reservation
+from gpufleet.model.ids import JobId
 from gpufleet.sim.recorder import Recorder
+
+if TYPE_CHECKING:
+    from gpufleet.sim.greedy_cut import Cut
+    from gpufleet.sim.shape_queues import ShapeQueues
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
+#: Reasons with their numbers replaced, per reasons tuple: a congested queue sees the same few
+#: reason texts again and again (bounded: cleared past _STRIPPED_MAX entries, since reasons that
+#: carry times, such as reservation notes, are new every cycle: 4,096 entries are ~1 MiB).
+_STRIPPED: dict[tuple[str, ...], tuple[str, ...]] = {}
+_STRIPPED_MAX = 4096
+
+
 def _shape(status: Status) -> tuple:
-    return (status.code, status.policy, tuple(_NUMBER.sub("#", r) for r in status.reasons))
+    stripped = _STRIPPED.get(status.reasons)
+    if stripped is None:
+        if len(_STRIPPED) >= _STRIPPED_MAX:
+            _STRIPPED.clear()
+        stripped = _STRIPPED[status.reasons] = tuple(_NUMBER.sub("#", r) for r in status.reasons)
+    return (status.code, status.policy, stripped)
 
 
 def wait_detail(status: Status) -> str:
@@ -48,14 +67,65 @@ class DecisionLog:
         self._reservations(rec, t, result.reservations, names)
         self._backfills(rec, t, result, submit_times)
         for jid, status in result.statuses.items():
+            self.one(rec, t, jid, status)
+
+    def one(self, rec: Recorder, t: float, jid: str, status: Status) -> None:
+        """One waiting job's status: a line when its shape changed."""
+        raw = (status.code, status.reasons, status.policy)
+        if self._raw.get(jid) == raw:
+            return
+        self._raw[jid] = raw
+        shape = _shape(status)
+        if self._logged.get(jid) != shape:
+            self._logged[jid] = shape
+            rec.event(t, "wait", jid, wait_detail(status))
+
+    def record_cut(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
+                   submit_times: dict[str, float], cut: Cut, shapes: ShapeQueues,
+                   line_key: Callable[[JobId, Status], tuple]) -> None:
+        """``record`` for a cut cycle (sim/greedy_cut.py): the engine judged the included jobs;
+        every left-out job of a class gets the class's verdict. The lines are the ones ``record``
+        would write for the full cycle, in its order (``line_key``: where the full cycle's status
+        board lists the job), but only the jobs whose logged shape may differ are looked at: the
+        class's dirty set while its verdict's shape stays the settled one, every left-out job of
+        the class when it changes."""
+        self._reservations(rec, t, result.reservations, names)
+        self._backfills(rec, t, result, submit_times)
+        lines: list[tuple[tuple, JobId, str]] = []
+        for judged, status in result.statuses.items():
             raw = (status.code, status.reasons, status.policy)
-            if self._raw.get(jid) == raw:
+            if self._raw.get(judged) == raw:
                 continue
-            self._raw[jid] = raw
+            self._raw[judged] = raw
             shape = _shape(status)
-            if self._logged.get(jid) != shape:
-                self._logged[jid] = shape
-                rec.event(t, "wait", jid, wait_detail(status))
+            if self._logged.get(judged) != shape:
+                self._logged[judged] = shape
+                lines.append((line_key(judged, status), judged, wait_detail(status)))
+        for c, (keys, k) in cut.classes.items():
+            verdict = cut.verdicts[c]
+            shape = _shape(verdict)
+            detail = ""
+            if shapes.settled.get(c) == shape:
+                included = {key[2] for key in keys[:k]}
+                look = [jid for jid in shapes.dirty[c] if jid not in included]
+            else:
+                look = [key[2] for key in keys[k:]]
+            for left_out in look:
+                if self._logged.get(left_out) != shape:
+                    self._logged[left_out] = shape
+                    self._raw.pop(left_out, None)
+                    detail = detail or wait_detail(verdict)
+                    lines.append((line_key(left_out, verdict), left_out, detail))
+        lines.sort()
+        for _, waiting, line in lines:
+            rec.event(t, "wait", waiting, line)
+        for c in shapes.settled:
+            if c not in cut.classes:
+                shapes.settled[c] = None
+        for c, (keys, k) in cut.classes.items():
+            shape = _shape(cut.verdicts[c])
+            shapes.settled[c] = shape
+            shapes.dirty[c] = {key[2] for key in keys[:k] if self._logged.get(key[2]) != shape}
 
     def started(self, jid: str) -> None:
         """A job left the queue: its next wait (after a preemption or failure) is logged afresh."""

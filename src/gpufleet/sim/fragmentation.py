@@ -41,6 +41,8 @@ def free_gpu_equivalents(table: NodeTable) -> np.ndarray:
         return free
     soft = pg.valid & (pg.milli_free < 1000)
     mig = pg.valid & (pg.mig_mask != 0)
+    if not soft.any() and not mig.any():
+        return free  # no GPU is shared or sliced: the parts below are all zero
     used_slices = np.unpackbits(pg.mig_mask.astype(np.uint8)[..., None], axis=-1).sum(axis=-1)
     part = (np.where(soft, pg.milli_free / 1000.0, 0.0).sum(axis=1)
             + np.where(mig, (MEMORY_SLICES - used_slices) / MEMORY_SLICES, 0.0).sum(axis=1))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status
 from gpufleet.engine.types import Reservation
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
@@ -45,6 +46,8 @@ class SimConfig:
     runtime_model: RuntimeModel | None = None
     #: Whether the profile allows skipping provably idle cycles (computed once, sim/step.py).
     skip_safe: bool | None = None
+    #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
+    cut_mode: str | None = None
 
 
 @dataclass
@@ -83,6 +86,12 @@ class SimState:
     #: not shift the randomness of the cycles after it.
     cycle_seq: int = 0
     skipped_cycles: int = 0
+    #: Strict FIFO: the order key of the job the last cycle stopped at, and the status it gave the
+    #: jobs past it (sim/greedy_cut.py).
+    fifo_stop: tuple | None = None
+    fifo_past: Status | None = None
+    #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
+    class_gpus: dict[tuple, int] = field(default_factory=dict)
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
     #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.

@@ -20,14 +20,18 @@ from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.phases.reserve import NoReservation
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.types import CycleInput, CycleResult
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
+from gpufleet.sim.greedy_cut import FIFO, cut_mode, fifo_idle, remember_stop, run_cut_cycle, skip_fifo_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
+from gpufleet.sim.shape_queues import order_key
 from gpufleet.sim.state import SimState
 
 
@@ -61,6 +65,8 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     if due and st.cluster.pending:
         if outcome == Outcome.ARRIVED and idle_cycle(st):
             skip_cycle(st)
+        elif outcome == Outcome.ARRIVED and fifo_idle(st):
+            skip_fifo_cycle(st)
         else:
             engine_cycle(st)
     st.arrived_now.clear()
@@ -111,15 +117,32 @@ def engine_cycle(st: SimState) -> None:
     cfg, cluster, t = st.cfg, st.cluster, st.t
     st.cycles += 1
     st.cycle_seq += 1
-    result = run_cycle(CycleInput(
-        now=t, nodes=cluster.table, pending=cluster.pending_view(), profile=cfg.profile,
-        running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
-        usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
-        reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
-        disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0)))
+
+    def make(pending: list[PendingJob]) -> CycleInput:
+        return CycleInput(
+            now=t, nodes=cluster.table, pending=pending, profile=cfg.profile,
+            running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
+            usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
+            reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
+            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0))
+
+    if cfg.cut_mode is None:
+        cfg.cut_mode = cut_mode(cfg.profile) or ""
+    cut = None
+    if cfg.cut_mode:
+        result, cut = run_cut_cycle(make, cluster, cfg.cut_mode, st.class_gpus)
+    else:
+        result = run_cycle(make(cluster.pending_view()))
     st.reservations = result.reservations
+    if cfg.cut_mode == FIFO:
+        remember_stop(st, result)
     if st.decisions is not None:
-        st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
+        if cut is not None:
+            st.decisions.record_cut(st.rec, t, result, cluster.table.names, st.submit_times, cut,
+                                    cluster.shapes, lambda jid, status: board_position(st, jid, status))
+        else:
+            st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
+            cluster.shapes.unsettle()
     schedule_wakeups(st)
     for res in st.reservations:
         if res.protected:
@@ -130,6 +153,14 @@ def engine_cycle(st: SimState) -> None:
         if res.job not in started_now:
             st.estimates.setdefault(res.job, res.start)
     bind_and_start(st, result)
+
+
+def board_position(st: SimState, jid: JobId, status: Status) -> tuple:
+    """Where the full cycle's status board lists a waiting job: jobs the placer judged in queue
+    order, then the jobs past a strict-FIFO stop (the cycle's WAIT default) in input order."""
+    if status.code is StatusCode.WAIT:
+        return (1, st.cluster.shapes.seq[jid])
+    return (0, order_key(st.cluster.pending[jid]))
 
 
 def schedule_wakeups(st: SimState) -> None:
@@ -198,7 +229,9 @@ def sample(st: SimState) -> None:
     cluster, t = st.cluster, st.t
     st.rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
     if t >= st.next_stranded:
-        st.rec.sample_stranded(t, stranded_gpus(cluster.table, list(cluster.pending.values())))
+        # one job per shape class: the pod shapes are what counts (stranded_gpus dedups them)
+        reps = [cluster.pending[jid] for jid in cluster.shapes.first_ids()]
+        st.rec.sample_stranded(t, stranded_gpus(cluster.table, reps))
         st.frag.sample(t, cluster.table)
         st.next_stranded = t + st.cfg.stranded_every_s
     if st.cfg.progress is not None:
