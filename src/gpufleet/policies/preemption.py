@@ -159,7 +159,7 @@ class TenancyPreemptor:
                 _claims(fitted, plan, evicting_room)
                 ends = [rj.evict_at for rj in ctx.running if rj.evicting and rj.evict_at is not None]
                 ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
-                    "waiting for its quota, already being evicted from borrowers",), self.name,
+                    "waiting for capacity already being evicted",), self.name,
                     max(ends) if ends else None))
                 for b in fitted:
                     plan.bind(b)

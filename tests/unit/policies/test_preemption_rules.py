@@ -123,16 +123,17 @@ def test_only_borrowers_of_the_beneficiarys_flavour_are_reclaimed():
 
 
 def test_a_job_started_this_cycle_counts_against_its_tenants_guarantee():
-    """4 nodes; a nominal 16, b nominal 8. b runs b0-b2 (24, 16 borrowed) on nodes 0-2; node 3 is
-    free. a1 (8) starts on node 3 this cycle. a2 (2 × 8) would put a at 8 + 16 = 24 > 16: no
-    reclaim for it. Without a1, a2 is within the guarantee (0 + 16 ≤ 16) and, needing 16 GPUs
-    with 8 free, reclaims one of b's jobs (b at 24 − 8 = 16 > 8 is still borrowing)."""
+    """4 nodes; a nominal 16, b nominal 16. b runs b0-b2 (24, 8 borrowed) on nodes 0-2; node 3 is
+    free (the cohort can still lend 32 − 24 = 8). a1 (8) starts on node 3 this cycle. a2 (2 × 8)
+    would put a at 8 + 16 = 24 > 16: no reclaim for it. Without a1, a2 is within the guarantee
+    (0 + 16 ≤ 16) and, needing 16 GPUs with 8 to lend, reclaims one of b's jobs, the one losing
+    the least (b0, 8 × 100 GPU-s; b at 24 − 8 = 16 is back within nominal)."""
     run = [running(f"b{i}", "b", 8, i, 100 * (i + 1)) for i in range(3)]
     a1 = job("a1").tenant("a").gpus(8).build()
     a2 = job("a2").tenant("a").gpus(8).gang(2).at(1).build()
-    r = cycle(run, [a1, a2], tenancy(a=16, b=8))
+    r = cycle(run, [a1, a2], tenancy(a=16, b=16))
     assert r.started == ("a1",) and r.preemptions == ()
-    r = cycle(run, [a2], tenancy(a=16, b=8))
+    r = cycle(run, [a2], tenancy(a=16, b=16))
     assert victims(r) == [("b0", "a2")]
 
 
@@ -183,20 +184,21 @@ def test_a_job_waiting_on_two_notices_is_estimated_to_start_when_the_later_one_e
 
 def test_among_equally_costly_victims_the_lower_priority_one_goes_first():
     """b (nominal 0) borrows 2 nodes: b-hi (priority 5) and b-lo (priority 0), both 8 GPUs started
-    1,000 s ago, so both lose 8,000 GPU-s. a (nominal 8) asks 8: checkpoint-aware ties on work
+    1,000 s ago, so both lose 8,000 GPU-s. a (nominal 16, all lent to b) asks 8: checkpoint-aware ties on work
     lost and takes the lower priority, b-lo; the naive rule looks at priority first: b-lo too."""
     run = [running("b-hi", "b", 8, 0, 1_000, priority=5), running("b-lo", "b", 8, 1, 1_000)]
     two = fleet().leaves(1, nodes=2).build()
     for policy in ("tenancy", "tenancy-naive-victims"):
-        r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0), flt=two, policy=policy)
+        r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=0), flt=two, policy=policy)
         assert victims(r) == [("b-lo", "a1")], policy
 
 
 def test_the_naive_rule_evicts_the_youngest_of_equal_priority_and_ties_go_by_id():
     """b (nominal 0) borrows 3 nodes at priority 0: b-x started 500 s ago, b-z and b-y 100 s
-    ago. The naive rule takes the most recently started, then the smallest id: b-y."""
+    ago, all of a's nominal 24. a asks 8: one victim. The naive rule takes the most recently
+    started, then the smallest id: b-y."""
     run = [running("b-x", "b", 8, 0, 500), running("b-z", "b", 8, 1, 100), running("b-y", "b", 8, 2, 100)]
-    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=24, b=0),
               flt=fleet().leaves(1, nodes=3).build(), policy="tenancy-naive-victims")
     assert victims(r) == [("b-y", "a1")]
 
@@ -204,9 +206,10 @@ def test_the_naive_rule_evicts_the_youngest_of_equal_priority_and_ties_go_by_id(
 def test_work_lost_that_differs_only_by_float_noise_is_a_tie_decided_by_priority():
     """b (nominal 0) borrows 2 nodes: b-hi (priority 5) started 1,000 s ago, b-lo (priority 0)
     1,000.00000001 s ago. Work lost 8 × 1,000 = 8,000 and 8 × 1,000.00000001 = 8,000.00000008
-    GPU-s: equal to a millionth of a GPU-second, a tie, so the lower priority goes: b-lo."""
+    GPU-s: equal to a millionth of a GPU-second, a tie, so the lower priority goes: b-lo. (a's
+    nominal is 16, all lent to b; a asks 8: one victim.)"""
     run = [running("b-hi", "b", 8, 0, 1_000, priority=5), running("b-lo", "b", 8, 1, 1_000.00000001)]
-    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=0),
               flt=fleet().leaves(1, nodes=2).build())
     assert victims(r) == [("b-lo", "a1")]
 
@@ -214,13 +217,14 @@ def test_work_lost_that_differs_only_by_float_noise_is_a_tie_decided_by_priority
 def test_among_equal_losses_and_priorities_the_most_recently_started_goes_first():
     """b (nominal 0) borrows 2 nodes with jobs checkpointing every 600 s: b-new started 1,000 s ago
     (last checkpoint at 600: loses 8 × 400), b-old 1,600 s ago (checkpoint at 1,200: 8 × 400).
-    Equal work lost, equal priority: the most recently started, b-new, goes."""
+    Equal work lost, equal priority: the most recently started, b-new, goes. (a's nominal is 16,
+    all lent to b; a asks 8: one victim.)"""
     ck = job("x").tenant("b").gpus(8).runs(90_000).checkpoints(600)
     run = []
     for name, node, age in (("b-old", 0, 1_600.0), ("b-new", 1, 1_000.0)):
         j = with_flavor(replace(ck.build(), id=name), H)
         run.append(RunningJob(j, NOW - age, (PodBinding(j.id, "worker", 0, node, j.pod_sets[0].request),)))
-    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0),
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=16, b=0),
               flt=fleet().leaves(1, nodes=2).build())
     assert victims(r) == [("b-new", "a1")]
 
@@ -348,27 +352,28 @@ def test_the_own_work_a_job_needs_gone_is_summed_over_several_small_jobs_before_
 
 
 def test_victims_that_free_room_on_the_wrong_nodes_are_not_the_end_of_the_search_and_are_reprieved():
-    """2 nodes, full; a (nominal 8) asks 8 GPUs on one node. b (nominal 0) borrows three 4-GPU
+    """2 nodes, full; a (nominal 12, all lent to b) asks 8 GPUs on one node. b (nominal 0) borrows three 4-GPU
     jobs: v1 (100 s old) and v3 (900 s) on node 0, v2 (500 s) on node 1 beside c's c1 (4 GPUs,
     within c's 4). Cheapest first: v1 (4 free < 8), v1 + v2 (8 free, but 4 on each node: no
     fit), v1 + v2 + v3 (node 0 whole: fits). Reprieve, most expensive first: without v3 no fit;
     without v2 it still fits on node 0, so v2 stays running; v1 is needed. Notices: v1 and v3."""
     run = [running("v1", "b", 4, 0, 100), running("v3", "b", 4, 0, 900), running("v2", "b", 4, 1, 500),
            running("c1", "c", 4, 1, 50)]
-    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=8, b=0, c=4),
+    r = cycle(run, [job("a1").tenant("a").gpus(8).build()], tenancy(a=12, b=0, c=4),
               flt=fleet().leaves(1, nodes=2).build())
     assert sorted(p.job for p in r.preemptions) == ["v1", "v3"]
 
 
 def easy_cycle_with_notice(notice_gpus: int, held: list[Job]):
     """tenancy-easy, 2 nodes: a (nominal 32) runs a-run on node 0 until 10,500; on node 1 b-go
-    (``notice_gpus`` GPUs) is under notice until 10,020 and the rest of node 1 is free. a-big
+    (``notice_gpus`` GPUs, within b's nominal 8, so it takes nothing from a's quota) is under
+    notice until 10,020 and the rest of node 1 is free. a-big
     (2 × 8, 3,000 s) is reserved for 10,500; the ``held`` jobs run 5,000 s, past 10,500, so
     backfill does not start them whatever fits now."""
     run = [running("a-run", "a", 8, 0, 500), running("b-go", "b", notice_gpus, 1, 100, evict_at=NOW + 20)]
     run[0] = replace(run[0], job=replace(run[0].job, run_time=1_000.0))
     big = job("a-big").tenant("a").gpus(8).gang(2).runs(3_000).build()
-    return cycle(run, [big, *held], tenancy(grace=20.0, a=32, b=0), flt=fleet().leaves(1, nodes=2).build(),
+    return cycle(run, [big, *held], tenancy(grace=20.0, a=32, b=8), flt=fleet().leaves(1, nodes=2).build(),
                  policy="tenancy-easy")
 
 
