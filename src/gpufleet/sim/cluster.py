@@ -49,6 +49,17 @@ class SimulatedCluster:
             self.shapes.remove(job)
         return job
 
+    def replace_pending(self, job: Job) -> None:
+        """Swap a pending job for a changed copy of itself (same id; e.g. a new node filter, whose
+        shape class differs): its bound pods stay bound; it rejoins the queue's input order last
+        (the engine's priority-FIFO order reads priority, submit time and id, not that order)."""
+        bound = self.partial.get(job.id)
+        if self.withdraw(job.id) is None:
+            raise KeyError(f"job {job.id} is not pending")
+        self.submit(job)
+        if bound:
+            self._stale.add(job.id)
+
     def pending_view(self) -> PendingQueue:
         """The pending jobs in the order they were queued (the engine reads, never changes it)."""
         for jid in self._stale:

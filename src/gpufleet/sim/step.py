@@ -33,6 +33,7 @@ from gpufleet.sim.greedy_cut import FIFO, cut_mode, fifo_idle, remember_stop, ru
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.shape_queues import order_key
 from gpufleet.sim.state import SimState
+from gpufleet.sim.upgrade_compat import restrict
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
@@ -63,6 +64,8 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
         st.cycle_pending = True
     due = bool(outcome & Outcome.CYCLE_DUE) or (changed and cfg.cycle_interval_s <= 0)
     if due and st.cluster.pending:
+        if st.fail is not None and st.fail.upgrade is not None:
+            restrict(st)  # images go only to nodes whose driver runs them (sim/upgrade_compat.py)
         if outcome == Outcome.ARRIVED and idle_cycle(st):
             skip_cycle(st)
         elif outcome == Outcome.ARRIVED and fifo_idle(st):

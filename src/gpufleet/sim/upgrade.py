@@ -34,8 +34,10 @@ import numpy as np
 
 from gpufleet.model.health import HealthState
 from gpufleet.sim.cluster import set_schedulable
+from gpufleet.sim.driver_compat import version
 from gpufleet.sim.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
 from gpufleet.sim.kernel import Event, EventKind, Outcome
+from gpufleet.sim.upgrade_compat import CompatFilter
 
 STREAM = 0x06DA
 
@@ -54,6 +56,14 @@ class UpgradeConfig:
     rollback_share: float = 0.25
     #: The order nodes are visited in (node indices); default: index order.
     order: tuple[int, ...] | None = None
+    #: The driver the fleet runs before and after (e.g. "550.54.14" → "580.65.06"). With both
+    #: given, jobs labelled with their image's CUDA version (``("cuda", "13.0")`` in
+    #: ``Job.labels``) go only to nodes whose driver runs it (sim/upgrade_compat.py); None: no
+    #: restriction, every job runs on either driver.
+    from_driver: str | None = None
+    to_driver: str | None = None
+    #: ``cuda-compat`` forward-compatibility packages are installed (data-center GPUs).
+    forward_compat: bool = False
 
     def waves(self, nodes: int) -> list[list[int]]:
         """Node indices per wave: the canary first, then ``wave`` at a time."""
@@ -92,6 +102,11 @@ class UpgradeState:
     out: dict[int, tuple[float, bool]] = field(default_factory=dict)
     left: int = 0
     canary_failed: int = 0
+    #: Nodes on the new driver (upgraded, or handed to a repair that installs it; the canary
+    #: leaves it again when rolled back). ``drivers_seq`` counts its changes.
+    new_driver: set[int] = field(default_factory=set)
+    drivers_seq: int = 0
+    compat: CompatFilter = field(default_factory=CompatFilter)
 
 
 def _u(seed: int, node: int, visit: int = 0) -> float:
@@ -101,12 +116,25 @@ def _u(seed: int, node: int, visit: int = 0) -> float:
 def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
     fs: FailureState = st.fail
     n = len(st.cluster.table)
+    for v in (cfg.from_driver, cfg.to_driver):
+        if v is not None:
+            version(v)  # a bad driver version fails here, not at the first labelled job
     us = UpgradeState(cfg, cfg.waves(n))
     us.ledger.bad_driver = bool(np.random.default_rng([fs.cfg.seed, STREAM]).random() < cfg.bad_driver_p)
     us.ledger.started_s = cfg.start_s
     fs.upgrade = us
     fs.ledger.upgrade = us.ledger
     st.q.push(cfg.start_s, EventKind.UPGRADE, ("wave", 0))
+
+
+def _driver_installed(us: UpgradeState, node: int) -> None:
+    """``node`` now runs the driver the rollout is at: the new one, or the old after a rollback."""
+    before = node in us.new_driver
+    if us.ledger.rolled_back:
+        us.new_driver.discard(node)
+    else:
+        us.new_driver.add(node)
+    us.drivers_seq += before != (node in us.new_driver)
 
 
 def _drain(st, node: int) -> float:  # noqa: ANN001
@@ -149,6 +177,7 @@ def _start_wave(st, w: int) -> Outcome:  # noqa: ANN001
     for node in us.waves[w]:
         if fs.book.states[node] is not HealthState.HEALTHY or node in fs.reclaimed:
             us.ledger.nodes_skipped += 1  # in repair (its repair installs the new driver) or away
+            _driver_installed(us, node)
             continue
         us.out[node] = (st.t, bool(table.schedulable[node]))
         set_schedulable(table, node, False)
@@ -179,14 +208,17 @@ def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
             us.canary_failed += canary
             st.rec.event(st.t, "upgrade-failed", st.cluster.table.names[node], "validation failed")
             st.q.push(st.t, EventKind.FAILURE, (node, UPGRADE_KIND, 1.0))
+            _driver_installed(us, node)  # its repair finishes the install
             set_schedulable(st.cluster.table, node, was)  # on_failure takes it out with the fault
         else:
             us.ledger.nodes_upgraded += 1
+            _driver_installed(us, node)
             if was:
                 set_schedulable(st.cluster.table, node, True)
                 out = Outcome.CHANGED
     else:
         us.ledger.nodes_skipped += 1  # it failed while upgrading: its repair installs the driver
+        _driver_installed(us, node)
     if us.left == 0:
         _wave_done(st, w)
     return out
