@@ -49,6 +49,11 @@ D = {
     "reliability.upgrade.bad_driver_p": "Probability the new driver is bad (drawn once per seed).",
     "reliability.upgrade.bad_fail_p": "Share of canary nodes a bad driver fails.",
     "reliability.upgrade.rollback_share": "Roll back when more than this share of the canary failed.",
+    "reliability.upgrade.from_driver": "Driver before the rollout (e.g. 550.54.14); with `to_driver`, jobs "
+    "with a `cuda` image go only to nodes whose driver runs it.",
+    "reliability.upgrade.to_driver": "Driver the rollout installs (e.g. 580.65.06).",
+    "reliability.upgrade.forward_compat": "`cuda-compat` packages are installed (data-center GPUs): a newer "
+    "CUDA major runs on an older driver.",
     "reliability.days": "Days of failures drawn; default the workload's horizon, or 30 days.",
     "runtime_model": "`topology`: a training job's run time is stretched by its placement's slowdown.",
     "fleet": "The fleet: `groups` (compact) or `nodes` (per node), or in a scenario `{file: fleet.yaml}`.",
@@ -122,6 +127,8 @@ D = {
     "workload.jobs[].replica_step": "Elastic gang: pods per data-parallel replica; it shrinks and grows "
     "in these.",
     "workload.jobs[].kind": "batch, training, inference or notebook.",
+    "workload.jobs[].cuda": "CUDA toolkit of the job's image (e.g. 12.8): during a driver rollout with "
+    "`from_driver`/`to_driver` it goes only to nodes whose driver runs it; omitted: any driver.",
     "workload.jobs[].tp": "Tensor-parallel degree (tp × pp × dp = replicas × gpus).",
     "workload.jobs[].pp": "Pipeline-parallel degree.",
     "workload.jobs[].dp": "Data-parallel degree.",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpufleet.model.health import StepDurations
+from gpufleet.sim.driver_compat import version
 from gpufleet.sim.failures import RECOVERIES, FailureConfig
 from gpufleet.sim.upgrade import UpgradeConfig
 
@@ -26,13 +27,26 @@ class UpgradeSpec(BaseModel):
     bad_driver_p: float = Field(default=0.0, ge=0, le=1)
     bad_fail_p: float = Field(default=0.5, ge=0, le=1)
     rollback_share: float = Field(default=0.25, ge=0, le=1)
+    #: The driver before and after ("550.54.14" → "580.65.06"): with both, a job's ``cuda``
+    #: image goes only to nodes whose driver runs it (sim/upgrade_compat.py).
+    from_driver: str | None = None
+    to_driver: str | None = None
+    forward_compat: bool = False
+
+    @field_validator("from_driver", "to_driver")
+    @classmethod
+    def _driver(cls, v: str | None) -> str | None:
+        if v is not None:
+            version(v)
+        return v
 
     def build(self) -> UpgradeConfig:
         return UpgradeConfig(wave=self.wave, canary=self.canary, start_s=self.start_hours * 3600.0,
                              node_s=self.node_minutes * 60.0, drain_timeout_s=self.drain_timeout_s,
                              soak_s=self.soak_minutes * 60.0, node_fail_p=self.node_fail_p,
                              bad_driver_p=self.bad_driver_p, bad_fail_p=self.bad_fail_p,
-                             rollback_share=self.rollback_share)
+                             rollback_share=self.rollback_share, from_driver=self.from_driver,
+                             to_driver=self.to_driver, forward_compat=self.forward_compat)
 
 
 class ReliabilitySpec(BaseModel):

@@ -34,8 +34,10 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
+from gpufleet.sim.driver_compat import MIN_DRIVER, version
 from gpufleet.sim.failures import FailureConfig
 from gpufleet.sim.failures_spec import ReliabilitySpec
+from gpufleet.sim.upgrade_compat import CUDA_LABEL
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
 
@@ -152,6 +154,18 @@ class JobSpec(_Strict):
     #: ``replica_step`` pods (one DP replica) at a time. None: a rigid gang.
     min_replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     replica_step: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    #: The CUDA toolkit its image was built with ("12.8"): a ``cuda`` label that a driver rollout
+    #: reads (sim/upgrade_compat.py). None: runs on any driver.
+    cuda: str | None = None
+
+    @field_validator("cuda")
+    @classmethod
+    def _known_cuda(cls, v: str | None) -> str | None:
+        if v is not None:
+            c = version(v, "cuda", "12.8")
+            if len(c) < 2 or f"{c[0]}.{c[1]}" not in MIN_DRIVER:
+                raise ValueError(f"cuda: expected a toolkit version among {', '.join(MIN_DRIVER)}, got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _elastic_range(self) -> JobSpec:
@@ -217,7 +231,8 @@ class JobSpec(_Strict):
                    parallelism=par, training=TRAINING_PROFILES[self.model] if self.model else None,
                    topology_required=self.topology_required, topology_preferred=self.topology_preferred,
                    elastic=Elastic(self.min_replicas, self.replica_step)
-                   if self.min_replicas is not None else None)
+                   if self.min_replicas is not None else None,
+                   labels=((CUDA_LABEL, self.cuda),) if self.cuda is not None else ())
 
 
 class WorkloadSection(_Strict):

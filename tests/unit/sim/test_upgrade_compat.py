@@ -117,3 +117,34 @@ def test_a_bad_cuda_label_names_the_job():
     up = UpgradeConfig(wave=2, start_s=1000, from_driver=OLD, to_driver=NEW)
     with pytest.raises(ValueError, match="job x: label cuda: CUDA: 9.9 is not in the toolkit table"):
         _run(up, [_cuda(job("x").gpus(8).runs(10).build(), "9.9")])
+
+
+def _scenario(upgrade: dict, cuda: str = "13.0"):
+    from gpufleet.sim.scenario import parse_scenario
+    return parse_scenario({
+        "fleet": {"name": "f", "groups": [{"nodes": 4, "gpu": "H100-80GB", "gpus_per_node": 8}]},
+        "workload": {"jobs": [{"id": "cu13", "gpus": 8, "run_time": 1000, "cuda": cuda}]},
+        "reliability": {"failure_scale": 0, "upgrade": upgrade}}, "s.yaml")
+
+
+def test_a_scenario_names_the_drivers_and_each_jobs_cuda_and_the_rollout_honours_them():
+    """The first test's rollout written as a scenario (start 1,000 s = 0.2777… h, 8 min a node):
+    the CUDA 13.0 job waits for wave 0, upgraded at 1,000 + 480 = 1,480 s."""
+    scn = _scenario({"wave": 2, "start_hours": 1000 / 3600, "node_fail_p": 0, "from_driver": OLD,
+                     "to_driver": NEW})
+    assert scn.jobs(0)[0].labels == (("cuda", "13.0"),)
+    r = simulate(scn.fleet, scn.jobs(0), profile("gang-bestfit"), failures=scn.failures,
+                 failures_until=DAY)
+    assert r.starts["cu13"] == pytest.approx(1480)
+
+
+@pytest.mark.parametrize(("upgrade", "cuda", "field"), [
+    ({"wave": 1, "from_driver": "abc", "to_driver": NEW}, "13.0", "reliability.upgrade.from_driver"),
+    ({"wave": 1, "from_driver": OLD, "to_driver": NEW}, "9.9", "workload.jobs[0].cuda"),
+    ({"wave": 1, "from_driver": OLD, "to_driver": NEW}, "twelve", "workload.jobs[0].cuda"),
+])
+def test_a_bad_driver_or_cuda_version_in_a_scenario_is_one_input_error_naming_the_field(upgrade, cuda, field):
+    from gpufleet.model.errors import InputError
+    with pytest.raises(InputError) as e:
+        _scenario(upgrade, cuda)
+    assert field in str(e.value)
