@@ -92,6 +92,23 @@ def test_a_job_needing_the_new_driver_takes_no_free_old_node_while_upgraded_ones
     assert _starts(_run(up, [filler, gang], nodes=6), "cu13")[0] == (1500.0, "g0-n0001,g0-n0004")
 
 
+def test_a_rolled_back_canary_is_on_the_old_driver_again():
+    """Canary of 2 of 4 nodes from 1,000 s with a bad driver that fails every canary node: nodes 0–1
+    fail validation at 1,480 s (their repair would install the new driver), the soak ends at
+    1,480 + 3,600 = 5,080 s with 2 of 2 failed > 25%: rollback, so the repairs install the old
+    driver. The CUDA 13.0 job (arriving at 2,000 s) never starts, though both nodes are back in
+    service later. With a good driver nodes 0–1 run 580 from 1,480 s and it starts on arrival."""
+    bad = UpgradeConfig(wave=2, canary=2, start_s=1000, node_fail_p=0.0, bad_driver_p=1.0, bad_fail_p=1.0,
+                        from_driver=OLD, to_driver=NEW)
+    j = _cuda(job("cu13").gpus(8).at(2000).runs(1000).build(), "13.0")
+    r = _run(bad, [j])
+    assert r.failures.upgrade.rolled_back
+    assert {n for _, k, n, _ in r.recorder.log if k == "node-healthy"} == {"g0-n0000", "g0-n0001"}
+    assert "cu13" not in r.starts
+    good = dataclasses.replace(bad, bad_driver_p=0.0)
+    assert _starts(_run(good, [j]), "cu13") == [(2000.0, "g0-n0000")]
+
+
 def _log(up: UpgradeConfig | None, cuda: str | None) -> list:
     scn = bundled("reliability")
     fc = dataclasses.replace(scn.failures, upgrade=up)
