@@ -30,6 +30,9 @@ class SimulatedCluster:
     _stale: set[JobId] = field(default_factory=set, repr=False)
     #: The same pending jobs by shape class, in order (sim/shape_queues.py).
     shapes: ShapeQueues = field(default_factory=ShapeQueues, repr=False)
+    #: Ids of jobs that (re)joined the queue since a reader last cleared it; None: not kept (the
+    #: driver-compatibility filter turns it on: sim/upgrade_compat.py).
+    entered: list[JobId] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.table = NodeTable.from_fleet(self.fleet)
@@ -38,6 +41,8 @@ class SimulatedCluster:
         self.pending[job.id] = job
         self._views.add(PendingJob(job))
         self.shapes.add(job)
+        if self.entered is not None:
+            self.entered.append(job.id)
 
     def withdraw(self, jid: JobId) -> Job | None:
         """Take a pending job out of the queue without starting it (its partial pods, if any, stay
@@ -115,6 +120,8 @@ class SimulatedCluster:
         self.pending[jid] = rj.job
         self._views.add(PendingJob(rj.job))
         self.shapes.add(rj.job)
+        if self.entered is not None:
+            self.entered.append(jid)
         return rj
 
     def unbind_on(self, node: int) -> list[JobId]:

@@ -16,10 +16,11 @@ compatibility matrix (sim/driver_compat.py) rejects on one of the two drivers ge
   old nodes only;
 - neither: no node (it waits; ``plan upgrade`` calls it "nowhere").
 
-The filter is intersected with the job's own (its trace's ``eligible_nodes``), recomputed only for
-jobs whose target changed, and a requeued job (drained by a wave, failed, preempted) is pending
-again, so it meets the filter of the nodes' drivers at its next cycle. A running job is never
-moved: its node changes driver only after the wave drains it.
+The filter is intersected with the job's own (its trace's ``eligible_nodes``). Each cycle looks
+only at jobs that (re)joined the queue since the last (``SimulatedCluster.entered``), and at the
+restricted ones when a node changed driver: not at every pending job. A requeued job (drained by
+a wave, failed, preempted) is pending again, so it meets the filter of the nodes' drivers at its
+next cycle. A running job is never moved: its node changes driver only after the wave drains it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class CompatFilter:
     new_names: frozenset[str] = frozenset()
     #: The filter each touched job had of its own (from its trace), by job id.
     own: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    #: Pending jobs whose image does not run on both drivers: the only ones a driver change moves.
+    restricted: set[str] = field(default_factory=set)
 
 
 def runs_on(us: UpgradeState, cuda: str, cache: CompatFilter) -> tuple[bool, bool]:
@@ -77,12 +80,20 @@ def restrict(st) -> None:  # noqa: ANN001 (SimState)
     cache: CompatFilter = us.compat
     cluster = st.cluster
     names = cluster.table.names
-    if cache.seq != us.drivers_seq:
+    # on the first call every job queued so far is new to the filter
+    check = list(cluster.pending) if cluster.entered is None else cluster.entered
+    cluster.entered = []
+    if cache.seq != us.drivers_seq:  # nodes changed driver: every restricted job again
         cache.seq = us.drivers_seq
         cache.new_names = frozenset(names[i] for i in us.new_driver)
         cache.old_names = frozenset(names[i] for i in range(len(names)) if i not in us.new_driver)
+        cache.restricted = {j for j in cache.restricted if j in cluster.pending}
+        check = [*check, *sorted(cache.restricted)]
     everyone = len(names)
-    for jid, job in list(cluster.pending.items()):
+    for jid in check:
+        job = cluster.pending.get(jid)
+        if job is None:
+            continue
         cuda = image_cuda(job.labels)
         if cuda is None:
             continue
@@ -92,12 +103,9 @@ def restrict(st) -> None:  # noqa: ANN001 (SimState)
             raise ValueError(f"job {jid}: label {CUDA_LABEL}: {e}") from None
         if ok_old and ok_new:
             allowed = None
-        elif ok_new:
-            allowed = cache.new_names
-        elif ok_old:
-            allowed = cache.old_names
         else:
-            allowed = frozenset()
+            cache.restricted.add(jid)
+            allowed = cache.new_names if ok_new else cache.old_names if ok_old else frozenset()
         if allowed is not None and len(allowed) == everyone:
             allowed = None  # every node runs it now (the rollout is over)
         own = cache.own.setdefault(jid, job.eligible_nodes)
