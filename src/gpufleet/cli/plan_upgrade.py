@@ -120,18 +120,20 @@ def upgrade(
                "failed_nodes": p.failed_nodes, "p_false_rollback": p.p_false_rollback,
                "p_bad_driver_caught": p.p_bad_caught}
         rows.append(row)
+    compat_rows = []
+    if from_driver is not None or to_driver is not None or image_cuda:
+        if from_driver is None or to_driver is None or not image_cuda:
+            raise fail("--from-driver, --to-driver and --image-cuda go together")
+        compat_rows = [placement(cv, from_driver, to_driver) for cv in image_cuda]
+    drivers = (from_driver, to_driver) if compat_rows and from_driver and to_driver else None
     if simulate:
         from gpufleet.sim.upgrade_replay import replay
         if scn is None and nodes > MAX_SIM_NODES:
             raise fail(f"--simulate: at most {MAX_SIM_NODES:,} nodes without --fleet/--trace, got {nodes:,}")
         for row, p in zip(rows, plans, strict=True):
             row |= replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
-                          soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed)
-    compat_rows = []
-    if from_driver is not None or to_driver is not None or image_cuda:
-        if from_driver is None or to_driver is None or not image_cuda:
-            raise fail("--from-driver, --to-driver and --image-cuda go together")
-        compat_rows = [placement(cv, from_driver, to_driver) for cv in image_cuda]
+                          soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed,
+                          drivers=drivers, images=tuple(image_cuda or ()))
     out = {"nodes": nodes, "gpus_per_node": gpus_per_node, "canary": c, "max_unavailable": max_unavailable,
            "node_minutes": node_minutes, "drain_timeout_s": drain_timeout,
            "checkpoint_minutes": checkpoint_minutes, "soak_minutes": soak_minutes, "plans": rows}
@@ -151,6 +153,9 @@ def _print(out: dict, simulated: bool) -> None:
     if simulated:
         for col in ("sim rollout", "sim GPU-h out", "sim job GPU-h lost", "sim failed"):
             t.add_column(col, justify="right")
+    images = simulated and "compatibility" in out  # jobs whose image runs on no node wait
+    if images:
+        t.add_column("sim jobs waiting", justify="right")
     for r in out["plans"]:
         cells = [f"{r['wave']:,}", f"{r['waves']:,}", f"{r['rollout_hours']:,.1f} h",
                  f"{r['max_nodes_out']:,} ({r['max_capacity_out_pct']:.1f}%)",
@@ -159,6 +164,8 @@ def _print(out: dict, simulated: bool) -> None:
         if simulated:
             cells += [f"{r['sim_rollout_hours']:,.1f} h", f"{r['sim_capacity_gpu_hours_out']:,.0f}",
                       f"{r['sim_job_gpu_hours_lost']:,.0f}", f"{r['sim_failed_nodes']}"]
+        if images:
+            cells.append(f"{r['sim_jobs_waiting_at_end']:,}")
         t.add_row(*cells)
     console.print(t)
     first = out["plans"][0]

@@ -5,10 +5,15 @@ that checkpoints every τ', their phases spread evenly, and the rollout visits t
 random order, so that a wave meets jobs at independent points of their checkpoint interval, as the
 plan's arithmetic assumes. Llama 3's failure rates run
 throughout (the 3-minute recovery, no spares): the rollout meets failures, as it would.
+
+With ``drivers`` (old, new) the rollout restricts placement by the compatibility matrix
+(sim/upgrade_compat.py): the busy jobs carry the ``images`` (CUDA versions) in turn, job i the
+image i mod len(images); a trace's jobs carry their own ``cuda`` labels.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +22,7 @@ from gpufleet.policies.registry import profile
 from gpufleet.sim.failures import FAST, FailureConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.upgrade import UpgradeConfig
+from gpufleet.sim.upgrade_compat import CUDA_LABEL
 from gpufleet.sim.upgrade_plan import RESTART_S, UpgradePlan
 from gpufleet.testing.builders import fleet as fleet_builder
 from gpufleet.testing.builders import job
@@ -26,7 +32,7 @@ DAY = 86400.0
 
 def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: float, timeout_s: float,
            interval_wall_s: float, soak_s: float, fail_p: float, bad_fail_p: float, rollback_share: float,
-           seed: int) -> dict[str, Any]:
+           seed: int, drivers: tuple[str, str] | None = None, images: tuple[str, ...] = ()) -> dict[str, Any]:
     start = max(3600.0, interval_wall_s)
     n = len(scn.fleet.nodes) if scn is not None else nodes
     # nodes in a random order: a wave meets jobs at independent points of their intervals (jobs
@@ -34,7 +40,8 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
     order = tuple(int(i) for i in np.random.default_rng([seed, 0x0DE5]).permutation(n))
     up = UpgradeConfig(order=order, wave=plan.wave, canary=plan.canary, start_s=start, node_s=node_s,
                        drain_timeout_s=timeout_s, soak_s=soak_s, node_fail_p=fail_p,
-                       bad_fail_p=bad_fail_p, rollback_share=rollback_share)
+                       bad_fail_p=bad_fail_p, rollback_share=rollback_share,
+                       from_driver=drivers[0] if drivers else None, to_driver=drivers[1] if drivers else None)
     until = start + 1.5 * plan.rollout_s + DAY
     cfg = FailureConfig(recovery=FAST, upgrade=up, seed=seed)
     if scn is not None:
@@ -46,7 +53,8 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
         jobs = []
         for i in range(nodes if interval_wall_s > 0 else 0):
             b = job(f"j{i}").gpus(gpus_per_node).at(float(phase[i])).runs(until)
-            jobs.append((b.checkpoints(*ck) if ck else b).build())
+            j = (b.checkpoints(*ck) if ck else b).build()
+            jobs.append(replace(j, labels=((CUDA_LABEL, images[i % len(images)]),)) if images else j)
         pol = profile("gang-bestfit")
     r = simulate(fl, jobs, pol, failures=cfg, failures_until=until, horizon=until, decision_log=False,
                  stranded_every_s=1e12)
@@ -59,4 +67,15 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
             "sim_job_gpu_hours_lost": led.lost_gpu_s.get("upgrade", 0.0) / 3600.0,
             "sim_failed_nodes": u.nodes_failed, "sim_jobs_drained": u.jobs_drained,
             "sim_rolled_back": u.rolled_back, "sim_node_failures_during": led.node_failures - u.nodes_failed,
-            "sim_finished": u.finished_s is not None}
+            "sim_finished": u.finished_s is not None,
+            "sim_jobs_waiting_at_end": _waiting(r.recorder.log, [j.id for j in jobs])}
+
+
+def _waiting(log: list[tuple[float, str, str, str]], ids: list[str]) -> int:
+    """Jobs not running at the end: never started, or stopped (drained, failed) and not restarted
+    — with drivers given, those whose image runs on no node in service."""
+    last = {jid: "" for jid in ids}
+    for _, kind, jid, _ in log:
+        if kind in ("start", "stopped", "finish") and jid in last:
+            last[jid] = kind
+    return sum(1 for k in last.values() if k in ("", "stopped"))

@@ -108,3 +108,26 @@ def test_the_plan_says_which_images_may_land_on_upgraded_nodes():
 def test_bad_compatibility_input_gets_one_line_and_exit_2(args):
     res = runner.invoke(app, ["plan", "upgrade", *args])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def _sim(*extra: str) -> dict:
+    base = ("--nodes", "16", "--wave", "4", "--canary", "0", "--fail-rate", "0", "--simulate")
+    return {k: v for k, v in _json(*base, *extra)["plans"][0].items() if k.startswith("sim_")}
+
+
+def test_the_replay_with_images_that_run_on_both_drivers_is_the_replay_without_images():
+    """CUDA 12.4 is native on 550.54.14 (its minimum) and on 580.65.06: no job is restricted, so
+    every simulated figure is the one of the replay without drivers, and no job waits at the end."""
+    plain = _sim()
+    assert plain["sim_jobs_waiting_at_end"] == 0
+    assert _sim("--from-driver", "550.54.14", "--to-driver", "580.65.06", "--image-cuda", "12.4") == plain
+
+
+def test_the_replay_of_a_downgrade_leaves_the_jobs_whose_image_needs_the_old_driver_waiting():
+    """580.65.06 → 550.54.14 over 16 busy nodes, jobs alternating CUDA 12.4 and 13.0 images: 13.0
+    is "no" on 550 (below the 13.x floor 580), so each 13.0 job drained by its wave restarts only on
+    nodes still on 580, and once all 16 run 550 none can: the 8 CUDA 13.0 jobs wait at the end."""
+    out = _sim("--from-driver", "580.65.06", "--to-driver", "550.54.14", "--image-cuda", "12.4",
+               "--image-cuda", "13.0")
+    assert out["sim_jobs_waiting_at_end"] == 8
+    assert out["sim_finished"]
