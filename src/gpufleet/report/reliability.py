@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 
@@ -87,6 +88,12 @@ def _cadence_plot(young: float, daly: float, runs: list) -> str:
 
 
 def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Section:
+    """The run's reliability figures, then the formula-vs-simulation studies at the run's failure
+    rates; a run with failures off (``failure_scale: 0``) has no rate to study (an infinite MTTI
+    makes Daly's interval infinite), so its studies use the Llama 3 rates and say so."""
+    off = cfg.scale <= 0
+    if off:
+        cfg = replace(cfg, scale=1.0)
     rec = recovery_comparison(cfg)
     curve_cfg = FailureConfig(scale=20.0, steps=cfg.steps)
     young, daly, curve = cadence_curve(curve_cfg)
@@ -143,7 +150,9 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
         hit = 1 - math.comb(64 - n, 32) / math.comb(64, 32)
         zone_rows.append([f"{n}", f"{4 * hit:.2f}", f"{n * 4 * 32 / 64:.1f}"])
     html = (
-        "<p>Failures at Meta's Llama 3 rates (419 unexpected interruptions in 54 days on 2,048 8-GPU "
+        ("<p><b>This run had failures off (failure_scale 0)</b>; the studies below use the Llama 3 "
+         "rates.</p>" if off else "")
+        + "<p>Failures at Meta's Llama 3 rates (419 unexpected interruptions in 54 days on 2,048 8-GPU "
         "hosts: 3.79 per 1000 node-days), grouped by kind; the same seeded failure stream for every "
         "policy. Each failed node walks the health machine (suspect → draining → quarantined → "
         "diagnosing → repaired or RMA → pre-flight → healthy); a gang with a rank on it stops and "
