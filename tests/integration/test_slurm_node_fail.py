@@ -56,6 +56,10 @@ def test_a_killed_node_ends_its_gangs_and_every_reader_reports_it(slurm, tmp_pat
         done = gpufleet(slurm, "slurm", "explain", requeued)
         assert done.returncode == 0, done.stderr
         assert f"job {requeued} (requeue" in done.stdout
+        # sacct says NODE_FAIL before squeue lets go of the job: it lingers COMPLETING while
+        # slurmctld cleans up after the dead node (seconds; longer on a loaded machine)
+        slurm.wait_until(lambda: not slurm.run("squeue", "-h", "-j", failing, "-o", "%i",
+                                               check=False).strip(), timeout=90, every=2)
         ended = gpufleet(slurm, "slurm", "explain", failing)
         assert ended.returncode == 0, ended.stderr
         assert f"job {failing}: not in the queue: it ended NODE_FAIL" in ended.stdout
