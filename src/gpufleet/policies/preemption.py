@@ -157,10 +157,9 @@ class TenancyPreemptor:
                 # Refused only for quota that jobs under notice still hold: it starts once they
                 # are gone; evicting more would be an unneeded eviction.
                 _claims(fitted, plan, evicting_room)
-                ends = [rj.evict_at for rj in ctx.running if rj.evicting and rj.evict_at is not None]
                 ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
                     "waiting for capacity already being evicted",), self.name,
-                    max(ends) if ends else None))
+                    float(notices.ends[-1]) if len(notices) else None))
                 for b in fitted:
                     plan.bind(b)
                 ledger.add(job.tenant, once_evicted, job.total_gpus)
