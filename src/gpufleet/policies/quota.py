@@ -108,6 +108,9 @@ class QuotaLedger:
             if t.cohort is not None:
                 self._children.setdefault(t.cohort, []).append(("t", t.name))
         self._static: dict[tuple[Node, str], tuple[int, int]] = {}
+        #: ``available`` per (node, flavor) at the current usage; any ``add`` clears it. Admission
+        #: asks it for every pending job within its nominal quota, mostly between two charges.
+        self._available: dict[tuple[Node, str], int] = {}
 
     @classmethod
     def from_running(cls, tenancy: Tenancy, running: Sequence[RunningJob],
@@ -123,6 +126,7 @@ class QuotaLedger:
         out = QuotaLedger.__new__(QuotaLedger)
         out.tenancy, out._children, out._static = self.tenancy, self._children, self._static
         out.usage = dict(self.usage)
+        out._available = dict(self._available)
         return out
 
     def default_flavor(self, tenant: str) -> str:
@@ -136,6 +140,8 @@ class QuotaLedger:
     def add(self, tenant: str, flavor: str, gpus: int) -> None:
         key = (tenant, flavor)
         self.usage[key] = self.usage.get(key, 0) + gpus
+        if self._available:
+            self._available.clear()
 
     def used(self, tenant: str, flavor: str) -> int:
         return self.usage.get((tenant, flavor), 0)
@@ -179,6 +185,13 @@ class QuotaLedger:
 
     def available(self, node: Node, flavor: str) -> int:
         """GPUs of ``flavor`` node ``x`` could still admit, counting what it may borrow."""
+        known = self._available.get((node, flavor))
+        if known is not None:
+            return known
+        self._available[(node, flavor)] = value = self._compute_available(node, flavor)
+        return value
+
+    def _compute_available(self, node: Node, flavor: str) -> int:
         sub, guar = self._subtree_and_guaranteed(node, flavor)
         use = self._usage(node, flavor)
         parent = self._parent(node)
