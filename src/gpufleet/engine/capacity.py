@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
+
+if TYPE_CHECKING:
+    from gpufleet.engine.types import CycleContext
 
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -106,6 +110,19 @@ class Releases:
         """When the last of these jobs with a pod on ``nodes`` ends; None when none has one."""
         on = np.isin(self.rel_node, np.asarray(nodes, np.int64))
         return float(self.ends[self.rel_rank[on]].max()) if on.any() else None
+
+
+def release_schedule(ctx: CycleContext, extra: Sequence[RunningJob] = ()) -> Releases:
+    """The cycle's release schedule: the running jobs (and ``extra``, this cycle's placements,
+    which run from now) ranked by expected end. Read from the driver's running columns when it
+    keeps them (engine/running.py: a few numpy passes), else built from the jobs' pods; the same
+    schedule either way."""
+    cols = ctx.facts.running_columns
+    if cols is None:
+        running = [*ctx.running, *extra]
+        return Releases.build(running, ctx.expected_end, ctx.expected_ends(running))
+    return cols.releases(ctx.now, ctx.estimate_accuracy, ctx.expected_end, extra,
+                         ctx.expected_ends(extra) if extra else None)
 
 
 @dataclass

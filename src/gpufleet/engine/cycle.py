@@ -23,7 +23,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
                        running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
                        previous_reservations=inp.reservations,
                        estimate_accuracy=inp.estimate_accuracy if profile.estimate_history else {},
-                       disruptions=inp.disruptions)
+                       disruptions=inp.disruptions, running_columns=inp.running_columns)
     plan = Plan(inp.nodes)
 
     # 1. admit: quota decides who may compete at all.

@@ -19,6 +19,7 @@ from gpufleet.model.tenancy import Tenancy
 if TYPE_CHECKING:
     from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
     from gpufleet.engine.profile import Profile
+    from gpufleet.engine.running import RunningColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,10 @@ class CycleInput:
     #: Evictions the driver applied recently, (notice time, GPU-equivalents), oldest first:
     #: what a disruption budget (policies/defrag.py) counts against.
     disruptions: tuple[tuple[float, float], ...] = ()
+    #: ``running`` as columns the driver keeps across cycles (engine/running.py), or None: the
+    #: release schedule is then read from them instead of from every running job's pods. A driver
+    #: that hands them promises they describe exactly ``running``.
+    running_columns: RunningColumns | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,7 @@ class CycleFacts:
     previous_reservations: tuple[Reservation, ...] = ()
     estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
     disruptions: tuple[tuple[float, float], ...] = ()
+    running_columns: RunningColumns | None = None
 
 
 def job_estimates(jobs: Sequence[Job]) -> np.ndarray:
@@ -231,11 +237,12 @@ class CycleContext:
                  usage: Mapping[str, float] | None = None,
                  previous_reservations: tuple[Reservation, ...] = (),
                  estimate_accuracy: Mapping[str, float] | None = None,
-                 disruptions: tuple[tuple[float, float], ...] = ()) -> None:
+                 disruptions: tuple[tuple[float, float], ...] = (),
+                 running_columns: RunningColumns | None = None) -> None:
         self.facts = CycleFacts(now, profile, running, tenancy, usage if usage is not None else {},
                                 previous_reservations,
                                 estimate_accuracy if estimate_accuracy is not None else {},
-                                disruptions)
+                                disruptions, running_columns)
         self.rng = rng
         self.caches = PlaceCaches()
         self.handoff = Handoffs()

@@ -32,7 +32,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from gpufleet.engine.capacity import CapacityTimeline, Hold
+from gpufleet.engine.capacity import CapacityTimeline, Hold, release_schedule
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
@@ -112,8 +112,7 @@ class ShadowReserver:
     def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
-        running = [*ctx.running, *_just_placed(plan, ctx)]
-        avail = CapacityTimeline.build(plan.table, running, ctx.expected_end, ctx.expected_ends(running))
+        avail = CapacityTimeline(plan.table, release_schedule(ctx, _just_placed(plan, ctx)))
         n = len(plan.table)
         holds: list[tuple[Reservation, Hold]] = []
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}

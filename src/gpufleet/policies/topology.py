@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpufleet.engine.capacity import CapacityTimeline, Releases
+from gpufleet.engine.capacity import CapacityTimeline, release_schedule
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -192,8 +192,7 @@ class TopologyAware:
             return cache[key]
         caches = ctx.caches
         if caches.running_releases is None:
-            caches.running_releases = Releases.build(ctx.running, ctx.expected_end,
-                                                     ctx.expected_ends(ctx.running))
+            caches.running_releases = release_schedule(ctx)
         atoms = ps.replicas // k
         timeline = CapacityTimeline(table, caches.running_releases)
         wait = timeline.first_end_when(

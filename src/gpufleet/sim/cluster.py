@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.running import RunningColumns
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet
@@ -14,13 +15,63 @@ from gpufleet.model.job import Job
 from gpufleet.sim.shape_queues import ShapeQueues
 
 
+class RunningJobs(dict[JobId, RunningJob]):
+    """The running jobs by id, with the same jobs kept as columns (``columns``,
+    engine/running.py) that every change to the dict updates: a start adds a row, an end or an
+    eviction removes it, a replaced run (notice given, an elastic resize) swaps it. So the engine
+    reads the release schedule from columns instead of re-reading every running job's pods each
+    cycle, whatever module changes the running set."""
+
+    __slots__ = ("columns",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.columns = RunningColumns()
+
+    def __setitem__(self, jid: JobId, rj: RunningJob) -> None:
+        if jid in self:
+            self.columns.remove(jid)
+        super().__setitem__(jid, rj)
+        self.columns.add(rj)
+
+    def __delitem__(self, jid: JobId) -> None:
+        super().__delitem__(jid)
+        self.columns.remove(jid)
+
+    _MISSING = object()
+
+    def pop(self, jid: JobId, default: object = _MISSING) -> RunningJob:  # type: ignore[override]
+        if jid not in self:
+            if default is RunningJobs._MISSING:
+                raise KeyError(jid)
+            return default  # type: ignore[return-value]
+        rj = super().pop(jid)
+        self.columns.remove(jid)
+        return rj
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("RunningJobs changes only by item assignment, del and pop")
+
+    setdefault = update = popitem = clear = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple:
+        return (_running_jobs, (list(self.items()),))
+
+
+def _running_jobs(items: list[tuple[JobId, RunningJob]]) -> RunningJobs:
+    out = RunningJobs()
+    for jid, rj in items:
+        out[jid] = rj
+    return out
+
+
 @dataclass
 class SimulatedCluster:
     fleet: Fleet
     table: NodeTable = field(init=False)
     pending: dict[JobId, Job] = field(default_factory=dict)
     partial: dict[JobId, list[PodBinding]] = field(default_factory=dict)
-    running: dict[JobId, RunningJob] = field(default_factory=dict)
+    running: RunningJobs = field(default_factory=RunningJobs)
     #: Checkpointed progress (seconds of work) of jobs that were preempted and requeued.
     progress: dict[JobId, float] = field(default_factory=dict)
     #: The engine's view of the pending jobs, kept across cycles as columns (engine/queue.py: a

@@ -127,7 +127,8 @@ def engine_cycle(st: SimState) -> None:
             running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
             usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
             reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
-            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0))
+            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
+            running_columns=cluster.running.columns)
 
     if cfg.cut_mode is None:
         cfg.cut_mode = cut_mode(cfg.profile) or ""

@@ -1,0 +1,258 @@
+"""The running set as columns kept by a driver across cycles, and the release schedule read from them.
+
+Reservation asks every cycle "who releases what, when" (engine/capacity.py ``Releases``). Built
+from the running jobs' objects, that is one Python step per running job and per bound pod, every
+cycle: with ~2,000 running jobs on 2,000 nodes it was ~60% of a congested EASY cycle in the large
+simulation (bench/README.md, "simulate: the running set as columns"). But what a running job
+releases, and its planned end before ``now`` and the tenants' accuracy records are applied, change
+only when it starts, ends or is given notice. So a driver keeps them in ``RunningColumns``:
+
+- ``add`` / ``remove``: O(pods) Python per job, once per start / end (a row per job, a row per pod,
+  in capacity-doubling arrays; removal marks the row dead; dead rows are compacted away once they
+  outnumber the live ones);
+- ``releases(...)``: the release schedule for one cycle from the columns, in a few numpy passes:
+  the same ``expected_end`` arithmetic as ``CycleContext.expected_ends`` (element for element, so
+  the same floats), the same (end, id) rank, and the pods in the same order as
+  ``Releases.build`` lays them out (equality is a property test: tests/unit/engine/test_running.py).
+
+The engine stays pure: it only reads the columns (``CycleInput.running_columns``); the driver that
+hands them promises they describe exactly ``CycleInput.running``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gpufleet.engine.types import RunningJob
+from gpufleet.model.ids import JobId
+
+if TYPE_CHECKING:
+    from gpufleet.engine.capacity import Releases
+
+_MIN_CAP = 64
+#: Below this many rows the columns are never compacted.
+_COMPACT_MIN = 256
+
+
+def _estimate(rj: RunningJob) -> float:
+    """``job_estimates`` for one job: the estimate where one is given (not NaN), else the run time."""
+    est = rj.job.run_time_estimate
+    return rj.job.run_time if est is None or est != est else float(est)
+
+
+class RunningColumns:
+    """One row per running job (start, estimate, progress, tenant, notice) and one row per bound
+    pod (job row, node, GPUs, CPUs, memory), appended at start, marked dead at end."""
+
+    __slots__ = ("n", "row_of", "rjs", "ids", "live", "start", "est", "progress", "tenant",
+                 "evicting", "tenants", "_tenant_of", "npods", "m", "pod_row", "pod_node",
+                 "pod_gpu", "pod_cpu", "pod_mem", "n_live", "_ids_u", "compact_min")
+
+    def __init__(self, compact_min: int = _COMPACT_MIN) -> None:
+        #: Below this many rows the columns are never compacted.
+        self.compact_min = compact_min
+        self.n = 0                      # rows used (live and dead)
+        self.n_live = 0
+        self.row_of: dict[JobId, int] = {}
+        self.rjs: list[RunningJob | None] = []
+        self.ids: list[JobId] = []
+        self.live = np.zeros(_MIN_CAP, bool)
+        self.start = np.zeros(_MIN_CAP, np.float64)
+        self.est = np.zeros(_MIN_CAP, np.float64)
+        self.progress = np.zeros(_MIN_CAP, np.float64)
+        self.tenant = np.zeros(_MIN_CAP, np.int64)
+        self.evicting = np.zeros(_MIN_CAP, bool)
+        self.npods = np.zeros(_MIN_CAP, np.int64)
+        self.tenants: list[str] = []
+        self._tenant_of: dict[str, int] = {}
+        self.m = 0                      # pod rows used
+        self.pod_row = np.zeros(_MIN_CAP, np.int64)
+        self.pod_node = np.zeros(_MIN_CAP, np.int64)
+        self.pod_gpu = np.zeros(_MIN_CAP, np.int64)
+        self.pod_cpu = np.zeros(_MIN_CAP, np.float64)
+        self.pod_mem = np.zeros(_MIN_CAP, np.float64)
+        self._ids_u = np.zeros(_MIN_CAP, "U1")
+
+    @classmethod
+    def of(cls, running: Sequence[RunningJob]) -> RunningColumns:
+        cols = cls()
+        for rj in running:
+            cols.add(rj)
+        return cols
+
+    def __len__(self) -> int:
+        return self.n_live
+
+    def __contains__(self, jid: object) -> bool:
+        return jid in self.row_of
+
+    def get(self, jid: JobId) -> RunningJob | None:
+        row = self.row_of.get(jid)
+        return None if row is None else self.rjs[row]
+
+    # --- driver side -------------------------------------------------------------------------
+
+    def add(self, rj: RunningJob) -> None:
+        """A job starts running (or its run changes: ``remove`` it first)."""
+        jid = rj.job.id
+        if jid in self.row_of:
+            raise KeyError(f"job {jid} is already in the running columns")
+        self._grow_rows(self.n + 1)
+        self._grow_pods(self.m + len(rj.bindings))
+        r = self.n
+        t = self._tenant_of.get(rj.job.tenant)
+        if t is None:
+            t = self._tenant_of[rj.job.tenant] = len(self.tenants)
+            self.tenants.append(rj.job.tenant)
+        self.live[r] = True
+        self.start[r] = rj.start_time
+        self.est[r] = _estimate(rj)
+        self.progress[r] = rj.progress_before
+        self.tenant[r] = t
+        self.evicting[r] = rj.evicting
+        self.npods[r] = len(rj.bindings)
+        if len(jid) > self._ids_u.dtype.itemsize // 4:
+            self._ids_u = self._ids_u.astype(f"U{max(len(jid), 2 * (self._ids_u.dtype.itemsize // 4))}")
+        self._ids_u[r] = jid
+        self.rjs.append(rj)
+        self.ids.append(jid)
+        self.row_of[jid] = r
+        m = self.m
+        for b in rj.bindings:
+            self.pod_row[m] = r
+            self.pod_node[m] = b.node
+            self.pod_gpu[m] = b.request.gpus
+            self.pod_cpu[m] = b.request.cpus
+            self.pod_mem[m] = b.request.memory_gb
+            m += 1
+        self.m = m
+        self.n = r + 1
+        self.n_live += 1
+
+    def remove(self, jid: JobId) -> RunningJob:
+        """A job stops running (ends, is evicted, or its run is about to be replaced)."""
+        r = self.row_of.pop(jid)
+        rj = self.rjs[r]
+        assert rj is not None
+        self.live[r] = False
+        self.rjs[r] = None
+        self.n_live -= 1
+        if self.n >= self.compact_min and self.n_live * 2 < self.n:
+            self._compact()
+        return rj
+
+    def _grow_rows(self, need: int) -> None:
+        cap = self.live.size
+        if need <= cap:
+            return
+        new = max(need, 2 * cap)
+        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_u"):
+            old = getattr(self, name)
+            arr = np.zeros(new, old.dtype)
+            arr[:cap] = old
+            setattr(self, name, arr)
+
+    def _grow_pods(self, need: int) -> None:
+        cap = self.pod_row.size
+        if need <= cap:
+            return
+        new = max(need, 2 * cap)
+        for name in ("pod_row", "pod_node", "pod_gpu", "pod_cpu", "pod_mem"):
+            old = getattr(self, name)
+            arr = np.zeros(new, old.dtype)
+            arr[:cap] = old
+            setattr(self, name, arr)
+
+    def _compact(self) -> None:
+        """Drop dead rows, keeping the live ones (and their pods) in order."""
+        keep = np.flatnonzero(self.live[:self.n])
+        new_of = np.full(self.n, -1, np.int64)
+        new_of[keep] = np.arange(keep.size)
+        pods = np.flatnonzero(self.live[self.pod_row[:self.m]])
+        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_u"):
+            arr = getattr(self, name)
+            arr[:keep.size] = arr[keep]
+            arr[keep.size:] = arr.dtype.type(0) if arr.dtype.kind != "U" else ""
+        for name in ("pod_node", "pod_gpu", "pod_cpu", "pod_mem"):
+            arr = getattr(self, name)
+            arr[:pods.size] = arr[pods]
+        self.pod_row[:pods.size] = new_of[self.pod_row[pods]]
+        rows = keep.tolist()
+        self.rjs = [self.rjs[i] for i in rows]
+        self.ids = [self.ids[i] for i in rows]
+        self.row_of = {jid: i for i, jid in enumerate(self.ids)}
+        self.n = keep.size
+        self.m = pods.size
+
+    # --- engine side (read only) -------------------------------------------------------------
+
+    def running(self) -> list[RunningJob]:
+        """The running jobs, in the order they were added."""
+        return [rj for rj in self.rjs if rj is not None]
+
+    def releases(self, now: float, accuracy: Mapping[str, float],
+                 expected_end: Callable[[RunningJob], float],
+                 extra: Sequence[RunningJob] = (),
+                 extra_ends: np.ndarray | None = None) -> Releases:
+        """``Releases.build(running + extra, expected_end, expected_ends(running + extra))`` from the
+        columns: the rows' ends by the same arithmetic as ``CycleContext.expected_ends`` (jobs
+        under notice one by one, by ``expected_end``), ``extra`` (this cycle's placements, not yet
+        running) by ``extra_ends``; ranked by (end, id), ties in input order; pods laid out in
+        rank order, each job's in binding order."""
+        from gpufleet.engine.capacity import Releases
+
+        live = np.flatnonzero(self.live[:self.n])
+        k = live.size
+        est = self.est[live]
+        if accuracy:
+            mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
+                               len(self.tenants))
+            est = est * mult[self.tenant[live]]
+        planned = self.start[live] + np.maximum(est - self.progress[live], 0.0)
+        ends = np.where(planned > now, planned, now + 1.0)
+        if self.evicting[live].any():
+            for i in np.flatnonzero(self.evicting[live]).tolist():
+                rj = self.rjs[int(live[i])]
+                assert rj is not None
+                ends[i] = expected_end(rj)
+        ids_u = self._ids_u[live]
+        ids = [self.ids[i] for i in live.tolist()]
+        counts = self.npods[live]
+        if extra:
+            x_ids = [rj.job.id for rj in extra]
+            x_ends = extra_ends if extra_ends is not None else np.fromiter(
+                map(expected_end, extra), float, len(extra))
+            ends = np.concatenate([ends, x_ends])
+            ids_u = np.concatenate([ids_u, np.array(x_ids, dtype=str)])
+            ids = ids + x_ids
+            counts = np.concatenate([counts, np.fromiter((len(rj.bindings) for rj in extra), np.int64,
+                                                         len(extra))])
+        n = ends.size
+        if n == 0:
+            empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
+            return Releases((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
+        order = np.lexsort((ids_u, ends))  # stable: ties keep input order, as Releases.build
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        # pods of live rows, in storage order (each job's contiguous, in binding order)
+        local = np.full(self.n, -1, np.int64)
+        local[live] = np.arange(k, dtype=np.int64)
+        prow = local[self.pod_row[:self.m]]
+        pods = np.flatnonzero(prow >= 0)
+        p_rank = rank[prow[pods]]
+        p_node, p_gpu = self.pod_node[pods], self.pod_gpu[pods]
+        p_cpu, p_mem = self.pod_cpu[pods], self.pod_mem[pods]
+        if extra:
+            binds = [b for rj in extra for b in rj.bindings]
+            xm = len(binds)
+            p_rank = np.concatenate([p_rank, np.repeat(rank[k:], counts[k:])])
+            p_node = np.concatenate([p_node, np.fromiter((b.node for b in binds), np.int64, xm)])
+            p_gpu = np.concatenate([p_gpu, np.fromiter((b.request.gpus for b in binds), np.int64, xm)])
+            p_cpu = np.concatenate([p_cpu, np.fromiter((b.request.cpus for b in binds), float, xm)])
+            p_mem = np.concatenate([p_mem, np.fromiter((b.request.memory_gb for b in binds), float, xm)])
+        by_rank = np.argsort(p_rank, kind="stable")
+        return Releases(tuple(ids[i] for i in order.tolist()), ends[order], p_rank[by_rank],
+                        p_node[by_rank], p_gpu[by_rank], p_cpu[by_rank], p_mem[by_rank])
