@@ -37,6 +37,23 @@ _MIN_CAP = 64
 _COMPACT_MIN = 256
 
 
+def _rank_order(ends: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The order of ``Releases.build``'s ``lexsort((id ranks, ends))`` (stable: equal (end, id)
+    keep input order) without sorting strings in numpy: a stable sort by end, then each run of
+    equal ends (jobs past their estimate all end at now + 1) put in id order by Python's stable
+    sort. Runs are few and short; ends are otherwise distinct floats."""
+    order = np.argsort(ends, kind="stable")
+    e = ends[order]
+    tie = np.flatnonzero(e[1:] == e[:-1])
+    if tie.size:
+        # a run of equal ends over sorted positions a..b-1 shows as ties at a..b-2
+        first = np.r_[True, tie[1:] != tie[:-1] + 1]
+        last = np.r_[tie[1:] != tie[:-1] + 1, True]
+        for a, b in zip(tie[first].tolist(), (tie[last] + 2).tolist(), strict=True):
+            order[a:b] = sorted(order[a:b].tolist(), key=ids.__getitem__)
+    return order
+
+
 def _estimate(rj: RunningJob) -> float:
     """``job_estimates`` for one job: the estimate where one is given (not NaN), else the run time."""
     est = rj.job.run_time_estimate
@@ -47,9 +64,9 @@ class RunningColumns:
     """One row per running job (start, estimate, progress, tenant, notice) and one row per bound
     pod (job row, node, GPUs, CPUs, memory), appended at start, marked dead at end."""
 
-    __slots__ = ("n", "row_of", "rjs", "ids", "live", "start", "est", "progress", "tenant",
+    __slots__ = ("n", "row_of", "rjs", "live", "start", "est", "progress", "tenant",
                  "evicting", "tenants", "_tenant_of", "npods", "m", "pod_row", "pod_node",
-                 "pod_gpu", "pod_cpu", "pod_mem", "n_live", "_ids_u", "compact_min")
+                 "pod_gpu", "pod_cpu", "pod_mem", "n_live", "_ids_obj", "compact_min")
 
     def __init__(self, compact_min: int = _COMPACT_MIN) -> None:
         #: Below this many rows the columns are never compacted.
@@ -58,7 +75,6 @@ class RunningColumns:
         self.n_live = 0
         self.row_of: dict[JobId, int] = {}
         self.rjs: list[RunningJob | None] = []
-        self.ids: list[JobId] = []
         self.live = np.zeros(_MIN_CAP, bool)
         self.start = np.zeros(_MIN_CAP, np.float64)
         self.est = np.zeros(_MIN_CAP, np.float64)
@@ -74,7 +90,7 @@ class RunningColumns:
         self.pod_gpu = np.zeros(_MIN_CAP, np.int64)
         self.pod_cpu = np.zeros(_MIN_CAP, np.float64)
         self.pod_mem = np.zeros(_MIN_CAP, np.float64)
-        self._ids_u = np.zeros(_MIN_CAP, "U1")
+        self._ids_obj = np.full(_MIN_CAP, None, object)
 
     @classmethod
     def of(cls, running: Sequence[RunningJob]) -> RunningColumns:
@@ -114,11 +130,8 @@ class RunningColumns:
         self.tenant[r] = t
         self.evicting[r] = rj.evicting
         self.npods[r] = len(rj.bindings)
-        if len(jid) > self._ids_u.dtype.itemsize // 4:
-            self._ids_u = self._ids_u.astype(f"U{max(len(jid), 2 * (self._ids_u.dtype.itemsize // 4))}")
-        self._ids_u[r] = jid
+        self._ids_obj[r] = jid
         self.rjs.append(rj)
-        self.ids.append(jid)
         self.row_of[jid] = r
         m = self.m
         for b in rj.bindings:
@@ -149,9 +162,9 @@ class RunningColumns:
         if need <= cap:
             return
         new = max(need, 2 * cap)
-        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_u"):
+        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_obj"):
             old = getattr(self, name)
-            arr = np.zeros(new, old.dtype)
+            arr = np.zeros(new, old.dtype) if old.dtype != object else np.full(new, None, object)
             arr[:cap] = old
             setattr(self, name, arr)
 
@@ -172,18 +185,17 @@ class RunningColumns:
         new_of = np.full(self.n, -1, np.int64)
         new_of[keep] = np.arange(keep.size)
         pods = np.flatnonzero(self.live[self.pod_row[:self.m]])
-        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_u"):
+        for name in ("live", "start", "est", "progress", "tenant", "evicting", "npods", "_ids_obj"):
             arr = getattr(self, name)
             arr[:keep.size] = arr[keep]
-            arr[keep.size:] = arr.dtype.type(0) if arr.dtype.kind != "U" else ""
+            arr[keep.size:] = None if arr.dtype == object else 0
         for name in ("pod_node", "pod_gpu", "pod_cpu", "pod_mem"):
             arr = getattr(self, name)
             arr[:pods.size] = arr[pods]
         self.pod_row[:pods.size] = new_of[self.pod_row[pods]]
         rows = keep.tolist()
         self.rjs = [self.rjs[i] for i in rows]
-        self.ids = [self.ids[i] for i in rows]
-        self.row_of = {jid: i for i, jid in enumerate(self.ids)}
+        self.row_of = {jid: i for i, jid in enumerate(self._ids_obj[:keep.size].tolist())}
         self.n = keep.size
         self.m = pods.size
 
@@ -218,23 +230,22 @@ class RunningColumns:
                 rj = self.rjs[int(live[i])]
                 assert rj is not None
                 ends[i] = expected_end(rj)
-        ids_u = self._ids_u[live]
-        ids = [self.ids[i] for i in live.tolist()]
+        ids = self._ids_obj[live]
         counts = self.npods[live]
         if extra:
-            x_ids = [rj.job.id for rj in extra]
+            x_ids = np.empty(len(extra), object)
+            x_ids[:] = [rj.job.id for rj in extra]
             x_ends = extra_ends if extra_ends is not None else np.fromiter(
                 map(expected_end, extra), float, len(extra))
             ends = np.concatenate([ends, x_ends])
-            ids_u = np.concatenate([ids_u, np.array(x_ids, dtype=str)])
-            ids = ids + x_ids
+            ids = np.concatenate([ids, x_ids])
             counts = np.concatenate([counts, np.fromiter((len(rj.bindings) for rj in extra), np.int64,
                                                          len(extra))])
         n = ends.size
         if n == 0:
             empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
             return Releases((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
-        order = np.lexsort((ids_u, ends))  # stable: ties keep input order, as Releases.build
+        order = _rank_order(ends, ids)
         rank = np.empty(n, np.int64)
         rank[order] = np.arange(n, dtype=np.int64)
         # pods of live rows, in storage order (each job's contiguous, in binding order)
@@ -254,5 +265,5 @@ class RunningColumns:
             p_cpu = np.concatenate([p_cpu, np.fromiter((b.request.cpus for b in binds), float, xm)])
             p_mem = np.concatenate([p_mem, np.fromiter((b.request.memory_gb for b in binds), float, xm)])
         by_rank = np.argsort(p_rank, kind="stable")
-        return Releases(tuple(ids[i] for i in order.tolist()), ends[order], p_rank[by_rank],
+        return Releases(tuple(ids[order].tolist()), ends[order], p_rank[by_rank],
                         p_node[by_rank], p_gpu[by_rank], p_cpu[by_rank], p_mem[by_rank])
