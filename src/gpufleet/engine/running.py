@@ -246,24 +246,29 @@ class RunningColumns:
             empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
             return Releases((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
         order = _rank_order(ends, ids)
-        rank = np.empty(n, np.int64)
-        rank[order] = np.arange(n, dtype=np.int64)
-        # pods of live rows, in storage order (each job's contiguous, in binding order)
-        local = np.full(self.n, -1, np.int64)
-        local[live] = np.arange(k, dtype=np.int64)
-        prow = local[self.pod_row[:self.m]]
-        pods = np.flatnonzero(prow >= 0)
-        p_rank = rank[prow[pods]]
-        p_node, p_gpu = self.pod_node[pods], self.pod_gpu[pods]
-        p_cpu, p_mem = self.pod_cpu[pods], self.pod_mem[pods]
+        # Each row's pods are contiguous in storage (binding order): gather them row by row in
+        # rank order, no sort of the pods. ``first`` = each live row's first pod row.
+        first = np.searchsorted(self.pod_row[:self.m], live)
         if extra:
             binds = [b for rj in extra for b in rj.bindings]
             xm = len(binds)
-            p_rank = np.concatenate([p_rank, np.repeat(rank[k:], counts[k:])])
-            p_node = np.concatenate([p_node, np.fromiter((b.node for b in binds), np.int64, xm)])
-            p_gpu = np.concatenate([p_gpu, np.fromiter((b.request.gpus for b in binds), np.int64, xm)])
-            p_cpu = np.concatenate([p_cpu, np.fromiter((b.request.cpus for b in binds), float, xm)])
-            p_mem = np.concatenate([p_mem, np.fromiter((b.request.memory_gb for b in binds), float, xm)])
-        by_rank = np.argsort(p_rank, kind="stable")
-        return Releases(tuple(ids[order].tolist()), ends[order], p_rank[by_rank],
-                        p_node[by_rank], p_gpu[by_rank], p_cpu[by_rank], p_mem[by_rank])
+            # extra pods go after the stored ones, in the same row-by-row layout
+            first = np.concatenate([first, self.m + np.cumsum(counts[k:]) - counts[k:]])
+            p_node = np.concatenate([self.pod_node[:self.m],
+                                     np.fromiter((b.node for b in binds), np.int64, xm)])
+            p_gpu = np.concatenate([self.pod_gpu[:self.m],
+                                    np.fromiter((b.request.gpus for b in binds), np.int64, xm)])
+            p_cpu = np.concatenate([self.pod_cpu[:self.m],
+                                    np.fromiter((b.request.cpus for b in binds), float, xm)])
+            p_mem = np.concatenate([self.pod_mem[:self.m],
+                                    np.fromiter((b.request.memory_gb for b in binds), float, xm)])
+        else:
+            p_node, p_gpu, p_cpu, p_mem = (self.pod_node[:self.m], self.pod_gpu[:self.m],
+                                           self.pod_cpu[:self.m], self.pod_mem[:self.m])
+        c = counts[order]
+        total = int(c.sum())
+        starts_at = np.cumsum(c) - c
+        take = np.repeat(first[order] - starts_at, c) + np.arange(total, dtype=np.int64)
+        rel_rank = np.repeat(np.arange(n, dtype=np.int64), c)
+        return Releases(tuple(ids[order].tolist()), ends[order], rel_rank,
+                        p_node[take], p_gpu[take], p_cpu[take], p_mem[take])
