@@ -186,9 +186,8 @@ class CapacityTimeline:
         """How many jobs have ended by time ``t``."""
         return int(np.searchsorted(self.releases.ends, t, side="right"))
 
-    def free_after(self, k: int) -> Columns:
-        """Free capacity once the first ``k`` jobs have ended, holds ignored (arrays owned by the
-        caller)."""
+    def _after(self, k: int) -> Columns:
+        """``free_after(k)``'s memoised arrays themselves: callers must not change them."""
         hit = self._memo.get(k)
         if hit is None:
             t = self.table
@@ -196,6 +195,12 @@ class CapacityTimeline:
             hit = ((t.gpu_free.copy(), t.cpu_free.copy(), t.mem_free.copy()) if back is None
                    else (t.gpu_free + back[0], t.cpu_free + back[1], t.mem_free + back[2]))
             self._memo[k] = hit
+        return hit
+
+    def free_after(self, k: int) -> Columns:
+        """Free capacity once the first ``k`` jobs have ended, holds ignored (arrays owned by the
+        caller)."""
+        hit = self._after(k)
         return hit[0].copy(), hit[1].copy(), hit[2].copy()
 
     def free_at(self, t: float, holds: Sequence[Hold] = ()) -> Columns:
@@ -212,7 +217,11 @@ class CapacityTimeline:
         points = [start, *sorted({h.start for h in holds if start < h.start < end})]
         best: Columns | None = None
         for tau in points:
-            gpu, cpu, mem = self.free_at(tau, holds)
+            # ``free_at`` without its copy: every step below makes new arrays, never writes these
+            gpu, cpu, mem = self._after(self.index_at(tau))
+            for h in holds:
+                if h.active_at(tau):
+                    gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
             best = (gpu, cpu, mem) if best is None else (
                 np.minimum(best[0], gpu), np.minimum(best[1], cpu), np.minimum(best[2], mem))
         assert best is not None
