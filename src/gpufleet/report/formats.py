@@ -54,6 +54,20 @@ D = {
     "reliability.upgrade.to_driver": "Driver the rollout installs (e.g. 580.65.06).",
     "reliability.upgrade.forward_compat": "`cuda-compat` packages are installed (data-center GPUs): a newer "
     "CUDA major runs on an older driver.",
+    "reliability.upgrade.fabric_manager": "Fabric Manager the rollout installs; default the new driver's "
+    "(pinned). Another version: FM does not start, CUDA fails with 802, the node fails validation.",
+    "reliability.upgrade.fm_minutes": "Minutes of the Fabric Manager step after the driver's (NVSwitch "
+    "systems); 0: one step with the driver.",
+    "reliability.upgrade.nvswitch": "The nodes have NVSwitches, so Fabric Manager must equal the driver.",
+    "reliability.upgrade.kernel": "Linux kernel of every node (e.g. 5.15.0): a driver whose module does not "
+    "support it fails validation (3.10 before R560, 4.15 from R560); omitted: not checked.",
+    "reliability.upgrade.nodes": "A mixed fleet: where the nodes named like `match` start (driver, "
+    "Fabric Manager, kernel); later entries win.",
+    "reliability.upgrade.nodes[].match": "Node names (fnmatch pattern, e.g. `g0-n000*`).",
+    "reliability.upgrade.nodes[].driver": "Their driver before the rollout; default `from_driver`.",
+    "reliability.upgrade.nodes[].fabric_manager": "Their Fabric Manager; default their driver. A "
+    "different version holds the node out of service until its wave.",
+    "reliability.upgrade.nodes[].kernel": "Their Linux kernel; default `kernel`.",
     "reliability.days": "Days of failures drawn; default the workload's horizon, or 30 days.",
     "runtime_model": "`topology`: a training job's run time is stretched by its placement's slowdown.",
     "fleet": "The fleet: `groups` (compact) or `nodes` (per node), or in a scenario `{file: fleet.yaml}`.",
@@ -129,6 +143,8 @@ D = {
     "workload.jobs[].kind": "batch, training, inference or notebook.",
     "workload.jobs[].cuda": "CUDA toolkit of the job's image (e.g. 12.8): during a driver rollout with "
     "`from_driver`/`to_driver` it goes only to nodes whose driver runs it; omitted: any driver.",
+    "workload.jobs[].nccl": "NCCL of the job's image (`2.27.3+cuda12.9`, or `2.27.3` with `cuda`): its "
+    "build's CUDA must be of the image's major, and the node's driver must run it.",
     "workload.jobs[].tp": "Tensor-parallel degree (tp × pp × dp = replicas × gpus).",
     "workload.jobs[].pp": "Pipeline-parallel degree.",
     "workload.jobs[].dp": "Data-parallel degree.",

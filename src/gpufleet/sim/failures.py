@@ -98,6 +98,14 @@ BAD_NODE = FailureKind("bad-node", 0, False, 0.0, "admitted bad after repair, fa
 #: A node whose driver upgrade failed validation (kind index -2, sim/upgrade.py).
 UPGRADE_FAILED = FailureKind("upgrade-failed", 0, False, 0.0, "driver upgrade failed validation")
 UPGRADE_KIND = -2
+#: Upgrades that failed for the stack itself (sim/upgrade.py): FM ≠ driver; kernel too old.
+FM_MISMATCH = FailureKind("fm-mismatch", 0, False, 0.0, "Fabric Manager version differs from the driver")
+FM_MISMATCH_KIND = -3
+KERNEL_TOO_OLD = FailureKind("kernel-too-old", 0, False, 0.0, "kernel older than the driver module supports")
+KERNEL_KIND = -4
+#: Kind index (< 0) → the special kind it names.
+SPECIAL_KINDS = {-1: BAD_NODE, UPGRADE_KIND: UPGRADE_FAILED, FM_MISMATCH_KIND: FM_MISMATCH,
+                 KERNEL_KIND: KERNEL_TOO_OLD}
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,8 +254,7 @@ def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an i
     node, kind_idx, u = ev.payload
     if fs.book.states[node] is not HealthState.HEALTHY:
         return Outcome.NOTHING  # already out of service: the fault is found with the first one
-    special = UPGRADE_FAILED if kind_idx == UPGRADE_KIND else BAD_NODE
-    kind = special if kind_idx < 0 else fs.cfg.kinds[kind_idx]
+    kind = SPECIAL_KINDS[kind_idx] if kind_idx < 0 else fs.cfg.kinds[kind_idx]
     in_pool = node in fs.pool
     fs.ledger.node_failures += 1
     fs.book.apply(node, HealthEvent.FAULT, st.t)

@@ -4,12 +4,37 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpufleet.model.health import StepDurations
-from gpufleet.sim.driver_compat import version
+from gpufleet.sim.driver_compat import kernel_ok, version
 from gpufleet.sim.failures import RECOVERIES, FailureConfig
-from gpufleet.sim.upgrade import UpgradeConfig
+from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
+
+
+class NodeStartSpec(BaseModel):
+    """``reliability.upgrade.nodes[]``: where the nodes named like ``match`` start (a mixed fleet)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    match: str = Field(min_length=1, max_length=200)
+    driver: str | None = None
+    fabric_manager: str | None = None
+    kernel: str | None = None
+
+    @field_validator("driver", "fabric_manager")
+    @classmethod
+    def _driver(cls, v: str | None) -> str | None:
+        if v is not None:
+            version(v)
+        return v
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, v: str | None) -> str | None:
+        if v is not None:
+            version(v.split("-")[0], "kernel", "5.15.0")
+        return v
 
 
 class UpgradeSpec(BaseModel):
@@ -32,13 +57,40 @@ class UpgradeSpec(BaseModel):
     from_driver: str | None = None
     to_driver: str | None = None
     forward_compat: bool = False
+    #: The Fabric Manager the rollout installs (default: the new driver's), the minutes its step
+    #: takes after the driver's (0: one step), and whether the nodes have NVSwitches.
+    fabric_manager: str | None = None
+    fm_minutes: float = Field(default=0.0, ge=0, le=24 * 60)
+    nvswitch: bool = True
+    #: Every node's kernel (None: not checked); per-node starting stacks, matched by node name.
+    kernel: str | None = None
+    nodes: list[NodeStartSpec] = Field(default_factory=list, max_length=100_000)
 
-    @field_validator("from_driver", "to_driver")
+    @field_validator("from_driver", "to_driver", "fabric_manager")
     @classmethod
     def _driver(cls, v: str | None) -> str | None:
         if v is not None:
             version(v)
         return v
+
+    @field_validator("kernel")
+    @classmethod
+    def _kernel(cls, v: str | None) -> str | None:
+        if v is not None:
+            version(v.split("-")[0], "kernel", "5.15.0")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> UpgradeSpec:
+        for i, ns in enumerate(self.nodes):
+            d, k = ns.driver or self.from_driver, ns.kernel or self.kernel
+            if ns.driver is not None and self.to_driver is None:
+                raise ValueError(f"nodes[{i}].driver needs to_driver (the driver the rollout installs)")
+            if d is not None and k is not None and not kernel_ok(d, k)[0]:
+                raise ValueError(f"nodes[{i}]: {kernel_ok(d, k)[1]}")
+        if self.from_driver and self.kernel and not kernel_ok(self.from_driver, self.kernel)[0]:
+            raise ValueError(kernel_ok(self.from_driver, self.kernel)[1])
+        return self
 
     def build(self) -> UpgradeConfig:
         return UpgradeConfig(wave=self.wave, canary=self.canary, start_s=self.start_hours * 3600.0,
@@ -46,7 +98,11 @@ class UpgradeSpec(BaseModel):
                              soak_s=self.soak_minutes * 60.0, node_fail_p=self.node_fail_p,
                              bad_driver_p=self.bad_driver_p, bad_fail_p=self.bad_fail_p,
                              rollback_share=self.rollback_share, from_driver=self.from_driver,
-                             to_driver=self.to_driver, forward_compat=self.forward_compat)
+                             to_driver=self.to_driver, forward_compat=self.forward_compat,
+                             fabric_manager=self.fabric_manager, fm_s=self.fm_minutes * 60.0,
+                             nvswitch=self.nvswitch, kernel=self.kernel,
+                             nodes=tuple(NodeStart(n.match, n.driver, n.fabric_manager, n.kernel)
+                                         for n in self.nodes))
 
 
 class ReliabilitySpec(BaseModel):

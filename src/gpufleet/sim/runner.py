@@ -100,6 +100,9 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
     if st.fail is not None:
         # node repairs go on after the last job; the run, for its metrics, ends with the jobs
         end = max([horizon, *st.finishes.values(), *st.starts.values(), *st.submit_times.values()])
+        if st.fail.upgrade is not None:  # jobs still held back by the driver matrix wait until the end
+            from gpufleet.sim.upgrade_compat import close_all
+            close_all(st.fail.upgrade, end, st.cluster.pending)
     return SimResult(
         policy=st.cfg.profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},
         starts=st.starts, finishes=st.finishes, recorder=st.rec, horizon=horizon, end_time=end,

@@ -34,10 +34,10 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
-from gpufleet.sim.driver_compat import MIN_DRIVER, version
+from gpufleet.sim.driver_compat import MIN_DRIVER, nccl_build, version
 from gpufleet.sim.failures import FailureConfig
 from gpufleet.sim.failures_spec import ReliabilitySpec
-from gpufleet.sim.upgrade_compat import CUDA_LABEL
+from gpufleet.sim.upgrade_compat import CUDA_LABEL, NCCL_LABEL
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
 
@@ -157,6 +157,15 @@ class JobSpec(_Strict):
     #: The CUDA toolkit its image was built with ("12.8"): a ``cuda`` label that a driver rollout
     #: reads (sim/upgrade_compat.py). None: runs on any driver.
     cuda: str | None = None
+    #: The NCCL its image carries ("2.27.3+cuda12.9", or "2.27.3" with ``cuda``): a ``nccl``
+    #: label; its build's CUDA must be of the image's major (sim/driver_compat.py nccl_build).
+    nccl: str | None = None
+
+    @model_validator(mode="after")
+    def _known_nccl(self) -> JobSpec:
+        if self.nccl is not None:
+            nccl_build(self.nccl, self.cuda)  # a ValueError names the field's problem
+        return self
 
     @field_validator("cuda")
     @classmethod
@@ -232,7 +241,8 @@ class JobSpec(_Strict):
                    topology_required=self.topology_required, topology_preferred=self.topology_preferred,
                    elastic=Elastic(self.min_replicas, self.replica_step)
                    if self.min_replicas is not None else None,
-                   labels=((CUDA_LABEL, self.cuda),) if self.cuda is not None else ())
+                   labels=tuple((k, v) for k, v in ((CUDA_LABEL, self.cuda), (NCCL_LABEL, self.nccl))
+                                if v is not None))
 
 
 class WorkloadSection(_Strict):
