@@ -105,6 +105,8 @@ def runs_on(us: UpgradeState, image: tuple[str | None, str | None], driver: str,
 def _close(cache: CompatFilter, jid: str, t: float) -> None:
     h = cache.held.pop(jid, None)
     if h is not None:
+        if t > h.since:  # it did wait: a job restricted and started in the same cycle did not
+            cache.held_ever.add(jid)
         gpu_s = h.gpus * max(0.0, t - h.since)
         cache.wait_gpu_s += gpu_s
         if h.blocked:
@@ -173,7 +175,6 @@ def restrict(st) -> None:  # noqa: ANN001 (SimState)
             if h is None or h.blocked != (not allowed):
                 _close(cache, jid, st.t)
                 cache.held[jid] = HeldBack(st.t, job.total_gpus, not allowed)
-                cache.held_ever.add(jid)
         own = cache.own.setdefault(jid, job.eligible_nodes)
         target = allowed if own is None else (own if allowed is None else own & allowed)
         if job.eligible_nodes is target or job.eligible_nodes == target:
