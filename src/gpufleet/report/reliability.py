@@ -45,6 +45,11 @@ OPTIONAL_ROWS: tuple[tuple[str, str, str], ...] = (
     ("upgrade_nodes_failed", "driver upgrade: nodes failed validation", "int"),
     ("upgrade_jobs_drained", "driver upgrade: jobs drained", "int"),
     ("upgrade_node_hours_out", "driver upgrade: node-hours out", "hours"),
+    ("upgrade_nodes_fm_mismatch", "driver upgrade: nodes failed for Fabric Manager ≠ driver", "int"),
+    ("upgrade_nodes_kernel_too_old", "driver upgrade: nodes failed for a kernel too old", "int"),
+    ("driver_held_jobs", "jobs held back by the driver matrix", "int"),
+    ("driver_wait_gpu_hours", "GPU-hours waited restricted by the driver matrix", "hours"),
+    ("driver_blocked_gpu_hours", "GPU-hours waited with no node for the image", "hours"),
 )
 
 
