@@ -15,6 +15,7 @@ Validated at load: a bad file gets one line naming the file, the field and what 
 from __future__ import annotations
 
 from dataclasses import replace
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -336,6 +337,11 @@ class Scenario:
         if spec.reliability is not None and spec.reliability.spares >= len(self.fleet.nodes):
             raise InputError(source, "reliability.spares",
                              f"fewer spares than the fleet's {len(self.fleet.nodes)} nodes")
+        up = spec.reliability.upgrade if spec.reliability is not None else None
+        for i, ns in enumerate(up.nodes if up is not None else ()):
+            if not any(fnmatch(n.id, ns.match) for n in self.fleet.nodes):
+                raise InputError(source, f"reliability.upgrade.nodes[{i}].match",
+                                 f"{ns.match!r} matches no node (names look like {self.fleet.nodes[0].id})")
 
     @property
     def name(self) -> str:

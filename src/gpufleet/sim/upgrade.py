@@ -191,6 +191,8 @@ def _stacks(cfg: UpgradeConfig, names: list[str]) -> tuple[list[str], list[str],
     base = cfg.from_driver or ""
     drivers, fms, kernels = [base] * len(names), [""] * len(names), [cfg.kernel] * len(names)
     for ns in cfg.nodes:
+        if not any(fnmatch(name, ns.match) for name in names):
+            raise ValueError(f"upgrade nodes: {ns.match!r} matches no node (names look like {names[0]})")
         for i, name in enumerate(names):
             if fnmatch(name, ns.match):
                 drivers[i] = ns.driver or drivers[i]
