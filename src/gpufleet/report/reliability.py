@@ -99,6 +99,9 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
     off = cfg.scale <= 0
     if off:
         cfg = replace(cfg, scale=1.0)
+    # the studies are about failures on their own fleets: the run's spot nodes, rollout and
+    # scripted faults name nodes of the run's fleet (and would interrupt the studies' gangs)
+    cfg = replace(cfg, spot=None, upgrade=None, scripted=())
     rec = recovery_comparison(cfg)
     curve_cfg = FailureConfig(scale=20.0, steps=cfg.steps)
     young, daly, curve = cadence_curve(curve_cfg)

@@ -109,6 +109,17 @@ SPECIAL_KINDS = {-1: BAD_NODE, UPGRADE_KIND: UPGRADE_FAILED, FM_MISMATCH_KIND: F
 
 
 @dataclass(frozen=True, slots=True)
+class ZoneRates:
+    """One zone's own spot reclaim rates (None: the ``SpotConfig`` default): independent reclaims
+    per node-day, capacity events per day, and the share of the zone's spot nodes an event takes."""
+
+    zone: str
+    reclaims_per_node_day: float | None = None
+    events_per_day: float | None = None
+    fraction: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SpotConfig:
     """The first ``nodes`` nodes are spot: each is reclaimed at ``reclaims_per_node_day`` (Poisson),
     with ``notice_s`` warning (AWS 120 s, GCP and Azure 30 s), and comes back ``away_s`` later."""
@@ -121,6 +132,18 @@ class SpotConfig:
     #: ``zone_fraction`` of the zone's spot nodes at one instant. 0: independent reclaims only.
     zone_events_per_day: float = 0.0
     zone_fraction: float = 0.5
+    #: Per-zone rates overriding the three defaults above (a reclaim process per zone).
+    zones: tuple[ZoneRates, ...] = ()
+
+    def rates(self, zone: str) -> tuple[float, float, float]:
+        """(reclaims per node-day, zone events per day, zone fraction) in ``zone``."""
+        for z in self.zones:
+            if z.zone == zone:
+                own = (z.reclaims_per_node_day, z.events_per_day, z.fraction)
+                base = (self.reclaims_per_node_day, self.zone_events_per_day, self.zone_fraction)
+                per_node, events, fraction = (b if o is None else o for o, b in zip(own, base, strict=True))
+                return per_node, events, fraction
+        return self.reclaims_per_node_day, self.zone_events_per_day, self.zone_fraction
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gpufleet.model.health import StepDurations
 from gpufleet.sim.driver_compat import kernel_ok, version
-from gpufleet.sim.failures import RECOVERIES, FailureConfig
+from gpufleet.sim.failures import RECOVERIES, FailureConfig, SpotConfig, ZoneRates
 from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
 
 
@@ -105,6 +105,39 @@ class UpgradeSpec(BaseModel):
                                          for n in self.nodes))
 
 
+class ZoneSpotSpec(BaseModel):
+    """``reliability.spot.zones.<zone>``: that zone's own reclaim rates (omitted: the defaults)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    reclaims_per_node_day: float | None = Field(default=None, ge=0, le=1000)
+    events_per_day: float | None = Field(default=None, ge=0, le=1000)
+    fraction: float | None = Field(default=None, gt=0, le=1)
+
+
+class SpotSpec(BaseModel):
+    """``reliability.spot``: the first ``nodes`` nodes are spot, reclaimed with a notice
+    (sim/spot.py): independently per node, and by zone capacity events, each zone at its own rates."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    nodes: int = Field(ge=1, le=1_000_000)
+    reclaims_per_node_day: float = Field(ge=0, le=1000)
+    #: AWS gives 120 s, GCP and Azure 30 s (reliability reference §7).
+    notice_s: float = Field(default=120.0, ge=0, le=86_400)
+    away_hours: float = Field(default=1.0, ge=0, le=24 * 365)
+    zone_events_per_day: float = Field(default=0.0, ge=0, le=1000)
+    zone_fraction: float = Field(default=0.5, gt=0, le=1)
+    zones: dict[str, ZoneSpotSpec] = Field(default_factory=dict, max_length=10_000)
+
+    def build(self) -> SpotConfig:
+        return SpotConfig(nodes=self.nodes, reclaims_per_node_day=self.reclaims_per_node_day,
+                          notice_s=self.notice_s, away_s=self.away_hours * 3600.0,
+                          zone_events_per_day=self.zone_events_per_day, zone_fraction=self.zone_fraction,
+                          zones=tuple(ZoneRates(z, r.reclaims_per_node_day, r.events_per_day, r.fraction)
+                                      for z, r in sorted(self.zones.items())))
+
+
 class ReliabilitySpec(BaseModel):
     """``reliability: {failure_scale: 1, recovery: 3-minute, spares: 16, repair_hours: 4}``.
 
@@ -127,6 +160,8 @@ class ReliabilitySpec(BaseModel):
     days: float | None = Field(default=None, gt=0, le=3650)
     #: A driver-upgrade rollout during the run; None: no upgrade.
     upgrade: UpgradeSpec | None = None
+    #: Spot nodes reclaimed with a notice; None: no spot capacity.
+    spot: SpotSpec | None = None
 
     def until_s(self, horizon_s: float | None) -> float:
         if self.days is not None:
@@ -139,4 +174,5 @@ class ReliabilitySpec(BaseModel):
                               preflight_s=self.preflight_s)
         return FailureConfig(scale=self.failure_scale, recovery=RECOVERIES[self.recovery], steps=steps,
                              spares=self.spares, seed=self.seed,
+                             spot=self.spot.build() if self.spot is not None else None,
                              upgrade=self.upgrade.build() if self.upgrade is not None else None)

@@ -337,6 +337,16 @@ class Scenario:
         if spec.reliability is not None and spec.reliability.spares >= len(self.fleet.nodes):
             raise InputError(source, "reliability.spares",
                              f"fewer spares than the fleet's {len(self.fleet.nodes)} nodes")
+        spot = spec.reliability.spot if spec.reliability is not None else None
+        if spot is not None:
+            if spot.nodes > len(self.fleet.nodes):
+                raise InputError(source, "reliability.spot.nodes",
+                                 f"at most the fleet's {len(self.fleet.nodes)} nodes, got {spot.nodes}")
+            have = sorted({n.zone for n in self.fleet.nodes[:spot.nodes]})
+            for z in spot.zones:
+                if z not in have:
+                    raise InputError(source, f"reliability.spot.zones.{z}",
+                                     f"no spot node in zone {z!r} (spot nodes' zones: {', '.join(have)})")
         up = spec.reliability.upgrade if spec.reliability is not None else None
         for i, ns in enumerate(up.nodes if up is not None else ()):
             if not any(fnmatch(n.id, ns.match) for n in self.fleet.nodes):
