@@ -8,7 +8,7 @@ TorchElastic does it (a membership change restarts the worker group from its las
    (the rendezvous notices the dead member) the survivors restart at size k' — the pods left on
    healthy nodes, rounded down to ``min + j·step`` — from the last checkpoint, paying the
    checkpoint load. No wait for a replacement. If k' < min the job stops like a rigid gang and
-   requeues at full size (sim/failures.py ``on_stop``).
+   requeues at full size (sim/failure_events.py ``on_stop``).
 2. Throughput at size k is k/K of full speed (data parallelism: per-replica batch fixed, samples
    per step ∝ DP width). A run at size k is kept as a ``Job`` of k replicas whose run time is
    T·K/k: its progress (in seconds at size k) and its checkpoints (every τ of its own compute)
@@ -33,7 +33,8 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.health import HealthState
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.sim.failures import FailureState, checkpoint_stretch, on_stop, run_wall_s, work_done_s
+from gpufleet.sim.failure_events import on_stop
+from gpufleet.sim.failures import FailureState, checkpoint_stretch, run_wall_s, work_done_s
 from gpufleet.sim.handlers import on_finish
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 

@@ -14,7 +14,8 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.failures import FAILURE_HANDLERS, FailureConfig, FailureLedger, install
+from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
+from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.handlers import HANDLERS
 from gpufleet.sim.kernel import EventKind, Kernel
