@@ -98,10 +98,15 @@ class Elastic:
     with any replica count from ``min_replicas`` up to its ``replicas`` (the max) in multiples of
     ``step`` (the pods of one data-parallel replica: TP × PP ranks). On a failure it shrinks and
     keeps running; it grows back a step at a time, each step placed all-or-nothing (a gang delta).
-    Throughput scales with the replica count (data parallelism: samples per step ∝ DP width)."""
+    Throughput scales with the replica count (data parallelism: samples per step ∝ DP width), or,
+    with ``serial_fraction`` s > 0, by Amdahl's law (G. Amdahl, "Validity of the single processor
+    approach to achieving large scale computing capabilities", AFIPS 1967): speed(n) =
+    1 / (s + (1 − s)/n) — s the share of a step that does not shrink with more replicas (the
+    gradient all-reduce, the optimizer step). 0 (default): linear."""
 
     min_replicas: int
     step: int = 1
+    serial_fraction: float = 0.0
 
 
 #: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
@@ -141,6 +146,9 @@ class Job:
     def __post_init__(self) -> None:
         if self.elastic is not None:
             k, e = self.pod_sets[0].replicas, self.elastic
+            if not 0.0 <= e.serial_fraction < 1.0:
+                raise ValueError(f"job {self.id}: elastic serial_fraction must be in [0, 1), got "
+                                 f"{e.serial_fraction}")
             if e.step < 1 or not 1 <= e.min_replicas <= k or (k - e.min_replicas) % e.step:
                 raise ValueError(f"job {self.id}: elastic range needs 1 ≤ min_replicas ({e.min_replicas}) "
                                  f"≤ replicas ({k}) with replicas − min_replicas a multiple of "

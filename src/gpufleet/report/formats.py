@@ -153,6 +153,8 @@ D = {
     "(it grows back when capacity returns); omitted: rigid.",
     "workload.jobs[].replica_step": "Elastic gang: pods per data-parallel replica; it shrinks and grows "
     "in these.",
+    "workload.jobs[].elastic_serial_fraction": "Elastic gang: Amdahl's serial fraction s of a step "
+    "(all-reduce, optimizer): speed at n replicas ∝ 1/(s + (1 − s)/n); 0: linear in replicas.",
     "workload.jobs[].kind": "batch, training, inference or notebook.",
     "workload.jobs[].cuda": "CUDA toolkit of the job's image (e.g. 12.8): during a driver rollout with "
     "`from_driver`/`to_driver` it goes only to nodes whose driver runs it; omitted: any driver.",

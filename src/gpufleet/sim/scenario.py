@@ -155,6 +155,8 @@ class JobSpec(_Strict):
     #: ``replica_step`` pods (one DP replica) at a time. None: a rigid gang.
     min_replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     replica_step: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    #: Amdahl serial fraction of an elastic gang's step (sim/elastic.py): 0 = speed ∝ replicas.
+    elastic_serial_fraction: float = Field(default=0.0, ge=0, lt=1)
     #: The CUDA toolkit its image was built with ("12.8"): a ``cuda`` label that a driver rollout
     #: reads (sim/upgrade_compat.py). None: runs on any driver.
     cuda: str | None = None
@@ -179,6 +181,8 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _elastic_range(self) -> JobSpec:
+        if self.elastic_serial_fraction and self.min_replicas is None:
+            raise ValueError("elastic_serial_fraction needs min_replicas (an elastic gang)")
         if self.min_replicas is not None:
             if self.min_replicas > self.replicas:
                 raise ValueError(f"min_replicas ({self.min_replicas}) must be at most "
@@ -240,7 +244,7 @@ class JobSpec(_Strict):
                                                self.restart_s) if self.checkpoint_interval_s else None,
                    parallelism=par, training=TRAINING_PROFILES[self.model] if self.model else None,
                    topology_required=self.topology_required, topology_preferred=self.topology_preferred,
-                   elastic=Elastic(self.min_replicas, self.replica_step)
+                   elastic=Elastic(self.min_replicas, self.replica_step, self.elastic_serial_fraction)
                    if self.min_replicas is not None else None,
                    labels=tuple((k, v) for k, v in ((CUDA_LABEL, self.cuda), (NCCL_LABEL, self.nccl))
                                 if v is not None))
