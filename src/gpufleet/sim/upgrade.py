@@ -24,61 +24,26 @@ Every draw comes from its own stream (``default_rng([seed, 0x06DA, node])``): po
 same failed upgrades. Failed and repairing nodes are skipped by their wave (their repair installs
 the new driver).
 
-The node's software stack (``UpgradeConfig.from_driver``/``to_driver``, ``nodes``, ``kernel``):
-each node has a driver, a Fabric Manager and a kernel; a mixed fleet starts with several drivers
-(``NodeStart`` entries matched by node name). What really happens on a mismatch (ops reference
-§2.2, §8.2; reliability reference §6.1):
-
-- **Driver, then Fabric Manager.** On an NVSwitch system (HGX/DGX) the driver is installed first
-  and the FM package after it (``fm_s`` seconds; 0: one step). Between the two, and whenever the
-  FM's version differs from the driver's, ``nv-fabricmanager`` refuses to start ("fabric manager
-  NVIDIA GPU driver interface version … don't match with driver version …", then
-  ``status=1/FAILURE``) and every CUDA program fails with error 802 "system not yet initialized":
-  the node runs no GPU work at all, not only NVLink work. The node is still cordoned then; if the
-  rollout installs an FM other than the new driver (``fabric_manager``, an unpinned package as in
-  NVIDIA/gpu-driver-container#735: FM 590.48.01 beside driver 580.126.09, the cuda-validator
-  failed) the node fails validation (``fm-mismatch``) and waits for repair, which pins the pair. A
-  node that *starts* with FM ≠ driver is held out of service until its wave installs a matching
-  pair.
-- **Kernel ↔ driver module.** A node whose kernel is older than the new driver's floor
-  (sim/driver_compat.py ``kernel_ok``) cannot build/load the module: it fails validation
-  (``kernel-too-old``); its repair upgrades the kernel (an assumption).
+The node's software stack (driver, Fabric Manager, kernel; a mixed fleet) and what a mismatch
+does: sim/upgrade_stack.py.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 
 import numpy as np
 
 from gpufleet.model.health import HealthState
 from gpufleet.sim.cluster import set_schedulable
 from gpufleet.sim.driver_compat import kernel_ok, version
-from gpufleet.sim.failures import (
-    FM_MISMATCH_KIND,
-    KERNEL_KIND,
-    UPGRADE_KIND,
-    FailureState,
-    checkpoint_stretch,
-    work_done_s,
-)
+from gpufleet.sim.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 from gpufleet.sim.upgrade_compat import CompatFilter
+from gpufleet.sim.upgrade_stack import NodeStart, driver_installed, repair_installs, stack_problem, stacks
 
 STREAM = 0x06DA
-
-
-@dataclass(frozen=True, slots=True)
-class NodeStart:
-    """Where the nodes whose name matches ``match`` (fnmatch: ``g0-n000*``) start: their driver,
-    Fabric Manager and kernel (None: the rollout's ``from_driver``, FM = driver, ``kernel``)."""
-
-    match: str
-    driver: str | None = None
-    fabric_manager: str | None = None
-    kernel: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,22 +151,6 @@ def _u(seed: int, node: int, visit: int = 0) -> float:
     return float(np.random.default_rng([seed, STREAM, node, visit]).random())
 
 
-def _stacks(cfg: UpgradeConfig, names: list[str]) -> tuple[list[str], list[str], list[str | None]]:
-    """Each node's starting (driver, FM, kernel): the last ``NodeStart`` matching its name wins."""
-    base = cfg.from_driver or ""
-    drivers, fms, kernels = [base] * len(names), [""] * len(names), [cfg.kernel] * len(names)
-    for ns in cfg.nodes:
-        if not any(fnmatch(name, ns.match) for name in names):
-            raise ValueError(f"upgrade nodes: {ns.match!r} matches no node (names look like {names[0]})")
-        for i, name in enumerate(names):
-            if fnmatch(name, ns.match):
-                drivers[i] = ns.driver or drivers[i]
-                fms[i] = ns.fabric_manager or fms[i]
-                kernels[i] = ns.kernel or kernels[i]
-    fms = [f or d for f, d in zip(fms, drivers, strict=True)]
-    return drivers, fms, kernels
-
-
 def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
     fs: FailureState = st.fail
     table = st.cluster.table
@@ -211,7 +160,7 @@ def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
         if v is not None:
             version(v)  # a bad driver version fails here, not at the first labelled job
     us = UpgradeState(cfg, cfg.waves(n))
-    us.driver, us.fm, us.kernel = _stacks(cfg, list(table.names))
+    us.driver, us.fm, us.kernel = stacks(cfg, list(table.names))
     for i, (d, k) in enumerate(zip(us.driver, us.kernel, strict=True)):
         if d and k is not None and not kernel_ok(d, k)[0]:
             raise ValueError(f"node {table.names[i]}: {kernel_ok(d, k)[1]}")
@@ -230,16 +179,6 @@ def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
             st.rec.event(st.t, "fm-mismatch", table.names[i], f"Fabric Manager {us.fm[i]} ≠ driver "
                          f"{us.driver[i]}: nv-fabricmanager exits, CUDA fails with 802; held back")
     st.q.push(cfg.start_s, EventKind.UPGRADE, ("wave", 0))
-
-
-def _driver_installed(us: UpgradeState, node: int, fm: bool = True) -> None:
-    """``node`` now runs the driver the rollout is at (the new one, or its own after a rollback),
-    and with ``fm`` the matching Fabric Manager too."""
-    driver, fab = us.target(node)
-    us.drivers_seq += us.driver[node] != driver
-    us.driver[node] = driver
-    if fm:
-        us.fm[node] = fab
 
 
 def _drain(st, node: int) -> float:  # noqa: ANN001
@@ -282,7 +221,7 @@ def _start_wave(st, w: int) -> Outcome:  # noqa: ANN001
     for node in us.waves[w]:
         if fs.book.states[node] is not HealthState.HEALTHY or node in fs.reclaimed:
             us.ledger.nodes_skipped += 1  # in repair (its repair installs the new driver) or away
-            _repair_installs(us, node)
+            repair_installs(us, node)
             continue
         us.out[node] = (st.t, bool(table.schedulable[node]) or node in us.held)
         set_schedulable(table, node, False)
@@ -311,8 +250,8 @@ def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
     if fs.book.states[node] is HealthState.HEALTHY:
         canary = us.cfg.canary > 0 and w == 0 and not us.ledger.rolled_back
         p = us.cfg.bad_fail_p if (canary and us.ledger.bad_driver) else us.cfg.node_fail_p
-        _driver_installed(us, node)
-        why, kind = _stack_problem(us, node)
+        driver_installed(us, node)
+        why, kind = stack_problem(us, node)
         if why is None and _u(fs.cfg.seed, node, int(us.ledger.rolled_back)) < p:
             why, kind = "validation failed", UPGRADE_KIND
         if why is not None:
@@ -321,7 +260,7 @@ def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
             us.held.discard(node)
             st.rec.event(st.t, "upgrade-failed", st.cluster.table.names[node], why)
             st.q.push(st.t, EventKind.FAILURE, (node, kind, 1.0))
-            _repair_installs(us, node)  # its repair finishes the install
+            repair_installs(us, node)  # its repair finishes the install
             set_schedulable(st.cluster.table, node, was)  # on_failure takes it out with the fault
         else:
             us.ledger.nodes_upgraded += 1
@@ -331,43 +270,17 @@ def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
                 out = Outcome.CHANGED
     else:
         us.ledger.nodes_skipped += 1  # it failed while upgrading: its repair installs the driver
-        _repair_installs(us, node)
+        repair_installs(us, node)
     if us.left == 0:
         _wave_done(st, w)
     return out
-
-
-def _stack_problem(us: UpgradeState, node: int) -> tuple[str | None, int]:
-    """Why the node's new stack cannot run CUDA (kernel too old for the module; FM ≠ driver on
-    an NVSwitch system), with the failure kind; (None, 0) when it can."""
-    d, k = us.driver[node], us.kernel[node]
-    if d and k is not None:
-        ok, why = kernel_ok(d, k)
-        if not ok:
-            us.ledger.nodes_kernel_too_old += 1
-            return why, KERNEL_KIND
-    if us.cfg.nvswitch and us.fm[node] != d:
-        us.ledger.nodes_fm_mismatch += 1
-        return (f"Fabric Manager {us.fm[node]} ≠ driver {d}: nv-fabricmanager exits, CUDA fails with "
-                "802"), FM_MISMATCH_KIND
-    return None, 0
-
-
-def _repair_installs(us: UpgradeState, node: int) -> None:
-    """A node handed to repair comes back with the rollout's driver, a matching Fabric Manager
-    and a kernel that builds its module (the repair's technician pins the pair, updates the
-    kernel)."""
-    _driver_installed(us, node)
-    us.fm[node] = us.driver[node]
-    us.kernel[node] = None
-    us.held.discard(node)
 
 
 def _driver_step(st, w: int, node: int) -> Outcome:  # noqa: ANN001
     """The driver is in, the Fabric Manager not yet: FM ≠ driver, so the (still cordoned) node
     runs no CUDA until the FM step ``fm_s`` later."""
     us: UpgradeState = st.fail.upgrade
-    _driver_installed(us, node, fm=False)
+    driver_installed(us, node, fm=False)
     if us.cfg.nvswitch and us.fm[node] != us.driver[node]:
         st.rec.event(st.t, "upgrade-driver", st.cluster.table.names[node],
                      f"driver {us.driver[node]} in; Fabric Manager {us.fm[node]} until its step")
