@@ -112,20 +112,6 @@ def upgrade(
             raise fail(f"--wave {w}: expected 1 to {budget:,} nodes (--max-unavailable "
                        f"{100 * max_unavailable:g}% of {nodes:,})")
     tau = checkpoint_minutes * 60.0
-    plans = [P.plan(nodes, w, c, node_minutes * 60, tau, drain_timeout, soak_minutes * 60, fail_rate,
-                    bad_fail_rate, rollback_share) for w in waves]
-    busy = nodes if tau > 0 else 0
-    repair_s = StepDurations().out_of_service_s()  # a failed upgrade is repaired in place
-    rows = []
-    for p in plans:
-        row = {"wave": p.wave, "waves": p.waves, "canary": p.canary, "rollout_hours": p.rollout_s / 3600,
-               "max_nodes_out": p.max_out, "max_capacity_out_pct": 100 * p.max_out / nodes,
-               "capacity_gpu_hours_out": p.node_out_s * gpus_per_node / 3600,
-               "job_gpu_hours_lost": P.job_loss_s(busy, tau, drain_timeout, node_minutes * 60, p.failed_nodes,
-                                                  repair_s) * gpus_per_node / 3600,
-               "failed_nodes": p.failed_nodes, "p_false_rollback": p.p_false_rollback,
-               "p_bad_driver_caught": p.p_bad_caught}
-        rows.append(row)
     compat_rows = []
     if from_driver is not None or to_driver is not None or image_cuda or image_nccl or kernel:
         if from_driver is None or to_driver is None or not image_cuda:
@@ -152,6 +138,22 @@ def upgrade(
         if not old_ok:
             raise fail(f"--kernel: {why_old}: the fleet could not run --from-driver today")
         kernel_row = {"kernel": kernel, "new_driver_ok": new_ok, "why": why_new}
+    if kernel_row is not None and not kernel_row["new_driver_ok"]:
+        fail_rate = 1.0  # the module does not load: every node fails validation (sim/upgrade_stack.py)
+    plans = [P.plan(nodes, w, c, node_minutes * 60, tau, drain_timeout, soak_minutes * 60, fail_rate,
+                    bad_fail_rate, rollback_share) for w in waves]
+    busy = nodes if tau > 0 else 0
+    repair_s = StepDurations().out_of_service_s()  # a failed upgrade is repaired in place
+    rows = []
+    for p in plans:
+        row = {"wave": p.wave, "waves": p.waves, "canary": p.canary, "rollout_hours": p.rollout_s / 3600,
+               "max_nodes_out": p.max_out, "max_capacity_out_pct": 100 * p.max_out / nodes,
+               "capacity_gpu_hours_out": p.node_out_s * gpus_per_node / 3600,
+               "job_gpu_hours_lost": P.job_loss_s(busy, tau, drain_timeout, node_minutes * 60, p.failed_nodes,
+                                                  repair_s) * gpus_per_node / 3600,
+               "failed_nodes": p.failed_nodes, "p_false_rollback": p.p_false_rollback,
+               "p_bad_driver_caught": p.p_bad_caught}
+        rows.append(row)
     drivers = (from_driver, to_driver) if compat_rows and from_driver and to_driver else None
     if simulate:
         from gpufleet.sim.upgrade_replay import replay
@@ -186,7 +188,7 @@ def _print(out: dict, simulated: bool) -> None:
     images = simulated and "compatibility" in out  # jobs whose image runs on no node wait
     if images:
         t.add_column("sim jobs waiting", justify="right")
-        t.add_column("sim GPU-h held by driver", justify="right")
+        t.add_column("sim held GPU-h", justify="right")
     for r in out["plans"]:
         cells = [f"{r['wave']:,}", f"{r['waves']:,}", f"{r['rollout_hours']:,.1f} h",
                  f"{r['max_nodes_out']:,} ({r['max_capacity_out_pct']:.1f}%)",

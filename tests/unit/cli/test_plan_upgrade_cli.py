@@ -146,8 +146,10 @@ def test_the_plan_weighs_each_images_nccl_build_and_the_nodes_kernel():
     assert rows == {"12.4": ("2.27.3+cuda12.9", "minor-compat", "any node"),
                     "13.0": ("2.30.7", "no", "upgraded nodes only")}
     assert cm["kernel"]["new_driver_ok"] is True
-    old_kernel = _json(*base, "--kernel", "4.4.0")["compatibility"]["kernel"]
-    assert old_kernel["new_driver_ok"] is False and "4.15" in old_kernel["why"]
+    old = _json(*base, "--kernel", "4.4.0", "--canary", "0", "--wave", "10")
+    kr = old["compatibility"]["kernel"]
+    assert kr["new_driver_ok"] is False and "4.15" in kr["why"]
+    assert old["plans"][0]["failed_nodes"] == 100  # the module loads nowhere: every node fails validation
 
 
 @pytest.mark.parametrize(("extra", "says"), [
