@@ -48,8 +48,8 @@ OPTIONAL_ROWS: tuple[tuple[str, str, str], ...] = (
     ("upgrade_nodes_fm_mismatch", "driver upgrade: nodes failed for Fabric Manager ≠ driver", "int"),
     ("upgrade_nodes_kernel_too_old", "driver upgrade: nodes failed for a kernel too old", "int"),
     ("driver_held_jobs", "jobs held back by the driver matrix", "int"),
-    ("driver_wait_gpu_hours", "GPU-hours waited restricted by the driver matrix", "hours"),
-    ("driver_blocked_gpu_hours", "GPU-hours waited with no node for the image", "hours"),
+    ("driver_wait_gpu_hours", "waited while restricted by the driver matrix", "gpu-hours"),
+    ("driver_blocked_gpu_hours", "waited with no node for the image", "gpu-hours"),
 )
 
 
@@ -60,6 +60,8 @@ def fmt(v: float, kind: str) -> str:
         return duration(v)
     if kind == "hours":
         return "n/a" if v is None else f"{v:,.1f} h"
+    if kind == "gpu-hours":
+        return f"{v:,.1f} GPU-h"
     return f"{v:,}"
 
 
