@@ -356,6 +356,13 @@ class Scenario:
             if not any(fnmatch(n.id, ns.match) for n in self.fleet.nodes):
                 raise InputError(source, f"reliability.upgrade.nodes[{i}].match",
                                  f"{ns.match!r} matches no node (names look like {self.fleet.nodes[0].id})")
+        if up is not None and up.from_driver is None and any(ns.driver for ns in up.nodes):
+            bare = [n.id for n in self.fleet.nodes
+                    if not any(ns.driver and fnmatch(n.id, ns.match) for ns in up.nodes)]
+            if bare:
+                raise InputError(source, "reliability.upgrade.from_driver",
+                                 f"needed: {len(bare)} node(s) ({bare[0]}, …) match no nodes[] entry "
+                                 "with a driver")
 
     @property
     def name(self) -> str:

@@ -63,3 +63,12 @@ def test_a_node_pattern_that_matches_no_node_is_one_line_naming_the_field(tmp_pa
     r = CliRunner().invoke(app, ["simulate", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2
     assert "reliability.upgrade.nodes[0].match" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_nodes_left_without_a_driver_need_from_driver(tmp_path):
+    """Without from_driver, nodes no entry gives a driver would have none (and placement would
+    silently stop following the matrix): one line naming the field."""
+    (tmp_path / "s.yaml").write_text(SCENARIO.replace("    from_driver: 550.54.14\n", ""))
+    r = CliRunner().invoke(app, ["simulate", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "reliability.upgrade.from_driver" in r.output
+    assert len(r.output.strip().splitlines()) == 1
