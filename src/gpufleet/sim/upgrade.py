@@ -165,6 +165,9 @@ def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
         if d and k is not None and not kernel_ok(d, k)[0]:
             raise ValueError(f"node {table.names[i]}: {kernel_ok(d, k)[1]}")
     us.start = list(zip(us.driver, us.fm, strict=True))
+    if cfg.to_driver is not None and any(us.driver) and not all(us.driver):
+        bare = next(table.names[i] for i, d in enumerate(us.driver) if not d)
+        raise ValueError(f"upgrade: node {bare} has no driver: give from_driver or a nodes entry for it")
     us.drivers_known = cfg.to_driver is not None and all(us.driver)
     us.drivers_ever = tuple(sorted({*us.driver, cfg.to_driver or ""}))
     us.ledger.bad_driver = bool(np.random.default_rng([fs.cfg.seed, STREAM]).random() < cfg.bad_driver_p)
