@@ -24,11 +24,16 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   borrowing, its queue's idle nominal quota, min(g, nominal − used); borrowing, up to its
   borrowing limit, min(g, nominal + limit − used). Later heads of the cycle — borrowers of
   other queues — cannot take it, so a lender's own head is not starved by borrowers that would
-  arrive in the same cycle. Kueue skips the hold only when the queue can always reclaim
-  (``reclaimWithinCohort: Any``) and has no preemption targets; we skip it when
-  ``reclaimWithinCohort: Any`` and the head would borrow with no policy that could give it
-  targets (no ``borrowWithinCohort``, ``withinClusterQueue: Never``, no fair sharing) — a head
-  within nominal with ``Any`` always has targets while anyone borrows its quota.
+  arrive in the same cycle. Kueue skips the hold when the head has no preemption targets and
+  the queue can always reclaim (``CanAlwaysReclaim``: ``reclaimWithinCohort: Any``), whatever
+  its other policies; so do we (the quota oracle decides "no targets").
+* Quota reserved stays reserved (``QuotaReserved``): a workload admitted in an earlier cycle
+  whose pods have not started (no room on the nodes yet) keeps its quota, carried by the driver
+  in ``CycleInput.admission`` (engine/types.py ``AdmissionState``), and is not re-decided.
+* Sticky head (BestEffortFIFO, KEP-7157): a workload whose preemptions are pending stays first
+  in its queue's order (after LocalQueue usage with admission fair sharing) until admitted, so
+  an older workload of its queue that does not fit cannot step in front of it while its victims
+  leave, and let the victims be re-admitted (kueue#6929). policies/kueue_preemption.py names it.
 * Weighted share (Kueue's DRS value) at every level of the cohort tree, with the queues' and
   the cohorts' weights: policies/kueue_share.py. Heads are compared at their common ancestor.
 """
@@ -36,11 +41,12 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, QuotaReservation, RunningJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
@@ -109,10 +115,8 @@ def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str |
             continue  # Kueue's NoFit: no preemption could make room, nothing to hold
         if used + g <= q.nominal:
             return (f, g)
-        pol = t.kueue
-        if pol.reclaim_within_cohort == "Any" and not fair_sharing and pol.borrow_within_cohort == "Never" \
-                and pol.within_cluster_queue == "Never":
-            return None
+        if t.kueue.reclaim_within_cohort == "Any":
+            return None  # Kueue's CanAlwaysReclaim: no reservation for a head without targets
         hold = g if q.borrowing_limit is None else min(g, q.nominal + q.borrowing_limit - used)
         return (f, hold) if hold > 0 else None
     return None
@@ -222,6 +226,34 @@ def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = Non
     return (borrow_at, True) if borrow_at is not None else (None, False)
 
 
+def charge_reservation(ledger: QuotaLedger, res: ResourceLedger, job: Job, r: QuotaReservation) -> Job:
+    """Charge a quota reservation kept from an earlier cycle to ``ledger`` and ``res`` as the
+    cycle that made it did; ``job`` pinned to its flavors."""
+    if r.pod_sets:
+        for i, f in r.pod_sets:
+            part = replace(job, pod_sets=(job.pod_sets[i],))
+            ledger.add(job.tenant, f, part.total_gpus)
+            res.add_job(part, f)
+        return pin_pod_sets(job, [(i, f, False) for i, f in r.pod_sets])
+    ledger.add(job.tenant, r.flavor, job.total_gpus)
+    res.add_job(job, r.flavor)
+    return with_flavor(job, r.flavor) if job.total_gpus else job
+
+
+def sticky_heads(previous: Mapping[str, JobId], queues: dict[str, list[PendingJob]],
+                 tenancy: Tenancy) -> dict[str, JobId]:
+    """The sticky heads still in force: BestEffortFIFO queues whose sticky job is still waiting
+    (not started, not admitted, still queued)."""
+    out: dict[str, JobId] = {}
+    for name, jid in previous.items():
+        t = tenancy.tenant(name)
+        if t is None or t.kueue.queueing_strategy != "BestEffortFIFO":
+            continue
+        if any(p.job.id == jid for p in queues.get(name, ())):
+            out[name] = jid
+    return out
+
+
 class KueueAdmitter:
     """Kueue's admission (module docstring); records go to the cycle's AdmissionBook like ours,
     so the Kueue preemptor reads the same hand-off."""
@@ -239,25 +271,50 @@ class KueueAdmitter:
         res = ResourceLedger.from_running(tenancy, ctx.running)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
+        state = ctx.admission
+        kept: list[tuple[PendingJob, QuotaReservation]] = []
         for pj in pending:
+            r = state.reserved.get(pj.job.id) if state.reserved else None
+            if r is not None and tenancy.tenant(pj.job.tenant) is not None:
+                kept.append((pj, r))  # admitted in an earlier cycle: not re-decided
+                continue
             if tenancy.tenant(pj.job.tenant) is None:
                 why = (UNKNOWN_TENANT, f"no ClusterQueue for tenant {pj.job.tenant!r}")
                 ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 records.append(AdmissionRecord(pj, False, "", why[0]))
                 continue
             queues.setdefault(pj.job.tenant, []).append(pj)
+        admitted: list[PendingJob] = []
+        reserved: dict[JobId, QuotaReservation] = {}
+        rank = 0
+        # Quota reserved in earlier cycles stays reserved (Kueue's QuotaReserved): charged before
+        # anyone is admitted, and placed first (their pods were created first).
+        kept.sort(key=lambda k: (-k[0].job.priority, k[1].since, k[0].job.submit_time, k[0].job.id))
+        for pj, r in kept:
+            pinned = charge_reservation(ledger, res, pj.job, r)
+            admitted.append(PendingJob(pinned, pj.bound))
+            records.append(AdmissionRecord(admitted[-1], True, r.flavor,
+                                           tier=int(not ledger.within_nominal(pj.job.tenant, r.flavor)),
+                                           rank=rank))
+            reserved[pj.job.id] = r
+            rank += 1
+        sticky = sticky_heads(state.sticky, queues, tenancy)
         afs = AfsUsage(tenancy, ctx.usage, ctx.running, ctx.now) if any(
             t.kueue.admission_fair_sharing for t in tenancy.tenants) else None
-        for name, q in queues.items():
+
+        def order(name: str) -> Callable[[PendingJob], tuple]:
+            first = sticky.get(name)
             if afs is not None and self._afs(tenancy, name):
-                q.sort(key=lambda p: afs.key(p.job))
-            else:
-                q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+                # LocalQueue usage decides before the sticky head does (KEP-7157 "Ordering").
+                return lambda p: (afs.key(p.job)[0], p.job.id != first, *afs.key(p.job)[1:])
+            return lambda p: (p.job.id != first, -p.job.priority, p.job.submit_time, p.job.id)
+
+        for name, q in queues.items():
+            q.sort(key=order(name))
         heads = {t: 0 for t in queues}
         # Each head's key changes only when quota is charged (an admission) or when that queue's
         # head moves on: recompute all keys after an admission, one key after a refusal.
         keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
-        admitted: list[PendingJob] = []
         live = [rj for rj in ctx.running if not rj.evicting]
         holding: set[str] = set()
         holds: dict[str, tuple[str, int]] = {}
@@ -267,7 +324,6 @@ class KueueAdmitter:
         # the queue asking as many GPUs or more on the same flavors is refused too, without the
         # flavor search: what kept a congested week of the kueue profile slow.
         refused: dict[tuple[str, tuple[str, ...]], int] = {}
-        rank = 0
         while heads:
             held = False
             tenant = min(heads, key=keys.__getitem__)
@@ -300,10 +356,14 @@ class KueueAdmitter:
             if flavor is not None:
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
+                reserved[job.id] = QuotaReservation(
+                    flavor, ctx.now, tuple((i, f) for i, f, _ in split) if split is not None else ())
+                if sticky.get(tenant) == job.id:
+                    del sticky[tenant]  # admitted: no longer sticky
                 if afs is not None and self._afs(tenancy, tenant):
                     afs.admitted(job)  # the entry penalty reorders what is left of the queue
                     later = queues[tenant][heads[tenant] + 1:]
-                    later.sort(key=lambda p: afs.key(p.job))
+                    later.sort(key=order(tenant))
                     queues[tenant][heads[tenant] + 1:] = later
                 if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
                     hjob, hflavor = hold_for[tenant]
@@ -356,8 +416,10 @@ class KueueAdmitter:
             for t in (heads if flavor is not None or held else (tenant,) if tenant in heads else ()):
                 keys[t] = self._key(queues[t][heads[t]], ledger, res, tenancy, holds.get(t))
         _keep_admission_book(ctx, AdmissionBook(records))
-        order = {pj.job.id: i for i, pj in enumerate(pending)}
-        return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
+        ctx.handoff.quota_reserved = reserved
+        ctx.handoff.sticky = sticky
+        position = {pj.job.id: i for i, pj in enumerate(pending)}
+        return sorted(admitted, key=lambda p: position[p.job.id])  # who, not in which order
 
     def _skip_refused(self, queue: list[PendingJob], heads: dict[str, int], tenant: str,
                       refused: dict[tuple[str, tuple[str, ...]], int], ledger: QuotaLedger,

@@ -91,10 +91,15 @@ class KueuePreemptor:
         # What the cycle starts from, the releasing capacity free and nothing claimed yet.
         start_ledger = ledger.copy() if releasing else ledger
         start_table = plan.table.copy() if releasing else plan.table
+        # Queue → its workload with preemptions pending this cycle (issued now, or victims still
+        # terminating). Kueue nominates one head per ClusterQueue per cycle, and a head pending
+        # preemption stays its queue's head until admitted (sticky, KEP-7157): one issuer per
+        # queue, the first in the queue's order.
+        issuers: dict[str, JobId] = {}
         for rec in records:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, job.priority)
-            if same in hopeless:
+            if same in hopeless or job.tenant in issuers:
                 continue
             t = tenancy.tenant(job.tenant)
             flavors = ledger.candidate_flavors(job)
@@ -126,6 +131,7 @@ class KueuePreemptor:
                     # evicted one more victim every cycle while others took the capacity released.
                     ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
                         rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    issuers[job.tenant] = job.id
                     break
                 if room is not None:
                     # Quota and GPUs that workloads under eviction notice are releasing: claim
@@ -136,6 +142,7 @@ class KueuePreemptor:
                     res.add_job(job, flavor)
                     ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
                         rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    issuers[job.tenant] = job.id
                     break
                 found = search.targets()
                 if found is None:
@@ -156,10 +163,17 @@ class KueuePreemptor:
                 ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
                     f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
                     "they are evicted",), self.name, ctx.now + tenancy.grace_s))
+                issuers[job.tenant] = job.id
                 break
             else:
                 hopeless.add(same)
         plan.rollback(mark0)
+        sticky = ctx.handoff.sticky
+        if sticky is not None:
+            for name, jid in issuers.items():
+                queue = tenancy.tenant(name)
+                if queue is not None and queue.kueue.queueing_strategy == "BestEffortFIFO":
+                    sticky[name] = jid  # replaces a sticky head that no longer issues
         return out
 
 

@@ -127,7 +127,8 @@ def engine_cycle(st: SimState) -> None:
             running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
             usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
             reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
-            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0))
+            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
+            admission=st.admission)
 
     if cfg.cut_mode is None:
         cfg.cut_mode = cut_mode(cfg.profile) or ""
@@ -137,6 +138,7 @@ def engine_cycle(st: SimState) -> None:
     else:
         result = run_cycle(make(cluster.pending_view()))
     st.reservations = result.reservations
+    st.admission = result.admission  # quota reservations, sticky heads (engine/types.py)
     if cfg.cut_mode == FIFO:
         remember_stop(st, result)
     if st.decisions is not None:
