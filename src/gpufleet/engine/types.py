@@ -67,6 +67,9 @@ class Preemption:
     for_job: JobId
     reason: str
     grace_s: float = 0.0
+    #: The victim holds a quota reservation, not pods (``QuotaReservation``): a waiting job whose
+    #: reservation is released at once; no work is lost.
+    reserved: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,9 +30,11 @@ Victims stay released while W is bound tentatively (no GPU counted twice, as in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, Preemption, QuotaReservation, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
@@ -42,6 +44,25 @@ from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
+
+#: The node of a reserved workload's stand-in bindings: its quota, on no node.
+QUOTA_ONLY = -1
+
+
+def reserved_candidates(records: list, carried: Mapping[JobId, QuotaReservation],
+                        waiting: set[JobId]) -> list[RunningJob]:
+    """Workloads holding a quota reservation from an earlier cycle whose pods have not started:
+    admitted workloads to Kueue, and so preemption candidates like running ones (ordered by when
+    they were admitted, ``QuotaReservation.since``). Each stands in as a RunningJob whose
+    bindings carry its quota on no node (``QUOTA_ONLY``): evicting it frees quota, not GPUs."""
+    out: list[RunningJob] = []
+    for r in records:
+        j = r.pending.job
+        if r.admitted and j.id in carried and j.id in waiting and j.total_gpus:
+            bindings = tuple(PodBinding(j.id, ps.name, i, QUOTA_ONLY, ps.request)
+                             for ps in j.pod_sets for i in range(ps.replicas))
+            out.append(RunningJob(j, carried[j.id].since, bindings))
+    return out
 
 
 class KueuePreemptor:
@@ -63,6 +84,14 @@ class KueuePreemptor:
         # computes targets at nomination: a queue is not made a borrower by what it was admitted
         # this very cycle (that would evict its running work to make room for its new work).
         base = ledger.copy()
+        # Workloads admitted in earlier cycles hold quota whether or not their pods run (Kueue's
+        # QuotaReserved): part of who borrows, and candidates when their pods have not started.
+        carried = ctx.admission.reserved
+        waiting = {pj.job.id for pj in blocked} if carried else set()
+        quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
+        for r in admission_book(ctx).records:
+            if r.admitted and r.pending.job.id in carried:
+                base.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
@@ -77,6 +106,8 @@ class KueuePreemptor:
                     plan.release_binding(b)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         releasing = len(live) < len(ctx.running)
+        live.update((rj.job.id, rj) for rj in quota_only)
+        quota_only_ids = {rj.job.id for rj in quota_only}
         out: list[Preemption] = []
         # (queue, shape, priority) that found neither room nor targets: a later workload of the
         # same kind finds no more (the cycle only binds and charges more), so skip it.
@@ -157,6 +188,14 @@ class KueuePreemptor:
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     base.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     res.charge(rj.job.tenant, rj.bindings, -1)
+                    if rj.job.id in quota_only_ids:  # a reservation without pods: released at once
+                        out.append(Preemption(rj.job.id, job.id, why[rj.job.id], 0.0, reserved=True))
+                        if ctx.handoff.quota_reserved is not None:
+                            ctx.handoff.quota_reserved.pop(rj.job.id, None)
+                        ctx.statuses.record(rj.job.id, Status(StatusCode.NOT_ADMITTED, (
+                            "Preempted", f"quota reservation released for {job.id} ({why[rj.job.id]})"),
+                            self.name))
+                        continue
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
                 ledger.add(job.tenant, flavor, job.total_gpus)
                 res.add_job(job, flavor)
@@ -265,7 +304,8 @@ class _Search:
         self.quota_ok = True
         for rj in victims:
             for b in rj.bindings:
-                self.plan.release_binding(b)
+                if b.node != QUOTA_ONLY:
+                    self.plan.release_binding(b)
         fitted = fit_gang(self.job, self.plan.table, self.ctx, "kueue")
         return None if isinstance(fitted, Status) else fitted
 

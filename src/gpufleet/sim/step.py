@@ -188,6 +188,13 @@ def schedule_wakeups(st: SimState) -> None:
 def send_eviction_notices(st: SimState, result: CycleResult) -> None:
     cluster, t = st.cluster, st.t
     for p in result.preemptions:
+        if p.reserved and p.job in cluster.pending:
+            # A waiting job's quota reservation taken back (Kueue evicts admitted workloads whose
+            # pods have not started): nothing to stop, no work lost; look again at once.
+            st.preemptions += 1
+            st.rec.event(t, "preempt", p.job, f"for {p.for_job}: {p.reason}; quota reservation released")
+            st.q.push(t, EventKind.CYCLE)
+            continue
         if p.job in cluster.running and not cluster.running[p.job].evicting:
             cluster.mark_evicting(p.job, t + p.grace_s)
             st.q.push(t + p.grace_s, EventKind.EVICT, (p.job, st.gen(p.job), t, p.grace_s))
