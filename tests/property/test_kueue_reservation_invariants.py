@@ -7,7 +7,9 @@ reserved workloads, at the start of every cycle:
 - no queue holds more than nominal + borrowing limit;
 - borrowers together hold no more than the lenders may lend (lending limits);
 - a reservation belongs to a job still waiting, and a job is never both reserved and running;
-- every job still runs to its end (a reservation never strands a job).
+- every job that its queue could ever hold still runs to its end (a reservation never strands
+  a job); one asking more than nominal + borrowing limit, or than the cohort can lend it, never
+  fits (Kueue's NoFit) and waits forever.
 
 Random workloads of 1-, 4- and 8-GPU pods (so the fleet fragments and admitted jobs wait for
 nodes), three queues of nominal 16 in one cohort, 48 GPUs.
@@ -49,7 +51,9 @@ def test_running_plus_reserved_quota_stays_within_every_limit(rows, borrow, lend
     seen = []
 
     def watch(inp):
-        seen.append(inp)
+        # The driver's queue changes after the cycle: keep what this cycle saw.
+        seen.append(({pj.job.id: pj.job for pj in inp.pending}, list(inp.running),
+                     dict(inp.admission.reserved)))
         return run_cycle(inp)
 
     with patch("gpufleet.sim.step.run_cycle", watch):
@@ -58,16 +62,17 @@ def test_running_plus_reserved_quota_stays_within_every_limit(rows, borrow, lend
     a_cap = 16 + (borrow if borrow is not None else 32)
     # What the cohort can lend: all of a's 16 (no lending limit), ``lend`` of b's and c's each.
     pool = 16 + 2 * (lend if lend is not None else 16)
-    for inp in seen:
-        pending = {pj.job.id: pj.job for pj in inp.pending}
-        running = {rj.job.id for rj in inp.running}
-        assert set(inp.admission.reserved) <= set(pending)
-        assert not set(inp.admission.reserved) & running
+    for pending, run, reserved in seen:
+        assert set(reserved) <= set(pending)
+        assert not set(reserved) & {rj.job.id for rj in run}
         held = {t: 0 for t in "abc"}
-        for rj in inp.running:
+        for rj in run:
             held[rj.job.tenant] += rj.job.total_gpus
-        for jid in inp.admission.reserved:
+        for jid in reserved:
             held[pending[jid].tenant] += pending[jid].total_gpus
         assert held["a"] <= a_cap
         assert sum(max(0, g - 16) for g in held.values()) <= pool
-    assert set(r.finishes) == {j.id for j in jobs}
+    lendable = {t: 16 if t == "a" or lend is None else lend for t in "abc"}
+    reach = {t: 16 + sum(lendable[o] for o in "abc" if o != t) for t in "abc"}
+    reach["a"] = min(reach["a"], a_cap)
+    assert set(r.finishes) == {j.id for j in jobs if j.total_gpus <= reach[j.tenant]}

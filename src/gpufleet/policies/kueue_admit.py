@@ -41,7 +41,7 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from gpufleet.engine.status import Status, StatusCode
@@ -194,6 +194,35 @@ def assign_pod_sets(ledger: QuotaLedger, job: Job, res: ResourceLedger | None
     return out
 
 
+def assign_pod_sets_modes(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
+                          live: list[RunningJob]) -> list[tuple[int, str, str, bool]] | None:
+    """Kueue's assignment per pod set when some pod set does not fit: each GPU pod set, in
+    order, takes the flavor and mode the assigner (``assign_flavor``) gives it alone, with the
+    pod sets before it counted on their flavors whatever their mode (Kueue's assigner adds each
+    pod set's usage before the next). [(pod set index, flavor, mode, borrows)], or None when a
+    pod set fits no flavor at all (NoFit: preemption cannot help)."""
+    trial = ledger.copy()
+    rtrial = res.copy() if res is not None else None
+    out: list[tuple[int, str, str, bool]] = []
+    for i, ps in enumerate(job.pod_sets):
+        if ps.request.gpus == 0:
+            continue
+        part = replace(job, pod_sets=(ps,))
+        flavor, mode, borrows = assign_flavor(trial, part, rtrial, live)
+        if flavor is None or mode == "nofit":
+            return None
+        trial.add(job.tenant, flavor, part.total_gpus)
+        if rtrial is not None:
+            rtrial.add_job(part, flavor)
+        out.append((i, flavor, mode, borrows))
+    return out
+
+
+def worst_mode(modes: Iterable[str]) -> str:
+    """A workload's representative mode: its worst pod set's (Kueue's RepresentativeMode)."""
+    return min(modes, key=MODE_RANK.__getitem__)
+
+
 def pin_pod_sets(job: Job, assignment: list[tuple[int, str, bool]]) -> Job:
     """``job`` with each assigned pod set pinned to its flavor."""
     flavor_of = {i: f for i, f, _ in assignment}
@@ -334,12 +363,19 @@ class KueueAdmitter:
                 ledger.add(tenant, own_hold[0], -own_hold[1])
             flavor, mode, borrows = assign_flavor(ledger, job, res, live)
             split = None
+            target = pj  # what a refused workload's record hands the preemptor
             if sum(1 for ps in job.pod_sets if ps.request.gpus) > 1:
                 split = assign_pod_sets(ledger, job, res)
                 if split is not None and len({f for _, f, _ in split}) > 1:
                     flavor, mode, borrows = split[0][1], "fit", any(b for _, _, b in split)
                 else:
                     split = None  # one flavor for all: the whole-workload assignment stands
+                    modes = assign_pod_sets_modes(ledger, job, res, live) if mode != "fit" else None
+                    if modes is not None and len({f for _, f, _, _ in modes}) > 1:
+                        # Pod sets on different flavors, one or more needing preemption: the
+                        # preemptor searches targets for the usage of every pod set.
+                        flavor, mode = modes[0][1], worst_mode(m for _, _, m, _ in modes)
+                        target = PendingJob(pin_pod_sets(job, [(i, f, b) for i, f, _, b in modes]), pj.bound)
             chosen: str | None = None
             if mode != "fit":
                 chosen, flavor = flavor, None
@@ -378,14 +414,14 @@ class KueueAdmitter:
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 # The flavor the assigner chose is where the preemptor looks for targets.
-                records.append(AdmissionRecord(pj, False, chosen or (cands[0] if cands else ""), why[0],
-                                               rank=rank))
+                records.append(AdmissionRecord(target, False, chosen or (cands[0] if cands else ""),
+                                               why[0], rank=rank))
                 if job.total_gpus:
                     key = (tenant, cands)
                     refused[key] = min(job.total_gpus, refused.get(key, job.total_gpus))
                 # One head per ClusterQueue per Kueue cycle: only the queue's first refused
                 # workload holds quota (holds do not pile up behind it).
-                if tenant not in holding:
+                if tenant not in holding and target is pj:  # (no hold across flavors: one flavor per hold)
                     holding.add(tenant)
                     hold = self._hold(ledger, job, tenancy, chosen, mode, live)
                     if hold is not None:

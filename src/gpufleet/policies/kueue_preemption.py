@@ -31,6 +31,7 @@ Victims stay released while W is bound tentatively (no GPU counted twice, as in 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
@@ -40,10 +41,33 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
-from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
+
+
+def pod_set_parts(job: Job) -> dict[str, Job] | None:
+    """flavor → ``job`` restricted to its GPU pod sets pinned to that flavor, when they are
+    pinned to two or more different flavors; else None (one flavor: the usual search)."""
+    by: dict[str, list] = {}
+    for ps in job.pod_sets:
+        if ps.request.gpus == 0:
+            continue
+        if len(ps.request.gpu_models) != 1:
+            return None
+        by.setdefault(ps.request.gpu_models[0], []).append(ps)
+    if len(by) < 2:
+        return None
+    return {f: replace(job, pod_sets=tuple(sets)) for f, sets in by.items()}
+
+
+def charge(ledger: QuotaLedger, res: ResourceLedger, job: Job, parts: dict[str, Job]) -> None:
+    """Charge ``job``'s quota, each part on its flavor."""
+    for f, part in parts.items():
+        ledger.add(job.tenant, f, part.total_gpus)
+        res.add_job(part, f)
+
 
 #: The node of a reserved workload's stand-in bindings: its quota, on no node.
 QUOTA_ONLY = -1
@@ -140,11 +164,14 @@ class KueuePreemptor:
             # and the modes of every flavor, policies/kueue_admit.assign_flavor) is the one where
             # targets are searched.
             flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
+            # Pod sets assigned different flavors (admission hands them pinned): targets for the
+            # usage of all of them at once, as Kueue computes one set for the whole assignment.
+            parts = pod_set_parts(job)
             for flavor in flavors:
-                if self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
+                if parts is None and self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
-                pinned = with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base)
+                pinned = job if parts is not None else with_flavor(job, flavor)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts)
                 # Room without new victims comes only from workloads under eviction notice (quota
                 # that holds kept from admission stays held for the cycle, as in Kueue).
                 room = None
@@ -154,8 +181,8 @@ class KueuePreemptor:
                         # The nodes have no room for this shape; later workloads of the same
                         # shape find none either until a preemption releases more.
                         no_room.add((job.shape_key, flavor))
-                if room is None and releasing and self._waits_for_release(pinned, flavor, tenancy, ctx,
-                                                                         start_ledger, start_table):
+                if room is None and releasing and self._waits_for_release(
+                        pinned, parts or {flavor: pinned}, tenancy, ctx, start_ledger, start_table):
                     # Kueue does not preempt again for a workload whose earlier victims are still
                     # terminating: it fits once what is being released is gone (whoever claims it
                     # this cycle), so it waits instead of evicting more. Without this, heads
@@ -169,8 +196,7 @@ class KueuePreemptor:
                     # them (so no later workload counts them) and preempt nobody new.
                     for b in room:
                         plan.bind(b)
-                    ledger.add(job.tenant, flavor, job.total_gpus)
-                    res.add_job(job, flavor)
+                    charge(ledger, res, job, parts or {flavor: job})
                     ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
                         rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
                     issuers[job.tenant] = job.id
@@ -197,10 +223,10 @@ class KueuePreemptor:
                             self.name))
                         continue
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
-                ledger.add(job.tenant, flavor, job.total_gpus)
-                res.add_job(job, flavor)
+                charge(ledger, res, job, parts or {flavor: job})
                 ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
-                    f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
+                    f"preempting {', '.join(v.job.id for v in victims)} on {', '.join(parts or (flavor,))}; "
+                    "admitted once "
                     "they are evicted",), self.name, ctx.now + tenancy.grace_s))
                 issuers[job.tenant] = job.id
                 break
@@ -217,11 +243,12 @@ class KueuePreemptor:
 
 
     @staticmethod
-    def _waits_for_release(job: Job, flavor: str, tenancy: Tenancy, ctx: CycleContext,
+    def _waits_for_release(job: Job, parts: dict[str, Job], tenancy: Tenancy, ctx: CycleContext,
                            start_ledger: QuotaLedger, start_table) -> bool:
-        """Would ``job`` fit the quota and the nodes with the capacity under eviction notice
-        released, before anyone this cycle claimed any of it?"""
-        if not quota_fits(start_ledger, tenancy, job, flavor, borrow=True):
+        """Would ``job`` (its pod sets on the flavors of ``parts``) fit the quota and the nodes
+        with the capacity under eviction notice released, before anyone this cycle claimed any
+        of it?"""
+        if not all(quota_fits(start_ledger, tenancy, part, f, borrow=True) for f, part in parts.items()):
             return False
         return not isinstance(fit_gang(job, start_table, ctx, "kueue"), Status)
 
@@ -253,8 +280,11 @@ class _Search:
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
                  live: dict[JobId, RunningJob], res: ResourceLedger,
-                 base: QuotaLedger | None = None) -> None:
+                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
+        #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
+        #: assigned different flavors: policies/kueue_admit.assign_pod_sets_modes).
+        self.parts = parts if parts is not None else {flavor: job}
         self.res = res
         #: The cycle's starting usage (without this cycle's admissions): who borrows.
         self.base = base if base is not None else ledger
@@ -266,7 +296,8 @@ class _Search:
         self.queue = q
         self.g = job.total_gpus
         self.mark = plan.checkpoint()
-        self.within_nominal = ledger.used(self.cq, flavor) + self.g <= q.quota(flavor).nominal
+        self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
+                                  for f, p in self.parts.items())
         self.live = live
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
@@ -277,7 +308,15 @@ class _Search:
         return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
-        return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
+        if len(self.parts) == 1:
+            return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
+        own: dict[JobId, RunningJob] = {}
+        others: dict[JobId, RunningJob] = {}
+        for f, part in self.parts.items():  # candidates on any flavor W's pod sets use
+            o, x = candidates(part, f, self.tenancy, self.base, live.values())
+            own.update((rj.job.id, rj) for rj in o)
+            others.update((rj.job.id, rj) for rj in x)
+        return sorted(own.values(), key=candidate_key), sorted(others.values(), key=candidate_key)
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
@@ -285,21 +324,22 @@ class _Search:
         trial = self.ledger.copy()
         for rj in victims:
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        q = self.queue.quota(self.flavor)
-        used = trial.used(self.cq, self.flavor)
-        if not borrow and used + self.g > q.nominal:
-            return None
-        if q.borrowing_limit is not None and used + self.g > q.nominal + q.borrowing_limit:
-            return None
-        if self.queue.cohort is not None and self.g > trial.available(("t", self.cq), self.flavor):
-            return None
-        if self.queue.cohort is None and used + self.g > q.nominal:
-            return None
+        for f, part in self.parts.items():
+            q, g = self.queue.quota(f), part.total_gpus
+            used = trial.used(self.cq, f)
+            if not borrow and used + g > q.nominal:
+                return None
+            if q.borrowing_limit is not None and used + g > q.nominal + q.borrowing_limit:
+                return None
+            if self.queue.cohort is not None and g > trial.available(("t", self.cq), f):
+                return None
+            if self.queue.cohort is None and used + g > q.nominal:
+                return None
         if self.queue.resources:
             rtrial = self.res.copy()
             for rj in victims:
                 rtrial.charge(rj.job.tenant, rj.bindings, -1)
-            if rtrial.refusal(self.job, self.flavor, borrow) is not None:
+            if any(rtrial.refusal(part, f, borrow) is not None for f, part in self.parts.items()):
                 return None
         self.quota_ok = True
         for rj in victims:
@@ -310,8 +350,10 @@ class _Search:
         return None if isinstance(fitted, Status) else fitted
 
     def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
-        freed = sum(self._gpus(v) for v in gone if v.job.tenant == tenant)
-        return not self.base.within_nominal(tenant, self.flavor, -freed)
+        """Is ``tenant`` above nominal, once ``gone`` leave, on a flavor W's pod sets use?"""
+        mine = [v for v in gone if v.job.tenant == tenant]
+        return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
+                   for f in self.parts)
 
     def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
         chosen: list[RunningJob] = []
@@ -344,7 +386,8 @@ class _Search:
                 queues = sorted({rj.job.tenant for rj in pool.values()},
                                 key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
                 with_w = trial.copy()
-                with_w.add(self.cq, self.flavor, self.g)
+                for f, part in self.parts.items():
+                    with_w.add(self.cq, f, part.total_gpus)
                 took = False
                 for y in queues:
                     for rj in [r for r in pool.values() if r.job.tenant == y]:
