@@ -30,63 +30,19 @@ Victims stay released while W is bound tentatively (no GPU counted twice, as in 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, Preemption, QuotaReservation, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
-
-
-def pod_set_parts(job: Job) -> dict[str, Job] | None:
-    """flavor → ``job`` restricted to its GPU pod sets pinned to that flavor, when they are
-    pinned to two or more different flavors; else None (one flavor: the usual search)."""
-    by: dict[str, list] = {}
-    for ps in job.pod_sets:
-        if ps.request.gpus == 0:
-            continue
-        if len(ps.request.gpu_models) != 1:
-            return None
-        by.setdefault(ps.request.gpu_models[0], []).append(ps)
-    if len(by) < 2:
-        return None
-    return {f: replace(job, pod_sets=tuple(sets)) for f, sets in by.items()}
-
-
-def charge(ledger: QuotaLedger, res: ResourceLedger, job: Job, parts: dict[str, Job]) -> None:
-    """Charge ``job``'s quota, each part on its flavor."""
-    for f, part in parts.items():
-        ledger.add(job.tenant, f, part.total_gpus)
-        res.add_job(part, f)
-
-
-#: The node of a reserved workload's stand-in bindings: its quota, on no node.
-QUOTA_ONLY = -1
-
-
-def reserved_candidates(records: list, carried: Mapping[JobId, QuotaReservation],
-                        waiting: set[JobId]) -> list[RunningJob]:
-    """Workloads holding a quota reservation from an earlier cycle whose pods have not started:
-    admitted workloads to Kueue, and so preemption candidates like running ones (ordered by when
-    they were admitted, ``QuotaReservation.since``). Each stands in as a RunningJob whose
-    bindings carry its quota on no node (``QUOTA_ONLY``): evicting it frees quota, not GPUs."""
-    out: list[RunningJob] = []
-    for r in records:
-        j = r.pending.job
-        if r.admitted and j.id in carried and j.id in waiting and j.total_gpus:
-            bindings = tuple(PodBinding(j.id, ps.name, i, QUOTA_ONLY, ps.request)
-                             for ps in j.pod_sets for i in range(ps.replicas))
-            out.append(RunningJob(j, carried[j.id].since, bindings))
-    return out
 
 
 class KueuePreemptor:
