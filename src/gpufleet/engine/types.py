@@ -67,6 +67,35 @@ class Preemption:
     for_job: JobId
     reason: str
     grace_s: float = 0.0
+    #: The victim holds a quota reservation, not pods (``QuotaReservation``): a waiting job whose
+    #: reservation is released at once; no work is lost.
+    reserved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaReservation:
+    """Quota that admission reserved for a pending job in an earlier cycle (Kueue's
+    ``QuotaReserved`` condition, ``status.admission``): charged to the job's queue, and not
+    re-decided, until the job starts (its pods then hold the quota) or leaves the queue."""
+
+    flavor: str
+    #: When admission reserved it (kube-scheduler sees older reservations' pods first).
+    since: float = 0.0
+    #: (pod set index, flavor) when the job's pod sets landed on different flavors.
+    pod_sets: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionState:
+    """What admission carries from one cycle to the next, kept by the driver: the engine reads it
+    in ``CycleInput.admission`` and returns the next one in ``CycleResult.admission``. Only
+    admitters that model it (policies/kueue_admit.py) read or write it; empty otherwise."""
+
+    #: Pending jobs holding a quota reservation from an earlier cycle.
+    reserved: Mapping[JobId, QuotaReservation] = field(default_factory=dict)
+    #: Per queue (tenant), the job whose preemptions are pending: first in its queue's order
+    #: until it is admitted (Kueue's sticky ClusterQueue head, BestEffortFIFO; KEP-7157).
+    sticky: Mapping[str, JobId] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +121,8 @@ class CycleInput:
     #: Evictions the driver applied recently, (notice time, GPU-equivalents), oldest first:
     #: what a disruption budget (policies/defrag.py) counts against.
     disruptions: tuple[tuple[float, float], ...] = ()
+    #: Admission's state from the previous cycle (quota reservations, sticky heads).
+    admission: AdmissionState = field(default_factory=AdmissionState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +140,8 @@ class CycleResult:
     reservations: tuple[Reservation, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     stats: CycleStats = field(default_factory=CycleStats)
+    #: Admission's state for the next cycle (``CycleInput.admission``).
+    admission: AdmissionState = field(default_factory=AdmissionState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +171,7 @@ class CycleFacts:
     previous_reservations: tuple[Reservation, ...] = ()
     estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
     disruptions: tuple[tuple[float, float], ...] = ()
+    admission: AdmissionState = field(default_factory=AdmissionState)
 
 
 def job_estimates(jobs: Sequence[Job]) -> np.ndarray:
@@ -200,6 +234,10 @@ class Handoffs:
     placed_now: list[Job] = field(default_factory=list)
     #: reserve → backfill: None when the reserver made no plan (no blocked job, or no reserver).
     reservation_plan: ReservationPlan | None = None
+    #: admit (and preempt, for sticky heads) → the cycle's result: admission's state for the next
+    #: cycle; None when the admitter keeps none.
+    quota_reserved: dict[JobId, QuotaReservation] | None = None
+    sticky: dict[str, JobId] | None = None
 
 
 @dataclass(slots=True)
@@ -231,11 +269,12 @@ class CycleContext:
                  usage: Mapping[str, float] | None = None,
                  previous_reservations: tuple[Reservation, ...] = (),
                  estimate_accuracy: Mapping[str, float] | None = None,
-                 disruptions: tuple[tuple[float, float], ...] = ()) -> None:
+                 disruptions: tuple[tuple[float, float], ...] = (),
+                 admission: AdmissionState | None = None) -> None:
         self.facts = CycleFacts(now, profile, running, tenancy, usage if usage is not None else {},
                                 previous_reservations,
                                 estimate_accuracy if estimate_accuracy is not None else {},
-                                disruptions)
+                                disruptions, admission if admission is not None else AdmissionState())
         self.rng = rng
         self.caches = PlaceCaches()
         self.handoff = Handoffs()
@@ -272,6 +311,10 @@ class CycleContext:
     @property
     def disruptions(self) -> tuple[tuple[float, float], ...]:
         return self.facts.disruptions
+
+    @property
+    def admission(self) -> AdmissionState:
+        return self.facts.admission
 
     @property
     def statuses(self) -> StatusBoard:
