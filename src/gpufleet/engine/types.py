@@ -200,6 +200,11 @@ class Handoffs:
     placed_now: list[Job] = field(default_factory=list)
     #: reserve → backfill: None when the reserver made no plan (no blocked job, or no reserver).
     reservation_plan: ReservationPlan | None = None
+    #: place → reserve, backfill: shape classes (``Job.shape_key``) the place step searched and
+    #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
+    #: dominates them), each with that verdict. Later phases settle a job of such a class by this
+    #: verdict instead of searching it again.
+    unresolvable: dict[tuple[object, ...], Status] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

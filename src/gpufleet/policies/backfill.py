@@ -19,14 +19,16 @@ sequence of backfills can delay a protected reservation — if estimates hold. A
 extended, not killed (see ``CycleContext.expected_end``); the next cycle recomputes.
 
 Scale: candidates are grouped by shape class and by *mode* (how many protected reservations they
-overlap). A (class, mode) that failed is not searched again this cycle, and at most
-``max_tests`` fit searches run per cycle (Slurm's ``bf_max_job_test``), in queue order.
+overlap). A (class, mode) that failed is not searched again this cycle, a class the place step
+already found UNRESOLVABLE (``Handoffs.unresolvable``) is settled by that verdict without a search
+(reserve skips it too), and at most ``max_tests`` fit searches run per cycle (Slurm's
+``bf_max_job_test``), in queue order.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -49,7 +51,7 @@ from gpufleet.engine.types import (
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
-from gpufleet.policies.shapes import dominates
+from gpufleet.policies.shapes import dominates, known_unresolvable
 
 
 def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
@@ -119,12 +121,15 @@ class ShadowReserver:
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
         standing = self._standing_promises(blocked, previous, n, ctx) if self.compress else {}
         tried = 0
+        unresolvable = ctx.handoff.unresolvable
         for pj in blocked:
             if tried >= self.depth:
                 break
             status = ctx.statuses.get(pj.job.id)
             if status is not None and status.code is StatusCode.UNRESOLVABLE:
                 continue
+            if unresolvable and known_unresolvable(pj.job.shape_key, unresolvable) is not None:
+                continue  # its class fits no fleet state (the place step's verdict)
             tried += 1
             first = not holds and not self.compress
             standing.pop(pj.job.id, None)
@@ -229,6 +234,10 @@ class ReservationBackfill:
             return views[mode]
 
         statuses = ctx.statuses
+        # Left out of the scan: protected reservations, and jobs an earlier phase found
+        # UNRESOLVABLE. Jobs of a class the place step found UNRESOLVABLE that it never reached
+        # (behind the first blocked job) stay candidates, but their class is settled before the
+        # scan by the place step's verdict (``Handoffs.unresolvable``), so none is searched again.
         skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
         if isinstance(blocked, QueueView):  # the queue's columns: no Python step per candidate
             qv = blocked
@@ -241,6 +250,7 @@ class ReservationBackfill:
         else:
             cands = _without(blocked, skip)
             scan = _Scan.build(cands, starts, ctx)
+        scan.settle_unresolvable(ctx.handoff.unresolvable)
         while True:
             k = scan.next_alive()
             if k is None or scan.tests >= self.max_tests:
@@ -275,7 +285,8 @@ class ReservationBackfill:
 
 
 def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip`` (reserved, unresolvable: usually a handful). A few skipped
+    """The blocked jobs minus ``skip`` (protected reservations and jobs already judged
+    UNRESOLVABLE: usually a handful). A few skipped
     ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one
     of 100,000 ids; more than ``_FEW`` are found in one Python walk that stops when all are found.
     Only the first occurrence of an id is removed, either way."""
@@ -412,6 +423,24 @@ class _Scan:
             else np.zeros(len(view), np.int64)
         return cls([all_classes[c] for c in present.tolist()], remap[cls_col], mode.astype(np.int64),
                    end, len(starts) + 1)
+
+    def settle_unresolvable(self, verdicts: Mapping[tuple[object, ...], Status]) -> None:
+        """Kill, in every mode, each class that equals or dominates a class the place step found
+        UNRESOLVABLE, with that verdict: no view of the fleet (however many limits cap it) can
+        fit a shape that not even the empty fleet fits."""
+        if not verdicts:
+            return
+        for d, key in enumerate(self.classes):
+            status = known_unresolvable(key, verdicts)
+            if status is None:
+                continue
+            for mm in range(self.n_modes):
+                combo = d * self.n_modes + mm
+                if not self.dead[combo]:
+                    self.dead[combo] = True
+                    self.why[combo] = status
+        self.alive_idx = np.flatnonzero(~self.dead[self.combo])
+        self.pos = 0
 
     def next_alive(self) -> int | None:
         while self.pos < self.alive_idx.size:

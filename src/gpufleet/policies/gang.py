@@ -191,6 +191,8 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
                 started_jobs.append(job)
                 continue
             status = fitted
+            if status.code is StatusCode.UNRESOLVABLE:  # reserve and backfill need not search it
+                ctx.handoff.unresolvable.setdefault(classes[c], status)
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
                 key = classes[c]
                 for d, other in enumerate(classes):

@@ -135,3 +135,48 @@ def test_conservative_backfill_protects_every_reservation_in_its_depth():
     assert (by_job["a"].start, by_job["a"].nodes, by_job["a"].protected) == (100.0, (0,), True)
     assert (by_job["b"].start, by_job["b"].nodes, by_job["b"].protected) == (300.0, (1,), True)
     assert r.started == ()
+
+
+class CountingBestFit(GangBestFit):
+    """Gang best fit that records every job it is asked to search (``fit``) or test (``feasible``)."""
+
+    def __init__(self) -> None:
+        super().__init__(stop_at_first_blocked=True)
+        self.searched: list[str] = []
+
+    def fit(self, job, table, ctx):
+        self.searched.append(job.id)
+        return super().fit(job, table, ctx)
+
+    def feasible(self, job, table, ctx):
+        self.searched.append(job.id)
+        return super().feasible(job, table, ctx)
+
+
+def test_a_class_the_place_step_found_unresolvable_is_not_searched_again_by_reserve_or_backfill():
+    """Two nodes × 8 GPUs = 16; r0 holds node 0 until 100 s. In queue order: ``u1`` asks 3 × 8 =
+    24 GPUs > 16, so place searches it once and finds it UNRESOLVABLE; ``big`` (2 × 8) does not fit
+    now (8 free), which ends the in-order pass (EASY), and is reserved at 100 s. Behind it ``u2``
+    (3 × 8, u1's class) and ``u3`` (4 × 8 = 32, a class that asks more than u1's in every
+    dimension) can never fit either: reserve and backfill settle both by u1's verdict without one
+    search (fit or feasible) of their own, while ``small`` (1 GPU, 50 s < 100 s) is backfilled.
+    Searches: u1 once (place), big (place, then reserve), small (backfill); never u2 or u3."""
+    placer = CountingBestFit()
+    prof = Profile("easy-counting", placer=placer, reserver=ShadowReserver(protect=1),
+                   backfiller=ReservationBackfill())
+    u1 = job("u1").gpus(8).gang(3).runs(50).build()
+    r = cycle([u1, job("big").gpus(8).gang(2).at(1).runs(50).build(),
+               job("u2").gpus(8).gang(3).at(2).runs(50).build(),
+               job("u3").gpus(8).gang(4).at(3).runs(50).build(),
+               job("small").gpus(1).at(4).runs(50).build()],
+              [running("r0", 0, 8, 100.0)], prof)
+    assert r.started == ("small",)
+    assert [(res.job, res.start) for res in r.reservations] == [("big", 100.0)]
+    assert placer.searched.count("u1") == 1
+    assert "u2" not in placer.searched and "u3" not in placer.searched
+    u1_status = r.statuses["u1"]
+    assert u1_status.code is StatusCode.UNRESOLVABLE
+    for name in ("u2", "u3"):
+        assert r.statuses[name].code is StatusCode.UNRESOLVABLE
+        assert r.statuses[name].reasons == u1_status.reasons
+    assert r.stats.skipped_by_class >= 2
