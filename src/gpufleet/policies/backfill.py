@@ -28,7 +28,7 @@ already found UNRESOLVABLE (``Handoffs.unresolvable``) is settled by that verdic
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -111,7 +111,7 @@ class ShadowReserver:
         e = self.resolution_epoch_s
         return math.floor((t + e) / self.resolution_s) * self.resolution_s - e
 
-    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
+    def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
         running = [*ctx.running, *_just_placed(plan, ctx)]
@@ -149,7 +149,7 @@ class ShadowReserver:
         ctx.handoff.reservation_plan = ReservationPlan(avail, holds)
         return [r for r, _ in holds]
 
-    def _standing_promises(self, blocked: list[PendingJob], previous: dict[JobId, Reservation], n: int,
+    def _standing_promises(self, blocked: Sequence[PendingJob], previous: dict[JobId, Reservation], n: int,
                            ctx: CycleContext) -> dict[str, Hold]:
         """Last cycle's protected promises of jobs still waiting, as holds, in queue order."""
         wanted = {j for j, r in previous.items() if r.protected and r.start > ctx.now}
@@ -209,7 +209,7 @@ class ReservationBackfill:
     name: str = "easy"
     max_tests: int = 2000
 
-    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+    def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         out = PlaceOutcome()
         schedule = ctx.handoff.reservation_plan
@@ -284,7 +284,7 @@ class ReservationBackfill:
         return out
 
 
-def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
+def _without(blocked: Sequence[PendingJob], skip: set[JobId]) -> list[Job]:
     """The blocked jobs minus ``skip`` (protected reservations and jobs already judged
     UNRESOLVABLE: usually a handful). A few skipped
     ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one

@@ -13,6 +13,8 @@ All pod sets of a job are placed on one Plan; if any fails, the job's pods are r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
@@ -81,7 +83,7 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
                and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
 
 
-def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
+def place_in_order(placer: Placer, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext,
                    stop_at_first_blocked: bool = False, defer: bool = False) -> PlaceOutcome:
     """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
 
@@ -119,7 +121,7 @@ def _start_due(ordered: QueueView, plan: Plan, reserved: dict[JobId, Reservation
             started_pos.append(p)
     keep = np.ones(len(ordered), bool)
     keep[started_pos] = False
-    out.blocked = ordered.take(np.flatnonzero(keep))  # type: ignore[assignment]
+    out.blocked = ordered.take(np.flatnonzero(keep))
     out.placed_jobs = started_jobs
     return out
 
@@ -208,7 +210,7 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
             blocked_pos.append(np.arange(pos, n))
             break
     positions = np.concatenate(blocked_pos) if blocked_pos else np.zeros(0, np.int64)
-    out.blocked = ordered.take(positions)  # type: ignore[assignment]
+    out.blocked = ordered.take(positions)
     out.placed_jobs = started_jobs
     if n_blocked:
         seen = ordered.take(positions[:n_blocked])
@@ -256,5 +258,5 @@ class GangBestFit:
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         return fit_gang(job, table, ctx, self.name)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)
