@@ -104,8 +104,9 @@ class Elastic:
     step: int = 1
 
 
-#: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
-#: ``id()`` (an integer sort) instead of hashing 100,000 nested tuples. A queue has hundreds of
+#: Interned shape keys: equal keys are one object, so 100,000 queued jobs share a few hundred key
+#: tuples (memory), and the queue's class lookup (engine/queue.py) compares a key with its class
+#: by identity before any element-wise comparison. A queue has hundreds of
 #: shapes, but a long-running service that gives jobs their own node filters (``eligible_nodes``:
 #: one key per filter) would keep every key it ever saw, so the table is bounded: two generations
 #: of at most ``SHAPE_INTERN_LIMIT // 2`` keys each. New keys go into the young one; when it is
@@ -113,8 +114,8 @@ class Elastic:
 #: moves back into the young one. So a shape in use stays interned, at most
 #: ``SHAPE_INTERN_LIMIT`` keys are held, and a hit costs one dict lookup, as an unbounded table's
 #: did (a least-recently-used list would reorder on every hit). Dropping a key is safe: a job
-#: keeps its own key object, and readers that group by ``id()`` merge equal keys that are not
-#: one object (``policies.backfill.shape_classes``); only that speed-up is lost for the shape.
+#: keeps its own key object, and the queue groups jobs by key equality, not identity; only the
+#: sharing is lost for that shape.
 SHAPE_INTERN_LIMIT = 16_384
 _SHAPES: dict[tuple, tuple] = {}
 _OLDER: dict[tuple, tuple] = {}

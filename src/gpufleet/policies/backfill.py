@@ -28,9 +28,8 @@ already found UNRESOLVABLE (``Handoffs.unresolvable``) is settled by that verdic
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
@@ -46,7 +45,6 @@ from gpufleet.engine.types import (
     Reservation,
     ReservationPlan,
     RunningJob,
-    job_estimates,
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
@@ -239,17 +237,14 @@ class ReservationBackfill:
         # (behind the first blocked job) stay candidates, but their class is settled before the
         # scan by the place step's verdict (``Handoffs.unresolvable``), so none is searched again.
         skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
-        if isinstance(blocked, QueueView):  # the queue's columns: no Python step per candidate
-            qv = blocked
-            if skip:
-                keep = np.ones(len(qv), bool)
-                keep[qv.positions_of(skip)] = False
-                qv = qv.take(np.flatnonzero(keep))
-            cands: list[Job] | _ViewJobs = _ViewJobs(qv)
-            scan = _Scan.from_view(qv, starts, ctx)
-        else:
-            cands = _without(blocked, skip)
-            scan = _Scan.build(cands, starts, ctx)
+        # The queue's columns (a list is read into them once): no Python step per candidate.
+        qv = QueueView.of(blocked)
+        if skip:
+            keep = np.ones(len(qv), bool)
+            keep[qv.positions_of(skip)] = False
+            qv = qv.take(np.flatnonzero(keep))
+        cands = _ViewJobs(qv)
+        scan = _Scan.from_view(qv, starts, ctx)
         scan.settle_unresolvable(ctx.handoff.unresolvable)
         while True:
             k = scan.next_alive()
@@ -284,46 +279,6 @@ class ReservationBackfill:
         return out
 
 
-def _without(blocked: Sequence[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip`` (protected reservations and jobs already judged
-    UNRESOLVABLE: usually a handful). A few skipped
-    ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one
-    of 100,000 ids; more than ``_FEW`` are found in one Python walk that stops when all are found.
-    Only the first occurrence of an id is removed, either way."""
-    jobs = list(map(attrgetter("job"), blocked))
-    if not skip:
-        return jobs
-    if len(skip) <= _FEW:
-        ids = list(map(attrgetter("id"), jobs))
-        cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
-    else:  # many (say, a thousand jobs bigger than the fleet): one walk, not a scan per id
-        remaining = set(skip)
-        cut = []
-        for i, j in enumerate(jobs):
-            if not remaining:
-                break
-            if j.id in remaining:
-                cut.append(i)
-                remaining.discard(j.id)
-    for i in reversed(cut):
-        del jobs[i]
-    return jobs
-
-
-#: Up to this many skipped ids, one C-level ``list.index`` scan each beats one Python walk.
-_FEW = 16
-
-
-def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:
-    """``ids.index`` (a C-level scan) that answers −1 for an id not in the list."""
-    def find(job: JobId) -> int:
-        try:
-            return ids.index(job)
-        except ValueError:
-            return -1
-    return find
-
-
 class _ViewJobs:
     """Backfill candidates over a queue view: ``jobs[k]`` is the k-th candidate's Job."""
 
@@ -344,30 +299,6 @@ class _ViewJobs:
 
 def _unresolvable(status: Status | None) -> bool:
     return status is not None and status.code is StatusCode.UNRESOLVABLE
-
-
-def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
-    """The distinct shape keys of ``jobs`` and, per job, the index of its key in that list.
-
-    Shape keys are interned when a Job is built (model/job.py), so equal keys are usually one
-    object: group by ``id()`` with an integer sort, then merge the few groups whose keys are equal
-    but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
-    a sort of 100,000 integers, not 100,000 hashes of nested tuples. Classes are numbered in order
-    of first appearance in ``jobs``."""
-    if not jobs:
-        return [], np.zeros(0, np.int64)
-    # ``_shape`` is the slot behind ``Job.shape_key`` (no Python-level property call per job).
-    idents = np.fromiter(map(id, map(attrgetter("_shape"), jobs)), np.int64, len(jobs))
-    _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
-    # Number classes by first appearance in the queue, not by address: the same queue gives the
-    # same class list in every process.
-    by_appearance = np.argsort(first, kind="stable")
-    index: dict[tuple, int] = {}
-    in_order = np.fromiter((index.setdefault(jobs[i].shape_key, len(index))
-                            for i in first[by_appearance].tolist()), np.int64, first.size)
-    group_class = np.empty(first.size, np.int64)
-    group_class[by_appearance] = in_order
-    return list(index), group_class[inverse.reshape(-1)]
 
 
 class _Scan:
@@ -397,18 +328,6 @@ class _Scan:
         self.alive_idx = np.arange(cls.size)
         self.pos = 0
         self.tests = 0
-
-    @classmethod
-    def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
-        classes, ids = shape_classes(jobs)
-        if ctx.estimate_accuracy:
-            planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
-        else:
-            planned = job_estimates(jobs)
-        end = ctx.now + planned
-        mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
-            else np.zeros(len(jobs), np.int64)
-        return cls(classes, ids, mode.astype(np.int64), end, len(starts) + 1)
 
     @classmethod
     def from_view(cls, view: QueueView, starts: list[float], ctx: CycleContext) -> _Scan:
@@ -473,7 +392,7 @@ class _Scan:
         self.done[k] = True
         self.own[k] = status
 
-    def write_statuses(self, jobs: list[Job] | _ViewJobs, statuses: StatusBoard) -> int:
+    def write_statuses(self, jobs: _ViewJobs, statuses: StatusBoard) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
         The verdicts are chained after what earlier phases found (a reserved job keeps the start
@@ -481,7 +400,6 @@ class _Scan:
         waiting = np.flatnonzero(~self.was_started)
         skipped = int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
         combo, why, own = self.combo[waiting], dict(self.why), dict(self.own)
-        n_all = len(jobs)
 
         def verdicts() -> tuple[list[JobId], list[Status]]:
             unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
@@ -491,11 +409,7 @@ class _Scan:
                 by_combo[c] = status
             verdict_list = by_combo[combo].tolist()
             keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
-            if isinstance(jobs, _ViewJobs):
-                ids = jobs.ids(waiting)
-            else:
-                ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
-                       else [jobs[k].id for k in waiting.tolist()])
+            ids = jobs.ids(waiting)
             if keep is not None:
                 ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
             ids += [jobs[k].id for k in own]

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from gpufleet.engine.queue import QueueView
+from gpufleet.engine.types import PendingJob
 from gpufleet.model import job as job_mod
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet, interned_shapes
-from gpufleet.policies.backfill import shape_classes
 
 
 @pytest.fixture
@@ -51,13 +52,14 @@ def test_equal_shapes_share_one_key_object_while_the_shape_is_in_use(small_table
 
 def test_a_forgotten_shape_is_still_one_class_for_the_scheduler(small_table):
     """``old`` is built, then 8 other shapes push its key out of the table, then ``new`` (the same
-    shape) gets a key object of its own. Backfill's class grouping (``shape_classes``, by
-    ``id()`` and then by equality) still puts both in one class; the other jobs each get their
-    own: 1 + 8 = 9 classes for 10 jobs."""
+    shape) gets a key object of its own. The queue's columns (what placement and backfill group
+    by) still put both in one class; the other jobs each get their own: 1 + 8 = 9 classes for 10
+    jobs."""
     old = filtered("old", 0)
     others = [filtered(f"o{i}", 1 + i) for i in range(8)]
     new = filtered("new", 0)
     assert new.shape_key == old.shape_key and new.shape_key is not old.shape_key
-    classes, cls = shape_classes([old, *others, new])
-    assert len(classes) == 9
+    view = QueueView.of([PendingJob(j) for j in (old, *others, new)])
+    cls = view.cls
+    assert len(view.classes) == 9
     assert cls[0] == cls[-1] and len(set(cls[1:-1].tolist())) == 8
