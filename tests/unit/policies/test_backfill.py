@@ -199,3 +199,21 @@ def test_reserve_and_backfill_skip_a_job_an_earlier_phase_judged_unresolvable():
     assert r.statuses["frac"].code is StatusCode.UNRESOLVABLE
     assert [(res.job, res.start, res.nodes) for res in r.reservations] == [("big", 100.0, (0,))]
     assert r.stats.considered == 1
+
+
+def test_the_backfill_window_counts_from_now_not_from_time_zero():
+    """At now = 1,000 s: r0 holds node 0 until 1,100 s, r1 node 1 until 5,000 s. ``big`` (8 GPUs)
+    can start at 1,100 s, 1,100 − 1,000 = 100 s from now, inside a 500 s window (Slurm's
+    bf_window): it is reserved. ``later`` (2 × 8 GPUs) needs both nodes, at 5,000 s: 4,000 s
+    from now, beyond the window: no reservation."""
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    run = [running("r0", 0, 8, 1100.0), running("r1", 1, 8, 5000.0)]
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    prof = Profile("easy-window", placer=GangBestFit(stop_at_first_blocked=True),
+                   reserver=ShadowReserver(protect=1, window_s=500.0), backfiller=ReservationBackfill())
+    pending = [PendingJob(job("big").gpus(8).at(1).runs(50).build()),
+               PendingJob(job("later").gpus(8).gang(2).at(2).runs(50).build())]
+    r = run_cycle(CycleInput(now=1000.0, nodes=table, pending=pending, profile=prof, running=run))
+    assert [(res.job, res.start) for res in r.reservations] == [("big", 1100.0)]
