@@ -6,6 +6,8 @@ decides leaves in ``CycleResult``. It never reads a clock, draws unseeded random
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.preempt import NoPreemption
@@ -86,7 +88,7 @@ def _next_admission(ctx: CycleContext, started: set[JobId]) -> AdmissionState:
     return AdmissionState(reserved, sticky)
 
 
-def _jobs_with_ids(ordered: list[PendingJob], ids: set[JobId]) -> list[Job]:
+def _jobs_with_ids(ordered: Sequence[PendingJob], ids: set[JobId]) -> list[Job]:
     """The jobs with these ids, in order; stops as soon as all are found (placed jobs sit near
     the head of the queue)."""
     out: list[Job] = []

@@ -238,6 +238,11 @@ class Handoffs:
     #: cycle; None when the admitter keeps none.
     quota_reserved: dict[JobId, QuotaReservation] | None = None
     sticky: dict[str, JobId] | None = None
+    #: place → reserve, backfill: shape classes (``Job.shape_key``) the place step searched and
+    #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
+    #: dominates them), each with that verdict. Later phases settle a job of such a class by this
+    #: verdict instead of searching it again.
+    unresolvable: dict[tuple[object, ...], Status] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -109,10 +109,40 @@ class Elastic:
     serial_fraction: float = 0.0
 
 
-#: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
-#: ``id()`` (an integer sort) instead of hashing 100,000 nested tuples. Grows with the number of
-#: distinct shapes seen by the process (hundreds), never with the number of jobs.
+#: Interned shape keys: equal keys are one object, so 100,000 queued jobs share a few hundred key
+#: tuples (memory), and the queue's class lookup (engine/queue.py) compares a key with its class
+#: by identity before any element-wise comparison. A queue has hundreds of
+#: shapes, but a long-running service that gives jobs their own node filters (``eligible_nodes``:
+#: one key per filter) would keep every key it ever saw, so the table is bounded: two generations
+#: of at most ``SHAPE_INTERN_LIMIT // 2`` keys each. New keys go into the young one; when it is
+#: full it becomes the old one and the previous old one is dropped; a key found in the old one
+#: moves back into the young one. So a shape in use stays interned, at most
+#: ``SHAPE_INTERN_LIMIT`` keys are held, and a hit costs one dict lookup, as an unbounded table's
+#: did (a least-recently-used list would reorder on every hit). Dropping a key is safe: a job
+#: keeps its own key object, and the queue groups jobs by key equality, not identity; only the
+#: sharing is lost for that shape.
+SHAPE_INTERN_LIMIT = 16_384
 _SHAPES: dict[tuple, tuple] = {}
+_OLDER: dict[tuple, tuple] = {}
+
+
+def intern_shape(key: tuple) -> tuple:
+    """The one object for keys equal to ``key`` (``key`` itself the first time it is seen, or
+    the first time since it was dropped)."""
+    global _SHAPES, _OLDER
+    known = _SHAPES.get(key)
+    if known is not None:
+        return known
+    known = _OLDER.get(key, key)
+    _SHAPES[key] = known
+    if len(_SHAPES) >= SHAPE_INTERN_LIMIT // 2:
+        _OLDER, _SHAPES = _SHAPES, {}
+    return known
+
+
+def interned_shapes() -> int:
+    """How many distinct shape keys the intern table holds now (at most ``SHAPE_INTERN_LIMIT``)."""
+    return len(_SHAPES.keys() | _OLDER.keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +184,7 @@ class Job:
                                  f"≤ replicas ({k}) with replicas − min_replicas a multiple of "
                                  f"step ({e.step})")
         key = self._compute_shape_key()
-        object.__setattr__(self, "_shape", _SHAPES.setdefault(key, key))
+        object.__setattr__(self, "_shape", intern_shape(key))
 
     @property
     def total_gpus(self) -> int:

@@ -328,6 +328,6 @@ class KueueOrder:
 
     name = "kueue-head-order"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         rank = {r.pending.job.id: r.rank for r in admission_book(ctx).records}
         return sorted(admitted, key=lambda p: rank.get(p.job.id, len(rank)))

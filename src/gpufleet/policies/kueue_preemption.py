@@ -30,6 +30,8 @@ Victims stay released while W is bound tentatively (no GPU counted twice, as in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
@@ -50,7 +52,7 @@ class KueuePreemptor:
 
     name = "kueue-preemption"
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return []
