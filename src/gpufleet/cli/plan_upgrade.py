@@ -19,7 +19,7 @@ from gpufleet.cli.common import Output, console, fail, one_line_errors
 from gpufleet.cli.plan import plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import upgrade_plan as P
-from gpufleet.sim.driver_compat import placement
+from gpufleet.sim.driver_compat import kernel_ok, placement
 
 #: Default wave sizes, as shares of the fleet (the GPU Operator's maxUnavailable default is 25%).
 DEFAULT_SHARES = (0.01, 0.025, 0.05, 0.10, 0.25)
@@ -71,6 +71,12 @@ def upgrade(
     to_driver: Annotated[str | None, typer.Option(help="Driver after the upgrade, e.g. 580.65.06.")] = None,
     image_cuda: Annotated[list[str] | None, typer.Option(
         help="CUDA version a job image was built with (repeat), e.g. 12.4, 13.0.")] = None,
+    image_nccl: Annotated[list[str] | None, typer.Option(
+        help="NCCL of each --image-cuda image, in the same order, e.g. 2.27.3+cuda12.9 (a bare 2.27.3: "
+             "the release's build for the image's CUDA major).")] = None,
+    kernel: Annotated[str | None, typer.Option(
+        help="Linux kernel of the nodes, e.g. 5.15.0: a driver whose module does not support it fails "
+             "validation on every node (open modules: ≥ 3.10 before R560, ≥ 4.15 from R560).")] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Wave size vs total rollout time vs capacity lost, for a driver upgrade over the fleet."""
@@ -106,6 +112,34 @@ def upgrade(
             raise fail(f"--wave {w}: expected 1 to {budget:,} nodes (--max-unavailable "
                        f"{100 * max_unavailable:g}% of {nodes:,})")
     tau = checkpoint_minutes * 60.0
+    compat_rows = []
+    if from_driver is not None or to_driver is not None or image_cuda or image_nccl or kernel:
+        if from_driver is None or to_driver is None or not image_cuda:
+            raise fail("--from-driver, --to-driver and --image-cuda go together (--image-nccl and "
+                       "--kernel need them)")
+        if image_nccl and len(image_nccl) != len(image_cuda):
+            raise fail(f"--image-nccl: expected one per --image-cuda ({len(image_cuda)}), got "
+                       f"{len(image_nccl)}")
+        ncs = list(image_nccl or [None] * len(image_cuda))
+        for cv, nc in zip(image_cuda, ncs, strict=True):
+            try:
+                compat_rows.append(placement(cv, from_driver, to_driver, nccl=nc))
+            except ValueError as e:
+                opt = "--image-nccl" if str(e).startswith("nccl") else "--image-cuda"
+                raise fail(f"{opt}: {str(e).split(': ', 1)[-1]}") from None
+    kernel_row = None
+    if kernel is not None:
+        assert from_driver is not None and to_driver is not None
+        try:
+            (old_ok, why_old) = kernel_ok(from_driver, kernel)
+            (new_ok, why_new) = kernel_ok(to_driver, kernel)
+        except ValueError as e:
+            raise fail(f"--kernel: {str(e).split(': ', 1)[-1]}") from None
+        if not old_ok:
+            raise fail(f"--kernel: {why_old}: the fleet could not run --from-driver today")
+        kernel_row = {"kernel": kernel, "new_driver_ok": new_ok, "why": why_new}
+    if kernel_row is not None and not kernel_row["new_driver_ok"]:
+        fail_rate = 1.0  # the module does not load: every node fails validation (sim/upgrade_stack.py)
     plans = [P.plan(nodes, w, c, node_minutes * 60, tau, drain_timeout, soak_minutes * 60, fail_rate,
                     bad_fail_rate, rollback_share) for w in waves]
     busy = nodes if tau > 0 else 0
@@ -120,11 +154,6 @@ def upgrade(
                "failed_nodes": p.failed_nodes, "p_false_rollback": p.p_false_rollback,
                "p_bad_driver_caught": p.p_bad_caught}
         rows.append(row)
-    compat_rows = []
-    if from_driver is not None or to_driver is not None or image_cuda:
-        if from_driver is None or to_driver is None or not image_cuda:
-            raise fail("--from-driver, --to-driver and --image-cuda go together")
-        compat_rows = [placement(cv, from_driver, to_driver) for cv in image_cuda]
     drivers = (from_driver, to_driver) if compat_rows and from_driver and to_driver else None
     if simulate:
         from gpufleet.sim.upgrade_replay import replay
@@ -133,12 +162,15 @@ def upgrade(
         for row, p in zip(rows, plans, strict=True):
             row |= replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
                           soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed,
-                          drivers=drivers, images=tuple(image_cuda or ()))
+                          drivers=drivers, images=tuple(image_cuda or ()), nccls=tuple(image_nccl or ()),
+                          kernel=kernel)
     out = {"nodes": nodes, "gpus_per_node": gpus_per_node, "canary": c, "max_unavailable": max_unavailable,
            "node_minutes": node_minutes, "drain_timeout_s": drain_timeout,
            "checkpoint_minutes": checkpoint_minutes, "soak_minutes": soak_minutes, "plans": rows}
     if compat_rows:
         out["compatibility"] = {"from_driver": from_driver, "to_driver": to_driver, "images": compat_rows}
+        if kernel_row is not None:
+            out["compatibility"]["kernel"] = kernel_row
     if output is Output.JSON:
         print(json.dumps(out, indent=2))
         return
@@ -156,6 +188,7 @@ def _print(out: dict, simulated: bool) -> None:
     images = simulated and "compatibility" in out  # jobs whose image runs on no node wait
     if images:
         t.add_column("sim jobs waiting", justify="right")
+        t.add_column("sim held GPU-h", justify="right")
     for r in out["plans"]:
         cells = [f"{r['wave']:,}", f"{r['waves']:,}", f"{r['rollout_hours']:,.1f} h",
                  f"{r['max_nodes_out']:,} ({r['max_capacity_out_pct']:.1f}%)",
@@ -165,7 +198,7 @@ def _print(out: dict, simulated: bool) -> None:
             cells += [f"{r['sim_rollout_hours']:,.1f} h", f"{r['sim_capacity_gpu_hours_out']:,.0f}",
                       f"{r['sim_job_gpu_hours_lost']:,.0f}", f"{r['sim_failed_nodes']}"]
         if images:
-            cells.append(f"{r['sim_jobs_waiting_at_end']:,}")
+            cells += [f"{r['sim_jobs_waiting_at_end']:,}", f"{r['sim_driver_wait_gpu_hours']:,.0f}"]
         t.add_row(*cells)
     console.print(t)
     first = out["plans"][0]
@@ -179,8 +212,13 @@ def _print(out: dict, simulated: bool) -> None:
         cm = out["compatibility"]
         t = Table(title=f"Job images during the rollout {cm['from_driver']} → {cm['to_driver']}",
                   header_style="bold")
-        for col in ("image CUDA", "old driver", "new driver", "may run on"):
+        for col in ("image CUDA", "NCCL", "old driver", "new driver", "may run on"):
             t.add_column(col)
         for r in cm["images"]:
-            t.add_row(r["cuda"], r["old_driver"], r["new_driver"], r["may_run_on"])
+            t.add_row(r["cuda"], r["nccl"] or "-", r["old_driver"], r["new_driver"], r["may_run_on"])
         console.print(t)
+        kr = cm.get("kernel")
+        if kr is not None:
+            verdict = ("the new driver's module supports it" if kr["new_driver_ok"]
+                       else f"{kr['why']}; every node fails validation: upgrade the kernel first")
+            console.print(f"kernel {kr['kernel']}: {verdict}")

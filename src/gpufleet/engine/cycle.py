@@ -6,13 +6,22 @@ decides leaves in ``CycleResult``. It never reads a clock, draws unseeded random
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, CycleInput, CycleResult, CycleStats, PendingJob
+from gpufleet.engine.types import (
+    AdmissionState,
+    CycleContext,
+    CycleInput,
+    CycleResult,
+    CycleStats,
+    PendingJob,
+)
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 
@@ -23,7 +32,8 @@ def run_cycle(inp: CycleInput) -> CycleResult:
                        running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
                        previous_reservations=inp.reservations,
                        estimate_accuracy=inp.estimate_accuracy if profile.estimate_history else {},
-                       disruptions=inp.disruptions, running_columns=inp.running_columns)
+                       disruptions=inp.disruptions, admission=inp.admission,
+                       running_columns=inp.running_columns)
     plan = Plan(inp.nodes)
 
     # 1. admit: quota decides who may compete at all.
@@ -64,10 +74,22 @@ def run_cycle(inp: CycleInput) -> CycleResult:
         preemptions=tuple(preemptions),
         stats=CycleStats(pending=len(inp.pending), considered=ctx.out.considered,
                          skipped_by_class=ctx.out.skipped_by_class),
+        admission=_next_admission(ctx, started_set),
     )
 
 
-def _jobs_with_ids(ordered: list[PendingJob], ids: set[JobId]) -> list[Job]:
+def _next_admission(ctx: CycleContext, started: set[JobId]) -> AdmissionState:
+    """Admission's state for the next cycle: the reservations of jobs still waiting (a started
+    job's pods hold its quota now) and the sticky heads not admitted."""
+    h = ctx.handoff
+    if h.quota_reserved is None and h.sticky is None:
+        return AdmissionState()
+    reserved = {j: r for j, r in (h.quota_reserved or {}).items() if j not in started}
+    sticky = {q: j for q, j in (h.sticky or {}).items() if j not in started and j not in reserved}
+    return AdmissionState(reserved, sticky)
+
+
+def _jobs_with_ids(ordered: Sequence[PendingJob], ids: set[JobId]) -> list[Job]:
     """The jobs with these ids, in order; stops as soon as all are found (placed jobs sit near
     the head of the queue)."""
     out: list[Job] = []

@@ -68,6 +68,35 @@ class Preemption:
     for_job: JobId
     reason: str
     grace_s: float = 0.0
+    #: The victim holds a quota reservation, not pods (``QuotaReservation``): a waiting job whose
+    #: reservation is released at once; no work is lost.
+    reserved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaReservation:
+    """Quota that admission reserved for a pending job in an earlier cycle (Kueue's
+    ``QuotaReserved`` condition, ``status.admission``): charged to the job's queue, and not
+    re-decided, until the job starts (its pods then hold the quota) or leaves the queue."""
+
+    flavor: str
+    #: When admission reserved it (kube-scheduler sees older reservations' pods first).
+    since: float = 0.0
+    #: (pod set index, flavor) when the job's pod sets landed on different flavors.
+    pod_sets: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionState:
+    """What admission carries from one cycle to the next, kept by the driver: the engine reads it
+    in ``CycleInput.admission`` and returns the next one in ``CycleResult.admission``. Only
+    admitters that model it (policies/kueue_admit.py) read or write it; empty otherwise."""
+
+    #: Pending jobs holding a quota reservation from an earlier cycle.
+    reserved: Mapping[JobId, QuotaReservation] = field(default_factory=dict)
+    #: Per queue (tenant), the job whose preemptions are pending: first in its queue's order
+    #: until it is admitted (Kueue's sticky ClusterQueue head, BestEffortFIFO; KEP-7157).
+    sticky: Mapping[str, JobId] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +122,8 @@ class CycleInput:
     #: Evictions the driver applied recently, (notice time, GPU-equivalents), oldest first:
     #: what a disruption budget (policies/defrag.py) counts against.
     disruptions: tuple[tuple[float, float], ...] = ()
+    #: Admission's state from the previous cycle (quota reservations, sticky heads).
+    admission: AdmissionState = field(default_factory=AdmissionState)
     #: ``running`` as columns the driver keeps across cycles (engine/running.py), or None: the
     #: release schedule is then read from them instead of from every running job's pods. A driver
     #: that hands them promises they describe exactly ``running``.
@@ -114,6 +145,8 @@ class CycleResult:
     reservations: tuple[Reservation, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
     stats: CycleStats = field(default_factory=CycleStats)
+    #: Admission's state for the next cycle (``CycleInput.admission``).
+    admission: AdmissionState = field(default_factory=AdmissionState)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +176,7 @@ class CycleFacts:
     previous_reservations: tuple[Reservation, ...] = ()
     estimate_accuracy: Mapping[str, float] = field(default_factory=dict)
     disruptions: tuple[tuple[float, float], ...] = ()
+    admission: AdmissionState = field(default_factory=AdmissionState)
     running_columns: RunningColumns | None = None
 
 
@@ -206,6 +240,15 @@ class Handoffs:
     placed_now: list[Job] = field(default_factory=list)
     #: reserve → backfill: None when the reserver made no plan (no blocked job, or no reserver).
     reservation_plan: ReservationPlan | None = None
+    #: admit (and preempt, for sticky heads) → the cycle's result: admission's state for the next
+    #: cycle; None when the admitter keeps none.
+    quota_reserved: dict[JobId, QuotaReservation] | None = None
+    sticky: dict[str, JobId] | None = None
+    #: place → reserve, backfill: shape classes (``Job.shape_key``) the place step searched and
+    #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
+    #: dominates them), each with that verdict. Later phases settle a job of such a class by this
+    #: verdict instead of searching it again.
+    unresolvable: dict[tuple[object, ...], Status] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -238,11 +281,13 @@ class CycleContext:
                  previous_reservations: tuple[Reservation, ...] = (),
                  estimate_accuracy: Mapping[str, float] | None = None,
                  disruptions: tuple[tuple[float, float], ...] = (),
+                 admission: AdmissionState | None = None,
                  running_columns: RunningColumns | None = None) -> None:
         self.facts = CycleFacts(now, profile, running, tenancy, usage if usage is not None else {},
                                 previous_reservations,
                                 estimate_accuracy if estimate_accuracy is not None else {},
-                                disruptions, running_columns)
+                                disruptions, admission if admission is not None else AdmissionState(),
+                                running_columns)
         self.rng = rng
         self.caches = PlaceCaches()
         self.handoff = Handoffs()
@@ -279,6 +324,10 @@ class CycleContext:
     @property
     def disruptions(self) -> tuple[tuple[float, float], ...]:
         return self.facts.disruptions
+
+    @property
+    def admission(self) -> AdmissionState:
+        return self.facts.admission
 
     @property
     def statuses(self) -> StatusBoard:

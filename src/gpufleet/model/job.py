@@ -98,16 +98,51 @@ class Elastic:
     with any replica count from ``min_replicas`` up to its ``replicas`` (the max) in multiples of
     ``step`` (the pods of one data-parallel replica: TP × PP ranks). On a failure it shrinks and
     keeps running; it grows back a step at a time, each step placed all-or-nothing (a gang delta).
-    Throughput scales with the replica count (data parallelism: samples per step ∝ DP width)."""
+    Throughput scales with the replica count (data parallelism: samples per step ∝ DP width), or,
+    with ``serial_fraction`` s > 0, by Amdahl's law (G. Amdahl, "Validity of the single processor
+    approach to achieving large scale computing capabilities", AFIPS 1967): speed(n) =
+    1 / (s + (1 − s)/n) — s the share of a step that does not shrink with more replicas (the
+    gradient all-reduce, the optimizer step). 0 (default): linear."""
 
     min_replicas: int
     step: int = 1
+    serial_fraction: float = 0.0
 
 
-#: Interned shape keys: equal keys are one object, so a scan over 100,000 jobs can group them by
-#: ``id()`` (an integer sort) instead of hashing 100,000 nested tuples. Grows with the number of
-#: distinct shapes seen by the process (hundreds), never with the number of jobs.
+#: Interned shape keys: equal keys are one object, so 100,000 queued jobs share a few hundred key
+#: tuples (memory), and the queue's class lookup (engine/queue.py) compares a key with its class
+#: by identity before any element-wise comparison. A queue has hundreds of
+#: shapes, but a long-running service that gives jobs their own node filters (``eligible_nodes``:
+#: one key per filter) would keep every key it ever saw, so the table is bounded: two generations
+#: of at most ``SHAPE_INTERN_LIMIT // 2`` keys each. New keys go into the young one; when it is
+#: full it becomes the old one and the previous old one is dropped; a key found in the old one
+#: moves back into the young one. So a shape in use stays interned, at most
+#: ``SHAPE_INTERN_LIMIT`` keys are held, and a hit costs one dict lookup, as an unbounded table's
+#: did (a least-recently-used list would reorder on every hit). Dropping a key is safe: a job
+#: keeps its own key object, and the queue groups jobs by key equality, not identity; only the
+#: sharing is lost for that shape.
+SHAPE_INTERN_LIMIT = 16_384
 _SHAPES: dict[tuple, tuple] = {}
+_OLDER: dict[tuple, tuple] = {}
+
+
+def intern_shape(key: tuple) -> tuple:
+    """The one object for keys equal to ``key`` (``key`` itself the first time it is seen, or
+    the first time since it was dropped)."""
+    global _SHAPES, _OLDER
+    known = _SHAPES.get(key)
+    if known is not None:
+        return known
+    known = _OLDER.get(key, key)
+    _SHAPES[key] = known
+    if len(_SHAPES) >= SHAPE_INTERN_LIMIT // 2:
+        _OLDER, _SHAPES = _SHAPES, {}
+    return known
+
+
+def interned_shapes() -> int:
+    """How many distinct shape keys the intern table holds now (at most ``SHAPE_INTERN_LIMIT``)."""
+    return len(_SHAPES.keys() | _OLDER.keys())
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +176,15 @@ class Job:
     def __post_init__(self) -> None:
         if self.elastic is not None:
             k, e = self.pod_sets[0].replicas, self.elastic
+            if not 0.0 <= e.serial_fraction < 1.0:
+                raise ValueError(f"job {self.id}: elastic serial_fraction must be in [0, 1), got "
+                                 f"{e.serial_fraction}")
             if e.step < 1 or not 1 <= e.min_replicas <= k or (k - e.min_replicas) % e.step:
                 raise ValueError(f"job {self.id}: elastic range needs 1 ≤ min_replicas ({e.min_replicas}) "
                                  f"≤ replicas ({k}) with replicas − min_replicas a multiple of "
                                  f"step ({e.step})")
         key = self._compute_shape_key()
-        object.__setattr__(self, "_shape", _SHAPES.setdefault(key, key))
+        object.__setattr__(self, "_shape", intern_shape(key))
 
     @property
     def total_gpus(self) -> int:

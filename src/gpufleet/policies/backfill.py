@@ -19,16 +19,17 @@ sequence of backfills can delay a protected reservation — if estimates hold. A
 extended, not killed (see ``CycleContext.expected_end``); the next cycle recomputes.
 
 Scale: candidates are grouped by shape class and by *mode* (how many protected reservations they
-overlap). A (class, mode) that failed is not searched again this cycle, and at most
-``max_tests`` fit searches run per cycle (Slurm's ``bf_max_job_test``), in queue order.
+overlap). A (class, mode) that failed is not searched again this cycle, a class the place step
+already found UNRESOLVABLE (``Handoffs.unresolvable``) is settled by that verdict without a search
+(reserve skips it too), and at most ``max_tests`` fit searches run per cycle (Slurm's
+``bf_max_job_test``), in queue order.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
 
@@ -44,12 +45,11 @@ from gpufleet.engine.types import (
     Reservation,
     ReservationPlan,
     RunningJob,
-    job_estimates,
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
-from gpufleet.policies.shapes import dominates
+from gpufleet.policies.shapes import dominates, known_unresolvable
 
 
 def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
@@ -109,7 +109,7 @@ class ShadowReserver:
         e = self.resolution_epoch_s
         return math.floor((t + e) / self.resolution_s) * self.resolution_s - e
 
-    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
+    def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         if not blocked:
             return []
         avail = CapacityTimeline(plan.table, release_schedule(ctx, _just_placed(plan, ctx)))
@@ -118,12 +118,15 @@ class ShadowReserver:
         previous = {r.job: r for r in ctx.previous_reservations} if self.keep_promises else {}
         standing = self._standing_promises(blocked, previous, n, ctx) if self.compress else {}
         tried = 0
+        unresolvable = ctx.handoff.unresolvable
         for pj in blocked:
             if tried >= self.depth:
                 break
             status = ctx.statuses.get(pj.job.id)
             if status is not None and status.code is StatusCode.UNRESOLVABLE:
                 continue
+            if unresolvable and known_unresolvable(pj.job.shape_key, unresolvable) is not None:
+                continue  # its class fits no fleet state (the place step's verdict)
             tried += 1
             first = not holds and not self.compress
             standing.pop(pj.job.id, None)
@@ -143,7 +146,7 @@ class ShadowReserver:
         ctx.handoff.reservation_plan = ReservationPlan(avail, holds)
         return [r for r, _ in holds]
 
-    def _standing_promises(self, blocked: list[PendingJob], previous: dict[JobId, Reservation], n: int,
+    def _standing_promises(self, blocked: Sequence[PendingJob], previous: dict[JobId, Reservation], n: int,
                            ctx: CycleContext) -> dict[str, Hold]:
         """Last cycle's protected promises of jobs still waiting, as holds, in queue order."""
         wanted = {j for j, r in previous.items() if r.protected and r.start > ctx.now}
@@ -203,7 +206,7 @@ class ReservationBackfill:
     name: str = "easy"
     max_tests: int = 2000
 
-    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+    def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         out = PlaceOutcome()
         schedule = ctx.handoff.reservation_plan
@@ -228,18 +231,20 @@ class ReservationBackfill:
             return views[mode]
 
         statuses = ctx.statuses
+        # Left out of the scan: protected reservations, and jobs an earlier phase found
+        # UNRESOLVABLE. Jobs of a class the place step found UNRESOLVABLE that it never reached
+        # (behind the first blocked job) stay candidates, but their class is settled before the
+        # scan by the place step's verdict (``Handoffs.unresolvable``), so none is searched again.
         skip = reserved | {j for j, st in statuses.items() if _unresolvable(st)}
-        if isinstance(blocked, QueueView):  # the queue's columns: no Python step per candidate
-            qv = blocked
-            if skip:
-                keep = np.ones(len(qv), bool)
-                keep[qv.positions_of(skip)] = False
-                qv = qv.take(np.flatnonzero(keep))
-            cands: list[Job] | _ViewJobs = _ViewJobs(qv)
-            scan = _Scan.from_view(qv, starts, ctx)
-        else:
-            cands = _without(blocked, skip)
-            scan = _Scan.build(cands, starts, ctx)
+        # The queue's columns (a list is read into them once): no Python step per candidate.
+        qv = QueueView.of(blocked)
+        if skip:
+            keep = np.ones(len(qv), bool)
+            keep[qv.positions_of(skip)] = False
+            qv = qv.take(np.flatnonzero(keep))
+        cands = _ViewJobs(qv)
+        scan = _Scan.from_view(qv, starts, ctx)
+        scan.settle_unresolvable(ctx.handoff.unresolvable)
         while True:
             k = scan.next_alive()
             if k is None or scan.tests >= self.max_tests:
@@ -273,45 +278,6 @@ class ReservationBackfill:
         return out
 
 
-def _without(blocked: list[PendingJob], skip: set[JobId]) -> list[Job]:
-    """The blocked jobs minus ``skip`` (reserved, unresolvable: usually a handful). A few skipped
-    ids are each found with ``list.index``, a C-level scan, instead of a Python test of every one
-    of 100,000 ids; more than ``_FEW`` are found in one Python walk that stops when all are found.
-    Only the first occurrence of an id is removed, either way."""
-    jobs = list(map(attrgetter("job"), blocked))
-    if not skip:
-        return jobs
-    if len(skip) <= _FEW:
-        ids = list(map(attrgetter("id"), jobs))
-        cut = sorted(i for i in map(_index_in(ids), skip) if i >= 0)
-    else:  # many (say, a thousand jobs bigger than the fleet): one walk, not a scan per id
-        remaining = set(skip)
-        cut = []
-        for i, j in enumerate(jobs):
-            if not remaining:
-                break
-            if j.id in remaining:
-                cut.append(i)
-                remaining.discard(j.id)
-    for i in reversed(cut):
-        del jobs[i]
-    return jobs
-
-
-#: Up to this many skipped ids, one C-level ``list.index`` scan each beats one Python walk.
-_FEW = 16
-
-
-def _index_in(ids: list[JobId]) -> Callable[[JobId], int]:
-    """``ids.index`` (a C-level scan) that answers −1 for an id not in the list."""
-    def find(job: JobId) -> int:
-        try:
-            return ids.index(job)
-        except ValueError:
-            return -1
-    return find
-
-
 class _ViewJobs:
     """Backfill candidates over a queue view: ``jobs[k]`` is the k-th candidate's Job."""
 
@@ -332,30 +298,6 @@ class _ViewJobs:
 
 def _unresolvable(status: Status | None) -> bool:
     return status is not None and status.code is StatusCode.UNRESOLVABLE
-
-
-def shape_classes(jobs: list[Job]) -> tuple[list[tuple], np.ndarray]:
-    """The distinct shape keys of ``jobs`` and, per job, the index of its key in that list.
-
-    Shape keys are interned when a Job is built (model/job.py), so equal keys are usually one
-    object: group by ``id()`` with an integer sort, then merge the few groups whose keys are equal
-    but not identical (a job restored by pickle carries its own copy). Costs one C-level pass and
-    a sort of 100,000 integers, not 100,000 hashes of nested tuples. Classes are numbered in order
-    of first appearance in ``jobs``."""
-    if not jobs:
-        return [], np.zeros(0, np.int64)
-    # ``_shape`` is the slot behind ``Job.shape_key`` (no Python-level property call per job).
-    idents = np.fromiter(map(id, map(attrgetter("_shape"), jobs)), np.int64, len(jobs))
-    _, first, inverse = np.unique(idents, return_index=True, return_inverse=True)
-    # Number classes by first appearance in the queue, not by address: the same queue gives the
-    # same class list in every process.
-    by_appearance = np.argsort(first, kind="stable")
-    index: dict[tuple, int] = {}
-    in_order = np.fromiter((index.setdefault(jobs[i].shape_key, len(index))
-                            for i in first[by_appearance].tolist()), np.int64, first.size)
-    group_class = np.empty(first.size, np.int64)
-    group_class[by_appearance] = in_order
-    return list(index), group_class[inverse.reshape(-1)]
 
 
 class _Scan:
@@ -387,18 +329,6 @@ class _Scan:
         self.tests = 0
 
     @classmethod
-    def build(cls, jobs: list, starts: list[float], ctx: CycleContext) -> _Scan:
-        classes, ids = shape_classes(jobs)
-        if ctx.estimate_accuracy:
-            planned = np.fromiter((ctx.planned_run(j) for j in jobs), float, len(jobs))
-        else:
-            planned = job_estimates(jobs)
-        end = ctx.now + planned
-        mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
-            else np.zeros(len(jobs), np.int64)
-        return cls(classes, ids, mode.astype(np.int64), end, len(starts) + 1)
-
-    @classmethod
     def from_view(cls, view: QueueView, starts: list[float], ctx: CycleContext) -> _Scan:
         """``build`` from a queue view's columns. Classes are the view's own, renumbered densely
         (the queue may remember shapes no candidate has; a failure is checked against each)."""
@@ -411,6 +341,24 @@ class _Scan:
             else np.zeros(len(view), np.int64)
         return cls([all_classes[c] for c in present.tolist()], remap[cls_col], mode.astype(np.int64),
                    end, len(starts) + 1)
+
+    def settle_unresolvable(self, verdicts: Mapping[tuple[object, ...], Status]) -> None:
+        """Kill, in every mode, each class that equals or dominates a class the place step found
+        UNRESOLVABLE, with that verdict: no view of the fleet (however many limits cap it) can
+        fit a shape that not even the empty fleet fits."""
+        if not verdicts:
+            return
+        for d, key in enumerate(self.classes):
+            status = known_unresolvable(key, verdicts)
+            if status is None:
+                continue
+            for mm in range(self.n_modes):
+                combo = d * self.n_modes + mm
+                if not self.dead[combo]:
+                    self.dead[combo] = True
+                    self.why[combo] = status
+        self.alive_idx = np.flatnonzero(~self.dead[self.combo])
+        self.pos = 0
 
     def next_alive(self) -> int | None:
         while self.pos < self.alive_idx.size:
@@ -443,7 +391,7 @@ class _Scan:
         self.done[k] = True
         self.own[k] = status
 
-    def write_statuses(self, jobs: list[Job] | _ViewJobs, statuses: StatusBoard) -> int:
+    def write_statuses(self, jobs: _ViewJobs, statuses: StatusBoard) -> int:
         """Every candidate not started gets its class's failure (its own, if it was searched),
         or 'not examined'; returns how many were settled by class without a search of their own.
         The verdicts are chained after what earlier phases found (a reserved job keeps the start
@@ -451,7 +399,6 @@ class _Scan:
         waiting = np.flatnonzero(~self.was_started)
         skipped = int(np.count_nonzero(~self.done[waiting] & self.dead[self.combo[waiting]]))
         combo, why, own = self.combo[waiting], dict(self.why), dict(self.own)
-        n_all = len(jobs)
 
         def verdicts() -> tuple[list[JobId], list[Status]]:
             unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
@@ -461,11 +408,7 @@ class _Scan:
                 by_combo[c] = status
             verdict_list = by_combo[combo].tolist()
             keep = [i for i, k in enumerate(waiting.tolist()) if k not in own] if own else None
-            if isinstance(jobs, _ViewJobs):
-                ids = jobs.ids(waiting)
-            else:
-                ids = (list(map(attrgetter("id"), jobs)) if waiting.size == n_all
-                       else [jobs[k].id for k in waiting.tolist()])
+            ids = jobs.ids(waiting)
             if keep is not None:
                 ids, verdict_list = [ids[i] for i in keep], [verdict_list[i] for i in keep]
             ids += [jobs[k].id for k in own]

@@ -44,6 +44,7 @@ scatters evictions across nodes that still do not free a whole 8-GPU node.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -93,7 +94,7 @@ class DefragPreemptor:
 
     # --- the Preemptor protocol ----------------------------------------------------------
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         if any(rj.evicting for rj in ctx.running):
             return []
         head = self._head(blocked, ctx)
@@ -127,7 +128,7 @@ class DefragPreemptor:
 
     # --- who and for whom ----------------------------------------------------------------
 
-    def _head(self, blocked: list[PendingJob], ctx: CycleContext) -> Job | None:
+    def _head(self, blocked: Sequence[PendingJob], ctx: CycleContext) -> Job | None:
         for pj in blocked:
             st = ctx.statuses.get(pj.job.id)
             if st is None or st.code is not StatusCode.UNSCHEDULABLE:

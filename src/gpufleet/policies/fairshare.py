@@ -97,7 +97,7 @@ def drf_share(alloc: dict[str, int], usage_gpu_s: float, weight: float, capacity
 class DominantResourceFairShare:
     name = "drf"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return priority_fifo(admitted)
@@ -138,7 +138,7 @@ def slurm_factor(usage: float, total_usage: float, weight: float, total_weight: 
 class SlurmClassicFairShare:
     name = "slurm-fairshare"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return priority_fifo(admitted)
@@ -163,7 +163,7 @@ class FirstComeFirstServed:
 
     name = "fcfs"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         return sorted(admitted, key=lambda p: (p.job.submit_time, p.job.id))
 
 
@@ -172,7 +172,7 @@ class SmallestJobFirst:
 
     name = "smallest-first"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         return sorted(admitted, key=lambda p: (p.job.total_gpus, p.job.submit_time, p.job.id))
 
 
@@ -183,7 +183,7 @@ class GuaranteedFirst:
 
     name = "guaranteed-first"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         seen = admission_book(ctx).by_id()
         last = (2, len(admitted))
 

@@ -13,6 +13,8 @@ All pod sets of a job are placed on one Plan; if any fails, the job's pods are r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
@@ -27,7 +29,7 @@ from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
-from gpufleet.policies.shapes import FailedShapes, dominates
+from gpufleet.policies.shapes import dominates
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
@@ -81,7 +83,7 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
                and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
 
 
-def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
+def place_in_order(placer: Placer, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext,
                    stop_at_first_blocked: bool = False, defer: bool = False) -> PlaceOutcome:
     """Try jobs in order, binding each whole gang that fits; skip shapes known to fail.
 
@@ -89,57 +91,51 @@ def place_in_order(placer: Placer, ordered: list[PendingJob], plan: Plan, ctx: C
     in-order pass: it and every job after it are returned as blocked, for reserve and backfill.
     With ``defer`` (conservative backfill), only jobs whose reservation has come due start here;
     every other job goes to reserve and backfill, which start it only where it breaks no promise.
+
+    One walk serves every input: a plain list is read into a queue view first (``QueueView.of``:
+    each job's columns once, as a cycle over a list always paid), a ``PendingQueue``'s view is used
+    as it is. So a list and a queue get the same decisions and statuses by construction.
     """
     reserved = {r.job: r for r in ctx.previous_reservations if r.protected and r.start <= ctx.now}
-    if isinstance(ordered, QueueView) and not defer:
-        return _place_view(placer, ordered, plan, ctx, reserved, stop_at_first_blocked)
+    view = QueueView.of(ordered)
+    if defer:
+        return _start_due(view, plan, reserved)
+    return _place_view(placer, view, plan, ctx, reserved, stop_at_first_blocked)
+
+
+def _start_due(ordered: QueueView, plan: Plan, reserved: dict[JobId, Reservation]) -> PlaceOutcome:
+    """Conservative backfill's place step: start the jobs whose reservation has come due, on the
+    nodes it held, where those still fit; every other job is blocked (no status: reserve and
+    backfill judge it)."""
     out = PlaceOutcome()
-    failed = FailedShapes()
-    for i, pj in enumerate(ordered):
-        job = pj.job
-        promised = reserved.get(job.id)
-        if promised is not None and bindings_fit(plan.table, promised.bindings):
-            # A reservation's time has come: start on the nodes it held, which later
-            # reservations planned around.
+    started_pos: list[int] = []
+    started_jobs: list[Job] = []
+    for p in (ordered.positions_of(reserved).tolist() if reserved else []):
+        job = ordered[p].job
+        promised = reserved[job.id]
+        if bindings_fit(plan.table, promised.bindings):
             for b in promised.bindings:
                 plan.bind(b)
             out.started.append(job.id)
-            continue
-        if defer:
-            out.blocked.append(pj)
-            continue
-        status = failed.known_failure(job)
-        if status is not None:
-            ctx.out.skipped_by_class += 1
-        else:
-            ctx.out.considered += 1
-            fitted = placer.fit(job, plan.table, ctx)
-            if not isinstance(fitted, Status):
-                for b in fitted:
-                    plan.bind(b)
-                out.started.append(job.id)
-                continue
-            status = fitted
-            if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
-                failed.record(job, status)
-        ctx.statuses.record(job.id, status)
-        out.blocked.append(pj)
-        if stop_at_first_blocked and status.code is not StatusCode.UNRESOLVABLE:
-            out.blocked.extend(ordered[i + 1:])
-            return out
+            started_jobs.append(job)
+            started_pos.append(p)
+    keep = np.ones(len(ordered), bool)
+    keep[started_pos] = False
+    out.blocked = ordered.take(np.flatnonzero(keep))
+    out.placed_jobs = started_jobs
     return out
 
 
 def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContext,
                 reserved: dict[JobId, Reservation], stop_at_first_blocked: bool) -> PlaceOutcome:
-    """``place_in_order`` over a queue view: the same decisions and statuses, without a Python
-    step per job that is never searched.
+    """The in-order walk over a queue view, without a Python step per job that is never searched.
 
     A failed shape kills its class and every class that dominates it (``FailedShapes``' rule,
     applied to the view's class column at once), and the walk jumps from one live job to the next
     with a mask, so a job whose class already failed costs nothing until its status is read: the
-    place phase's statuses are written as one lazy bulk write, in queue order, as the per-job
-    writes were."""
+    place phase's statuses are written as one lazy bulk write, in queue order, as per-job writes
+    would be. A reservation whose time has come is visited at its place regardless of class, and
+    starts on the nodes it held (which later reservations planned around) if they still fit."""
     out = PlaceOutcome()
     classes, cls = ordered.classes, ordered.cls
     n = cls.size
@@ -197,6 +193,8 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
                 started_jobs.append(job)
                 continue
             status = fitted
+            if status.code is StatusCode.UNRESOLVABLE:  # reserve and backfill need not search it
+                ctx.handoff.unresolvable.setdefault(classes[c], status)
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
                 key = classes[c]
                 for d, other in enumerate(classes):
@@ -212,7 +210,7 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
             blocked_pos.append(np.arange(pos, n))
             break
     positions = np.concatenate(blocked_pos) if blocked_pos else np.zeros(0, np.int64)
-    out.blocked = ordered.take(positions)  # type: ignore[assignment]
+    out.blocked = ordered.take(positions)
     out.placed_jobs = started_jobs
     if n_blocked:
         seen = ordered.take(positions[:n_blocked])
@@ -260,5 +258,5 @@ class GangBestFit:
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
         return fit_gang(job, table, ctx, self.name)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)

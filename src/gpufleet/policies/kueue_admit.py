@@ -24,27 +24,45 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   borrowing, its queue's idle nominal quota, min(g, nominal − used); borrowing, up to its
   borrowing limit, min(g, nominal + limit − used). Later heads of the cycle — borrowers of
   other queues — cannot take it, so a lender's own head is not starved by borrowers that would
-  arrive in the same cycle. Kueue skips the hold only when the queue can always reclaim
-  (``reclaimWithinCohort: Any``) and has no preemption targets; we skip it when
-  ``reclaimWithinCohort: Any`` and the head would borrow with no policy that could give it
-  targets (no ``borrowWithinCohort``, ``withinClusterQueue: Never``, no fair sharing) — a head
-  within nominal with ``Any`` always has targets while anyone borrows its quota.
+  arrive in the same cycle. Kueue skips the hold when the head has no preemption targets and
+  the queue can always reclaim (``CanAlwaysReclaim``: ``reclaimWithinCohort: Any``), whatever
+  its other policies; so do we (the quota oracle decides "no targets").
+* Quota reserved stays reserved (``QuotaReserved``): a workload admitted in an earlier cycle
+  whose pods have not started (no room on the nodes yet) keeps its quota, carried by the driver
+  in ``CycleInput.admission`` (engine/types.py ``AdmissionState``), and is not re-decided.
+* Sticky head (BestEffortFIFO, KEP-7157): a workload whose preemptions are pending stays first
+  in its queue's order (after LocalQueue usage with admission fair sharing) until admitted, so
+  an older workload of its queue that does not fit cannot step in front of it while its victims
+  leave, and let the victims be re-admitted (kueue#6929). policies/kueue_preemption.py names it.
 * Weighted share (Kueue's DRS value) at every level of the cohort tree, with the queues' and
   the cohorts' weights: policies/kueue_share.py. Heads are compared at their common ancestor.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, QuotaReservation, RunningJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
-from gpufleet.policies.kueue_candidates import possibility, quota_fits
+from gpufleet.policies.kueue_candidates import possibility
+from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
+    MODE_RANK,
+    assign_flavor,
+    assign_pod_sets,
+    assign_pod_sets_modes,
+    borrowing_level,
+    kueue_flavor,
+    pin_pod_sets,
+    reachable,
+    reservation,
+    worst_mode,
+)
+from gpufleet.policies.kueue_reserved import charge_reservation, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import share_path
 from gpufleet.policies.quota import (
@@ -59,167 +77,6 @@ from gpufleet.policies.quota import (
 
 INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"
 STRICT_FIFO_BLOCKED = "StrictFIFOBlocked"
-
-
-def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
-    """Kueue's borrowing level of ``gpus`` more of ``flavor`` for ``tenant``: 0 when the queue's
-    own nominal quota holds it; else k for the nearest ancestor cohort, k levels up, whose subtree
-    (its own quota plus what its children may lend, policies/quota.py) holds the subtree's usage
-    with the workload added; height + 1 when even the root does not."""
-    trial = ledger.copy()
-    trial.add(tenant, flavor, gpus)
-    node: tuple[str, str] | None = ("t", tenant)
-    level = 0
-    while node is not None:
-        if trial.node_usage(node, flavor) <= trial.node_capacity(node, flavor):
-            return level
-        node = trial.parent(node)
-        level += 1
-    return level
-
-
-def _reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
-    """The most GPUs of ``flavor`` a workload of ``tenant`` could hold if every other workload
-    were gone: nominal without a cohort; else nominal + borrowing limit, capped by the root's
-    subtree capacity."""
-    t = ledger.tenancy.tenant(tenant)
-    assert t is not None
-    q = t.quota(flavor)
-    if t.cohort is None:
-        return q.nominal
-    node: tuple[str, str] = ("t", tenant)
-    while (up := ledger.parent(node)) is not None:
-        node = up
-    cap = ledger.node_capacity(node, flavor)
-    return min(cap, q.nominal + q.borrowing_limit) if q.borrowing_limit is not None else cap
-
-
-def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str | None = None
-                ) -> tuple[str, int] | None:
-    """(flavor, GPUs) a head that does not fit holds for the rest of the cycle (module
-    docstring), or None; on ``flavor`` when the flavor assigner chose one."""
-    t = ledger.tenancy.tenant(job.tenant)
-    if t is None or job.total_gpus == 0:
-        return None
-    g = job.total_gpus
-    for f in ([flavor] if flavor else ledger.candidate_flavors(job)):
-        q = t.quota(f)
-        used = ledger.used(job.tenant, f)
-        if g > _reachable(ledger, t.name, f):
-            continue  # Kueue's NoFit: no preemption could make room, nothing to hold
-        if used + g <= q.nominal:
-            return (f, g)
-        pol = t.kueue
-        if pol.reclaim_within_cohort == "Any" and not fair_sharing and pol.borrow_within_cohort == "Never" \
-                and pol.within_cluster_queue == "Never":
-            return None
-        hold = g if q.borrowing_limit is None else min(g, q.nominal + q.borrowing_limit - used)
-        return (f, hold) if hold > 0 else None
-    return None
-
-
-#: Kueue's granular modes, worst to best (flavorassigner: noFit, noPreemptionCandidates,
-#: preempt, reclaim, fit).
-MODE_RANK = {"nofit": 0, "none": 1, "preempt": 2, "reclaim": 3, "fit": 4}
-
-
-def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
-                  live: list[RunningJob]) -> tuple[str | None, str, bool]:
-    """Kueue's flavor assigner with flavor fungibility: (flavor, mode, borrows).
-
-    Flavors are tried in the queue's order; on each, the mode is ``fit`` (the unused quota
-    holds it, borrowing or not), else what preemption could do (``reclaim``: other queues'
-    borrowed quota only; ``preempt``: the queue's own work too; ``none``: no candidates; the
-    quota oracle of policies/kueue_candidates.py), or ``nofit`` (beyond what the queue could
-    ever hold). The search stops on a flavor (Kueue's shouldTryNextFlavor) when it fits
-    without borrowing; fits by borrowing and ``whenCanBorrow: Borrow``; or needs preemption,
-    ``whenCanPreempt: Preempt`` and either no borrowing or ``whenCanBorrow: Borrow``.
-    Otherwise the best flavor seen wins (isPreferred, preference unset = Kueue's default:
-    the better mode, then the lower borrowing level; ties keep the earlier flavor). With one
-    flavor there is no choice to make and the oracle is not consulted (mode ``none``)."""
-    t = ledger.tenancy.tenant(job.tenant)
-    assert t is not None
-    pol, g = t.kueue, job.total_gpus
-    flavors = ledger.candidate_flavors(job)
-    best: tuple[str | None, str, bool] = (None, "nofit", False)
-    best_level = math.inf
-    for f in flavors:
-        borrows = ledger.used(job.tenant, f) + g > t.quota(f).nominal
-        refused = res is not None and res.refusal(job, f, borrows) is not None
-        if quota_fits(ledger, ledger.tenancy, job, f, borrow=True) and not refused:
-            mode = "fit"
-        elif g > _reachable(ledger, t.name, f) or refused:
-            mode = "nofit"
-        elif len(flavors) == 1:
-            mode = "none"
-        else:
-            mode = possibility(job, f, ledger.tenancy, ledger, live)
-        if mode == "fit" and (not borrows or pol.when_can_borrow == "Borrow"):
-            return f, mode, borrows
-        if mode in ("preempt", "reclaim") and pol.when_can_preempt == "Preempt" and (
-                not borrows or pol.when_can_borrow == "Borrow"):
-            return f, mode, borrows
-        if mode == "nofit":
-            continue
-        level = borrowing_level(ledger, job.tenant, f, g) if borrows else 0
-        if MODE_RANK[mode] > MODE_RANK[best[1]] or (mode == best[1] and level < best_level):
-            best, best_level = (f, mode, borrows), level
-    return best
-
-
-def assign_pod_sets(ledger: QuotaLedger, job: Job, res: ResourceLedger | None
-                    ) -> list[tuple[int, str, bool]] | None:
-    """Kueue assigns flavors per pod set: each GPU-asking pod set, in order, takes the flavor
-    the assigner picks for it alone (fit modes only, whenCanBorrow as for a whole workload), with
-    the pod sets before it already counted. [(pod set index, flavor, borrows)] when every pod set
-    fits this way, else None. Only consulted for workloads of two or more GPU pod sets."""
-    trial = ledger.copy()
-    rtrial = res.copy() if res is not None else None
-    out: list[tuple[int, str, bool]] = []
-    for i, ps in enumerate(job.pod_sets):
-        if ps.request.gpus == 0:
-            continue
-        part = replace(job, pod_sets=(ps,))
-        flavor, borrows = kueue_flavor(trial, part, rtrial)
-        if flavor is None:
-            return None
-        trial.add(job.tenant, flavor, part.total_gpus)
-        if rtrial is not None:
-            rtrial.add_job(part, flavor)
-        out.append((i, flavor, borrows))
-    return out
-
-
-def pin_pod_sets(job: Job, assignment: list[tuple[int, str, bool]]) -> Job:
-    """``job`` with each assigned pod set pinned to its flavor."""
-    flavor_of = {i: f for i, f, _ in assignment}
-    sets = tuple(replace(ps, request=replace(ps.request, gpu_models=(flavor_of[i],)))
-                 if i in flavor_of else ps for i, ps in enumerate(job.pod_sets))
-    return replace(job, pod_sets=sets)
-
-
-def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
-                 ) -> tuple[str | None, bool]:
-    """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
-    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue_resources.py)."""
-    t = ledger.tenancy.tenant(job.tenant)
-    assert t is not None
-    g = job.total_gpus
-    borrow_at: str | None = None
-    for f in ledger.candidate_flavors(job):
-        q = t.quota(f)
-        used = ledger.used(job.tenant, f)
-        fits_cohort = g <= ledger.available(("t", job.tenant), f) if t.cohort else used + g <= q.nominal
-        if used + g <= q.nominal and fits_cohort and (res is None or res.refusal(job, f, False) is None):
-            return f, False
-        within_limit = q.borrowing_limit is None or used + g <= q.nominal + q.borrowing_limit
-        if res is not None and res.refusal(job, f, True) is not None:
-            continue
-        if t.cohort and within_limit and fits_cohort and borrow_at is None:
-            if t.kueue.when_can_borrow == "Borrow":
-                return f, True
-            borrow_at = f
-    return (borrow_at, True) if borrow_at is not None else (None, False)
 
 
 class KueueAdmitter:
@@ -239,25 +96,50 @@ class KueueAdmitter:
         res = ResourceLedger.from_running(tenancy, ctx.running)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
+        state = ctx.admission
+        kept: list[tuple[PendingJob, QuotaReservation]] = []
         for pj in pending:
+            r = state.reserved.get(pj.job.id) if state.reserved else None
+            if r is not None and tenancy.tenant(pj.job.tenant) is not None:
+                kept.append((pj, r))  # admitted in an earlier cycle: not re-decided
+                continue
             if tenancy.tenant(pj.job.tenant) is None:
                 why = (UNKNOWN_TENANT, f"no ClusterQueue for tenant {pj.job.tenant!r}")
                 ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 records.append(AdmissionRecord(pj, False, "", why[0]))
                 continue
             queues.setdefault(pj.job.tenant, []).append(pj)
+        admitted: list[PendingJob] = []
+        reserved: dict[JobId, QuotaReservation] = {}
+        rank = 0
+        # Quota reserved in earlier cycles stays reserved (Kueue's QuotaReserved): charged before
+        # anyone is admitted, and placed first (their pods were created first).
+        kept.sort(key=lambda k: (-k[0].job.priority, k[1].since, k[0].job.submit_time, k[0].job.id))
+        for pj, r in kept:
+            pinned = charge_reservation(ledger, res, pj.job, r)
+            admitted.append(PendingJob(pinned, pj.bound))
+            records.append(AdmissionRecord(admitted[-1], True, r.flavor,
+                                           tier=int(not ledger.within_nominal(pj.job.tenant, r.flavor)),
+                                           rank=rank))
+            reserved[pj.job.id] = r
+            rank += 1
+        sticky = sticky_heads(state.sticky, queues, tenancy)
         afs = AfsUsage(tenancy, ctx.usage, ctx.running, ctx.now) if any(
             t.kueue.admission_fair_sharing for t in tenancy.tenants) else None
-        for name, q in queues.items():
+
+        def order(name: str) -> Callable[[PendingJob], tuple]:
+            first = sticky.get(name)
             if afs is not None and self._afs(tenancy, name):
-                q.sort(key=lambda p: afs.key(p.job))
-            else:
-                q.sort(key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))
+                # LocalQueue usage decides before the sticky head does (KEP-7157 "Ordering").
+                return lambda p: (afs.key(p.job)[0], p.job.id != first, *afs.key(p.job)[1:])
+            return lambda p: (p.job.id != first, -p.job.priority, p.job.submit_time, p.job.id)
+
+        for name, q in queues.items():
+            q.sort(key=order(name))
         heads = {t: 0 for t in queues}
         # Each head's key changes only when quota is charged (an admission) or when that queue's
         # head moves on: recompute all keys after an admission, one key after a refusal.
         keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
-        admitted: list[PendingJob] = []
         live = [rj for rj in ctx.running if not rj.evicting]
         holding: set[str] = set()
         holds: dict[str, tuple[str, int]] = {}
@@ -267,7 +149,6 @@ class KueueAdmitter:
         # the queue asking as many GPUs or more on the same flavors is refused too, without the
         # flavor search: what kept a congested week of the kueue profile slow.
         refused: dict[tuple[str, tuple[str, ...]], int] = {}
-        rank = 0
         while heads:
             held = False
             tenant = min(heads, key=keys.__getitem__)
@@ -278,12 +159,19 @@ class KueueAdmitter:
                 ledger.add(tenant, own_hold[0], -own_hold[1])
             flavor, mode, borrows = assign_flavor(ledger, job, res, live)
             split = None
+            target = pj  # what a refused workload's record hands the preemptor
             if sum(1 for ps in job.pod_sets if ps.request.gpus) > 1:
                 split = assign_pod_sets(ledger, job, res)
                 if split is not None and len({f for _, f, _ in split}) > 1:
                     flavor, mode, borrows = split[0][1], "fit", any(b for _, _, b in split)
                 else:
                     split = None  # one flavor for all: the whole-workload assignment stands
+                    modes = assign_pod_sets_modes(ledger, job, res, live) if mode != "fit" else None
+                    if modes is not None and len({f for _, f, _, _ in modes}) > 1:
+                        # Pod sets on different flavors, one or more needing preemption: the
+                        # preemptor searches targets for the usage of every pod set.
+                        flavor, mode = modes[0][1], worst_mode(m for _, _, m, _ in modes)
+                        target = PendingJob(pin_pod_sets(job, [(i, f, b) for i, f, _, b in modes]), pj.bound)
             chosen: str | None = None
             if mode != "fit":
                 chosen, flavor = flavor, None
@@ -300,10 +188,14 @@ class KueueAdmitter:
             if flavor is not None:
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
+                reserved[job.id] = QuotaReservation(
+                    flavor, ctx.now, tuple((i, f) for i, f, _ in split) if split is not None else ())
+                if sticky.get(tenant) == job.id:
+                    del sticky[tenant]  # admitted: no longer sticky
                 if afs is not None and self._afs(tenancy, tenant):
                     afs.admitted(job)  # the entry penalty reorders what is left of the queue
                     later = queues[tenant][heads[tenant] + 1:]
-                    later.sort(key=lambda p: afs.key(p.job))
+                    later.sort(key=order(tenant))
                     queues[tenant][heads[tenant] + 1:] = later
                 if own_hold is not None:  # the head's hold shrinks to what its queue still has idle
                     hjob, hflavor = hold_for[tenant]
@@ -318,14 +210,14 @@ class KueueAdmitter:
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 # The flavor the assigner chose is where the preemptor looks for targets.
-                records.append(AdmissionRecord(pj, False, chosen or (cands[0] if cands else ""), why[0],
-                                               rank=rank))
+                records.append(AdmissionRecord(target, False, chosen or (cands[0] if cands else ""),
+                                               why[0], rank=rank))
                 if job.total_gpus:
                     key = (tenant, cands)
                     refused[key] = min(job.total_gpus, refused.get(key, job.total_gpus))
                 # One head per ClusterQueue per Kueue cycle: only the queue's first refused
                 # workload holds quota (holds do not pile up behind it).
-                if tenant not in holding:
+                if tenant not in holding and target is pj:  # (no hold across flavors: one flavor per hold)
                     holding.add(tenant)
                     hold = self._hold(ledger, job, tenancy, chosen, mode, live)
                     if hold is not None:
@@ -356,8 +248,10 @@ class KueueAdmitter:
             for t in (heads if flavor is not None or held else (tenant,) if tenant in heads else ()):
                 keys[t] = self._key(queues[t][heads[t]], ledger, res, tenancy, holds.get(t))
         _keep_admission_book(ctx, AdmissionBook(records))
-        order = {pj.job.id: i for i, pj in enumerate(pending)}
-        return sorted(admitted, key=lambda p: order[p.job.id])  # who, not in which order
+        ctx.handoff.quota_reserved = reserved
+        ctx.handoff.sticky = sticky
+        position = {pj.job.id: i for i, pj in enumerate(pending)}
+        return sorted(admitted, key=lambda p: position[p.job.id])  # who, not in which order
 
     def _skip_refused(self, queue: list[PendingJob], heads: dict[str, int], tenant: str,
                       refused: dict[tuple[str, tuple[str, ...]], int], ledger: QuotaLedger,
@@ -397,7 +291,7 @@ class KueueAdmitter:
         if job.total_gpus == 0:
             return None
         f = flavor or next(iter(ledger.candidate_flavors(job)), None)
-        if f is None or job.total_gpus > _reachable(ledger, job.tenant, f):
+        if f is None or job.total_gpus > reachable(ledger, job.tenant, f):
             return None
         if mode not in ("reclaim", "preempt"):
             mode = possibility(job, f, tenancy, ledger, live)
@@ -434,6 +328,6 @@ class KueueOrder:
 
     name = "kueue-head-order"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         rank = {r.pending.job.id: r.rank for r in admission_book(ctx).records}
         return sorted(admitted, key=lambda p: rank.get(p.job.id, len(rank)))

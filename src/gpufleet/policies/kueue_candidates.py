@@ -47,6 +47,10 @@ def _key(rj: RunningJob) -> tuple:
     return (rj.job.priority, -rj.start_time, rj.job.id)
 
 
+#: Kueue's candidate order: lower priority first, then the most recently admitted.
+candidate_key = _key
+
+
 def candidates(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
                live: Iterable[RunningJob], cache: dict[JobId, dict[str, int]] | None = None
                ) -> tuple[list[RunningJob], list[RunningJob]]:

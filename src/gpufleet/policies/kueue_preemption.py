@@ -30,6 +30,8 @@ Victims stay released while W is bound tentatively (no GPU counted twice, as in 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
@@ -38,7 +40,8 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
-from gpufleet.policies.kueue_candidates import candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
@@ -49,7 +52,7 @@ class KueuePreemptor:
 
     name = "kueue-preemption"
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return []
@@ -63,6 +66,14 @@ class KueuePreemptor:
         # computes targets at nomination: a queue is not made a borrower by what it was admitted
         # this very cycle (that would evict its running work to make room for its new work).
         base = ledger.copy()
+        # Workloads admitted in earlier cycles hold quota whether or not their pods run (Kueue's
+        # QuotaReserved): part of who borrows, and candidates when their pods have not started.
+        carried = ctx.admission.reserved
+        waiting = {pj.job.id for pj in blocked} if carried else set()
+        quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
+        for r in admission_book(ctx).records:
+            if r.admitted and r.pending.job.id in carried:
+                base.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
@@ -77,6 +88,8 @@ class KueuePreemptor:
                     plan.release_binding(b)
         live = {rj.job.id: rj for rj in ctx.running if not rj.evicting}
         releasing = len(live) < len(ctx.running)
+        live.update((rj.job.id, rj) for rj in quota_only)
+        quota_only_ids = {rj.job.id for rj in quota_only}
         out: list[Preemption] = []
         # (queue, shape, priority) that found neither room nor targets: a later workload of the
         # same kind finds no more (the cycle only binds and charges more), so skip it.
@@ -91,10 +104,15 @@ class KueuePreemptor:
         # What the cycle starts from, the releasing capacity free and nothing claimed yet.
         start_ledger = ledger.copy() if releasing else ledger
         start_table = plan.table.copy() if releasing else plan.table
+        # Queue → its workload with preemptions pending this cycle (issued now, or victims still
+        # terminating). Kueue nominates one head per ClusterQueue per cycle, and a head pending
+        # preemption stays its queue's head until admitted (sticky, KEP-7157): one issuer per
+        # queue, the first in the queue's order.
+        issuers: dict[str, JobId] = {}
         for rec in records:
             job = rec.pending.job
             same = (job.tenant, job.shape_key, job.priority)
-            if same in hopeless:
+            if same in hopeless or job.tenant in issuers:
                 continue
             t = tenancy.tenant(job.tenant)
             flavors = ledger.candidate_flavors(job)
@@ -104,11 +122,14 @@ class KueuePreemptor:
             # and the modes of every flavor, policies/kueue_admit.assign_flavor) is the one where
             # targets are searched.
             flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
+            # Pod sets assigned different flavors (admission hands them pinned): targets for the
+            # usage of all of them at once, as Kueue computes one set for the whole assignment.
+            parts = pod_set_parts(job)
             for flavor in flavors:
-                if self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
+                if parts is None and self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
-                pinned = with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base)
+                pinned = job if parts is not None else with_flavor(job, flavor)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts)
                 # Room without new victims comes only from workloads under eviction notice (quota
                 # that holds kept from admission stays held for the cycle, as in Kueue).
                 room = None
@@ -118,24 +139,25 @@ class KueuePreemptor:
                         # The nodes have no room for this shape; later workloads of the same
                         # shape find none either until a preemption releases more.
                         no_room.add((job.shape_key, flavor))
-                if room is None and releasing and self._waits_for_release(pinned, flavor, tenancy, ctx,
-                                                                         start_ledger, start_table):
+                if room is None and releasing and self._waits_for_release(
+                        pinned, parts or {flavor: pinned}, tenancy, ctx, start_ledger, start_table):
                     # Kueue does not preempt again for a workload whose earlier victims are still
                     # terminating: it fits once what is being released is gone (whoever claims it
                     # this cycle), so it waits instead of evicting more. Without this, heads
                     # evicted one more victim every cycle while others took the capacity released.
                     ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
                         rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    issuers[job.tenant] = job.id
                     break
                 if room is not None:
                     # Quota and GPUs that workloads under eviction notice are releasing: claim
                     # them (so no later workload counts them) and preempt nobody new.
                     for b in room:
                         plan.bind(b)
-                    ledger.add(job.tenant, flavor, job.total_gpus)
-                    res.add_job(job, flavor)
+                    charge(ledger, res, job, parts or {flavor: job})
                     ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, (
                         rec.reason, "waiting for quota that evicted workloads are releasing"), self.name))
+                    issuers[job.tenant] = job.id
                     break
                 found = search.targets()
                 if found is None:
@@ -150,25 +172,41 @@ class KueuePreemptor:
                     ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     base.charge_bindings(rj.job.tenant, rj.bindings, -1)
                     res.charge(rj.job.tenant, rj.bindings, -1)
+                    if rj.job.id in quota_only_ids:  # a reservation without pods: released at once
+                        out.append(Preemption(rj.job.id, job.id, why[rj.job.id], 0.0, reserved=True))
+                        if ctx.handoff.quota_reserved is not None:
+                            ctx.handoff.quota_reserved.pop(rj.job.id, None)
+                        ctx.statuses.record(rj.job.id, Status(StatusCode.NOT_ADMITTED, (
+                            "Preempted", f"quota reservation released for {job.id} ({why[rj.job.id]})"),
+                            self.name))
+                        continue
                     out.append(Preemption(rj.job.id, job.id, why[rj.job.id], tenancy.grace_s))
-                ledger.add(job.tenant, flavor, job.total_gpus)
-                res.add_job(job, flavor)
+                charge(ledger, res, job, parts or {flavor: job})
                 ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
-                    f"preempting {', '.join(v.job.id for v in victims)} on {flavor}; admitted once "
+                    f"preempting {', '.join(v.job.id for v in victims)} on {', '.join(parts or (flavor,))}; "
+                    "admitted once "
                     "they are evicted",), self.name, ctx.now + tenancy.grace_s))
+                issuers[job.tenant] = job.id
                 break
             else:
                 hopeless.add(same)
         plan.rollback(mark0)
+        sticky = ctx.handoff.sticky
+        if sticky is not None:
+            for name, jid in issuers.items():
+                queue = tenancy.tenant(name)
+                if queue is not None and queue.kueue.queueing_strategy == "BestEffortFIFO":
+                    sticky[name] = jid  # replaces a sticky head that no longer issues
         return out
 
 
     @staticmethod
-    def _waits_for_release(job: Job, flavor: str, tenancy: Tenancy, ctx: CycleContext,
+    def _waits_for_release(job: Job, parts: dict[str, Job], tenancy: Tenancy, ctx: CycleContext,
                            start_ledger: QuotaLedger, start_table) -> bool:
-        """Would ``job`` fit the quota and the nodes with the capacity under eviction notice
-        released, before anyone this cycle claimed any of it?"""
-        if not quota_fits(start_ledger, tenancy, job, flavor, borrow=True):
+        """Would ``job`` (its pod sets on the flavors of ``parts``) fit the quota and the nodes
+        with the capacity under eviction notice released, before anyone this cycle claimed any
+        of it?"""
+        if not all(quota_fits(start_ledger, tenancy, part, f, borrow=True) for f, part in parts.items()):
             return False
         return not isinstance(fit_gang(job, start_table, ctx, "kueue"), Status)
 
@@ -200,8 +238,11 @@ class _Search:
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
                  live: dict[JobId, RunningJob], res: ResourceLedger,
-                 base: QuotaLedger | None = None) -> None:
+                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
+        #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
+        #: assigned different flavors: policies/kueue_admit.assign_pod_sets_modes).
+        self.parts = parts if parts is not None else {flavor: job}
         self.res = res
         #: The cycle's starting usage (without this cycle's admissions): who borrows.
         self.base = base if base is not None else ledger
@@ -213,7 +254,8 @@ class _Search:
         self.queue = q
         self.g = job.total_gpus
         self.mark = plan.checkpoint()
-        self.within_nominal = ledger.used(self.cq, flavor) + self.g <= q.quota(flavor).nominal
+        self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
+                                  for f, p in self.parts.items())
         self.live = live
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
@@ -224,7 +266,15 @@ class _Search:
         return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
-        return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
+        if len(self.parts) == 1:
+            return candidates(self.job, self.flavor, self.tenancy, self.base, live.values())
+        own: dict[JobId, RunningJob] = {}
+        others: dict[JobId, RunningJob] = {}
+        for f, part in self.parts.items():  # candidates on any flavor W's pod sets use
+            o, x = candidates(part, f, self.tenancy, self.base, live.values())
+            own.update((rj.job.id, rj) for rj in o)
+            others.update((rj.job.id, rj) for rj in x)
+        return sorted(own.values(), key=candidate_key), sorted(others.values(), key=candidate_key)
 
     def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
         self.plan.rollback(self.mark)
@@ -232,32 +282,36 @@ class _Search:
         trial = self.ledger.copy()
         for rj in victims:
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        q = self.queue.quota(self.flavor)
-        used = trial.used(self.cq, self.flavor)
-        if not borrow and used + self.g > q.nominal:
-            return None
-        if q.borrowing_limit is not None and used + self.g > q.nominal + q.borrowing_limit:
-            return None
-        if self.queue.cohort is not None and self.g > trial.available(("t", self.cq), self.flavor):
-            return None
-        if self.queue.cohort is None and used + self.g > q.nominal:
-            return None
+        for f, part in self.parts.items():
+            q, g = self.queue.quota(f), part.total_gpus
+            used = trial.used(self.cq, f)
+            if not borrow and used + g > q.nominal:
+                return None
+            if q.borrowing_limit is not None and used + g > q.nominal + q.borrowing_limit:
+                return None
+            if self.queue.cohort is not None and g > trial.available(("t", self.cq), f):
+                return None
+            if self.queue.cohort is None and used + g > q.nominal:
+                return None
         if self.queue.resources:
             rtrial = self.res.copy()
             for rj in victims:
                 rtrial.charge(rj.job.tenant, rj.bindings, -1)
-            if rtrial.refusal(self.job, self.flavor, borrow) is not None:
+            if any(rtrial.refusal(part, f, borrow) is not None for f, part in self.parts.items()):
                 return None
         self.quota_ok = True
         for rj in victims:
             for b in rj.bindings:
-                self.plan.release_binding(b)
+                if b.node != QUOTA_ONLY:
+                    self.plan.release_binding(b)
         fitted = fit_gang(self.job, self.plan.table, self.ctx, "kueue")
         return None if isinstance(fitted, Status) else fitted
 
     def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
-        freed = sum(self._gpus(v) for v in gone if v.job.tenant == tenant)
-        return not self.base.within_nominal(tenant, self.flavor, -freed)
+        """Is ``tenant`` above nominal, once ``gone`` leave, on a flavor W's pod sets use?"""
+        mine = [v for v in gone if v.job.tenant == tenant]
+        return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
+                   for f in self.parts)
 
     def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
         chosen: list[RunningJob] = []
@@ -290,7 +344,8 @@ class _Search:
                 queues = sorted({rj.job.tenant for rj in pool.values()},
                                 key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
                 with_w = trial.copy()
-                with_w.add(self.cq, self.flavor, self.g)
+                for f, part in self.parts.items():
+                    with_w.add(self.cq, f, part.total_gpus)
                 took = False
                 for y in queues:
                     for rj in [r for r in pool.values() if r.job.tenant == y]:

@@ -13,6 +13,8 @@ has all 8 pods, and neither can ever start — 64 GPUs held, 0 GPUs working, for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome
@@ -65,7 +67,7 @@ class PerPodLeastAllocated:
 
         return gang_search(job, table, ctx, self.name, pod_by_pod, refuse=_whole_gpus_only)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         queue: list[tuple[int, float, int, str, PendingJob, str, PodRequest]] = []
         for pj in ordered:
             bound = {(b.pod_set, b.replica) for b in pj.bound}
@@ -96,14 +98,14 @@ class PerPodLeastAllocated:
                 continue
             plan.bind(PodBinding(pj.job.id, ps_name, replica, node, req))
             bound_now[pj.job.id] = bound_now.get(pj.job.id, 0) + 1
-        out = PlaceOutcome()
+        out, blocked = PlaceOutcome(), list[PendingJob]()
         for pj in ordered:
             have = len(pj.bound) + bound_now.get(pj.job.id, 0)
             need = pj.job.total_pods
             if have == need:
                 out.started.append(pj.job.id)
                 continue
-            out.blocked.append(pj)
+            blocked.append(pj)
             if any(ps.request.is_fractional for ps in pj.job.pod_sets):
                 ctx.statuses.record(pj.job.id, Status(StatusCode.UNRESOLVABLE, (FRACTIONAL,), self.name))
                 continue
@@ -111,5 +113,6 @@ class PerPodLeastAllocated:
             ctx.statuses.record(pj.job.id, Status(
                 code, (f"{have} of {need} pods bound; the bound pods hold their GPUs while the "
                        f"other {need - have} wait",), self.name))
+        out.blocked = blocked
         return out
 

@@ -114,7 +114,7 @@ class TenancyPreemptor:
         self.key = VICTIM_RULES[rule]
         self.name = f"preempt-{rule}"
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return []

@@ -7,6 +7,7 @@ job's pod sets; the check is a dominance test against the few shapes that failed
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpufleet.engine.status import Status
@@ -29,6 +30,16 @@ def dominates(big: tuple, small: tuple) -> bool:
         if shape_b[4:] != shape_s[4:]:  # fractional requests (and their tenant) compare exactly
             return False
     return True
+
+
+def known_unresolvable(key: tuple, verdicts: Mapping[tuple[object, ...], Status]) -> Status | None:
+    """The verdict of the first class in ``verdicts`` (shape classes found UNRESOLVABLE this
+    cycle: ``Handoffs.unresolvable``) that ``key`` equals or dominates, else None. A shape that
+    asks at least as much as one that fits not even the empty fleet cannot fit it either."""
+    for shape, status in verdicts.items():
+        if shape == key or dominates(key, shape):
+            return status
+    return None
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,7 +117,7 @@ class SlurmMultifactor:
     def __init__(self, priority: SlurmPriority) -> None:
         self.prio = priority
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         prio = self.prio.priority
         return sorted(admitted, key=lambda p: (-prio(p.job, ctx.now), p.job.submit_time, slurm_id_key(p.job)))
 
@@ -129,7 +129,7 @@ class SlurmObservedPriority:
 
     name = "slurm-observed-priority"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
         return sorted(admitted, key=lambda p: (-p.job.priority, slurm_id_key(p.job)))
 
 
@@ -260,7 +260,7 @@ class OneTaskPerNode:
                 return chosen
         return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)
 
 

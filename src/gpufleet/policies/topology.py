@@ -25,6 +25,7 @@ options and the figures. Without a training profile a split cannot be priced and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -310,7 +311,7 @@ class TopologyAware:
                            f"{ps.replicas} pods now")
         return tuple(reasons)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         """The shared in-order pass (``place_in_order``): a job's shape key carries its topology
         constraint, parallelism and training profile, so a failure generalises only within that
         class, and a WAIT (this job's own wait-or-start pricing) is never generalised."""

@@ -16,6 +16,8 @@ default LeastAllocated (spread), which would scatter a gang's pods over the empt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from gpufleet.engine.phases.place import PlaceOutcome
@@ -60,5 +62,5 @@ class TopologyBlind:
 
         return gang_search(job, table, ctx, self.name, choose)
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked)

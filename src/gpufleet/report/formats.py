@@ -54,7 +54,34 @@ D = {
     "reliability.upgrade.to_driver": "Driver the rollout installs (e.g. 580.65.06).",
     "reliability.upgrade.forward_compat": "`cuda-compat` packages are installed (data-center GPUs): a newer "
     "CUDA major runs on an older driver.",
+    "reliability.upgrade.fabric_manager": "Fabric Manager the rollout installs; default the new driver's "
+    "(pinned). Another version: FM does not start, CUDA fails with 802, the node fails validation.",
+    "reliability.upgrade.fm_minutes": "Minutes of the Fabric Manager step after the driver's (NVSwitch "
+    "systems); 0: one step with the driver.",
+    "reliability.upgrade.nvswitch": "The nodes have NVSwitches, so Fabric Manager must equal the driver.",
+    "reliability.upgrade.kernel": "Linux kernel of every node (e.g. 5.15.0): a driver whose module does not "
+    "support it fails validation (3.10 before R560, 4.15 from R560); omitted: not checked.",
+    "reliability.upgrade.nodes": "A mixed fleet: where the nodes named like `match` start (driver, "
+    "Fabric Manager, kernel); later entries win.",
+    "reliability.upgrade.nodes[].match": "Node names (fnmatch pattern, e.g. `g0-n000*`).",
+    "reliability.upgrade.nodes[].driver": "Their driver before the rollout; default `from_driver`.",
+    "reliability.upgrade.nodes[].fabric_manager": "Their Fabric Manager; default their driver. A "
+    "different version holds the node out of service until its wave.",
+    "reliability.upgrade.nodes[].kernel": "Their Linux kernel; default `kernel`.",
     "reliability.days": "Days of failures drawn; default the workload's horizon, or 30 days.",
+    "reliability.spot": "Spot capacity (docs/reliability.md): the first `nodes` nodes are reclaimed with "
+    "a notice, per node and by zone capacity events; each zone may have its own rates.",
+    "reliability.spot.nodes": "How many nodes are spot (the first ones of the fleet).",
+    "reliability.spot.reclaims_per_node_day": "Independent reclaims per spot node per day (Poisson).",
+    "reliability.spot.notice_s": "Warning before the node goes (AWS 120 s; GCP, Azure 30 s).",
+    "reliability.spot.away_hours": "How long a reclaimed node stays away.",
+    "reliability.spot.zone_events_per_day": "Capacity events per zone per day, each taking "
+    "`zone_fraction` of the zone's spot nodes at one instant; 0: none.",
+    "reliability.spot.zone_fraction": "Share of a zone's spot nodes one capacity event takes.",
+    "reliability.spot.zones": "Per zone (by fleet zone name) its own rates; zones omitted use the defaults.",
+    "reliability.spot.zones{}.reclaims_per_node_day": "This zone's independent reclaims per node-day.",
+    "reliability.spot.zones{}.events_per_day": "This zone's capacity events per day.",
+    "reliability.spot.zones{}.fraction": "Share of this zone's spot nodes one event takes.",
     "runtime_model": "`topology`: a training job's run time is stretched by its placement's slowdown.",
     "fleet": "The fleet: `groups` (compact) or `nodes` (per node), or in a scenario `{file: fleet.yaml}`.",
     "fleet.name": "Fleet name.",
@@ -126,9 +153,13 @@ D = {
     "(it grows back when capacity returns); omitted: rigid.",
     "workload.jobs[].replica_step": "Elastic gang: pods per data-parallel replica; it shrinks and grows "
     "in these.",
+    "workload.jobs[].elastic_serial_fraction": "Elastic gang: Amdahl's serial fraction s of a step "
+    "(all-reduce, optimizer): speed at n replicas ∝ 1/(s + (1 − s)/n); 0: linear in replicas.",
     "workload.jobs[].kind": "batch, training, inference or notebook.",
     "workload.jobs[].cuda": "CUDA toolkit of the job's image (e.g. 12.8): during a driver rollout with "
     "`from_driver`/`to_driver` it goes only to nodes whose driver runs it; omitted: any driver.",
+    "workload.jobs[].nccl": "NCCL of the job's image (`2.27.3+cuda12.9`, or `2.27.3` with `cuda`): its "
+    "build's CUDA must be of the image's major, and the node's driver must run it.",
     "workload.jobs[].tp": "Tensor-parallel degree (tp × pp × dp = replicas × gpus).",
     "workload.jobs[].pp": "Pipeline-parallel degree.",
     "workload.jobs[].dp": "Data-parallel degree.",

@@ -45,6 +45,11 @@ OPTIONAL_ROWS: tuple[tuple[str, str, str], ...] = (
     ("upgrade_nodes_failed", "driver upgrade: nodes failed validation", "int"),
     ("upgrade_jobs_drained", "driver upgrade: jobs drained", "int"),
     ("upgrade_node_hours_out", "driver upgrade: node-hours out", "hours"),
+    ("upgrade_nodes_fm_mismatch", "driver upgrade: nodes failed for Fabric Manager ≠ driver", "int"),
+    ("upgrade_nodes_kernel_too_old", "driver upgrade: nodes failed for a kernel too old", "int"),
+    ("driver_held_jobs", "jobs held back by the driver matrix", "int"),
+    ("driver_wait_gpu_hours", "waited while restricted by the driver matrix", "gpu-hours"),
+    ("driver_blocked_gpu_hours", "waited with no node for the image", "gpu-hours"),
 )
 
 
@@ -55,6 +60,8 @@ def fmt(v: float, kind: str) -> str:
         return duration(v)
     if kind == "hours":
         return "n/a" if v is None else f"{v:,.1f} h"
+    if kind == "gpu-hours":
+        return f"{v:,.1f} GPU-h"
     return f"{v:,}"
 
 
@@ -94,6 +101,9 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
     off = cfg.scale <= 0
     if off:
         cfg = replace(cfg, scale=1.0)
+    # the studies are about failures on their own fleets: the run's spot nodes, rollout and
+    # scripted faults name nodes of the run's fleet (and would interrupt the studies' gangs)
+    cfg = replace(cfg, spot=None, upgrade=None, scripted=())
     rec = recovery_comparison(cfg)
     curve_cfg = FailureConfig(scale=20.0, steps=cfg.steps)
     young, daly, curve = cadence_curve(curve_cfg)

@@ -8,11 +8,15 @@ TorchElastic does it (a membership change restarts the worker group from its las
    (the rendezvous notices the dead member) the survivors restart at size k' — the pods left on
    healthy nodes, rounded down to ``min + j·step`` — from the last checkpoint, paying the
    checkpoint load. No wait for a replacement. If k' < min the job stops like a rigid gang and
-   requeues at full size (sim/failures.py ``on_stop``).
+   requeues at full size (sim/failure_events.py ``on_stop``).
 2. Throughput at size k is k/K of full speed (data parallelism: per-replica batch fixed, samples
    per step ∝ DP width). A run at size k is kept as a ``Job`` of k replicas whose run time is
    T·K/k: its progress (in seconds at size k) and its checkpoints (every τ of its own compute)
-   use the rigid arithmetic unchanged; full-size progress = progress_k · k/K.
+   use the rigid arithmetic unchanged; full-size progress = progress_k · k/K. With an Amdahl
+   serial fraction s (``Elastic.serial_fraction``, model/job.py) the ratio K/k becomes
+   speed(K)/speed(k), speed(n) = 1/(s + (1 − s)/n): a size-k run loses less than k/K of its speed
+   (the all-reduce share does not shrink) — e.g. s = 0.1, 3 of 4 replicas: 2.5/3.08 = 0.8125 of
+   full speed, not 0.75.
 3. The missing replicas are asked back as gang deltas: one pending job of ``step`` pods per missing
    DP replica (id ``<job>~grow<n>``), placed by the engine like any gang (all-or-nothing for the
    added pods). When deltas are placed the job writes a checkpoint (δ) and restarts at the larger
@@ -33,7 +37,8 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.health import HealthState
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.sim.failures import FailureState, checkpoint_stretch, on_stop, run_wall_s, work_done_s
+from gpufleet.sim.failure_events import on_stop
+from gpufleet.sim.failures import FailureState, checkpoint_stretch, run_wall_s, work_done_s
 from gpufleet.sim.handlers import on_finish
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 
@@ -64,14 +69,36 @@ class ElasticRun:
         self.seg_start = t
 
 
+def _speed(s: float, n: int) -> float:
+    """Amdahl: the speed of n replicas relative to one, 1 / (s + (1 − s)/n)."""
+    return 1.0 / (s + (1.0 - s) / n)
+
+
+def stretch(job: Job, x: float, k: int) -> float:
+    """``x`` seconds at full size (K replicas) as seconds at size k: x·K/k (linear), or
+    x·speed(K)/speed(k) with an Amdahl serial fraction."""
+    K = job.pod_sets[0].replicas
+    s = job.elastic.serial_fraction if job.elastic is not None else 0.0
+    return x * K / k if s == 0.0 else x * _speed(s, K) / _speed(s, k)
+
+
+def to_full(job: Job, x: float, k: int) -> float:
+    """Seconds of work at size k as full-size seconds: the inverse of ``stretch``."""
+    K = job.pod_sets[0].replicas
+    s = job.elastic.serial_fraction if job.elastic is not None else 0.0
+    return x * k / K if s == 0.0 else x * _speed(s, k) / _speed(s, K)
+
+
 def sized(job: Job, k: int) -> Job:
-    """The job at k replicas of its first pod set: K/k times as long (throughput ∝ k)."""
+    """The job at k replicas of its first pod set: K/k times as long (throughput ∝ k; Amdahl:
+    speed(K)/speed(k))."""
     K = job.pod_sets[0].replicas
     if k == K:
         return job
     ps = (dataclasses.replace(job.pod_sets[0], replicas=k), *job.pod_sets[1:])
-    est = job.run_time_estimate * K / k if job.run_time_estimate is not None else None
-    return dataclasses.replace(job, pod_sets=ps, run_time=job.run_time * K / k, run_time_estimate=est)
+    est = stretch(job, job.run_time_estimate, k) if job.run_time_estimate is not None else None
+    return dataclasses.replace(job, pod_sets=ps, run_time=stretch(job, job.run_time, k),
+                               run_time_estimate=est)
 
 
 def _usable(fs: FailureState, node: int) -> bool:
@@ -132,8 +159,8 @@ def on_elastic_stop(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState)
     for b in lost + extra:
         st.cluster.table.give(b.node, b.request, slot=b.slot)
     bindings = tuple(b for b in kept if b not in extra)
-    full = saved * k / er.max
-    new = RunningJob(sized(er.job, new_k), st.t, bindings, full * er.max / new_k, resumed=True)
+    full = to_full(er.job, saved, k)
+    new = RunningJob(sized(er.job, new_k), st.t, bindings, stretch(er.job, full, new_k), resumed=True)
     st.cluster.running[jid] = new
     st.generation[jid] = st.gen(jid) + 1
     er.size = new_k
@@ -158,7 +185,7 @@ def _full_stop(st, ev: Event, er: ElasticRun) -> Outcome:  # noqa: ANN001
     er.size = 0
     out = on_stop(st, ev)
     cl = st.cluster
-    cl.progress[jid] = cl.progress.get(jid, 0.0) * k / er.max
+    cl.progress[jid] = to_full(er.job, cl.progress.get(jid, 0.0), k)
     cl.withdraw(jid)
     cl.submit(er.job)
     withdraw(st, er)
@@ -237,11 +264,12 @@ def grow(st, dids: list[str]) -> None:  # noqa: ANN001
         new_k = k + len(added)
         ck = rj.job.checkpointing
         delta_s, load = (ck.cost_s, ck.restart_s) if ck else (0.0, 0.0)
-        full = progress * k / er.max
+        full = to_full(er.job, progress, k)
         main = rj.job.pod_sets[0].name
         merged = rj.bindings + tuple(dataclasses.replace(b, job=jid, pod_set=main, replica=k + i)
                                      for i, b in enumerate(added))
-        new = RunningJob(sized(er.job, new_k), st.t + delta_s, merged, full * er.max / new_k, resumed=True)
+        new = RunningJob(sized(er.job, new_k), st.t + delta_s, merged, stretch(er.job, full, new_k),
+                         resumed=True)
         cl.running[jid] = new
         st.generation[jid] = st.gen(jid) + 1
         er.size = new_k

@@ -192,7 +192,15 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
                   if up.finished_s is not None else None,
                   "upgrade_nodes_upgraded": up.nodes_upgraded, "upgrade_nodes_failed": up.nodes_failed,
                   "upgrade_rolled_back": up.rolled_back, "upgrade_jobs_drained": up.jobs_drained,
-                  "upgrade_node_hours_out": up.node_out_s / 3600.0}
+                  "upgrade_node_hours_out": up.node_out_s / 3600.0,
+                  "upgrade_nodes_fm_mismatch": up.nodes_fm_mismatch,
+                  "upgrade_nodes_kernel_too_old": up.nodes_kernel_too_old,
+                  "upgrade_nodes_held_at_start": up.nodes_held_at_start,
+                  # jobs held back by the driver matrix (sim/upgrade_compat.py): how many, and the
+                  # GPU-hours they waited restricted to some nodes / with no node for their image
+                  "driver_held_jobs": up.driver_held_jobs,
+                  "driver_wait_gpu_hours": up.driver_wait_gpu_s / 3600.0,
+                  "driver_blocked_gpu_hours": up.driver_blocked_gpu_s / 3600.0}
     return {
         "goodput_pct": 100.0 * work / held if held else 0.0,
         "node_failures": led.node_failures,

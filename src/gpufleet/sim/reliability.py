@@ -161,7 +161,8 @@ def mean_availability(rate_per_node_s: float, away_s: float, wall_s: float | Non
 
 
 def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: float, delta_s: float,
-                    restart_pause_s: float, load_s: float, work_s: float | None = None) -> float:
+                    restart_pause_s: float, load_s: float, work_s: float | None = None,
+                    serial_fraction: float = 0.0) -> float:
     """Goodput (work / (N × wall)) of an elastic gang (step 1, no spares, a fleet of exactly its N
     nodes) that shrinks on each failure and grows back when the node returns, first order.
 
@@ -171,11 +172,22 @@ def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: fl
     (δ + R). While computing it runs τ per τ + δ:
         goodput = A · τ/(τ+δ) · [1 − Λ ((τ+δ)/2 + restart_pause + R + δ + R)].
     ``work_s``: a run of that much full-size work that starts with every node up uses Ā over its
-    wall time W = work / goodput (``mean_availability``; a fixed point, a few iterations)."""
+    wall time W = work / goodput (``mean_availability``; a fixed point, a few iterations).
+    ``serial_fraction`` s (Amdahl, sim/elastic.py): the leading A becomes the mean speed
+    E[speed(k)]/speed(N) over k ~ Binomial(N, A) nodes up, speed(n) = 1/(s + (1 − s)/n)."""
+    def speed(n: int) -> float:
+        return 1.0 / (serial_fraction + (1.0 - serial_fraction) / n)
+
+    def mean_speed(a: float) -> float:
+        if serial_fraction == 0.0:
+            return a
+        return sum(math.comb(nodes, k) * a ** k * (1 - a) ** (nodes - k) * speed(k)
+                   for k in range(1, nodes + 1)) / speed(nodes)
+
     def at(a: float) -> float:
         lam = nodes * rate_per_node_s * a
         per_event = (tau_s + delta_s) / 2.0 + restart_pause_s + load_s + delta_s + load_s
-        return a * tau_s / (tau_s + delta_s) * (1.0 - lam * per_event)
+        return mean_speed(a) * tau_s / (tau_s + delta_s) * (1.0 - lam * per_event)
 
     g = at(node_availability(rate_per_node_s, away_s))
     if work_s is not None and g > 0:

@@ -16,7 +16,8 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.failures import FAILURE_HANDLERS, FailureConfig, FailureLedger, install
+from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
+from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.handlers import HANDLERS
 from gpufleet.sim.kernel import EventKind, Kernel
@@ -127,6 +128,9 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
     if st.fail is not None:
         # node repairs go on after the last job; the run, for its metrics, ends with the jobs
         end = max([horizon, *st.finishes.values(), *st.starts.values(), *st.submit_times.values()])
+        if st.fail.upgrade is not None:  # jobs still held back by the driver matrix wait until the end
+            from gpufleet.sim.upgrade_compat import close_all
+            close_all(st.fail.upgrade, end, st.cluster.pending)
     return SimResult(
         policy=st.cfg.profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},
         starts=st.starts, finishes=st.finishes, recorder=st.rec, horizon=horizon, end_time=end,

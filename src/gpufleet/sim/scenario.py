@@ -15,6 +15,7 @@ Validated at load: a bad file gets one line naming the file, the field and what 
 from __future__ import annotations
 
 from dataclasses import replace
+from fnmatch import fnmatch
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -34,10 +35,10 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
-from gpufleet.sim.driver_compat import MIN_DRIVER, version
+from gpufleet.sim.driver_compat import MIN_DRIVER, nccl_build, version
 from gpufleet.sim.failures import FailureConfig
 from gpufleet.sim.failures_spec import ReliabilitySpec
-from gpufleet.sim.upgrade_compat import CUDA_LABEL
+from gpufleet.sim.upgrade_compat import CUDA_LABEL, NCCL_LABEL
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
 
@@ -154,9 +155,20 @@ class JobSpec(_Strict):
     #: ``replica_step`` pods (one DP replica) at a time. None: a rigid gang.
     min_replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     replica_step: int = Field(default=1, ge=1, le=MAX_REPLICAS)
+    #: Amdahl serial fraction of an elastic gang's step (sim/elastic.py): 0 = speed ∝ replicas.
+    elastic_serial_fraction: float = Field(default=0.0, ge=0, lt=1)
     #: The CUDA toolkit its image was built with ("12.8"): a ``cuda`` label that a driver rollout
     #: reads (sim/upgrade_compat.py). None: runs on any driver.
     cuda: str | None = None
+    #: The NCCL its image carries ("2.27.3+cuda12.9", or "2.27.3" with ``cuda``): a ``nccl``
+    #: label; its build's CUDA must be of the image's major (sim/driver_compat.py nccl_build).
+    nccl: str | None = None
+
+    @model_validator(mode="after")
+    def _known_nccl(self) -> JobSpec:
+        if self.nccl is not None:
+            nccl_build(self.nccl, self.cuda)  # a ValueError names the field's problem
+        return self
 
     @field_validator("cuda")
     @classmethod
@@ -169,6 +181,8 @@ class JobSpec(_Strict):
 
     @model_validator(mode="after")
     def _elastic_range(self) -> JobSpec:
+        if self.elastic_serial_fraction and self.min_replicas is None:
+            raise ValueError("elastic_serial_fraction needs min_replicas (an elastic gang)")
         if self.min_replicas is not None:
             if self.min_replicas > self.replicas:
                 raise ValueError(f"min_replicas ({self.min_replicas}) must be at most "
@@ -230,9 +244,10 @@ class JobSpec(_Strict):
                                                self.restart_s) if self.checkpoint_interval_s else None,
                    parallelism=par, training=TRAINING_PROFILES[self.model] if self.model else None,
                    topology_required=self.topology_required, topology_preferred=self.topology_preferred,
-                   elastic=Elastic(self.min_replicas, self.replica_step)
+                   elastic=Elastic(self.min_replicas, self.replica_step, self.elastic_serial_fraction)
                    if self.min_replicas is not None else None,
-                   labels=((CUDA_LABEL, self.cuda),) if self.cuda is not None else ())
+                   labels=tuple((k, v) for k, v in ((CUDA_LABEL, self.cuda), (NCCL_LABEL, self.nccl))
+                                if v is not None))
 
 
 class WorkloadSection(_Strict):
@@ -326,6 +341,28 @@ class Scenario:
         if spec.reliability is not None and spec.reliability.spares >= len(self.fleet.nodes):
             raise InputError(source, "reliability.spares",
                              f"fewer spares than the fleet's {len(self.fleet.nodes)} nodes")
+        spot = spec.reliability.spot if spec.reliability is not None else None
+        if spot is not None:
+            if spot.nodes > len(self.fleet.nodes):
+                raise InputError(source, "reliability.spot.nodes",
+                                 f"at most the fleet's {len(self.fleet.nodes)} nodes, got {spot.nodes}")
+            have = sorted({n.zone for n in self.fleet.nodes[:spot.nodes]})
+            for z in spot.zones:
+                if z not in have:
+                    raise InputError(source, f"reliability.spot.zones.{z}",
+                                     f"no spot node in zone {z!r} (spot nodes' zones: {', '.join(have)})")
+        up = spec.reliability.upgrade if spec.reliability is not None else None
+        for i, ns in enumerate(up.nodes if up is not None else ()):
+            if not any(fnmatch(n.id, ns.match) for n in self.fleet.nodes):
+                raise InputError(source, f"reliability.upgrade.nodes[{i}].match",
+                                 f"{ns.match!r} matches no node (names look like {self.fleet.nodes[0].id})")
+        if up is not None and up.from_driver is None and any(ns.driver for ns in up.nodes):
+            bare = [n.id for n in self.fleet.nodes
+                    if not any(ns.driver and fnmatch(n.id, ns.match) for ns in up.nodes)]
+            if bare:
+                raise InputError(source, "reliability.upgrade.from_driver",
+                                 f"needed: {len(bare)} node(s) ({bare[0]}, …) match no nodes[] entry "
+                                 "with a driver")
 
     @property
     def name(self) -> str:

@@ -15,6 +15,11 @@ but a gang of n nodes in the zone is hit by an event with P = 1 − C(Z−n, m)/
 per event, so a big gang is interrupted *less* often than n independent nodes (≈ Λ_z instead of
 n Λ_z m/Z), and every gang of the zone is interrupted together — the spares and the queue see all
 of them at once. Drawn from their own stream, so switching them on leaves the per-node draws alone.
+
+A reclaim process per zone (``SpotConfig.zones``, ``reliability.spot.zones`` in a scenario): each
+zone may set its own per-node rate, event rate and fraction (AWS's Spot Instance Advisor buckets
+interruption frequency by instance type and location, <5% … >20% a month: reliability reference
+§7); zones without an entry use the defaults.
 """
 
 from __future__ import annotations
@@ -31,11 +36,14 @@ STREAM = 0x5907
 ZONE_STREAM = 0x20E5
 
 
-def draw_reclaims(spot: SpotConfig, seed: int, until_s: float) -> list[tuple[float, int]]:
+def draw_reclaims(spot: SpotConfig, seed: int, until_s: float,
+                  zones: list[str] | None = None) -> list[tuple[float, int]]:
+    """(time, node): Poisson per spot node at its zone's rate (``zones[i]``: node i's zone)."""
     rng = np.random.default_rng([seed, STREAM])
     out: list[tuple[float, int]] = []
-    lam = spot.reclaims_per_node_day / 86400.0 * until_s
     for node in range(spot.nodes):
+        rate = spot.rates(zones[node])[0] if zones is not None else spot.reclaims_per_node_day
+        lam = rate / 86400.0 * until_s
         out.extend((float(t), node) for t in rng.uniform(0.0, until_s, int(rng.poisson(lam))))
     out.sort()
     return out
@@ -44,14 +52,15 @@ def draw_reclaims(spot: SpotConfig, seed: int, until_s: float) -> list[tuple[flo
 def draw_zone_reclaims(spot: SpotConfig, seed: int, until_s: float,
                        zones: list[str]) -> list[tuple[float, int]]:
     """(time, node) for every node of every zone event; ``zones[i]`` is spot node i's zone."""
-    if spot.zone_events_per_day <= 0:
+    if spot.zone_events_per_day <= 0 and not any(z.events_per_day for z in spot.zones):
         return []
     rng = np.random.default_rng([seed, STREAM, ZONE_STREAM])
     out: list[tuple[float, int]] = []
-    lam = spot.zone_events_per_day / 86400.0 * until_s
     for zone in sorted(set(zones)):
+        _, per_day, fraction = spot.rates(zone)
+        lam = per_day / 86400.0 * until_s
         members = np.array([i for i, z in enumerate(zones) if z == zone])
-        m = min(len(members), math.ceil(spot.zone_fraction * len(members)))
+        m = min(len(members), math.ceil(fraction * len(members)))
         for t in np.sort(rng.uniform(0.0, until_s, int(rng.poisson(lam)))):
             out.extend((float(t), int(node)) for node in np.sort(rng.choice(members, m, replace=False)))
     out.sort()
@@ -99,8 +108,8 @@ def install(st, until_s: float) -> None:  # noqa: ANN001
     fs: FailureState = st.fail
     if fs.cfg.spot is None:
         return
-    for t, node in draw_reclaims(fs.cfg.spot, fs.cfg.seed, until_s):
-        st.q.push(t, EventKind.RECLAIM, node)
     zones = [n.zone for n in st.cluster.fleet.nodes[:fs.cfg.spot.nodes]]
+    for t, node in draw_reclaims(fs.cfg.spot, fs.cfg.seed, until_s, zones):
+        st.q.push(t, EventKind.RECLAIM, node)
     for t, node in draw_zone_reclaims(fs.cfg.spot, fs.cfg.seed, until_s, zones):
         st.q.push(t, EventKind.RECLAIM, node)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
-from gpufleet.engine.types import Reservation
+from gpufleet.engine.types import AdmissionState, Reservation
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
 from gpufleet.sim.cluster import SimulatedCluster
@@ -72,6 +72,8 @@ class SimState:
     estimates: dict[str, float] = field(default_factory=dict)
     reserved_starts: dict[str, float] = field(default_factory=dict)
     reservations: tuple[Reservation, ...] = ()
+    #: Admission's state carried between cycles (Kueue's quota reservations and sticky heads).
+    admission: AdmissionState = field(default_factory=AdmissionState)
     #: (notice time, GPU-equivalents) of every eviction notice: the disruption budget's ledger.
     disruptions: list[tuple[float, float]] = field(default_factory=list)
     accuracy: AccuracyTracker = field(default_factory=AccuracyTracker)

@@ -128,6 +128,7 @@ def engine_cycle(st: SimState) -> None:
             usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
             reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
             disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
+            admission=st.admission,
             running_columns=cluster.running.columns)
 
     if cfg.cut_mode is None:
@@ -138,6 +139,7 @@ def engine_cycle(st: SimState) -> None:
     else:
         result = run_cycle(make(cluster.pending_view()))
     st.reservations = result.reservations
+    st.admission = result.admission  # quota reservations, sticky heads (engine/types.py)
     if cfg.cut_mode == FIFO:
         remember_stop(st, result)
     if st.decisions is not None:
@@ -187,6 +189,13 @@ def schedule_wakeups(st: SimState) -> None:
 def send_eviction_notices(st: SimState, result: CycleResult) -> None:
     cluster, t = st.cluster, st.t
     for p in result.preemptions:
+        if p.reserved and p.job in cluster.pending:
+            # A waiting job's quota reservation taken back (Kueue evicts admitted workloads whose
+            # pods have not started): nothing to stop, no work lost; look again at once.
+            st.preemptions += 1
+            st.rec.event(t, "preempt", p.job, f"for {p.for_job}: {p.reason}; quota reservation released")
+            st.q.push(t, EventKind.CYCLE)
+            continue
         if p.job in cluster.running and not cluster.running[p.job].evicting:
             cluster.mark_evicting(p.job, t + p.grace_s)
             st.q.push(t + p.grace_s, EventKind.EVICT, (p.job, st.gen(p.job), t, p.grace_s))

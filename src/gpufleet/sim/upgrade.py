@@ -23,6 +23,9 @@ does (NVIDIA/k8s-operator-libs ``pkg/upgrade``; reliability reference §6.2):
 Every draw comes from its own stream (``default_rng([seed, 0x06DA, node])``): policies meet the
 same failed upgrades. Failed and repairing nodes are skipped by their wave (their repair installs
 the new driver).
+
+The node's software stack (driver, Fabric Manager, kernel; a mixed fleet) and what a mismatch
+does: sim/upgrade_stack.py.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ import numpy as np
 
 from gpufleet.model.health import HealthState
 from gpufleet.sim.cluster import set_schedulable
-from gpufleet.sim.driver_compat import version
+from gpufleet.sim.driver_compat import kernel_ok, version
 from gpufleet.sim.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 from gpufleet.sim.upgrade_compat import CompatFilter
+from gpufleet.sim.upgrade_stack import NodeStart, driver_installed, repair_installs, stack_problem, stacks
 
 STREAM = 0x06DA
 
@@ -64,6 +68,14 @@ class UpgradeConfig:
     to_driver: str | None = None
     #: ``cuda-compat`` forward-compatibility packages are installed (data-center GPUs).
     forward_compat: bool = False
+    #: The Fabric Manager the rollout installs (None: the new driver's, pinned); its own step
+    #: after the driver's (seconds, 0: one step); the fleet has NVSwitches (FM needed).
+    fabric_manager: str | None = None
+    fm_s: float = 0.0
+    nvswitch: bool = True
+    #: The nodes' kernel (None: not checked) and per-node starting stacks (a mixed fleet).
+    kernel: str | None = None
+    nodes: tuple[NodeStart, ...] = ()
 
     def waves(self, nodes: int) -> list[list[int]]:
         """Node indices per wave: the canary first, then ``wave`` at a time."""
@@ -86,6 +98,16 @@ class UpgradeLedger:
     drained_at_checkpoint: int = 0
     rolled_back: bool = False
     bad_driver: bool = False
+    #: Nodes that failed validation for a Fabric Manager ≠ driver, or a kernel too old for the
+    #: new driver's module; nodes held out of service from the start (FM ≠ driver).
+    nodes_fm_mismatch: int = 0
+    nodes_kernel_too_old: int = 0
+    nodes_held_at_start: int = 0
+    #: Jobs held back by the driver matrix, and GPU-seconds they waited so (sim/upgrade_compat.py):
+    #: while restricted to some nodes, and while no node at all ran their image.
+    driver_held_jobs: int = 0
+    driver_wait_gpu_s: float = 0.0
+    driver_blocked_gpu_s: float = 0.0
     started_s: float = 0.0
     finished_s: float | None = None
     #: Σ over nodes of cordon → back in service (or → handed to repair), seconds.
@@ -102,11 +124,27 @@ class UpgradeState:
     out: dict[int, tuple[float, bool]] = field(default_factory=dict)
     left: int = 0
     canary_failed: int = 0
-    #: Nodes on the new driver (upgraded, or handed to a repair that installs it; the canary
-    #: leaves it again when rolled back). ``drivers_seq`` counts its changes.
-    new_driver: set[int] = field(default_factory=set)
+    #: Each node's driver, Fabric Manager and kernel now, and its driver and FM at the start
+    #: (a rollback returns to them); ``drivers_seq`` counts driver changes. Without drivers named
+    #: every entry is "" and nothing is restricted (``drivers_known`` False).
+    driver: list[str] = field(default_factory=list)
+    fm: list[str] = field(default_factory=list)
+    kernel: list[str | None] = field(default_factory=list)
+    start: list[tuple[str, str]] = field(default_factory=list)
+    drivers_known: bool = False
+    #: Every driver a node may run during the run: the starting ones and the new one.
+    drivers_ever: tuple[str, ...] = ()
     drivers_seq: int = 0
+    #: Healthy nodes held out of service because their FM ≠ driver (NVSwitch systems).
+    held: set[int] = field(default_factory=set)
     compat: CompatFilter = field(default_factory=CompatFilter)
+
+    def target(self, node: int) -> tuple[str, str]:
+        """(driver, FM) a node gets now: the new pair, or its starting pair after a rollback."""
+        if self.ledger.rolled_back:
+            return self.start[node]
+        new = self.cfg.to_driver or ""
+        return new, self.cfg.fabric_manager or new
 
 
 def _u(seed: int, node: int, visit: int = 0) -> float:
@@ -115,26 +153,35 @@ def _u(seed: int, node: int, visit: int = 0) -> float:
 
 def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
     fs: FailureState = st.fail
-    n = len(st.cluster.table)
-    for v in (cfg.from_driver, cfg.to_driver):
+    table = st.cluster.table
+    n = len(table)
+    for v in (cfg.from_driver, cfg.to_driver, cfg.fabric_manager,
+              *(x for ns in cfg.nodes for x in (ns.driver, ns.fabric_manager))):
         if v is not None:
             version(v)  # a bad driver version fails here, not at the first labelled job
     us = UpgradeState(cfg, cfg.waves(n))
+    us.driver, us.fm, us.kernel = stacks(cfg, list(table.names))
+    for i, (d, k) in enumerate(zip(us.driver, us.kernel, strict=True)):
+        if d and k is not None and not kernel_ok(d, k)[0]:
+            raise ValueError(f"node {table.names[i]}: {kernel_ok(d, k)[1]}")
+    us.start = list(zip(us.driver, us.fm, strict=True))
+    if cfg.to_driver is not None and any(us.driver) and not all(us.driver):
+        bare = next(table.names[i] for i, d in enumerate(us.driver) if not d)
+        raise ValueError(f"upgrade: node {bare} has no driver: give from_driver or a nodes entry for it")
+    us.drivers_known = cfg.to_driver is not None and all(us.driver)
+    us.drivers_ever = tuple(sorted({*us.driver, cfg.to_driver or ""}))
     us.ledger.bad_driver = bool(np.random.default_rng([fs.cfg.seed, STREAM]).random() < cfg.bad_driver_p)
     us.ledger.started_s = cfg.start_s
     fs.upgrade = us
     fs.ledger.upgrade = us.ledger
+    for i in range(n):
+        if cfg.nvswitch and us.fm[i] != us.driver[i]:  # FM will not start: no CUDA on the node
+            us.held.add(i)
+            us.ledger.nodes_held_at_start += 1
+            set_schedulable(table, i, False)
+            st.rec.event(st.t, "fm-mismatch", table.names[i], f"Fabric Manager {us.fm[i]} ≠ driver "
+                         f"{us.driver[i]}: nv-fabricmanager exits, CUDA fails with 802; held back")
     st.q.push(cfg.start_s, EventKind.UPGRADE, ("wave", 0))
-
-
-def _driver_installed(us: UpgradeState, node: int) -> None:
-    """``node`` now runs the driver the rollout is at: the new one, or the old after a rollback."""
-    before = node in us.new_driver
-    if us.ledger.rolled_back:
-        us.new_driver.discard(node)
-    else:
-        us.new_driver.add(node)
-    us.drivers_seq += before != (node in us.new_driver)
 
 
 def _drain(st, node: int) -> float:  # noqa: ANN001
@@ -177,14 +224,17 @@ def _start_wave(st, w: int) -> Outcome:  # noqa: ANN001
     for node in us.waves[w]:
         if fs.book.states[node] is not HealthState.HEALTHY or node in fs.reclaimed:
             us.ledger.nodes_skipped += 1  # in repair (its repair installs the new driver) or away
-            _driver_installed(us, node)
+            repair_installs(us, node)
             continue
-        us.out[node] = (st.t, bool(table.schedulable[node]))
+        us.out[node] = (st.t, bool(table.schedulable[node]) or node in us.held)
         set_schedulable(table, node, False)
         for jid in st.cluster.unbind_on(node):
             st.rec.event(st.t, "unbound", jid, f"pods on {table.names[node]} released: upgrade wave")
         drained = _drain(st, node)
-        st.q.push(drained + us.cfg.node_s, EventKind.UPGRADE, ("node", w, node))
+        if us.cfg.fm_s > 0:  # the driver first, then the Fabric Manager
+            st.q.push(drained + us.cfg.node_s, EventKind.UPGRADE, ("driver", w, node))
+        else:
+            st.q.push(drained + us.cfg.node_s, EventKind.UPGRADE, ("node", w, node))
         us.left += 1
     us.ledger.max_out = max(us.ledger.max_out, len(us.out))
     st.rec.event(st.t, "upgrade-wave", f"wave{w}", f"{us.left} nodes")
@@ -203,25 +253,42 @@ def _node_done(st, w: int, node: int) -> Outcome:  # noqa: ANN001
     if fs.book.states[node] is HealthState.HEALTHY:
         canary = us.cfg.canary > 0 and w == 0 and not us.ledger.rolled_back
         p = us.cfg.bad_fail_p if (canary and us.ledger.bad_driver) else us.cfg.node_fail_p
-        if _u(fs.cfg.seed, node, int(us.ledger.rolled_back)) < p:
+        driver_installed(us, node)
+        why, kind = stack_problem(us, node)
+        if why is None and _u(fs.cfg.seed, node, int(us.ledger.rolled_back)) < p:
+            why, kind = "validation failed", UPGRADE_KIND
+        if why is not None:
             us.ledger.nodes_failed += 1
             us.canary_failed += canary
-            st.rec.event(st.t, "upgrade-failed", st.cluster.table.names[node], "validation failed")
-            st.q.push(st.t, EventKind.FAILURE, (node, UPGRADE_KIND, 1.0))
-            _driver_installed(us, node)  # its repair finishes the install
+            us.held.discard(node)
+            st.rec.event(st.t, "upgrade-failed", st.cluster.table.names[node], why)
+            st.q.push(st.t, EventKind.FAILURE, (node, kind, 1.0))
+            repair_installs(us, node)  # its repair finishes the install
             set_schedulable(st.cluster.table, node, was)  # on_failure takes it out with the fault
         else:
             us.ledger.nodes_upgraded += 1
-            _driver_installed(us, node)
+            us.held.discard(node)
             if was:
                 set_schedulable(st.cluster.table, node, True)
                 out = Outcome.CHANGED
     else:
         us.ledger.nodes_skipped += 1  # it failed while upgrading: its repair installs the driver
-        _driver_installed(us, node)
+        repair_installs(us, node)
     if us.left == 0:
         _wave_done(st, w)
     return out
+
+
+def _driver_step(st, w: int, node: int) -> Outcome:  # noqa: ANN001
+    """The driver is in, the Fabric Manager not yet: FM ≠ driver, so the (still cordoned) node
+    runs no CUDA until the FM step ``fm_s`` later."""
+    us: UpgradeState = st.fail.upgrade
+    driver_installed(us, node, fm=False)
+    if us.cfg.nvswitch and us.fm[node] != us.driver[node]:
+        st.rec.event(st.t, "upgrade-driver", st.cluster.table.names[node],
+                     f"driver {us.driver[node]} in; Fabric Manager {us.fm[node]} until its step")
+    st.q.push(st.t + us.cfg.fm_s, EventKind.UPGRADE, ("node", w, node))
+    return Outcome.NOTHING
 
 
 def _wave_done(st, w: int) -> None:  # noqa: ANN001
@@ -258,4 +325,6 @@ def on_upgrade(st, ev: Event) -> Outcome:  # noqa: ANN001
         return _start_wave(st, ev.payload[1])
     if what == "node":
         return _node_done(st, ev.payload[1], ev.payload[2])
+    if what == "driver":
+        return _driver_step(st, ev.payload[1], ev.payload[2])
     return _soak_over(st)

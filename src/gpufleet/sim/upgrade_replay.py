@@ -22,7 +22,7 @@ from gpufleet.policies.registry import profile
 from gpufleet.sim.failures import FAST, FailureConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.upgrade import UpgradeConfig
-from gpufleet.sim.upgrade_compat import CUDA_LABEL
+from gpufleet.sim.upgrade_compat import CUDA_LABEL, NCCL_LABEL
 from gpufleet.sim.upgrade_plan import RESTART_S, UpgradePlan
 from gpufleet.testing.builders import fleet as fleet_builder
 from gpufleet.testing.builders import job
@@ -32,7 +32,8 @@ DAY = 86400.0
 
 def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: float, timeout_s: float,
            interval_wall_s: float, soak_s: float, fail_p: float, bad_fail_p: float, rollback_share: float,
-           seed: int, drivers: tuple[str, str] | None = None, images: tuple[str, ...] = ()) -> dict[str, Any]:
+           seed: int, drivers: tuple[str, str] | None = None, images: tuple[str, ...] = (),
+           nccls: tuple[str, ...] = (), kernel: str | None = None) -> dict[str, Any]:
     start = max(3600.0, interval_wall_s)
     n = len(scn.fleet.nodes) if scn is not None else nodes
     # nodes in a random order: a wave meets jobs at independent points of their intervals (jobs
@@ -41,7 +42,8 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
     up = UpgradeConfig(order=order, wave=plan.wave, canary=plan.canary, start_s=start, node_s=node_s,
                        drain_timeout_s=timeout_s, soak_s=soak_s, node_fail_p=fail_p,
                        bad_fail_p=bad_fail_p, rollback_share=rollback_share,
-                       from_driver=drivers[0] if drivers else None, to_driver=drivers[1] if drivers else None)
+                       from_driver=drivers[0] if drivers else None, to_driver=drivers[1] if drivers else None,
+                       kernel=kernel)
     until = start + 1.5 * plan.rollout_s + DAY
     cfg = FailureConfig(recovery=FAST, upgrade=up, seed=seed)
     if scn is not None:
@@ -54,7 +56,11 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
         for i in range(nodes if interval_wall_s > 0 else 0):
             b = job(f"j{i}").gpus(gpus_per_node).at(float(phase[i])).runs(until)
             j = (b.checkpoints(*ck) if ck else b).build()
-            jobs.append(replace(j, labels=((CUDA_LABEL, images[i % len(images)]),)) if images else j)
+            if images:
+                k = i % len(images)
+                nccl = ((NCCL_LABEL, nccls[k]),) if nccls else ()
+                j = replace(j, labels=((CUDA_LABEL, images[k]), *nccl))
+            jobs.append(j)
         pol = profile("gang-bestfit")
     r = simulate(fl, jobs, pol, failures=cfg, failures_until=until, horizon=until, decision_log=False,
                  stranded_every_s=1e12)
@@ -68,7 +74,10 @@ def replay(scn: Any, nodes: int, gpus_per_node: int, plan: UpgradePlan, node_s: 
             "sim_failed_nodes": u.nodes_failed, "sim_jobs_drained": u.jobs_drained,
             "sim_rolled_back": u.rolled_back, "sim_node_failures_during": led.node_failures - u.nodes_failed,
             "sim_finished": u.finished_s is not None,
-            "sim_jobs_waiting_at_end": _waiting(r.recorder.log, [j.id for j in jobs])}
+            "sim_jobs_waiting_at_end": _waiting(r.recorder.log, [j.id for j in jobs]),
+            "sim_driver_held_jobs": u.driver_held_jobs,
+            "sim_driver_wait_gpu_hours": u.driver_wait_gpu_s / 3600.0,
+            "sim_driver_blocked_gpu_hours": u.driver_blocked_gpu_s / 3600.0}
 
 
 def _waiting(log: list[tuple[float, str, str, str]], ids: list[str]) -> int:

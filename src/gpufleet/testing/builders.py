@@ -77,9 +77,10 @@ class JobBuilder:
     def checkpoints(self, interval_s: float, cost_s: float = 0.0, restart_s: float = 0.0) -> JobBuilder:
         return replace(self, _checkpointing=Checkpointing(interval_s, cost_s, restart_s))
 
-    def elastic(self, min_replicas: int, step: int = 1) -> JobBuilder:
-        """The gang may shrink to ``min_replicas`` on a failure and grow back ``step`` pods at a time."""
-        return replace(self, _elastic=Elastic(min_replicas, step))
+    def elastic(self, min_replicas: int, step: int = 1, serial_fraction: float = 0.0) -> JobBuilder:
+        """The gang may shrink to ``min_replicas`` on a failure and grow back ``step`` pods at a time
+        (``serial_fraction``: Amdahl's s for its speed at each size; 0: linear)."""
+        return replace(self, _elastic=Elastic(min_replicas, step, serial_fraction))
 
     def build(self) -> Job:
         main = PodSet("worker", self._replicas,

@@ -131,3 +131,42 @@ def test_the_replay_of_a_downgrade_leaves_the_jobs_whose_image_needs_the_old_dri
                "--image-cuda", "13.0")
     assert out["sim_jobs_waiting_at_end"] == 8
     assert out["sim_finished"]
+
+
+def test_the_plan_weighs_each_images_nccl_build_and_the_nodes_kernel():
+    """CUDA 12.4 with NCCL 2.27.3+cuda12.9 on 550.54.14: the image is native (12.4's minimum), the
+    NCCL build (12.9 wants 575.51.03) only minor-compat, so the image is minor-compat there and runs
+    on any node; a bare NCCL 2.30.7 in a 13.0 image is its +cuda13.3 build: upgraded nodes only.
+    Kernel 5.15 is above 580's module floor (4.15); kernel 4.4 is not: every node would fail."""
+    base = ("--nodes", "100", "--from-driver", "550.54.14", "--to-driver", "580.65.06",
+            "--image-cuda", "12.4", "--image-cuda", "13.0",
+            "--image-nccl", "2.27.3+cuda12.9", "--image-nccl", "2.30.7")
+    cm = _json(*base, "--kernel", "5.15.0-91-generic")["compatibility"]
+    rows = {r["cuda"]: (r["nccl"], r["old_driver"], r["may_run_on"]) for r in cm["images"]}
+    assert rows == {"12.4": ("2.27.3+cuda12.9", "minor-compat", "any node"),
+                    "13.0": ("2.30.7", "no", "upgraded nodes only")}
+    assert cm["kernel"]["new_driver_ok"] is True
+    old = _json(*base, "--kernel", "4.4.0", "--canary", "0", "--wave", "10")
+    kr = old["compatibility"]["kernel"]
+    assert kr["new_driver_ok"] is False and "4.15" in kr["why"]
+    assert old["plans"][0]["failed_nodes"] == 100  # the module loads nowhere: every node fails validation
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--image-nccl", "x"], "--image-nccl"),
+    (["--image-nccl", "2.27.3+cuda13.0"], "--image-nccl"),
+    (["--image-nccl", "2.27.3", "--image-nccl", "2.27.3"], "one per --image-cuda"),
+    (["--kernel", "nan"], "--kernel"),
+    (["--kernel", "1e999"], "--kernel"),
+    (["--kernel", "3.2.0"], "--kernel"),
+])
+def test_a_bad_nccl_or_kernel_gets_one_line_naming_the_option_and_exit_2(extra, says):
+    res = runner.invoke(app, ["plan", "upgrade", "--from-driver", "550.54.14", "--to-driver", "580.65.06",
+                              "--image-cuda", "12.4", *extra])
+    assert res.exit_code == 2 and says in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_a_kernel_without_drivers_is_refused():
+    res = runner.invoke(app, ["plan", "upgrade", "--kernel", "5.15.0"])
+    assert res.exit_code == 2 and "--from-driver" in res.output

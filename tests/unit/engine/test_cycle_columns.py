@@ -1,6 +1,6 @@
 """The throughput paths (issue 10 §3) give the answers of the one-job-at-a-time rules they replace:
 lazy status writes, expected ends read as columns, releases ranked by one sort, shape classes
-grouped by interned key identity."""
+grouped in the queue's columns."""
 
 import pickle
 
@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from gpufleet.engine.capacity import Releases
 from gpufleet.engine.phases.order import priority_fifo
 from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.queue import QueueView
 from gpufleet.engine.status import Status, StatusBoard, StatusCode, merge
 from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
 from gpufleet.model.job import PodRequest
-from gpufleet.policies.backfill import _without, shape_classes
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import job
 
@@ -103,22 +103,28 @@ def test_releases_rank_running_jobs_by_end_then_id_and_lay_out_their_pods_in_tha
 
 
 def test_jobs_of_equal_shape_share_a_class_even_when_their_keys_are_separate_objects():
-    """A job restored by pickle carries its own copy of the key: it must still join its class."""
+    """A job restored by pickle carries its own copy of the key: it must still join its class
+    in the queue's columns (what placement and backfill group by)."""
     a = job("a").gpus(2).build()
     b = pickle.loads(pickle.dumps(job("b").gpus(2).build()))
     c = job("c").gpus(4).build()
-    classes, ids = shape_classes([a, b, c])
+    view = QueueView.of([PendingJob(a), PendingJob(b), PendingJob(c)])
+    ids, classes = view.cls, view.classes
     assert len(classes) == 2
     assert ids[0] == ids[1] != ids[2]
     assert classes[ids[0]] == a.shape_key and classes[ids[2]] == c.shape_key
 
 
 def test_backfill_candidates_drop_exactly_the_skipped_jobs_whether_few_or_many():
-    """3 and 40 skipped ids (one absent from the queue each time): the candidates are the queue
-    minus those ids, in queue order, by either path of ``_without``."""
+    """3 and 40 skipped ids (one absent from the queue each time): the candidates (the view
+    minus the skipped ids' positions, as backfill takes them) are the queue minus those ids, in
+    queue order."""
     queue = [PendingJob(job(f"j{i:03d}").build()) for i in range(100)]
+    view = QueueView.of(queue)
     for skip in ({"j000", "j050", "absent"}, {f"j{i:03d}" for i in range(0, 80, 2)} | {"absent"}):
-        assert [j.id for j in _without(queue, skip)] == [pj.job.id for pj in queue if pj.job.id not in skip]
+        keep = np.ones(len(view), bool)
+        keep[view.positions_of(skip)] = False
+        assert view.take(np.flatnonzero(keep)).ids() == [pj.job.id for pj in queue if pj.job.id not in skip]
 
 
 @settings(max_examples=60, deadline=None)

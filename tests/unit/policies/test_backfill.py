@@ -17,6 +17,7 @@ from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job, PodRequest
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.policies.per_pod import PerPodLeastAllocated
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
 
@@ -135,3 +136,84 @@ def test_conservative_backfill_protects_every_reservation_in_its_depth():
     assert (by_job["a"].start, by_job["a"].nodes, by_job["a"].protected) == (100.0, (0,), True)
     assert (by_job["b"].start, by_job["b"].nodes, by_job["b"].protected) == (300.0, (1,), True)
     assert r.started == ()
+
+
+class CountingBestFit(GangBestFit):
+    """Gang best fit that records every job it is asked to search (``fit``) or test (``feasible``)."""
+
+    def __init__(self) -> None:
+        super().__init__(stop_at_first_blocked=True)
+        self.searched: list[str] = []
+
+    def fit(self, job, table, ctx):
+        self.searched.append(job.id)
+        return super().fit(job, table, ctx)
+
+    def feasible(self, job, table, ctx):
+        self.searched.append(job.id)
+        return super().feasible(job, table, ctx)
+
+
+def test_a_class_the_place_step_found_unresolvable_is_not_searched_again_by_reserve_or_backfill():
+    """Two nodes × 8 GPUs = 16; r0 holds node 0 until 100 s. In queue order: ``u1`` asks 3 × 8 =
+    24 GPUs > 16, so place searches it once and finds it UNRESOLVABLE; ``big`` (2 × 8, 50 s) does
+    not fit now (8 free), which ends the in-order pass (EASY), and is reserved at 100 s. Behind
+    it: ``small`` (1 GPU, 50 s, ends before 100 s: backfilled), ``u2`` (3 × 8, u1's class, 500 s:
+    it would run past 100 s, so backfill sees it under the reservation's limit, mode 1) and
+    ``u3`` (4 × 8 = 32, a class that asks more than u1's in every dimension) can never fit:
+    reserve and backfill settle both by u1's verdict without one search (fit or feasible) of
+    their own, and reserve goes on past them: ``next`` (2 × 8, 50 s) is reserved when ``big``
+    ends, 100 + 50 = 150 s. Searches: u1 once (place), never u2 or u3."""
+    placer = CountingBestFit()
+    prof = Profile("easy-counting", placer=placer, reserver=ShadowReserver(protect=1),
+                   backfiller=ReservationBackfill())
+    u1 = job("u1").gpus(8).gang(3).runs(50).build()
+    r = cycle([u1, job("big").gpus(8).gang(2).at(1).runs(50).build(),
+               job("small").gpus(1).at(2).runs(50).build(),
+               job("u2").gpus(8).gang(3).at(3).runs(500).build(),
+               job("u3").gpus(8).gang(4).at(4).runs(50).build(),
+               job("next").gpus(8).gang(2).at(5).runs(50).build()],
+              [running("r0", 0, 8, 100.0)], prof)
+    assert r.started == ("small",)
+    assert [(res.job, res.start) for res in r.reservations] == [("big", 100.0), ("next", 150.0)]
+    assert placer.searched.count("u1") == 1
+    assert "u2" not in placer.searched and "u3" not in placer.searched
+    u1_status = r.statuses["u1"]
+    assert u1_status.code is StatusCode.UNRESOLVABLE
+    for name in ("u2", "u3"):
+        assert r.statuses[name].code is StatusCode.UNRESOLVABLE
+        assert r.statuses[name].reasons == u1_status.reasons
+
+
+def test_reserve_and_backfill_skip_a_job_an_earlier_phase_judged_unresolvable():
+    """Per-pod placement (no class hand-off) with reservation (depth 1) and backfill. Two nodes ×
+    8 GPUs, r0 on node 0 until 100 s, r1 on node 1 until 200 s. ``frac`` (a soft GPU share) is
+    UNRESOLVABLE for per-pod placement, which places whole GPUs only; ``big`` (8 GPUs) finds no
+    room. Reserve skips ``frac`` by its status, so its one try goes to ``big``: reserved at 100 s
+    on node 0. Backfill has no candidate left (big reserved, frac judged): the only search of the
+    cycle is place's one for big's pod (considered = 1)."""
+    prof = Profile("per-pod-easy", placer=PerPodLeastAllocated(), gang=False,
+                   reserver=ShadowReserver(protect=1, depth=1), backfiller=ReservationBackfill())
+    r = cycle([job("frac").share(500).build(), job("big").gpus(8).at(1).runs(50).build()],
+              [running("r0", 0, 8, 100.0), running("r1", 1, 8, 200.0)], prof)
+    assert r.statuses["frac"].code is StatusCode.UNRESOLVABLE
+    assert [(res.job, res.start, res.nodes) for res in r.reservations] == [("big", 100.0, (0,))]
+    assert r.stats.considered == 1
+
+
+def test_the_backfill_window_counts_from_now_not_from_time_zero():
+    """At now = 1,000 s: r0 holds node 0 until 1,100 s, r1 node 1 until 5,000 s. ``big`` (8 GPUs)
+    can start at 1,100 s, 1,100 − 1,000 = 100 s from now, inside a 500 s window (Slurm's
+    bf_window): it is reserved. ``later`` (2 × 8 GPUs) needs both nodes, at 5,000 s: 4,000 s
+    from now, beyond the window: no reservation."""
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    run = [running("r0", 0, 8, 1100.0), running("r1", 1, 8, 5000.0)]
+    for rj in run:
+        for b in rj.bindings:
+            table.take(b.node, b.request)
+    prof = Profile("easy-window", placer=GangBestFit(stop_at_first_blocked=True),
+                   reserver=ShadowReserver(protect=1, window_s=500.0), backfiller=ReservationBackfill())
+    pending = [PendingJob(job("big").gpus(8).at(1).runs(50).build()),
+               PendingJob(job("later").gpus(8).gang(2).at(2).runs(50).build())]
+    r = run_cycle(CycleInput(now=1000.0, nodes=table, pending=pending, profile=prof, running=run))
+    assert [(res.job, res.start) for res in r.reservations] == [("big", 1100.0)]

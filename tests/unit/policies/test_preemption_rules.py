@@ -404,3 +404,32 @@ def test_gpus_under_notice_claimed_by_one_job_leave_only_the_rest_to_the_next():
             job("h2").tenant("a").gpus(2).runs(5_000).at(2).build()]
     r = easy_cycle_with_notice(6, held)
     assert evicted_label(r, "h1") and evicted_label(r, "h2")
+
+
+# ---- own lower-priority work goes before anyone else's (h-core: mutation survivors) ----
+
+def test_the_reprieve_does_not_keep_own_work_that_would_leave_the_reclaim_unjustified():
+    """Two nodes, a and b nominal 8 each. Node 0: a-low (a, 4 GPUs, priority 0, 50 s old) and b3
+    (b, 4 GPUs, 100 s); node 1: b2 (b, 8 GPUs, 10 s). b uses 12 > 8: a borrower. a-hi (a, 8 GPUs,
+    priority 10): a uses 4, so 4 + 8 − 8 = 4 GPUs of a's own work must go first (a-low), then b
+    is reclaimed cheapest first: b2 loses 8 × 10 = 80 GPU-s, b3 4 × 100 = 400. {a-low, b2} frees
+    node 1 whole, a-hi fits there. The reprieve then tries to keep a-low: a-hi would still fit on
+    node 1, but a would use 4 + 8 = 12 > 8 — above its nominal quota, so it could not reclaim
+    from b. a-low is evicted with b2."""
+    run = [running("a-low", "a", 4, 0, 50), running("b3", "b", 4, 0, 100), running("b2", "b", 8, 1, 10)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(8).priority(10).build()], tenancy(a=8, b=8),
+              fleet().leaves(1, nodes=2).build())
+    assert sorted(victims(r)) == [("a-low", "a-hi"), ("b2", "a-hi")]
+
+
+def test_own_lower_priority_work_is_a_victim_when_the_quota_needs_nothing_freed():
+    """Two full nodes, a nominal 16, b nominal 8. Node 0: a1 (a, 4 GPUs, 100 s) and bx (b, 4);
+    node 1: a2 (a, 4 GPUs, 200 s) and by (b, 4). b uses 8 ≤ 8: nothing to reclaim. a-hi (a,
+    4 GPUs, priority 10): a uses 8 + 4 = 12 ≤ 16, so no own work must go for the quota's sake
+    (8 + 4 − 16 < 0); a-hi still needs room, and its own lower-priority jobs may give it: a1
+    loses 4 × 100 = 400 GPU-s, a2 800, so a1 alone is evicted and a-hi takes its 4 GPUs."""
+    run = [running("a1", "a", 4, 0, 100), running("bx", "b", 4, 0, 50),
+           running("a2", "a", 4, 1, 200), running("by", "b", 4, 1, 50)]
+    r = cycle(run, [job("a-hi").tenant("a").gpus(4).priority(10).build()], tenancy(a=16, b=8),
+              fleet().leaves(1, nodes=2).build())
+    assert victims(r) == [("a1", "a-hi")]

@@ -558,3 +558,19 @@ def test_a_refused_job_seeks_its_own_victims_on_its_first_flavour():
     r = run_cycle(CycleInput(10_000.0, table, [PendingJob(hi)], profile("tenancy"), running=busy,
                              tenancy=ten))
     assert [(p.job, p.for_job) for p in r.preemptions] == [("a-h", "a-hi")]
+
+
+def test_a_job_exactly_within_its_nominal_quota_that_borrowers_hold_waits_for_the_reclaim():
+    """Two 8-GPU nodes; a and b have 8 nominal H100 GPUs each in cohort c. b runs 2 × 8 = 16: it
+    borrows all of a's 8. a1 (a, 8 GPUs): 0 + 8 = 8 ≤ 8, exactly its nominal quota, but the
+    cohort has 16 − 16 = 0 GPUs left, so admission refuses it for now and says the borrowers hold
+    its quota and are being reclaimed (not that the cohort has too little to lend); preemption
+    then evicts b0 for it."""
+    ten = tenancy(queue("a", (H, FlavorQuota(8))), queue("b", (H, FlavorQuota(8))))
+    b_jobs = [on_node(job(f"b{i}").tenant("b").gpus(8).build(), i) for i in range(2)]
+    r = run(ten, [job("a1").tenant("a").gpus(8).build()], b_jobs, fleet().leaves(1, nodes=2).build())
+    assert r.statuses["a1"].reasons[:2] == (
+        "WaitingForCohortCapacity",
+        "tenant 'a' uses 0 of 8 nominal H100-80GB GPUs; job needs 8; borrowers in cohort 'c' hold "
+        "its nominal quota (0 available now): reclaiming it")
+    assert [(p.job, p.for_job) for p in r.preemptions] == [("b0", "a1")]

@@ -91,3 +91,21 @@ def test_correlated_reclaims_interrupt_the_zones_gangs_together():
 
     assert shared(_hits_per_running_day(_gang_run(4.0, 0.0))[1]) > 0.5
     assert shared(_hits_per_running_day(_gang_run(0.0, 2.0))[1]) < 0.01
+
+
+def test_each_zone_draws_reclaims_at_its_own_rates():
+    """A reclaim process per zone: 16 spot nodes, 8 in z0 at 10 per node-day, 8 in z1 at the
+    default 1; zone events 2/day in z1 only (fraction 1/4 → 2 nodes each). Over 20 days:
+    z0 independent E = 8 × 10 × 20 = 1,600 (σ = 40); z1 independent 8 × 1 × 20 = 160 (σ = 12.6);
+    z1 events E = 2 × 20 = 40, 2 nodes each → 80 node-reclaims (σ = 2√40 = 12.6); z0 none."""
+    from gpufleet.sim.failures import ZoneRates
+    from gpufleet.sim.spot import draw_reclaims, draw_zone_reclaims
+    spot = SpotConfig(nodes=16, reclaims_per_node_day=1.0, zone_events_per_day=0.0,
+                      zones=(ZoneRates("z0", reclaims_per_node_day=10.0),
+                             ZoneRates("z1", events_per_day=2.0, fraction=0.25)))
+    zones = ["z0"] * 8 + ["z1"] * 8
+    ind = draw_reclaims(spot, 3, 20 * 86400.0, zones)
+    z0 = sum(1 for _, n in ind if n < 8)
+    assert abs(z0 - 1600) <= 3 * 40 and abs(len(ind) - z0 - 160) <= 3 * 12.65
+    ev = draw_zone_reclaims(spot, 3, 20 * 86400.0, zones)
+    assert all(n >= 8 for _, n in ev) and abs(len(ev) - 80) <= 3 * 12.65

@@ -11,7 +11,8 @@ From a ``QueueSnapshot`` (squeue + scontrol) and the fleet of slurm.conf:
 * **pending**: the jobs that wait for capacity or priority (Slurm's ``Resources``, ``Priority``,
   ``None``; also ``ReqNodeNotAvail``, which capacity can resolve) as one pod per node, with
   Slurm's own current priority, ordered as Slurm orders them (priority, then job id); a job
-  pinned to nodes by ``--nodelist`` may use only those (``Job.eligible_nodes``);
+  pinned to nodes by ``--nodelist`` may use only those, and a job submitted to a partition only
+  that partition's nodes (scontrol's ``Partitions=`` per node) (``Job.eligible_nodes``);
 * **--switches**: a job held to one switch (``Switches=1@WAIT``) that no leaf can hold whole is
   left unplanned until its wait runs out, as Slurm leaves it (captured: job 18, 9 nodes on leaves
   of 8, Reason=Resources and no planned start; the job behind it got the slot);
@@ -86,20 +87,46 @@ def fleet_from_snapshot(snap: QueueSnapshot, fleet: Fleet | None) -> Fleet:
                  fleet.name if fleet is not None else "slurm")
 
 
-def _job(q: QueuedJob) -> Job:
+def partition_nodes(snap: QueueSnapshot) -> dict[str, frozenset[str]]:
+    """Each partition's nodes, from scontrol's per-node ``Partitions=`` (the same lists
+    ``scontrol show partition`` gives as ``Nodes=``)."""
+    out: dict[str, set[str]] = {}
+    for n in snap.nodes:
+        for p in n.partitions:
+            out.setdefault(p, set()).add(n.name)
+    return {p: frozenset(names) for p, names in out.items()}
+
+
+def _partition_filter(q: QueuedJob, partitions: dict[str, frozenset[str]],
+                      every: frozenset[str]) -> frozenset[str] | None:
+    """The nodes a pending job may use by its partition(s) (``-p a,b``: any of them), or None
+    when that is every node, or when scontrol named none of its partitions' nodes (nothing known:
+    no filter is invented)."""
+    if not q.partition or not partitions:
+        return None
+    allowed = frozenset().union(*(partitions.get(p, frozenset()) for p in q.partition.split(",")))
+    if not allowed or every <= allowed:
+        return None
+    return allowed
+
+
+def _job(q: QueuedJob, partition: frozenset[str] | None = None) -> Job:
     """The job in engine terms. A job whose ``--nodelist`` (``ReqNodeList``) names at least as
     many nodes as it asks for runs on exactly those nodes (Slurm raises the node count to the
     list's length): they are its eligible nodes (``Job.eligible_nodes``), one task on each. A
     shorter list only says which nodes must be among its own, which a node filter cannot say:
-    such a job is left free."""
+    such a job is left free. ``partition``: the nodes of the partition(s) it was submitted to
+    (``_partition_filter``); the eligible nodes are never outside them."""
     limit = q.time_limit_s if q.time_limit_s is not None else NO_LIMIT_S
     pinned = q.pending and bool(q.required_nodes) and len(q.required_nodes) >= max(q.nodes, 1)
     tasks = len(q.required_nodes) if pinned else max(q.nodes, 1)
+    eligible = frozenset(q.required_nodes) if pinned else None
+    if partition is not None:
+        eligible = partition if eligible is None else eligible & partition
     return Job(id=JobId(q.job_id), tenant=TenantId(q.account or "default"),
                pod_sets=(PodSet("main", tasks, PodRequest(gpus=q.gpus_per_node)),),
                submit_time=q.submit, run_time=limit, priority=q.priority, run_time_estimate=limit,
-               labels=(("slurm.job_id", q.job_id),),
-               eligible_nodes=frozenset(q.required_nodes) if pinned else None)
+               labels=(("slurm.job_id", q.job_id),), eligible_nodes=eligible)
 
 
 def held_to_one_switch(q: QueuedJob, table: NodeTable, now: float, default_wait_s: float = 300.0) -> bool:
@@ -133,7 +160,9 @@ def cycle_input(snap: QueueSnapshot, fleet: Fleet, conf: SlurmConf | None = None
             bindings.append(PodBinding(job.id, "main", k, i, PodRequest(gpus=take)))
         start = q.start if q.start is not None else snap.taken_at
         running.append(RunningJob(job, start, tuple(bindings)))
-    pending = [PendingJob(_job(q)) for q in snap.jobs if q.pending and q.wait_reason in WAITS_FOR_CAPACITY
+    partitions, every = partition_nodes(snap), frozenset(str(n) for n in table.names)
+    pending = [PendingJob(_job(q, _partition_filter(q, partitions, every))) for q in snap.jobs
+               if q.pending and q.wait_reason in WAITS_FOR_CAPACITY
                and not held_to_one_switch(q, table, snap.taken_at)]
     bf = BackfillSettings.from_conf(conf) if conf is not None else BackfillSettings()
     # Times here are epoch seconds (snapshot time), so bf_resolution's grid needs no offset.

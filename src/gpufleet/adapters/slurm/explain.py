@@ -22,7 +22,7 @@ from gpufleet.adapters.slurm.engine_view import (
 )
 from gpufleet.adapters.slurm.hostlist import compress
 from gpufleet.adapters.slurm.queue import SELF_CLEARING, QueuedJob, QueueSnapshot, jobs_ahead
-from gpufleet.adapters.slurm.reasons import WaitReason, reason_detail
+from gpufleet.adapters.slurm.reasons import WaitReason, reason_detail, slurm_reason_code
 from gpufleet.model.fleet import Fleet
 
 
@@ -68,7 +68,8 @@ def explain(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,
     down = [n for n in snap.nodes if not n.schedulable]
     if not job.pending:
         where = compress(job.node_list) if job.node_list else "-"
-        lines.append(f"not waiting: started {when(job.start)} on {where}")
+        lines.append(_ending(job, where) if job.state == "COMPLETING"
+                     else f"not waiting: started {when(job.start)} on {where}")
         hit = sorted(set(job.node_list) & {n.name for n in down})
         if hit:
             lines.append(f"warning: its node(s) {compress(hit)} are "
@@ -96,6 +97,25 @@ def explain(snap: QueueSnapshot, job_id: str, fleet: Fleet | None = None,
     lines.append(line)
     our = reading.estimated_start if reading is not None else None
     return Explanation(job, reason, tuple(lines), slurm_start, our, tuple(blockers), reading)
+
+
+#: Slurm reasons a job carries when it ended because a node under it failed.
+NODE_FAILURE_REASONS = ("NodeDown", "NodeFail", "NODE_FAIL")
+
+
+def _ending(job: QueuedJob, where: str) -> str:
+    """A COMPLETING job has ended: Slurm is still cleaning up (epilogs; after a node failure,
+    the dead node's part) and holds its nodes until then. Captured: a gang whose node was killed
+    is listed COMPLETING with Reason=NodeDown and its live nodes for a few seconds
+    (tests/data/slurm/completing/)."""
+    cause = f" (reason {job.reason})" if job.reason and job.reason != "None" else ""
+    text = (f"ending: Slurm lists it COMPLETING{cause}: it ran from {when(job.start)}"
+            f" to {when(job.end)}; Slurm is cleaning up on {where}, which stay allocated until it "
+            "leaves the queue")
+    if slurm_reason_code(job.reason) in NODE_FAILURE_REASONS:
+        text += ("; a node under it failed: Slurm ends it NODE_FAIL, or requeues it if it may be "
+                 "requeued (sacct shows which)")
+    return text
 
 
 def _engine_line(snap: QueueSnapshot, job: QueuedJob, reason: WaitReason, fleet: Fleet | None,

@@ -13,8 +13,9 @@ class Admitter(Protocol):
     @property
     def name(self) -> str: ...
 
-    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
-        """Return the admitted jobs; write a NOT_ADMITTED status into ``ctx.statuses`` for the rest."""
+    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
+        """Return the admitted jobs (a list, or the driver's queue itself when all are admitted);
+        write a NOT_ADMITTED status into ``ctx.statuses`` for the rest."""
         ...
 
 
@@ -23,7 +24,7 @@ class AdmitAll:
 
     name = "admit-all"
 
-    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         if isinstance(pending, PendingQueue):  # the driver's columns, read-only here: no copy
-            return pending  # type: ignore[return-value]
+            return pending
         return list(pending)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from gpufleet.engine.phases.place import PlaceOutcome
@@ -13,7 +14,7 @@ class Backfiller(Protocol):
     @property
     def name(self) -> str: ...
 
-    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+    def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome: ...
 
 
@@ -22,6 +23,6 @@ class NoBackfill:
 
     name = "none"
 
-    def backfill(self, blocked: list[PendingJob], reservations: list[Reservation], plan: Plan,
+    def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         return PlaceOutcome()

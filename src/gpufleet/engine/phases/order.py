@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import attrgetter
 from typing import Protocol
 
@@ -16,7 +17,7 @@ class Orderer(Protocol):
     @property
     def name(self) -> str: ...
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]: ...
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]: ...
 
 
 class PriorityFifo:
@@ -24,15 +25,15 @@ class PriorityFifo:
 
     name = "priority-fifo"
 
-    def order(self, admitted: list[PendingJob], ctx: CycleContext) -> list[PendingJob]:
+    def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         return priority_fifo(admitted)
 
 
-def priority_fifo(jobs: list[PendingJob]) -> list[PendingJob]:
+def priority_fifo(jobs: Sequence[PendingJob]) -> Sequence[PendingJob]:
     """Sort by (−priority, submit time, id) with one numpy lexsort: a 100,000-job queue is three
     column reads and a sort, not 100,000 Python key tuples."""
     if isinstance(jobs, PendingQueue):  # kept sorted across cycles by the driver's queue
-        return jobs.priority_order()  # type: ignore[return-value]
+        return jobs.priority_order()
     n = len(jobs)
     if n < 64:
         return sorted(jobs, key=lambda p: (-p.job.priority, p.job.submit_time, p.job.id))

@@ -18,6 +18,7 @@ gang search, policies/gang_search.py), and all three methods honour the job's ow
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,7 +34,8 @@ from gpufleet.model.job import Job
 class PlaceOutcome:
     started: list[JobId] = field(default_factory=list)
     #: Jobs that did not fit, in order; the first is the head-of-line job reservation is for.
-    blocked: list[PendingJob] = field(default_factory=list)
+    #: A list, or a view of the driver's queue (``engine.queue.QueueView``): any sequence.
+    blocked: Sequence[PendingJob] = field(default_factory=list)
     #: The started jobs themselves, in order, when the placer kept them (None: find them by id).
     placed_jobs: list[Job] | None = None
 
@@ -42,7 +44,7 @@ class Placer(Protocol):
     @property
     def name(self) -> str: ...
 
-    def place(self, ordered: list[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
+    def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         """Bind what fits on ``plan``; record a Status on ``ctx.statuses`` for each job left."""
         ...
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from gpufleet.engine.plan import Plan
@@ -12,11 +13,11 @@ class Preemptor(Protocol):
     @property
     def name(self) -> str: ...
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]: ...
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]: ...
 
 
 class NoPreemption:
     name = "none"
 
-    def preempt(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
+    def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         return []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from gpufleet.engine.plan import Plan
@@ -12,11 +13,11 @@ class Reserver(Protocol):
     @property
     def name(self) -> str: ...
 
-    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]: ...
+    def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]: ...
 
 
 class NoReservation:
     name = "none"
 
-    def reserve(self, blocked: list[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
+    def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         return []

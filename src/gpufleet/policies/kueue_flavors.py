@@ -1,0 +1,205 @@
+"""Kueue's flavor assigner: which flavor (and mode) a workload, or each of its pod sets, takes.
+
+Split from policies/kueue_admit.py (admission uses it to pick flavors, the holds to size what a
+refused head keeps); the rules are in kueue_admit.py's docstring and docs/kueue.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import replace
+
+from gpufleet.engine.types import RunningJob
+from gpufleet.model.job import Job
+from gpufleet.policies.kueue_candidates import possibility, quota_fits
+from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.quota import QuotaLedger
+
+
+def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
+    """Kueue's borrowing level of ``gpus`` more of ``flavor`` for ``tenant``: 0 when the queue's
+    own nominal quota holds it; else k for the nearest ancestor cohort, k levels up, whose subtree
+    (its own quota plus what its children may lend, policies/quota.py) holds the subtree's usage
+    with the workload added; height + 1 when even the root does not."""
+    trial = ledger.copy()
+    trial.add(tenant, flavor, gpus)
+    node: tuple[str, str] | None = ("t", tenant)
+    level = 0
+    while node is not None:
+        if trial.node_usage(node, flavor) <= trial.node_capacity(node, flavor):
+            return level
+        node = trial.parent(node)
+        level += 1
+    return level
+
+
+def reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
+    """The most GPUs of ``flavor`` a workload of ``tenant`` could hold if every other workload
+    were gone: nominal without a cohort; else nominal + borrowing limit, capped by the root's
+    subtree capacity."""
+    t = ledger.tenancy.tenant(tenant)
+    assert t is not None
+    q = t.quota(flavor)
+    if t.cohort is None:
+        return q.nominal
+    node: tuple[str, str] = ("t", tenant)
+    while (up := ledger.parent(node)) is not None:
+        node = up
+    cap = ledger.node_capacity(node, flavor)
+    return min(cap, q.nominal + q.borrowing_limit) if q.borrowing_limit is not None else cap
+
+
+def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str | None = None
+                ) -> tuple[str, int] | None:
+    """(flavor, GPUs) a head that does not fit holds for the rest of the cycle (module
+    docstring), or None; on ``flavor`` when the flavor assigner chose one."""
+    t = ledger.tenancy.tenant(job.tenant)
+    if t is None or job.total_gpus == 0:
+        return None
+    g = job.total_gpus
+    for f in ([flavor] if flavor else ledger.candidate_flavors(job)):
+        q = t.quota(f)
+        used = ledger.used(job.tenant, f)
+        if g > reachable(ledger, t.name, f):
+            continue  # Kueue's NoFit: no preemption could make room, nothing to hold
+        if used + g <= q.nominal:
+            return (f, g)
+        if t.kueue.reclaim_within_cohort == "Any":
+            return None  # Kueue's CanAlwaysReclaim: no reservation for a head without targets
+        hold = g if q.borrowing_limit is None else min(g, q.nominal + q.borrowing_limit - used)
+        return (f, hold) if hold > 0 else None
+    return None
+
+
+#: Kueue's granular modes, worst to best (flavorassigner: noFit, noPreemptionCandidates,
+#: preempt, reclaim, fit).
+MODE_RANK = {"nofit": 0, "none": 1, "preempt": 2, "reclaim": 3, "fit": 4}
+
+
+def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
+                  live: list[RunningJob]) -> tuple[str | None, str, bool]:
+    """Kueue's flavor assigner with flavor fungibility: (flavor, mode, borrows).
+
+    Flavors are tried in the queue's order; on each, the mode is ``fit`` (the unused quota
+    holds it, borrowing or not), else what preemption could do (``reclaim``: other queues'
+    borrowed quota only; ``preempt``: the queue's own work too; ``none``: no candidates; the
+    quota oracle of policies/kueue_candidates.py), or ``nofit`` (beyond what the queue could
+    ever hold). The search stops on a flavor (Kueue's shouldTryNextFlavor) when it fits
+    without borrowing; fits by borrowing and ``whenCanBorrow: Borrow``; or needs preemption,
+    ``whenCanPreempt: Preempt`` and either no borrowing or ``whenCanBorrow: Borrow``.
+    Otherwise the best flavor seen wins (isPreferred, preference unset = Kueue's default:
+    the better mode, then the lower borrowing level; ties keep the earlier flavor). With one
+    flavor there is no choice to make and the oracle is not consulted (mode ``none``)."""
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    pol, g = t.kueue, job.total_gpus
+    flavors = ledger.candidate_flavors(job)
+    best: tuple[str | None, str, bool] = (None, "nofit", False)
+    best_level = math.inf
+    for f in flavors:
+        borrows = ledger.used(job.tenant, f) + g > t.quota(f).nominal
+        refused = res is not None and res.refusal(job, f, borrows) is not None
+        if quota_fits(ledger, ledger.tenancy, job, f, borrow=True) and not refused:
+            mode = "fit"
+        elif g > reachable(ledger, t.name, f) or refused:
+            mode = "nofit"
+        elif len(flavors) == 1:
+            mode = "none"
+        else:
+            mode = possibility(job, f, ledger.tenancy, ledger, live)
+        if mode == "fit" and (not borrows or pol.when_can_borrow == "Borrow"):
+            return f, mode, borrows
+        if mode in ("preempt", "reclaim") and pol.when_can_preempt == "Preempt" and (
+                not borrows or pol.when_can_borrow == "Borrow"):
+            return f, mode, borrows
+        if mode == "nofit":
+            continue
+        level = borrowing_level(ledger, job.tenant, f, g) if borrows else 0
+        if MODE_RANK[mode] > MODE_RANK[best[1]] or (mode == best[1] and level < best_level):
+            best, best_level = (f, mode, borrows), level
+    return best
+
+
+def assign_pod_sets(ledger: QuotaLedger, job: Job, res: ResourceLedger | None
+                    ) -> list[tuple[int, str, bool]] | None:
+    """Kueue assigns flavors per pod set: each GPU-asking pod set, in order, takes the flavor
+    the assigner picks for it alone (fit modes only, whenCanBorrow as for a whole workload), with
+    the pod sets before it already counted. [(pod set index, flavor, borrows)] when every pod set
+    fits this way, else None. Only consulted for workloads of two or more GPU pod sets."""
+    trial = ledger.copy()
+    rtrial = res.copy() if res is not None else None
+    out: list[tuple[int, str, bool]] = []
+    for i, ps in enumerate(job.pod_sets):
+        if ps.request.gpus == 0:
+            continue
+        part = replace(job, pod_sets=(ps,))
+        flavor, borrows = kueue_flavor(trial, part, rtrial)
+        if flavor is None:
+            return None
+        trial.add(job.tenant, flavor, part.total_gpus)
+        if rtrial is not None:
+            rtrial.add_job(part, flavor)
+        out.append((i, flavor, borrows))
+    return out
+
+
+def assign_pod_sets_modes(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
+                          live: list[RunningJob]) -> list[tuple[int, str, str, bool]] | None:
+    """Kueue's assignment per pod set when some pod set does not fit: each GPU pod set, in
+    order, takes the flavor and mode the assigner (``assign_flavor``) gives it alone, with the
+    pod sets before it counted on their flavors whatever their mode (Kueue's assigner adds each
+    pod set's usage before the next). [(pod set index, flavor, mode, borrows)], or None when a
+    pod set fits no flavor at all (NoFit: preemption cannot help)."""
+    trial = ledger.copy()
+    rtrial = res.copy() if res is not None else None
+    out: list[tuple[int, str, str, bool]] = []
+    for i, ps in enumerate(job.pod_sets):
+        if ps.request.gpus == 0:
+            continue
+        part = replace(job, pod_sets=(ps,))
+        flavor, mode, borrows = assign_flavor(trial, part, rtrial, live)
+        if flavor is None or mode == "nofit":
+            return None
+        trial.add(job.tenant, flavor, part.total_gpus)
+        if rtrial is not None:
+            rtrial.add_job(part, flavor)
+        out.append((i, flavor, mode, borrows))
+    return out
+
+
+def worst_mode(modes: Iterable[str]) -> str:
+    """A workload's representative mode: its worst pod set's (Kueue's RepresentativeMode)."""
+    return min(modes, key=MODE_RANK.__getitem__)
+
+
+def pin_pod_sets(job: Job, assignment: list[tuple[int, str, bool]]) -> Job:
+    """``job`` with each assigned pod set pinned to its flavor."""
+    flavor_of = {i: f for i, f, _ in assignment}
+    sets = tuple(replace(ps, request=replace(ps.request, gpu_models=(flavor_of[i],)))
+                 if i in flavor_of else ps for i, ps in enumerate(job.pod_sets))
+    return replace(job, pod_sets=sets)
+
+
+def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
+                 ) -> tuple[str | None, bool]:
+    """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
+    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue_resources.py)."""
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    g = job.total_gpus
+    borrow_at: str | None = None
+    for f in ledger.candidate_flavors(job):
+        q = t.quota(f)
+        used = ledger.used(job.tenant, f)
+        fits_cohort = g <= ledger.available(("t", job.tenant), f) if t.cohort else used + g <= q.nominal
+        if used + g <= q.nominal and fits_cohort and (res is None or res.refusal(job, f, False) is None):
+            return f, False
+        within_limit = q.borrowing_limit is None or used + g <= q.nominal + q.borrowing_limit
+        if res is not None and res.refusal(job, f, True) is not None:
+            continue
+        if t.cohort and within_limit and fits_cohort and borrow_at is None:
+            if t.kueue.when_can_borrow == "Borrow":
+                return f, True
+            borrow_at = f
+    return (borrow_at, True) if borrow_at is not None else (None, False)

@@ -1,0 +1,93 @@
+"""A gang whose node dies: after Slurm gives up on the node it lists the job COMPLETING for a
+while (slurmctld waits to clean up the dead node's part); `explain` must say the job is ending,
+not that it "started" and runs.
+
+Set GPUFLEET_CAPTURE_DIR (and GPUFLEET_CAPTURE_PARTITION_DIR) to keep the outputs the reader
+takes; the fixtures in tests/data/slurm/completing/ and partition/ come from
+tests/data/slurm/capture-completing.sh, which runs the same steps on a cluster of its own.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gpufleet.adapters.slurm.explain import explain
+from gpufleet.adapters.slurm.reader import START_FORMAT, SlurmCli, build_snapshot
+
+pytestmark = pytest.mark.slurm
+VICTIM = "gpu008"
+
+
+def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> None:
+    gang = slurm.run("sbatch", "--parsable", "-o", "/dev/null", "-A", "research", "-J", "dies",
+                     "--no-requeue", "-N", "2", "-w", f"gpu007,{VICTIM}", "--gres=gpu:4", "-t", "5",
+                     "--wrap", "sleep 300").strip()
+    slurm.wait_until(lambda: slurm.run("squeue", "-h", "-t", "R", "-j", gang, "-o", "%i").strip(),
+                     timeout=30)
+    slurm.node_kill(VICTIM)
+    cli = SlurmCli(slurm.slurm_conf)
+    try:
+        # COMPLETING lasts a few seconds once the node is DOWN (20-60 s after the kill)
+        slurm.wait_until(lambda: slurm.run("squeue", "-h", "-j", gang, "-o", "%T",
+                                           check=False).strip() == "COMPLETING", timeout=150, every=0.2)
+        taken_at = time.time()
+        out = {"squeue.json": cli(["squeue", "--json"]),
+               "scontrol-nodes.txt": cli(["scontrol", "show", "node", "-o"]),
+               "squeue-start.txt": cli(["squeue", "--start", "-h", "-o", START_FORMAT]),
+               "scontrol-jobs.txt": cli(["scontrol", "show", "job", "-o"]),
+               "captured-at.txt": f"{taken_at:.0f}\n"}
+        if os.environ.get("GPUFLEET_CAPTURE_DIR"):
+            for name, text in out.items():
+                Path(os.environ["GPUFLEET_CAPTURE_DIR"], name).write_text(text)
+        snap = build_snapshot(out["squeue.json"], out["scontrol-nodes.txt"], out["squeue-start.txt"],
+                              out["scontrol-jobs.txt"], taken_at)
+        job = snap.job(gang)
+        assert job is not None and job.state == "COMPLETING"
+        text = explain(snap, gang).text()
+        assert "not waiting: started" not in text
+        assert f"job {gang} (dies, account research" in text and "ending" in text
+    finally:
+        slurm.node_start(VICTIM)
+        slurm.run("scontrol", "update", f"NodeName={VICTIM}", "State=RESUME", check=False)
+        slurm.wait_until(lambda: slurm.run("sinfo", "-h", "-n", VICTIM, "-o", "%T").strip().startswith(
+            ("idle", "mixed", "alloc")), timeout=90, every=2)
+
+
+def test_a_job_waits_for_its_own_partitions_nodes_while_other_nodes_are_idle(slurm) -> None:
+    """Partition ``half`` = gpu[001-004] (made with scontrol for this test). A blocker fills it;
+    a 1-node job submitted to ``half`` waits (Resources) though gpu[005-008] are idle: the
+    engine must plan it on ``half``'s nodes when the blocker ends, not start it elsewhere."""
+    cli = SlurmCli(slurm.slurm_conf)
+    slurm.run("scontrol", "create", "PartitionName=half", "Nodes=gpu[001-004]", "MaxTime=INFINITE",
+              "State=UP")
+    try:
+        blocker = slurm.run("sbatch", "--parsable", "-o", "/dev/null", "-A", "research", "-p", "half",
+                            "-J", "blocker", "-N", "4", "--gres=gpu:8", "-t", "5", "--wrap",
+                            "sleep 300").strip()
+        slurm.wait_until(lambda: slurm.run("squeue", "-h", "-t", "R", "-j", blocker, "-o", "%i").strip(),
+                         timeout=30)
+        waiting = slurm.run("sbatch", "--parsable", "-o", "/dev/null", "-A", "research", "-p", "half",
+                            "-J", "in-half", "-N", "1", "--gres=gpu:8", "-t", "10", "--wrap",
+                            "sleep 1").strip()
+        slurm.wait_until(lambda: "Resources" in slurm.run("squeue", "-h", "-j", waiting, "-o", "%r"),
+                         timeout=60, every=0.5)
+        taken_at = time.time()
+        out = {"squeue.json": cli(["squeue", "--json"]),
+               "scontrol-nodes.txt": cli(["scontrol", "show", "node", "-o"]),
+               "squeue-start.txt": cli(["squeue", "--start", "-h", "-o", START_FORMAT]),
+               "scontrol-jobs.txt": cli(["scontrol", "show", "job", "-o"]),
+               "captured-at.txt": f"{taken_at:.0f}\n"}
+        if os.environ.get("GPUFLEET_CAPTURE_PARTITION_DIR"):
+            for name, text in out.items():
+                Path(os.environ["GPUFLEET_CAPTURE_PARTITION_DIR"], name).write_text(text)
+        snap = build_snapshot(out["squeue.json"], out["scontrol-nodes.txt"], out["squeue-start.txt"],
+                              out["scontrol-jobs.txt"], taken_at)
+        got = explain(snap, waiting)
+        assert got.engine is not None and not got.engine.starts_now
+        assert set(got.engine.planned_nodes) <= {"gpu001", "gpu002", "gpu003", "gpu004"}
+    finally:
+        slurm.run("scancel", "--user=root", check=False)
+        slurm.wait_until(lambda: not slurm.queue_ids(), timeout=30)
+        slurm.run("scontrol", "delete", "PartitionName=half", check=False)
