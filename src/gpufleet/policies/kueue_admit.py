@@ -62,7 +62,7 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
     reservation,
     worst_mode,
 )
-from gpufleet.policies.kueue_reserved import charge_reservation, sticky_heads
+from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import share_path
 from gpufleet.policies.quota import (
@@ -100,7 +100,7 @@ class KueueAdmitter:
         kept: list[tuple[PendingJob, QuotaReservation]] = []
         for pj in pending:
             r = state.reserved.get(pj.job.id) if state.reserved else None
-            if r is not None and tenancy.tenant(pj.job.tenant) is not None:
+            if r is not None and reservation_still_valid(r, pj.job, ledger):
                 kept.append((pj, r))  # admitted in an earlier cycle: not re-decided
                 continue
             if tenancy.tenant(pj.job.tenant) is None:

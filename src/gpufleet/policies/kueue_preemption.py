@@ -73,15 +73,16 @@ class KueuePreemptor:
         quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
         for r in admission_book(ctx).records:
             if r.admitted and r.pending.job.id in carried:
-                base.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
+                for f, part in (pod_set_parts(r.pending.job) or {r.flavor: r.pending.job}).items():
+                    base.add(r.pending.job.tenant, f, part.total_gpus)
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
         # gave away, and each pending workload would then try the nodes for nothing.
         for r in admission_book(ctx).records:
             if r.admitted and r.pending.job.total_gpus:
-                ledger.add(r.pending.job.tenant, r.flavor, r.pending.job.total_gpus)
-                res.add_job(r.pending.job, r.flavor)
+                # a workload whose pod sets landed on different flavors holds quota on each
+                charge(ledger, res, r.pending.job, pod_set_parts(r.pending.job) or {r.flavor: r.pending.job})
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:

@@ -36,6 +36,22 @@ def charge_reservation(ledger: QuotaLedger, res: ResourceLedger, job: Job, r: Qu
     return with_flavor(job, r.flavor) if job.total_gpus else job
 
 
+def reservation_still_valid(r: QuotaReservation, job: Job, ledger: QuotaLedger) -> bool:
+    """Whether a reservation carried from an earlier cycle still describes ``job`` under this
+    cycle's tenancy: its queue exists and still offers each flavor it holds quota on for the job,
+    and each pod set it names is one of the job's. A config change (a flavor dropped from the
+    queue) or a resubmitted job with other pod sets drops the reservation: the job is decided
+    afresh, as a new workload would be, instead of starting on quota nobody has any more."""
+    if ledger.tenancy.tenant(job.tenant) is None:
+        return False
+    if r.pod_sets:
+        if any(i >= len(job.pod_sets) for i, _ in r.pod_sets):
+            return False
+        return all(f in ledger.candidate_flavors(replace(job, pod_sets=(job.pod_sets[i],)))
+                   for i, f in r.pod_sets)
+    return job.total_gpus == 0 or r.flavor in ledger.candidate_flavors(job)
+
+
 def sticky_heads(previous: Mapping[str, JobId], queues: dict[str, list[PendingJob]],
                  tenancy: Tenancy) -> dict[str, JobId]:
     """The sticky heads still in force: BestEffortFIFO queues whose sticky job is still waiting
