@@ -29,6 +29,8 @@ class RunningJobs(dict[JobId, RunningJob]):
         self.columns = RunningColumns()
 
     def __setitem__(self, jid: JobId, rj: RunningJob) -> None:
+        if jid != rj.job.id:  # the columns know a job by its own id: a mismatch would split them
+            raise KeyError(f"running job {rj.job.id} stored under {jid}")
         if jid in self:
             self.columns.remove(jid)
         super().__setitem__(jid, rj)
@@ -52,7 +54,7 @@ class RunningJobs(dict[JobId, RunningJob]):
     def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("RunningJobs changes only by item assignment, del and pop")
 
-    setdefault = update = popitem = clear = _refuse  # type: ignore[assignment]
+    setdefault = update = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
         return (_running_jobs, (list(self.items()),))

@@ -23,6 +23,7 @@ from gpufleet.sim.failures import (
     work_done_s,
 )
 from gpufleet.sim.kernel import Event, EventKind, Outcome
+from gpufleet.sim.upgrade_stack import repair_pins_fabric_manager
 
 
 def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an import cycle)
@@ -151,6 +152,10 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
 def _in_service(st, node: int) -> None:  # noqa: ANN001
     """The node takes work again; one admitted bad fails under that load ``bad_fails_after_s`` later."""
     fs: FailureState = st.fail
+    if fs.upgrade is not None and node in fs.upgrade.held:
+        repair_pins_fabric_manager(fs.upgrade, node)
+        st.rec.event(st.t, "fm-pinned", st.cluster.table.names[node],
+                     f"repair pinned Fabric Manager to driver {fs.upgrade.driver[node]}: in service")
     set_schedulable(st.cluster.table, node, True)
     if node in fs.bad:
         fs.bad.discard(node)

@@ -12,6 +12,20 @@ from gpufleet.sim.failures import RECOVERIES, FailureConfig, SpotConfig, ZoneRat
 from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
 
 
+def _driver_version(cls: type, v: str | None) -> str | None:
+    """A driver or Fabric Manager version ("570.86.15"), or a ValueError naming it."""
+    if v is not None:
+        version(v)
+    return v
+
+
+def _kernel_version(cls: type, v: str | None) -> str | None:
+    """A Linux kernel release ("5.15.0-91"): its numeric part must read as a version."""
+    if v is not None:
+        version(v.split("-")[0], "kernel", "5.15.0")
+    return v
+
+
 class NodeStartSpec(BaseModel):
     """``reliability.upgrade.nodes[]``: where the nodes named like ``match`` start (a mixed fleet)."""
 
@@ -22,19 +36,8 @@ class NodeStartSpec(BaseModel):
     fabric_manager: str | None = None
     kernel: str | None = None
 
-    @field_validator("driver", "fabric_manager")
-    @classmethod
-    def _driver(cls, v: str | None) -> str | None:
-        if v is not None:
-            version(v)
-        return v
-
-    @field_validator("kernel")
-    @classmethod
-    def _kernel(cls, v: str | None) -> str | None:
-        if v is not None:
-            version(v.split("-")[0], "kernel", "5.15.0")
-        return v
+    _driver = field_validator("driver", "fabric_manager")(classmethod(_driver_version))
+    _kernel = field_validator("kernel")(classmethod(_kernel_version))
 
 
 class UpgradeSpec(BaseModel):
@@ -66,19 +69,8 @@ class UpgradeSpec(BaseModel):
     kernel: str | None = None
     nodes: list[NodeStartSpec] = Field(default_factory=list, max_length=100_000)
 
-    @field_validator("from_driver", "to_driver", "fabric_manager")
-    @classmethod
-    def _driver(cls, v: str | None) -> str | None:
-        if v is not None:
-            version(v)
-        return v
-
-    @field_validator("kernel")
-    @classmethod
-    def _kernel(cls, v: str | None) -> str | None:
-        if v is not None:
-            version(v.split("-")[0], "kernel", "5.15.0")
-        return v
+    _driver = field_validator("from_driver", "to_driver", "fabric_manager")(classmethod(_driver_version))
+    _kernel = field_validator("kernel")(classmethod(_kernel_version))
 
     @model_validator(mode="after")
     def _consistent(self) -> UpgradeSpec:
@@ -86,6 +78,9 @@ class UpgradeSpec(BaseModel):
             d, k = ns.driver or self.from_driver, ns.kernel or self.kernel
             if ns.driver is not None and self.to_driver is None:
                 raise ValueError(f"nodes[{i}].driver needs to_driver (the driver the rollout installs)")
+            if ns.fabric_manager is not None and d is None:
+                raise ValueError(f"nodes[{i}].fabric_manager needs a driver to match: give nodes[{i}].driver "
+                                 "or from_driver")
             if d is not None and k is not None and not kernel_ok(d, k)[0]:
                 raise ValueError(f"nodes[{i}]: {kernel_ok(d, k)[1]}")
         if self.from_driver and self.kernel and not kernel_ok(self.from_driver, self.kernel)[0]:

@@ -175,7 +175,7 @@ def install(st, cfg: UpgradeConfig) -> None:  # noqa: ANN001 (SimState)
     fs.upgrade = us
     fs.ledger.upgrade = us.ledger
     for i in range(n):
-        if cfg.nvswitch and us.fm[i] != us.driver[i]:  # FM will not start: no CUDA on the node
+        if cfg.nvswitch and us.driver[i] and us.fm[i] != us.driver[i]:  # FM will not start: no CUDA
             us.held.add(i)
             us.ledger.nodes_held_at_start += 1
             set_schedulable(table, i, False)

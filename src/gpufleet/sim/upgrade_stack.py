@@ -95,3 +95,13 @@ def repair_installs(us: UpgradeState, node: int) -> None:
     us.fm[node] = us.driver[node]
     us.kernel[node] = None
     us.held.discard(node)
+
+
+def repair_pins_fabric_manager(us: UpgradeState, node: int) -> None:
+    """A node held out of service for FM ≠ driver that went through a repair for another fault
+    comes back with its Fabric Manager pinned to its current driver (the technician's
+    validation runs CUDA, which fails with 802 until the pair matches): it takes work again on
+    its old driver and is upgraded in its wave like any other. Without this the repaired node
+    would run jobs while the model still called it unable to run CUDA."""
+    us.fm[node] = us.driver[node]
+    us.held.discard(node)

@@ -134,6 +134,9 @@ def test_a_scenario_job_carries_its_nccl_as_a_label_beside_its_cuda():
     ({"wave": 1, "kernel": "five"}, {}, "reliability.upgrade.kernel"),
     ({"wave": 1, "to_driver": NEW, "nodes": [{"match": "*", "driver": "x"}]}, {},
      "reliability.upgrade.nodes[0].driver"),
+    # a Fabric Manager with no driver to match would hold every node out of service
+    ({"wave": 1, "to_driver": NEW, "nodes": [{"match": "*", "fabric_manager": OLD}]}, {},
+     "nodes[0].fabric_manager needs a driver"),
 ])
 def test_a_bad_nccl_or_kernel_in_a_scenario_is_one_input_error_naming_the_field(upgrade, jobspec, field):
     with pytest.raises(InputError) as e:

@@ -54,3 +54,8 @@ def test_every_change_to_the_running_dict_reaches_its_columns():
         running.pop("zz")
     with pytest.raises(TypeError):
         running.update({"e": rj("e", 1.0, 0)})
+    with pytest.raises(TypeError):
+        running |= {"e": rj("e", 1.0, 0)}
+    with pytest.raises(KeyError):  # the columns know a job by its own id
+        running["e"] = rj("f", 1.0, 0)
+    assert list(running) == ["b", "d"] and len(running.columns) == 2
