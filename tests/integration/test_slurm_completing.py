@@ -14,10 +14,27 @@ from pathlib import Path
 import pytest
 
 from gpufleet.adapters.slurm.explain import explain
+from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import START_FORMAT, SlurmCli, build_snapshot
 
 pytestmark = pytest.mark.slurm
 VICTIM = "gpu008"
+
+
+def _capture(cli: SlurmCli, save_to_env: str) -> QueueSnapshot:
+    """What ``slurm explain`` reads, taken now from the running cluster; saved under the folder
+    named by the environment variable ``save_to_env`` when it is set (how the fixtures were made)."""
+    taken_at = time.time()
+    out = {"squeue.json": cli(["squeue", "--json"]),
+           "scontrol-nodes.txt": cli(["scontrol", "show", "node", "-o"]),
+           "squeue-start.txt": cli(["squeue", "--start", "-h", "-o", START_FORMAT]),
+           "scontrol-jobs.txt": cli(["scontrol", "show", "job", "-o"]),
+           "captured-at.txt": f"{taken_at:.0f}\n"}
+    if os.environ.get(save_to_env):
+        for name, text in out.items():
+            Path(os.environ[save_to_env], name).write_text(text)
+    return build_snapshot(out["squeue.json"], out["scontrol-nodes.txt"], out["squeue-start.txt"],
+                          out["scontrol-jobs.txt"], taken_at)
 
 
 def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> None:
@@ -32,17 +49,7 @@ def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> 
         # COMPLETING lasts a few seconds once the node is DOWN (20-60 s after the kill)
         slurm.wait_until(lambda: slurm.run("squeue", "-h", "-j", gang, "-o", "%T",
                                            check=False).strip() == "COMPLETING", timeout=150, every=0.2)
-        taken_at = time.time()
-        out = {"squeue.json": cli(["squeue", "--json"]),
-               "scontrol-nodes.txt": cli(["scontrol", "show", "node", "-o"]),
-               "squeue-start.txt": cli(["squeue", "--start", "-h", "-o", START_FORMAT]),
-               "scontrol-jobs.txt": cli(["scontrol", "show", "job", "-o"]),
-               "captured-at.txt": f"{taken_at:.0f}\n"}
-        if os.environ.get("GPUFLEET_CAPTURE_DIR"):
-            for name, text in out.items():
-                Path(os.environ["GPUFLEET_CAPTURE_DIR"], name).write_text(text)
-        snap = build_snapshot(out["squeue.json"], out["scontrol-nodes.txt"], out["squeue-start.txt"],
-                              out["scontrol-jobs.txt"], taken_at)
+        snap = _capture(cli, "GPUFLEET_CAPTURE_DIR")
         job = snap.job(gang)
         assert job is not None and job.state == "COMPLETING"
         text = explain(snap, gang).text()
@@ -73,17 +80,7 @@ def test_a_job_waits_for_its_own_partitions_nodes_while_other_nodes_are_idle(slu
                             "sleep 1").strip()
         slurm.wait_until(lambda: "Resources" in slurm.run("squeue", "-h", "-j", waiting, "-o", "%r"),
                          timeout=60, every=0.5)
-        taken_at = time.time()
-        out = {"squeue.json": cli(["squeue", "--json"]),
-               "scontrol-nodes.txt": cli(["scontrol", "show", "node", "-o"]),
-               "squeue-start.txt": cli(["squeue", "--start", "-h", "-o", START_FORMAT]),
-               "scontrol-jobs.txt": cli(["scontrol", "show", "job", "-o"]),
-               "captured-at.txt": f"{taken_at:.0f}\n"}
-        if os.environ.get("GPUFLEET_CAPTURE_PARTITION_DIR"):
-            for name, text in out.items():
-                Path(os.environ["GPUFLEET_CAPTURE_PARTITION_DIR"], name).write_text(text)
-        snap = build_snapshot(out["squeue.json"], out["scontrol-nodes.txt"], out["squeue-start.txt"],
-                              out["scontrol-jobs.txt"], taken_at)
+        snap = _capture(cli, "GPUFLEET_CAPTURE_PARTITION_DIR")
         got = explain(snap, waiting)
         assert got.engine is not None and not got.engine.starts_now
         assert set(got.engine.planned_nodes) <= {"gpu001", "gpu002", "gpu003", "gpu004"}
