@@ -82,13 +82,14 @@ def test_a_scenario_names_the_fabric_manager_its_step_and_the_nvswitches():
 
 
 def test_a_held_node_repaired_for_another_fault_comes_back_with_its_pair_pinned():
-    """Node g0-n0001 starts with FM 570.86.10 beside driver 570.86.15 and is held back; its wave
-    is 5 days away. At 300× the Llama 3 rates (seed 0) a fault hits it on day 0 and its repair
+    """Node g0-n0001 starts with FM 570.86.10 beside driver 570.86.15 (OLD) and is held back; its
+    wave is 5 days away. At 300× the Llama 3 rates (seed 0) a fault hits it on day 0 and its repair
     ends before the wave. The repair's validation runs CUDA, so it comes back with the FM pinned
     to its driver: when it next takes work the model must say it can run it (pair equal, not
     held) — never a node that runs jobs while the model calls it unable to run CUDA."""
     up = UpgradeConfig(wave=1, start_s=5 * DAY, node_s=480, node_fail_p=0.0, from_driver=OLD,
-                       to_driver=NEW, order=(1, 0), nodes=(NodeStart("g0-n0001", fabric_manager="570.86.10"),))
+                       to_driver=NEW, order=(1, 0),
+                       nodes=(NodeStart("g0-n0001", fabric_manager="570.86.10"),))
     cfg = FailureConfig(scale=300.0, recovery=FAST, upgrade=up, seed=0)
     jobs = [job(f"j{i}").gpus(8).at(i * 3600.0).runs(3000).build() for i in range(60)]
     r = simulate(fleet().leaves(1, nodes=2).build(), jobs, profile("gang-bestfit"), failures=cfg,
