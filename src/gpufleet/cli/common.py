@@ -83,6 +83,13 @@ def finite(value: float | None) -> float | None:
     return value
 
 
+def in_range(name: str, v: float, lo: float, hi: float) -> float:
+    """``v`` when it is a finite number in [lo, hi]; else the one-line error naming ``name``."""
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise fail(f"{name}: expected a finite number in [{lo:g}, {hi:g}], got {v}")
+    return v
+
+
 def finite_positive(value: float | None) -> float | None:
     """Typer callback: a finite number above 0 (a divisor such as MFU)."""
     if value is not None and (not math.isfinite(value) or value <= 0):

@@ -7,14 +7,13 @@ P(N ≥ s)), with Erlang B beside it, and — with ``--simulate`` — checked by
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import replace
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import Output, console, fail, one_line_errors
+from gpufleet.cli.common import Output, console, fail, in_range, one_line_errors
 from gpufleet.cli.plan import plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import reliability as R
@@ -23,11 +22,6 @@ from gpufleet.sim.reliability_study import spares_check
 
 DAY = 86400.0
 
-
-def _finite(name: str, v: float, lo: float, hi: float) -> float:
-    if not math.isfinite(v) or not lo <= v <= hi:
-        raise fail(f"{name}: expected a finite number in [{lo:g}, {hi:g}], got {v}")
-    return v
 
 
 @plan_app.command("spares")
@@ -49,14 +43,14 @@ def spares(
     """Spares so that P(no spare when needed) < RISK, by Poisson/Erlang arithmetic (and simulation)."""
     if not 1 <= nodes <= 1_000_000:
         raise fail(f"--nodes: expected 1 to 1,000,000 nodes, got {nodes}")
-    _finite("--risk", risk, 1e-9, 0.5)
-    _finite("--years", years, 0.01, 50.0)
+    in_range("--risk", risk, 1e-9, 0.5)
+    in_range("--years", years, 0.01, 50.0)
     cfg = FailureConfig()
     if rate is not None:
-        _finite("--rate", rate, 1e-6, 1e5)
+        in_range("--rate", rate, 1e-6, 1e5)
         cfg = replace(cfg, scale=rate / (419 / 110.592))
     if repair_days is not None:
-        _finite("--repair-days", repair_days, 1e-4, 3650.0)
+        in_range("--repair-days", repair_days, 1e-4, 3650.0)
         # one kind, repaired in place, whose whole out-of-service time is repair_days
         steps = StepDurations(detect_s=0, drain_s=0, diagnose_s=0, preflight_s=0, repair_s=repair_days * DAY)
         total = sum(k.count for k in LLAMA3_KINDS)

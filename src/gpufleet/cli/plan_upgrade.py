@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import Output, console, fail, one_line_errors
+from gpufleet.cli.common import Output, console, fail, in_range, one_line_errors
 from gpufleet.cli.plan import plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import upgrade_plan as P
@@ -25,11 +25,6 @@ from gpufleet.sim.driver_compat import kernel_ok, placement
 DEFAULT_SHARES = (0.01, 0.025, 0.05, 0.10, 0.25)
 MAX_SIM_NODES = 4096
 
-
-def _num(name: str, v: float, lo: float, hi: float) -> float:
-    if not math.isfinite(v) or not lo <= v <= hi:
-        raise fail(f"{name}: expected a finite number in [{lo:g}, {hi:g}], got {v}")
-    return v
 
 
 @plan_app.command("upgrade")
@@ -94,14 +89,14 @@ def upgrade(
         raise fail(f"--seed: expected 0 to 2**63 − 1, got {seed}")
     if not 1 <= gpus_per_node <= 1024:
         raise fail(f"--gpus-per-node: expected 1 to 1,024, got {gpus_per_node}")
-    _num("--max-unavailable", max_unavailable, 1e-6, 1.0)
-    _num("--node-minutes", node_minutes, 0.0, 7 * 24 * 60)
-    _num("--drain-timeout", drain_timeout, 0.0, 7 * 86400)
-    _num("--checkpoint-minutes", checkpoint_minutes, 0.0, 30 * 24 * 60)
-    _num("--soak-minutes", soak_minutes, 0.0, 30 * 24 * 60)
+    in_range("--max-unavailable", max_unavailable, 1e-6, 1.0)
+    in_range("--node-minutes", node_minutes, 0.0, 7 * 24 * 60)
+    in_range("--drain-timeout", drain_timeout, 0.0, 7 * 86400)
+    in_range("--checkpoint-minutes", checkpoint_minutes, 0.0, 30 * 24 * 60)
+    in_range("--soak-minutes", soak_minutes, 0.0, 30 * 24 * 60)
     for name, v in (("--fail-rate", fail_rate), ("--bad-fail-rate", bad_fail_rate),
                     ("--rollback-share", rollback_share)):
-        _num(name, v, 0.0, 1.0)
+        in_range(name, v, 0.0, 1.0)
     budget = max(1, math.ceil(max_unavailable * nodes))
     c = max(1, math.ceil(0.01 * nodes)) if canary is None else canary
     if not 0 <= c <= budget:

@@ -151,9 +151,6 @@ class QueueView(Sequence[PendingJob]):
         """The jobs at these positions of this view, in that order."""
         return QueueView(self._store, self.idx[positions])
 
-    def same_store(self, other: QueueView) -> bool:
-        return self._store is other._store
-
     # ---- columns, aligned with the view ------------------------------------------------------
 
     @property
