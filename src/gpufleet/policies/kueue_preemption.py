@@ -71,18 +71,20 @@ class KueuePreemptor:
         carried = ctx.admission.reserved
         waiting = {pj.job.id for pj in blocked} if carried else set()
         quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
-        for r in admission_book(ctx).records:
-            if r.admitted and r.pending.job.id in carried:
-                for f, part in (pod_set_parts(r.pending.job) or {r.flavor: r.pending.job}).items():
-                    base.add(r.pending.job.tenant, f, part.total_gpus)
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
-        # gave away, and each pending workload would then try the nodes for nothing.
+        # gave away, and each pending workload would then try the nodes for nothing. A workload
+        # whose pod sets landed on different flavors holds quota on each.
         for r in admission_book(ctx).records:
-            if r.admitted and r.pending.job.total_gpus:
-                # a workload whose pod sets landed on different flavors holds quota on each
-                charge(ledger, res, r.pending.job, pod_set_parts(r.pending.job) or {r.flavor: r.pending.job})
+            held = r.pending.job
+            if not r.admitted or not held.total_gpus:
+                continue
+            by_flavor = pod_set_parts(held) or {r.flavor: held}
+            charge(ledger, res, held, by_flavor)
+            if held.id in carried:
+                for f, part in by_flavor.items():
+                    base.add(held.tenant, f, part.total_gpus)
         for rj in ctx.running:
             if rj.evicting:
                 for b in rj.bindings:
