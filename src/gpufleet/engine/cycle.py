@@ -75,6 +75,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
         stats=CycleStats(pending=len(inp.pending), considered=ctx.out.considered,
                          skipped_by_class=ctx.out.skipped_by_class),
         admission=_next_admission(ctx, started_set),
+        backfill=ctx.out.backfill,
     )
 
 

@@ -205,6 +205,23 @@ class RunningColumns:
         """The running jobs, in the order they were added."""
         return [rj for rj in self.rjs if rj is not None]
 
+    def earliest_planned_end(self, accuracy: Mapping[str, float]) -> float:
+        """The earliest planned end (start + max(planned run − progress, 0), the arithmetic of
+        ``releases``) of any running job, before the "not in the past" rule; inf when none runs.
+        While it lies after ``now``, no release time depends on ``now``."""
+        live = np.flatnonzero(self.live[:self.n])
+        if live.size == 0:
+            return float("inf")
+        est = self.est[live]
+        if accuracy:
+            mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
+                               len(self.tenants))
+            est = est * mult[self.tenant[live]]
+        return float((self.start[live] + np.maximum(est - self.progress[live], 0.0)).min())
+
+    def any_evicting(self) -> bool:
+        return bool(self.evicting[:self.n][self.live[:self.n]].any())
+
     def releases(self, now: float, accuracy: Mapping[str, float],
                  expected_end: Callable[[RunningJob], float],
                  extra: Sequence[RunningJob] = (),

@@ -147,6 +147,46 @@ class CycleResult:
     stats: CycleStats = field(default_factory=CycleStats)
     #: Admission's state for the next cycle (``CycleInput.admission``).
     admission: AdmissionState = field(default_factory=AdmissionState)
+    #: What the backfill scan concluded (``BackfillTrace``); None when no scan ran.
+    backfill: BackfillTrace | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScanFailure:
+    """One search the backfill scan made that failed: it killed its shape class (and every class
+    that dominates it) in its mode and every higher one."""
+
+    key: tuple[object, ...]
+    mode: int
+    status: Status
+    job: Job
+    #: For a "fits now, but would delay the reservation" verdict: the job's planned run, since
+    #: the verdict's text names its end (now + planned run); None for other verdicts.
+    planned: float | None = None
+
+
+@dataclass(slots=True)
+class BackfillTrace:
+    """What one backfill scan concluded, as data: enough for a driver to carry the same scan on
+    for jobs queued behind every candidate it saw, without scanning those again
+    (``policies/backfill_continue.py``; the proof of when that is the same lives with its
+    caller, sim/easy_arrivals.py).
+
+    The limits are per protected reservation [gpu, cpu, memory] per node: ``limits_initial`` as
+    the scan began, ``limits`` after the jobs it started. ``view0`` is the free capacity the scan
+    began with (the plan after the place step)."""
+
+    starts: tuple[float, ...]
+    first: Reservation | None
+    view0: tuple[np.ndarray, np.ndarray, np.ndarray]
+    limits_initial: list[list[np.ndarray]]
+    limits: list[list[np.ndarray]]
+    #: The place step's UNRESOLVABLE verdicts by shape class, applied before the scan (every mode).
+    settled: tuple[tuple[tuple[object, ...], Status], ...]
+    failures: list[ScanFailure]
+    tests: int
+    max_tests: int
+    policy: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +299,8 @@ class CycleOutputs:
     statuses: StatusBoard = field(default_factory=StatusBoard)
     considered: int = 0
     skipped_by_class: int = 0
+    #: backfill → the cycle's result: what its scan concluded.
+    backfill: BackfillTrace | None = None
 
 
 class CycleContext:

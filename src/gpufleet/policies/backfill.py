@@ -40,11 +40,13 @@ from gpufleet.engine.queue import QueueView
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import (
+    BackfillTrace,
     CycleContext,
     PendingJob,
     Reservation,
     ReservationPlan,
     RunningJob,
+    ScanFailure,
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
@@ -222,12 +224,7 @@ class ReservationBackfill:
 
         def view(mode: int) -> NodeTable:
             if mode not in views:
-                t = plan.table
-                gpu, cpu, mem = t.gpu_free, t.cpu_free, t.mem_free
-                for lim in limits[:mode]:
-                    gpu, cpu, mem = np.minimum(gpu, lim[0]), np.minimum(cpu, lim[1]), np.minimum(mem, lim[2])
-                views[mode] = t if mode == 0 else t.with_free(np.maximum(gpu, 0), np.maximum(cpu, 0),
-                                                               np.maximum(mem, 0))
+                views[mode] = limited_view(plan.table, limits, mode)
             return views[mode]
 
         statuses = ctx.statuses
@@ -245,6 +242,12 @@ class ReservationBackfill:
         cands = _ViewJobs(qv)
         scan = _Scan.from_view(qv, starts, ctx)
         scan.settle_unresolvable(ctx.handoff.unresolvable)
+        t0 = plan.table
+        trace = BackfillTrace(
+            tuple(starts), protected[0][0] if protected else None,
+            (t0.gpu_free.copy(), t0.cpu_free.copy(), t0.mem_free.copy()),
+            [[a.copy() for a in lim] for lim in limits], limits,
+            tuple(ctx.handoff.unresolvable.items()), [], 0, self.max_tests, self.name)
         while True:
             k = scan.next_alive()
             if k is None or scan.tests >= self.max_tests:
@@ -257,12 +260,12 @@ class ReservationBackfill:
                 scan.wait(k, fitted)  # the placer's own choice for this job: not a class verdict
                 continue
             if isinstance(fitted, Status):
+                planned = None
                 if mode > 0 and not isinstance(_fit(ctx, job, view(0)), Status):
-                    r = protected[0][0]
-                    fitted = Status(StatusCode.WAIT, (
-                        f"fits now, but running until ~t={scan.end[k]:.0f}s it would delay "
-                        f"the reservation for {r.job} at t={r.start:.0f}s",), self.name)
+                    planned = float(scan.planned[k])
+                    fitted = delay_status(ctx.now + planned, protected[0][0], self.name)
                 scan.fail(k, fitted)
+                trace.failures.append(ScanFailure(scan.classes[int(scan.cls[k])], mode, fitted, job, planned))
                 continue
             for b in fitted:
                 plan.bind(b)
@@ -275,7 +278,33 @@ class ReservationBackfill:
             scan.started(k)
             out.started.append(job.id)
         ctx.out.skipped_by_class += scan.write_statuses(cands, statuses)
+        trace.tests = scan.tests
+        ctx.out.backfill = trace
         return out
+
+
+def limited_view(table: NodeTable, limits: Sequence[Sequence[np.ndarray]], mode: int) -> NodeTable:
+    """What a backfill candidate of ``mode`` sees: the free capacity capped, per node, by the
+    first ``mode`` protected reservations' limits (never below zero); the table itself in mode 0."""
+    if mode == 0:
+        return table
+    gpu, cpu, mem = table.gpu_free, table.cpu_free, table.mem_free
+    for lim in limits[:mode]:
+        gpu, cpu, mem = np.minimum(gpu, lim[0]), np.minimum(cpu, lim[1]), np.minimum(mem, lim[2])
+    return table.with_free(np.maximum(gpu, 0), np.maximum(cpu, 0), np.maximum(mem, 0))
+
+
+def delay_status(end: float, first: Reservation, policy: str) -> Status:
+    """A candidate that fits now but, running until ``end``, would take what the first protected
+    reservation needs at its start."""
+    return Status(StatusCode.WAIT, (
+        f"fits now, but running until ~t={end:.0f}s it would delay "
+        f"the reservation for {first.job} at t={first.start:.0f}s",), policy)
+
+
+#: Backfill's verdict for a candidate the scan never reached (``max_tests`` searches were made).
+UNEXAMINED = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
+                                      "was reached before this job's turn",), "backfill")
 
 
 class _ViewJobs:
@@ -311,11 +340,12 @@ class _Scan:
     not a Python step each.
     """
 
-    def __init__(self, classes: list[tuple], cls: np.ndarray, mode: np.ndarray, end: np.ndarray,
-                 n_modes: int) -> None:
+    def __init__(self, classes: list[tuple], cls: np.ndarray, mode: np.ndarray, planned: np.ndarray,
+                 end: np.ndarray, n_modes: int) -> None:
         self.classes = classes
         self.cls = cls
         self.mode = mode
+        self.planned = planned
         self.end = end
         self.n_modes = n_modes
         self.combo = cls * n_modes + mode
@@ -336,11 +366,12 @@ class _Scan:
         present = np.flatnonzero(np.bincount(cls_col, minlength=len(all_classes)))
         remap = np.zeros(len(all_classes), np.int64)
         remap[present] = np.arange(present.size)
-        end = ctx.now + view.planned(ctx.estimate_accuracy)
+        planned = view.planned(ctx.estimate_accuracy)
+        end = ctx.now + planned
         mode = np.searchsorted(np.asarray(starts, float), end, side="left") if starts \
             else np.zeros(len(view), np.int64)
         return cls([all_classes[c] for c in present.tolist()], remap[cls_col], mode.astype(np.int64),
-                   end, len(starts) + 1)
+                   planned, end, len(starts) + 1)
 
     def settle_unresolvable(self, verdicts: Mapping[tuple[object, ...], Status]) -> None:
         """Kill, in every mode, each class that equals or dominates a class the place step found
@@ -401,9 +432,7 @@ class _Scan:
         combo, why, own = self.combo[waiting], dict(self.why), dict(self.own)
 
         def verdicts() -> tuple[list[JobId], list[Status]]:
-            unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
-                                                  "was reached before this job's turn",), "backfill")
-            by_combo = np.full(self.dead.size, unexamined, dtype=object)
+            by_combo = np.full(self.dead.size, UNEXAMINED, dtype=object)
             for c, status in why.items():
                 by_combo[c] = status
             verdict_list = by_combo[combo].tolist()

@@ -16,6 +16,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
+from gpufleet.sim.easy_arrivals import easy_profile, integral_resources
 from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
 from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
@@ -58,6 +59,8 @@ class SimResult:
     fragmentation: FragmentationSamples | None = None
     #: Interruptions, recoveries, spares and GPU-time lost by cause, when failures were on.
     failures: FailureLedger | None = None
+    #: Arrival-only EASY cycles carried on from the last cycle instead of run (sim/easy_arrivals.py).
+    carried_cycles: int = 0
 
 
 
@@ -66,14 +69,19 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
              stranded_every_s: float = 300.0, progress: ProgressFn | None = None,
              tenancy: object = None, usage_tracker: UsageTracker | None = None,
              runtime_model: RuntimeModel | None = None, decision_log: bool = True,
-             failures: FailureConfig | None = None, failures_until: float | None = None) -> SimResult:
+             failures: FailureConfig | None = None, failures_until: float | None = None,
+             verify_carried_cycles: bool = False) -> SimResult:
     """Run ``jobs`` on ``fleet`` under ``profile``. ``decision_log`` adds wait/reserve/backfill
     events (sim/decisions.py) to the event log; off, the log holds what happened only.
-    ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon)."""
+    ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon).
+    ``verify_carried_cycles`` runs the full cycle beside every carried-on EASY cycle and fails
+    loudly if they differ (sim/easy_arrivals.py; for tests and benchmarks)."""
     started_wall = wallclock.perf_counter()
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,
                     usage_tracker=usage_tracker, runtime_model=runtime_model)
+    cfg.integral = easy_profile(profile) and integral_resources(fleet, jobs)
+    cfg.verify_carry = verify_carried_cycles
     st = SimState(cfg=cfg, cluster=SimulatedCluster(fleet), frag=FragmentationSamples.for_workload(jobs))
     if not decision_log:
         st.decisions = None
@@ -135,7 +143,7 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
         policy=st.cfg.profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},
         starts=st.starts, finishes=st.finishes, recorder=st.rec, horizon=horizon, end_time=end,
         deadlocked=deadlocked, deadlock_detail=detail, held_by_partial_gangs=held,
-        cycles=st.cycles, events=st.events, wall_s=wall_s,
+        cycles=st.cycles, events=st.events, wall_s=wall_s, carried_cycles=st.carried_cycles,
         preemptions=st.preemptions, lost_gpu_s=st.lost_gpu_s,
         slowdowns=st.slowdowns if st.cfg.runtime_model is not None else None, estimates=st.estimates,
         reserved_starts=st.reserved_starts, fragmentation=st.frag,

@@ -48,6 +48,12 @@ class SimConfig:
     skip_safe: bool | None = None
     #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
     cut_mode: str | None = None
+    #: Whether the profile is gang-easy's (sim/easy_arrivals.py; computed once), and whether every
+    #: capacity and request is a whole number (computed by ``simulate``).
+    easy: bool | None = None
+    integral: bool = False
+    #: Run the full cycle beside every carried-on one and compare (tests, bench).
+    verify_carry: bool = False
 
 
 @dataclass
@@ -92,6 +98,10 @@ class SimState:
     #: jobs past it (sim/greedy_cut.py).
     fifo_stop: tuple | None = None
     fifo_past: Status | None = None
+    #: The last full EASY cycle's result and time, or what carried-on cycles keep of it
+    #: (sim/easy_arrivals.py ``Carry``); None after any instant that was not arrivals only.
+    carry: object = None
+    carried_cycles: int = 0
     #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
     class_gpus: dict[tuple, int] = field(default_factory=dict)
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.

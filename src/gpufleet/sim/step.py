@@ -27,9 +27,18 @@ from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.sim.easy_arrivals import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
-from gpufleet.sim.greedy_cut import FIFO, cut_mode, fifo_idle, remember_stop, run_cut_cycle, skip_fifo_cycle
+from gpufleet.sim.greedy_cut import (
+    FIFO,
+    Cut,
+    cut_mode,
+    fifo_idle,
+    remember_stop,
+    run_cut_cycle,
+    skip_fifo_cycle,
+)
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.shape_queues import order_key
 from gpufleet.sim.state import SimState
@@ -58,6 +67,8 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
 
 def after_instant(st: SimState, outcome: Outcome) -> None:
     cfg = st.cfg
+    if outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
+        st.carry = None  # capacity moved or a cycle is due: no cycle is carried on past this
     changed = bool(outcome & (Outcome.CHANGED | Outcome.ARRIVED))
     if changed and cfg.cycle_interval_s > 0 and not st.cycle_pending:
         st.q.push(math.ceil(st.t / cfg.cycle_interval_s) * cfg.cycle_interval_s, EventKind.CYCLE)
@@ -70,6 +81,10 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
             skip_cycle(st)
         elif outcome == Outcome.ARRIVED and fifo_idle(st):
             skip_fifo_cycle(st)
+        elif outcome == Outcome.ARRIVED and (carried := carry_on(st)) is not None:
+            st.cycle_seq += 1
+            st.carried_cycles += 1
+            apply_result(st, carried)
         else:
             engine_cycle(st)
     st.arrived_now.clear()
@@ -115,6 +130,19 @@ def skip_cycle(st: SimState) -> None:
                          "free capacity holds now (no cycle run: nothing was freed)")
 
 
+def cycle_input(st: SimState, pending: Sequence[PendingJob]) -> CycleInput:
+    """What the engine is told at this instant, with ``pending`` as its queue."""
+    cfg, cluster, t = st.cfg, st.cluster, st.t
+    return CycleInput(
+        now=t, nodes=cluster.table, pending=pending, profile=cfg.profile,
+        running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
+        usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
+        reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
+        disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
+        admission=st.admission,
+        running_columns=cluster.running.columns)
+
+
 def engine_cycle(st: SimState) -> None:
     """Ask the engine what to do now, then do it."""
     cfg, cluster, t = st.cfg, st.cluster, st.t
@@ -122,22 +150,24 @@ def engine_cycle(st: SimState) -> None:
     st.cycle_seq += 1
 
     def make(pending: list[PendingJob]) -> CycleInput:
-        return CycleInput(
-            now=t, nodes=cluster.table, pending=pending, profile=cfg.profile,
-            running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
-            usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
-            reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
-            disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
-            admission=st.admission,
-            running_columns=cluster.running.columns)
+        return cycle_input(st, pending)
 
     if cfg.cut_mode is None:
         cfg.cut_mode = cut_mode(cfg.profile) or ""
     cut = None
+    due = any(r.protected and r.start <= t for r in st.reservations)
     if cfg.cut_mode:
         result, cut = run_cut_cycle(make, cluster, cfg.cut_mode, st.class_gpus)
     else:
         result = run_cycle(make(cluster.pending_view()))
+    apply_result(st, result, cut)
+    remember(st, result, due)
+
+
+def apply_result(st: SimState, result: CycleResult, cut: Cut | None = None) -> None:
+    """Do what a cycle decided: keep its reservations and admission state, log why jobs wait,
+    send eviction notices, bind and start."""
+    cfg, cluster, t = st.cfg, st.cluster, st.t
     st.reservations = result.reservations
     st.admission = result.admission  # quota reservations, sticky heads (engine/types.py)
     if cfg.cut_mode == FIFO:
