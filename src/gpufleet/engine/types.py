@@ -170,7 +170,7 @@ class BackfillTrace:
     """What one backfill scan concluded, as data: enough for a driver to carry the same scan on
     for jobs queued behind every candidate it saw, without scanning those again
     (``policies/backfill_continue.py``; the proof of when that is the same lives with its
-    caller, sim/easy_arrivals.py).
+    caller, sim/easy_carry.py).
 
     The limits are per protected reservation [gpu, cpu, memory] per node: ``limits_initial`` as
     the scan began, ``limits`` after the jobs it started. ``view0`` is the free capacity the scan

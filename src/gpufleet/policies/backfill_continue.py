@@ -2,7 +2,7 @@
 
 ``ReservationBackfill`` walks its candidates in queue order, so a job queued behind all of them
 is reached last: after every kill and every start the scan made. When nothing the old candidates'
-verdicts depend on has changed since (the caller's proof: sim/easy_arrivals.py), a scan over the
+verdicts depend on has changed since (the caller's proof: sim/easy_carry.py), a scan over the
 old candidates plus new ones ends, for the old ones, exactly as the traced scan did, and each new
 job's verdict follows from the trace (``BackfillTrace``) and the current capacity alone:
 

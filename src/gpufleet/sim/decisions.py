@@ -50,6 +50,11 @@ def _shape(status: Status) -> tuple:
     return (status.code, status.policy, stripped)
 
 
+def status_shape(status: Status) -> tuple:
+    """What the log compares: code, policy and reasons with their numbers replaced."""
+    return _shape(status)
+
+
 def wait_detail(status: Status) -> str:
     est = "" if status.estimated_start is None else f" (estimated start t={status.estimated_start:.0f})"
     return status.explain() + est

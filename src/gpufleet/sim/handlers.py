@@ -33,6 +33,7 @@ def on_finish(st: SimState, ev: Event) -> Outcome:
         return Outcome.NOTHING  # the run this event was for was evicted, or failed before its end
     charge_usage(st, jid)
     rj = st.cluster.finish(jid)
+    st.finished_now.append(rj)
     st.finishes[jid] = st.t
     st.accuracy.finished(rj.job)
     st.rec.event(st.t, "finish", jid)

@@ -16,7 +16,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.easy_arrivals import easy_profile, integral_resources
+from gpufleet.sim.easy_carry import easy_profile, integral_resources
 from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
 from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
@@ -59,7 +59,7 @@ class SimResult:
     fragmentation: FragmentationSamples | None = None
     #: Interruptions, recoveries, spares and GPU-time lost by cause, when failures were on.
     failures: FailureLedger | None = None
-    #: Arrival-only EASY cycles carried on from the last cycle instead of run (sim/easy_arrivals.py).
+    #: Arrival-only EASY cycles carried on from the last cycle instead of run (sim/easy_carry.py).
     carried_cycles: int = 0
 
 
@@ -75,7 +75,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     events (sim/decisions.py) to the event log; off, the log holds what happened only.
     ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon).
     ``verify_carried_cycles`` runs the full cycle beside every carried-on EASY cycle and fails
-    loudly if they differ (sim/easy_arrivals.py; for tests and benchmarks)."""
+    loudly if they differ (sim/easy_carry.py; for tests and benchmarks)."""
     started_wall = wallclock.perf_counter()
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,

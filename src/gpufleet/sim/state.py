@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
-from gpufleet.engine.types import AdmissionState, Reservation
+from gpufleet.engine.types import AdmissionState, Reservation, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
 from gpufleet.sim.cluster import SimulatedCluster
@@ -48,7 +48,7 @@ class SimConfig:
     skip_safe: bool | None = None
     #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
     cut_mode: str | None = None
-    #: Whether the profile is gang-easy's (sim/easy_arrivals.py; computed once), and whether every
+    #: Whether the profile is gang-easy's (sim/easy_carry.py; computed once), and whether every
     #: capacity and request is a whole number (computed by ``simulate``).
     easy: bool | None = None
     integral: bool = False
@@ -90,6 +90,8 @@ class SimState:
     next_stranded: float = 0.0
     #: Jobs that arrived at this instant (for the idle-cycle skip, sim/step.py).
     arrived_now: list[Job] = field(default_factory=list)
+    #: Runs that ended at this instant (sim/easy_carry.py).
+    finished_now: list[RunningJob] = field(default_factory=list)
     #: Cycle opportunities, run or skipped: the engine's seed follows it, so a skipped cycle does
     #: not shift the randomness of the cycles after it.
     cycle_seq: int = 0
@@ -99,7 +101,7 @@ class SimState:
     fifo_stop: tuple | None = None
     fifo_past: Status | None = None
     #: The last full EASY cycle's result and time, or what carried-on cycles keep of it
-    #: (sim/easy_arrivals.py ``Carry``); None after any instant that was not arrivals only.
+    #: (sim/easy_carry.py ``Carry``); None after any instant that was not arrivals only.
     carry: object = None
     carried_cycles: int = 0
     #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).

@@ -27,7 +27,7 @@ from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang import GangBestFit
-from gpufleet.sim.easy_arrivals import carry_on, remember
+from gpufleet.sim.easy_carry import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
 from gpufleet.sim.greedy_cut import (
@@ -67,8 +67,6 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
 
 def after_instant(st: SimState, outcome: Outcome) -> None:
     cfg = st.cfg
-    if outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
-        st.carry = None  # capacity moved or a cycle is due: no cycle is carried on past this
     changed = bool(outcome & (Outcome.CHANGED | Outcome.ARRIVED))
     if changed and cfg.cycle_interval_s > 0 and not st.cycle_pending:
         st.q.push(math.ceil(st.t / cfg.cycle_interval_s) * cfg.cycle_interval_s, EventKind.CYCLE)
@@ -81,13 +79,16 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
             skip_cycle(st)
         elif outcome == Outcome.ARRIVED and fifo_idle(st):
             skip_fifo_cycle(st)
-        elif outcome == Outcome.ARRIVED and (carried := carry_on(st)) is not None:
+        elif (carried := carry_on(st, outcome)) is not None:
             st.cycle_seq += 1
             st.carried_cycles += 1
             apply_result(st, carried)
         else:
             engine_cycle(st)
+    elif outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
+        st.carry = None  # the fleet moved with no cycle to carry on: the next one runs in full
     st.arrived_now.clear()
+    st.finished_now.clear()
     sample(st)
 
 

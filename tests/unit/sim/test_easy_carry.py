@@ -1,4 +1,4 @@
-"""Carried-on EASY cycles (sim/easy_arrivals.py): an arrival-only gang-easy cycle continued from
+"""Carried-on EASY cycles (sim/easy_carry.py): an arrival-only gang-easy cycle continued from
 the last one decides what the full cycle decides, and the event log stays byte for byte the same."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import gpufleet.sim.step as step
 from gpufleet.policies.registry import profile
-from gpufleet.sim.easy_arrivals import easy_profile, integral_resources
+from gpufleet.sim.easy_carry import easy_profile, integral_resources
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import WorkloadSpec, generate
 from gpufleet.testing.builders import fleet, job
@@ -28,7 +28,7 @@ def _congested(seed: int = 11, load: float = 1.6):
 
 
 def _without_carry_on(monkeypatch) -> None:
-    monkeypatch.setattr(step, "carry_on", lambda st: None)
+    monkeypatch.setattr(step, "carry_on", lambda st, outcome: None)
 
 
 def test_carried_on_cycles_write_the_same_event_log_as_full_cycles(monkeypatch):
@@ -86,8 +86,8 @@ def test_a_high_priority_arrival_is_not_carried_on(monkeypatch):
     seen: list[float] = []
     real = step.carry_on
 
-    def spy(st):
-        out = real(st)
+    def spy(st, outcome):
+        out = real(st, outcome)
         if out is not None:
             seen.append(st.t)
         return out
@@ -111,7 +111,7 @@ def test_any_congested_workload_carries_on_exactly(seed, load, nodes, overrun):
         jobs = [replace(j, run_time_estimate=j.run_time * 0.7) for j in jobs]
     carried = simulate(f, jobs, profile("gang-easy"), seed=seed, verify_carried_cycles=True)
     real = step.carry_on
-    step.carry_on = lambda st: None
+    step.carry_on = lambda st, outcome: None
     try:
         full = simulate(f, jobs, profile("gang-easy"), seed=seed)
     finally:
@@ -163,8 +163,8 @@ def test_an_arrival_after_a_job_overran_its_estimate_runs_the_full_cycle(monkeyp
     carried_at: list[float] = []
     real = step.carry_on
 
-    def spy(st):
-        out = real(st)
+    def spy(st, outcome):
+        out = real(st, outcome)
         if out is not None:
             carried_at.append(st.t)
         return out

@@ -1,0 +1,389 @@
+"""EASY cycles carried on from the last one instead of run again, when a proof says they decide the same.
+
+In a congested EASY run (gang-easy: strict-FIFO gang best fit, a protected reservation for the
+head and estimates for the next jobs, backfill around them) a cycle runs at every arrival and every
+finish, and most of them decide nothing new: the head fails again, reservation keeps the same
+promises, backfill fails the same searches; the only news is a new job at the back of the queue,
+or capacity freed that nobody waiting can use. This module proves when that is so and then carries
+the last cycle on: the backfill scan's trace (``BackfillTrace``) is continued over the new jobs
+(``policies/backfill_continue.py``), the reservations kept, no line logged for jobs whose verdict
+keeps its shape. Otherwise the cycle runs in full (and its trace is the next one carried on).
+
+State: the last full cycle C0 at t0, its reservations and scan trace; the *anchor*, the free
+capacity and protected limits at which every failed search in the trace is known to fail with its
+verdict (C0's scan start, moved to "now" whenever a carried-on cycle re-checks them all); ``taken``,
+the nodes of every job started since C0's reserve step (C0's backfills, carried-on starts).
+Between C0 and now only instants of arrivals and finishes passed, each carried on.
+
+Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` checks each):
+1. Profile: gang-easy's phases exactly (``easy_profile``); no failures, cycle cadence or tenancy;
+   every capacity and request a whole number (``integral_resources``), so sums taken in any order
+   are the same floats.
+2. Queue: every new job sorts after every waiting job (priority-FIFO key). C0 made ``depth``
+   reservations (its reserve step tried ``depth`` jobs, all ahead of any new job, each holding
+   one; the first is the head H, where the place step stopped), none for a job its backfill then
+   started; no promise was due at t0.
+3. Time: every reservation starts after t; every running job's planned end lies after t (no
+   release time moves with now: a job past its estimate "ends at now + 1"); nobody is under
+   notice; the tenants' accuracy multipliers (max(1, median)) are C0's.
+4. Modes: no waiting candidate's planned end crossed a protected start since its mode was taken.
+5. Cap: fewer than ``max_tests`` searches in all, counting the new jobs.
+6. No reservation holds a node in ``taken``.
+7. Finishes: H and every failed search, searched again now in its mode's view, fail with a
+   verdict of the same shape: a "fits now, but would delay" verdict still fails in its mode and
+   fits in mode 0; any other verdict of a mode above 0 still does not fit in mode 0 either (else
+   the scan would now call it a delay). Then the anchor moves to now.
+   Arrivals only: on the nodes whose free capacity differs from the anchor's (Δ; capacity only
+   shrank since), H's pods and each failed search's pods fit as many times now as at the anchor,
+   in its mode's view (and mode 0 for a delay verdict), by whole GPUs and by GPUs alone (the two
+   numbers an UNSCHEDULABLE reason names).
+
+Why the full cycle C at t decides the same:
+- place: the jobs ahead of H are UNRESOLVABLE (against the empty fleet: unchanged); H fails
+  again with a verdict of the same shape (7) and the pass stops at it.
+- reserve: the same ``depth`` jobs in the same order (2), each keeping C0's reservation as a
+  promise. The window capacity on a reservation's nodes is at least C0's: no release moved (3),
+  finished jobs give theirs back earlier than C0 planned, started ones sit off every reserved
+  node (6); a reservation's own bindings fit its C0 window (a whole-number fit proves it), so they
+  fit C's; the holds are the same by induction. The protected limits are C0's but on the nodes of
+  jobs started since (less what they take past the reservation's start: the scan's bookkeeping)
+  and finished since (more what they held past it: ``_give_back``) — exact by 1.
+- backfill: the same candidates, order and modes (4), the same limits; each failed search fails
+  again with a verdict of the same shape: re-checked (7, finishes), or, when only arrivals came,
+  what it saw lies between the anchor and now (capacity only shrank) and fit counts are monotone
+  in capacity, so equal at both ends means equal throughout; so it kills the same classes and no
+  old candidate starts; the cap is not reached (5). New jobs come last: ``continue_scan``.
+- log: old jobs get verdicts of the shapes they had (numbers inside reasons move: a reservation's
+  "in N s", "K pod(s) fit now"), and the decision log compares shapes without numbers
+  (sim/decisions.py), so it writes nothing for them; new jobs' lines, starts and backfill lines
+  are written by the same code as a full cycle's.
+``verify`` runs the full cycle beside each carried-on one and compares (tests, bench).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.phases.admit import AdmitAll
+from gpufleet.engine.phases.order import PriorityFifo
+from gpufleet.engine.phases.preempt import NoPreemption
+from gpufleet.engine.plan import Plan
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation, RunningJob
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver, limited_view
+from gpufleet.policies.backfill_continue import continue_scan
+from gpufleet.policies.gang import GangBestFit
+from gpufleet.sim.decisions import status_shape
+from gpufleet.sim.kernel import Outcome
+from gpufleet.sim.shape_queues import OrderKey, order_key
+from gpufleet.sim.state import SimState
+
+
+def easy_profile(profile: Profile) -> bool:
+    """Gang-easy's phases exactly (the ones the proof covers): strict-FIFO gang best fit in
+    priority-FIFO order, everyone admitted, a shadow reservation that keeps its promises with no
+    window, grid or compression, reservation backfill, no preemption."""
+    p, r = profile, profile.reserver
+    return (type(p.placer) is GangBestFit and p.placer.stop_at_first_blocked and not p.placer.defer
+            and p.gang and type(p.orderer) is PriorityFifo and type(p.admitter) is AdmitAll
+            and type(r) is ShadowReserver and r.keep_promises and not r.compress and r.protect >= 1
+            and math.isinf(r.window_s) and r.resolution_s <= 0
+            and type(p.backfiller) is ReservationBackfill and type(p.preemptor) is NoPreemption)
+
+
+def integral_resources(fleet: Fleet, jobs: Sequence[Job]) -> bool:
+    """Every node's CPU and memory and every pod's request a whole number (GPUs always are)."""
+    def whole(x: float) -> bool:
+        return float(x).is_integer()
+    return (all(whole(n.cpus) and whole(n.memory_gb) for n in fleet.nodes)
+            and all(whole(ps.request.cpus) and whole(ps.request.memory_gb) and whole(ps.request.gpus)
+                    for job in jobs for ps in job.pod_sets))
+
+
+@dataclass
+class Carry:
+    """The last full cycle's decisions and scan, and what the carried-on cycles since changed."""
+
+    trace: BackfillTrace
+    reservations: tuple[Reservation, ...]
+    head: Job
+    #: Nodes any reservation holds; nodes of jobs started since C0's reserve step.
+    held: np.ndarray
+    taken: np.ndarray
+    #: The largest order key among waiting jobs.
+    last_key: OrderKey
+    #: Per waiting backfill candidate: planned run, and the time its mode was taken.
+    planned: np.ndarray
+    since: np.ndarray
+    #: The earliest planned end of a running job.
+    earliest_end: float
+    #: The accuracy multipliers planning used (tenant -> max(1, median), those above 1).
+    multipliers: dict[str, float]
+    #: C0's statuses and the carried-on verdicts since (kept only when verifying).
+    statuses: dict | None = None
+
+
+def remember(st: SimState, result: CycleResult, due: bool) -> None:
+    """After a full cycle (its decisions applied): keep what a carried-on cycle needs; the rest is
+    built at the first carried-on cycle."""
+    st.carry = None
+    cfg = st.cfg
+    if cfg.easy is None:
+        cfg.easy = easy_profile(cfg.profile)
+    trace = result.backfill
+    if (not cfg.easy or not cfg.integral or due or trace is None or result.preemptions
+            or len(result.reservations) != cfg.profile.reserver.depth  # type: ignore[attr-defined]
+            or not set(result.started).isdisjoint(r.job for r in result.reservations)):
+        return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
+    table = st.cluster.table
+    g0, c0, m0 = trace.view0
+    taken = (g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free)
+    st.carry = (result, st.t, taken, _multipliers(st))
+
+
+def _multipliers(st: SimState) -> dict[str, float]:
+    if not st.cfg.profile.estimate_history:
+        return {}
+    return {t: m for t, v in st.accuracy.medians().items() if (m := max(1.0, v)) != 1.0}
+
+
+def _accuracy(st: SimState) -> dict[str, float]:
+    return st.accuracy.medians() if st.cfg.profile.estimate_history else {}
+
+
+def _build(st: SimState, result: CycleResult, t0: float, taken: np.ndarray,
+           multipliers: dict[str, float]) -> Carry | None:
+    trace = result.backfill
+    assert trace is not None
+    cluster = st.cluster
+    head = cluster.pending.get(result.reservations[0].job)
+    if head is None or trace.tests >= trace.max_tests:
+        return None
+    new = {j.id for j in st.arrived_now}
+    protected = {r.job for r in result.reservations if r.protected}
+    keys: list[OrderKey] = []
+    planned: list[float] = []
+    for jid, job in cluster.pending.items():
+        if jid in new:
+            continue
+        keys.append(order_key(job))
+        if jid not in protected:
+            planned.append(job.estimate * multipliers.get(job.tenant, 1.0))
+    held = np.zeros(len(cluster.table), bool)
+    for r in result.reservations:
+        held[list(r.nodes)] = True
+    p = np.asarray(planned, float)
+    return Carry(trace, result.reservations, head, held, taken, max(keys), p, np.full(p.size, t0),
+                 _earliest_end(st), multipliers,
+                 dict(result.statuses) if st.cfg.verify_carry else None)
+
+
+def _earliest_end(st: SimState) -> float:
+    return st.cluster.running.columns.earliest_planned_end(_accuracy(st))
+
+
+def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
+    """The cycle at this instant (news: finishes and/or arrivals), carried on from the last one;
+    None when a premise does not hold (run the cycle)."""
+    memo = st.carry
+    if (memo is None or st.fail is not None or st.cfg.cycle_interval_s > 0 or st.cfg.tenancy is not None
+            or outcome & Outcome.CYCLE_DUE or (outcome & Outcome.CHANGED and not st.finished_now)):
+        return None
+    finished = st.finished_now
+    if isinstance(memo, tuple):
+        memo = st.carry = _build(st, *memo)
+        if memo is None:
+            return None
+    if finished and _multipliers(st) != memo.multipliers:
+        return None
+    t, trace, cluster = st.t, memo.trace, st.cluster
+    arrivals = sorted(st.arrived_now, key=order_key)
+    if arrivals and order_key(arrivals[0]) <= memo.last_key:
+        return None
+    if finished:
+        memo.earliest_end = _earliest_end(st)
+    if (min(r.start for r in memo.reservations) <= t or memo.earliest_end <= t
+            or trace.tests + len(arrivals) >= trace.max_tests or cluster.running.columns.any_evicting()
+            or memo.taken[memo.held].any()):
+        return None
+    for s in trace.starts:
+        if np.any((memo.since + memo.planned <= s) & (s < t + memo.planned)):
+            return None  # a candidate's mode moved
+    ctx = CycleContext(now=t, profile=st.cfg.profile, rng=np.random.default_rng(st.cfg.seed + st.cycle_seq),
+                       estimate_accuracy=_accuracy(st), previous_reservations=memo.reservations)
+    if finished:
+        _give_back(trace, finished, ctx)
+        if not _still_failing(memo, cluster.table, ctx):
+            st.carry = None  # the limits and verdicts moved: this memo is spent
+            return None
+        _re_anchor(trace, cluster.table)
+    elif not _shrunk_alike(memo, cluster.table):
+        return None
+    plan = Plan(cluster.table)
+    started, verdicts = continue_scan(trace, arrivals, plan, ctx)
+    result = CycleResult(bindings=plan.commit(), started=tuple(started), statuses=verdicts,
+                         reservations=memo.reservations, admission=st.admission)
+    if st.cfg.verify_carry:
+        verify(st, memo, result)
+    _after(memo, result, arrivals, ctx)
+    return result
+
+
+def _after(memo: Carry, result: CycleResult, arrivals: list[Job], ctx: CycleContext) -> None:
+    """Book what this carried-on cycle did: new waiting candidates, started nodes and ends."""
+    started = set(result.started)
+    waiting = [j for j in arrivals if j.id not in started]
+    if waiting:
+        memo.last_key = max(memo.last_key, order_key(waiting[-1]))
+        memo.planned = np.concatenate([memo.planned, [ctx.planned_run(j) for j in waiting]])
+        memo.since = np.concatenate([memo.since, np.full(len(waiting), ctx.now)])
+    for b in result.bindings:
+        memo.taken[b.node] = True
+    for j in arrivals:
+        if j.id in started:
+            memo.earliest_end = min(memo.earliest_end, ctx.now + ctx.planned_run(j))
+    if memo.statuses is not None:
+        memo.statuses.update(result.statuses)
+
+
+def _give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleContext) -> None:
+    """A job that ended now gives a protected limit back what it held past the reservation's start
+    (what it held before that, the limit already counted as released)."""
+    for rj in finished:
+        end = rj.start_time + max(ctx.planned_run(rj.job) - rj.progress_before, 0.0)
+        for s, lim in zip(trace.starts, trace.limits, strict=True):
+            if end > s:
+                for b in rj.bindings:
+                    lim[0][b.node] += b.request.gpus
+                    lim[1][b.node] += b.request.cpus
+                    lim[2][b.node] += b.request.memory_gb
+
+
+def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
+    """Premise 7 after finishes: H and every failed search, searched again now, fail alike."""
+    placer, trace = ctx.profile.placer, memo.trace
+    head_now = placer.fit(memo.head, table, ctx)
+    head_then = placer.fit(memo.head, table.with_free(*trace.view0), ctx)
+    if not (isinstance(head_now, Status) and isinstance(head_then, Status)
+            and status_shape(head_now) == status_shape(head_then)):
+        return False
+    views: dict[int, NodeTable] = {}
+    renewed = []
+    for f in trace.failures:
+        if f.status.code is StatusCode.UNRESOLVABLE:
+            renewed.append(f)
+            continue  # against the empty fleet: no capacity changes it
+        mode = f.mode
+        if mode not in views:
+            views[mode] = limited_view(table, trace.limits, mode)
+        now = placer.fit(f.job, views[mode], ctx)
+        if not isinstance(now, Status):
+            return False
+        fits_now = mode > 0 and not isinstance(placer.fit(f.job, table, ctx), Status)
+        if f.planned is not None:
+            if not fits_now:
+                return False
+            renewed.append(f)  # still fits in mode 0: the same delay verdict
+            continue
+        if fits_now or status_shape(now) != status_shape(f.status):
+            return False  # freed capacity would turn it into a delay verdict, or another reason
+        renewed.append(replace(f, status=now))  # its numbers now, for the jobs it kills from now on
+    trace.failures[:] = renewed
+    return True
+
+
+def _re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
+    """Every failed search was just checked against the capacity now: it is the new anchor."""
+    trace.view0 = (table.gpu_free.copy(), table.cpu_free.copy(), table.mem_free.copy())
+    trace.limits_initial = [[a.copy() for a in lim] for lim in trace.limits]
+
+
+def _shrunk_alike(memo: Carry, table: NodeTable) -> bool:
+    """Premise 7, arrivals only: on the nodes whose free capacity moved since the anchor, H and
+    every failed search fit as many pods as they did."""
+    trace = memo.trace
+    g0, c0, m0 = trace.view0
+    delta = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
+    if delta.size == 0:
+        return True
+    before = _rows(table, delta).with_free(g0[delta], c0[delta], m0[delta])
+    now = _rows(table, delta)
+    views: dict[int, tuple[NodeTable, NodeTable]] = {}
+
+    def pair(mode: int) -> tuple[NodeTable, NodeTable]:
+        if mode not in views:
+            lim0 = [[a[delta] for a in lim] for lim in trace.limits_initial]
+            lim1 = [[a[delta] for a in lim] for lim in trace.limits]
+            views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
+        return views[mode]
+
+    if not _same_fit(memo.head, *pair(0)):
+        return False
+    for f in trace.failures:
+        if f.status.code is StatusCode.UNRESOLVABLE:
+            continue
+        if not _same_fit(f.job, *pair(f.mode)):
+            return False
+        if f.planned is not None and not _same_fit(f.job, *pair(0)):
+            return False
+    return True
+
+
+def _rows(table: NodeTable, idx: np.ndarray) -> NodeTable:
+    """The table of these nodes alone (whole-GPU questions only: no per-GPU state, no index)."""
+    return NodeTable(
+        tuple(table.names[i] for i in idx.tolist()), table.gpu_models, table.model_idx[idx],
+        table.leaf_idx[idx], table.spine_idx[idx], table.domain_idx[idx], table.gpu_total[idx],
+        table.cpu_total[idx], table.mem_total[idx], table.gpu_free[idx], table.cpu_free[idx],
+        table.mem_free[idx], table.schedulable[idx], None, None, table.pods_per_node, table.eligible)
+
+
+def _same_fit(job: Job, before: NodeTable, now: NodeTable) -> bool:
+    """Do the job's pods fit as many times on these nodes now as before (whole GPUs, one pod set,
+    no node filter: the numbers an UNSCHEDULABLE reason is made of)?"""
+    if len(job.pod_sets) != 1 or job.eligible_nodes is not None:
+        return False
+    ps = job.pod_sets[0]
+    req = ps.request
+    if req.is_fractional or req.gpus <= 0:
+        return False
+    if not _same_count(before, now, req, ps.replicas):
+        return False
+    if req.cpus > 0 or req.memory_gb > 0:
+        return _same_count(before, now, PodRequest(req.gpus, 0.0, 0.0, req.gpu_models), ps.replicas)
+    return True
+
+
+def _same_count(before: NodeTable, now: NodeTable, req: PodRequest, replicas: int) -> bool:
+    def count(table: NodeTable) -> int:
+        return int(np.minimum(table.slots(req), replicas).sum())
+    return count(before) == count(now)
+
+
+def verify(st: SimState, memo: Carry, carried: CycleResult) -> None:
+    """Run the full cycle too and check that it decides what the carried-on one did: the same
+    starts, bindings and reservations, the new jobs' verdicts, and every old job's verdict of the
+    shape it last had."""
+    from gpufleet.sim.step import cycle_input  # the driver's own input (no import cycle at load)
+
+    full = run_cycle(cycle_input(st, st.cluster.pending_view()))
+    assert full.started == carried.started, (st.t, full.started, carried.started)
+    assert full.bindings == carried.bindings, st.t
+    assert full.reservations == carried.reservations, st.t
+    for jid, status in carried.statuses.items():
+        assert full.statuses[jid] == status, (st.t, jid, full.statuses[jid], status)
+    old = memo.statuses or {}
+    for jid, status in full.statuses.items():
+        if jid in old:
+            assert status_shape(status) == status_shape(old[jid]), (st.t, jid, status, old[jid])
+        else:
+            assert jid in carried.statuses, (st.t, jid, "judged by the full cycle only", status)
