@@ -29,7 +29,7 @@ from gpufleet.policies.filters import for_job
 from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
-from gpufleet.policies.shapes import dominates
+from gpufleet.policies.shapes import Dominance
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
@@ -148,6 +148,8 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
     started_jobs: list[Job] = []
     alive = np.arange(n)
     at = pos = 0
+    dom: Dominance | None = None     # dominance among the view's classes, at the first failure
+    present = np.zeros(0, np.int64)
 
     def skip_to(stop: int) -> None:
         """Jobs in [pos, stop) sit between live jobs: their class failed already, so they are
@@ -196,9 +198,12 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
             if status.code is StatusCode.UNRESOLVABLE:  # reserve and backfill need not search it
                 ctx.handoff.unresolvable.setdefault(classes[c], status)
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
-                key = classes[c]
-                for d, other in enumerate(classes):
-                    if not dead[d] and (d == c or dominates(other, key)):
+                if dom is None:  # the view's classes only: no other class is ever read
+                    present = np.flatnonzero(np.bincount(cls, minlength=len(classes)))
+                    dom = Dominance([classes[i] for i in present.tolist()])
+                for i in dom.over(int(np.searchsorted(present, c))):
+                    d = int(present[i])
+                    if not dead[d]:
                         dead[d] = True
                         why[d] = status
                 alive = np.flatnonzero(~dead[cls[pos:]]) + pos
