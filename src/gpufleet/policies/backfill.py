@@ -257,7 +257,9 @@ class ReservationBackfill:
                 scan.wait(k, fitted)  # the placer's own choice for this job: not a class verdict
                 continue
             if isinstance(fitted, Status):
-                if mode > 0 and not isinstance(_fit(ctx, job, view(0)), Status):
+                # Only "would it fit the unlimited view?" matters here: the placer's cheap
+                # yes/no answers it where it can (``_feasible``: the same answer as ``fit``).
+                if mode > 0 and _feasible(ctx, job, view(0)):
                     r = protected[0][0]
                     fitted = Status(StatusCode.WAIT, (
                         f"fits now, but running until ~t={scan.end[k]:.0f}s it would delay "
