@@ -96,7 +96,7 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
                    and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
     # Many nodes: one gather per column, then plain Python numbers (a numpy scalar per node and
     # column costs more than the gather).
-    nodes = list(need)
+    nodes = np.fromiter(need, np.int64, len(need))  # one index array (a list converts per gather)
     return all(ok and gf >= g and cf >= c - 1e-9 and mf >= m - 1e-9 for ok, gf, cf, mf, (g, c, m) in zip(
         table.schedulable[nodes].tolist(), table.gpu_free[nodes].tolist(),
         table.cpu_free[nodes].tolist(), table.mem_free[nodes].tolist(), need.values(), strict=True))
