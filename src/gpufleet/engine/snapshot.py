@@ -167,14 +167,26 @@ class NodeTable:
             (self.gpu_total, self.cpu_total, self.mem_total) if empty
             else (self.gpu_free, self.cpu_free, self.mem_free)
         )
+        g = req.gpus
         if req.is_fractional:
             s = self.fractional_gpu_slots(req, empty=empty, tenant=tenant)
+        elif g <= 0:
+            s = np.full(len(self), UNBOUNDED)
+        elif isinstance(g, int) and gpu.dtype == np.int64 and g & (g - 1) == 0:
+            # A power of two: the shift is the floor division (negative counts too), and cheaper.
+            s = gpu >> (g.bit_length() - 1) if g > 1 else gpu.copy()
         else:
-            s = gpu // req.gpus if req.gpus > 0 else np.full(len(self), UNBOUNDED)
+            s = gpu // g
+        # The same float arithmetic as (free × (1 / asked) + 1e-9).astype(int64), with one
+        # scratch array, and the minimum written into ``s`` (a new array in every branch).
         if req.cpus > 0:
-            s = np.minimum(s, (cpu * (1.0 / req.cpus) + 1e-9).astype(np.int64))
+            x = cpu * (1.0 / req.cpus)
+            x += 1e-9
+            s = np.minimum(s, x.astype(np.int64), out=s if s.dtype == np.int64 else None)
         if req.memory_gb > 0:
-            s = np.minimum(s, (mem * (1.0 / req.memory_gb) + 1e-9).astype(np.int64))
+            x = mem * (1.0 / req.memory_gb)
+            x += 1e-9
+            s = np.minimum(s, x.astype(np.int64), out=s if s.dtype == np.int64 else None)
         mm = self.model_mask(req.gpu_models)
         ok = self.schedulable if mm is None else self.schedulable & mm
         s *= ok

@@ -51,7 +51,7 @@ from gpufleet.engine.types import (
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.gang import bindings_fit
-from gpufleet.policies.shapes import dominates, known_unresolvable
+from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
 def _fit(ctx: CycleContext, job: Job, table: NodeTable) -> tuple[PodBinding, ...] | Status:
@@ -261,7 +261,9 @@ class ReservationBackfill:
                 continue
             if isinstance(fitted, Status):
                 planned = None
-                if mode > 0 and not isinstance(_fit(ctx, job, view(0)), Status):
+                # Only "would it fit the unlimited view?" matters here: the placer's cheap
+                # yes/no answers it where it can (``_feasible``: the same answer as ``fit``).
+                if mode > 0 and _feasible(ctx, job, view(0)):
                     planned = float(scan.planned[k])
                     fitted = delay_status(ctx.now + planned, protected[0][0], self.name)
                 scan.fail(k, fitted)
@@ -357,6 +359,8 @@ class _Scan:
         self.alive_idx = np.arange(cls.size)
         self.pos = 0
         self.tests = 0
+        #: Which classes dominate which (built at the first failure: most scans have few).
+        self.dominance: Dominance | None = None
 
     @classmethod
     def from_view(cls, view: QueueView, starts: list[float], ctx: CycleContext) -> _Scan:
@@ -401,14 +405,14 @@ class _Scan:
 
     def fail(self, k: int, status: Status) -> None:
         c, m = int(self.cls[k]), int(self.mode[k])
-        small = self.classes[c]
-        for d, key in enumerate(self.classes):
-            if d == c or dominates(key, small):
-                for mm in range(m, self.n_modes):
-                    combo = d * self.n_modes + mm
-                    if not self.dead[combo]:
-                        self.dead[combo] = True
-                        self.why[combo] = status
+        if self.dominance is None:
+            self.dominance = Dominance(self.classes)
+        for d in self.dominance.over(c):
+            for mm in range(m, self.n_modes):
+                combo = d * self.n_modes + mm
+                if not self.dead[combo]:
+                    self.dead[combo] = True
+                    self.why[combo] = status
         self.done[k] = True
         rest = np.flatnonzero(~self.dead[self.combo[k + 1:]]) + k + 1
         self.alive_idx, self.pos = rest, 0

@@ -26,20 +26,32 @@ from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search, tightest_leaves
+from gpufleet.policies.gang_search import (
+    Short,
+    best_fit_order,
+    fill_in_order,
+    gang_search,
+    tightest_leaves,
+)
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
-from gpufleet.policies.shapes import dominates
+from gpufleet.policies.shapes import Dominance
 
 
 def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | None:
     """(node, pods) pairs for ``replicas`` pods of ``req``, or None when they do not fit: the
     tightest-leaf filter, the best-fit scorer with index ties, and the shared fill."""
+    chosen = _choose(table, req, replicas)
+    return None if isinstance(chosen, Short) else chosen
+
+
+def _choose(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | Short | None:
+    """``choose_nodes``, saying ``Short(slots)`` where it counted the slots and found too few."""
     if table.cannot_fit(req, replicas):
         return None
     slots = table.slots(req)
     if int(np.minimum(slots, replicas).sum()) < replicas:
-        return None
+        return Short(slots)
     order = best_fit_order(table, tightest_leaves(table, slots, replicas) & (slots > 0))
     return fill_in_order(order, slots, replicas)
 
@@ -52,8 +64,8 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
                        refuse=lambda ps: _whole_gpus_only(ps, policy))
 
 
-def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | None:
-    return choose_nodes(table, ps.request, ps.replicas)
+def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+    return _choose(table, ps.request, ps.replicas)
 
 
 def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
@@ -79,8 +91,15 @@ def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
         acc[0] += b.request.gpus
         acc[1] += b.request.cpus
         acc[2] += b.request.memory_gb
-    return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
-               and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
+    if len(need) <= 2:
+        return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
+                   and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
+    # Many nodes: one gather per column, then plain Python numbers (a numpy scalar per node and
+    # column costs more than the gather).
+    nodes = np.fromiter(need, np.int64, len(need))  # one index array (a list converts per gather)
+    return all(ok and gf >= g and cf >= c - 1e-9 and mf >= m - 1e-9 for ok, gf, cf, mf, (g, c, m) in zip(
+        table.schedulable[nodes].tolist(), table.gpu_free[nodes].tolist(),
+        table.cpu_free[nodes].tolist(), table.mem_free[nodes].tolist(), need.values(), strict=True))
 
 
 def place_in_order(placer: Placer, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext,
@@ -148,6 +167,8 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
     started_jobs: list[Job] = []
     alive = np.arange(n)
     at = pos = 0
+    dom: Dominance | None = None     # dominance among the view's classes, at the first failure
+    present = np.zeros(0, np.int64)
 
     def skip_to(stop: int) -> None:
         """Jobs in [pos, stop) sit between live jobs: their class failed already, so they are
@@ -196,9 +217,12 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
             if status.code is StatusCode.UNRESOLVABLE:  # reserve and backfill need not search it
                 ctx.handoff.unresolvable.setdefault(classes[c], status)
             if status.code is not StatusCode.WAIT:  # a WAIT is this job's own pricing decision
-                key = classes[c]
-                for d, other in enumerate(classes):
-                    if not dead[d] and (d == c or dominates(other, key)):
+                if dom is None:  # the view's classes only: no other class is ever read
+                    present = np.flatnonzero(np.bincount(cls, minlength=len(classes)))
+                    dom = Dominance([classes[i] for i in present.tolist()])
+                for i in dom.over(int(np.searchsorted(present, c))):
+                    d = int(present[i])
+                    if not dead[d]:
                         dead[d] = True
                         why[d] = status
                 alive = np.flatnonzero(~dead[cls[pos:]]) + pos

@@ -20,6 +20,7 @@ A gang placer is three parts:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,8 +36,9 @@ from gpufleet.policies.scorers import tightest
 #: One pick of a chooser: (node, pods), or (node, 1, slot) for a fractional pod on one GPU.
 Pick = tuple[int, int] | tuple[int, int, GpuSlot]
 #: Which nodes take how many pods of one pod set on ``table``, as picks in replica order; None
-#: when they do not fit (the search says what is short), or the chooser's own Status.
-ChooseNodes = Callable[[NodeTable, PodSet], "Sequence[Pick] | Status | None"]
+#: when they do not fit (the search says what is short; ``Short`` hands the search the slots the
+#: chooser counted), or the chooser's own Status.
+ChooseNodes = Callable[[NodeTable, PodSet], "Sequence[Pick] | Short | Status | None"]
 #: Rewords the empty-fleet verdict for a pod set (a placer that names its request its own way).
 Unresolvable = Callable[[PodSet, str], str]
 #: A reason the placer refuses a pod set outright (e.g. fractional GPUs for a whole-GPU placer).
@@ -48,7 +50,7 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
     key = (ps.replicas, ps.request.shape, table.pods_per_node, table.eligible)
     cap = ctx.caches.empty_capacity.get(key)
     if cap is None:
-        cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
+        cap = _empty_capacity(table, ps, key)
         ctx.caches.empty_capacity[key] = cap
     if cap >= ps.replicas:
         return None
@@ -56,9 +58,48 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
             f"even an empty fleet holds only {cap}{eligible_note(table)}")
 
 
-def insufficiency_reason(table: NodeTable, ps: PodSet) -> str:
+#: Empty-fleet capacity across cycles, for whole-GPU requests: the per-cycle cache misses once
+#: per class and cycle, and a congested queue searches the same classes cycle after cycle. An
+#: answer depends on the table's static columns (held in ``_EMPTY_FLEET``: kept alive, so their
+#: identity names them; never written in place: every table copy shares them), the key (the
+#: request, replicas, per-node cap, node filter) and which nodes are schedulable (as bytes).
+_EMPTY_CAP: dict[tuple, int] = {}
+_EMPTY_FLEET: list[object] = []
+_EMPTY_CAP_MAX = 4096
+
+
+def _empty_capacity(table: NodeTable, ps: PodSet, key: tuple) -> int:
+    """Pods of ``ps`` the empty fleet holds: sum over nodes of min(slots when empty, replicas)."""
+    if ps.request.is_fractional:  # per-GPU state decides; not worth a cross-cycle key
+        return int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
+    static = [table.gpu_total, table.cpu_total, table.mem_total, table.model_idx, table.gpu_models]
+    if len(_EMPTY_FLEET) != len(static) or any(a is not b for a, b in zip(_EMPTY_FLEET, static, strict=True)):
+        _EMPTY_FLEET[:] = static
+        _EMPTY_CAP.clear()
+    full = (key, table.schedulable.tobytes())
+    cap = _EMPTY_CAP.get(full)
+    if cap is None:
+        if len(_EMPTY_CAP) >= _EMPTY_CAP_MAX:
+            _EMPTY_CAP.clear()
+        cap = _EMPTY_CAP[full] = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
+    return cap
+
+
+@dataclass(frozen=True, slots=True)
+class Short:
+    """A chooser's "does not fit" that hands over what it counted: ``NodeTable.slots`` of the
+    pod set's request on the table it was given, so the search's explanation
+    (``insufficiency_reason``) reads the same numbers instead of counting them again."""
+
+    slots: np.ndarray
+
+
+def insufficiency_reason(table: NodeTable, ps: PodSet, counted: np.ndarray | None = None) -> str:
+    """Why the pod set does not fit ``table`` now: how many of its pods fit, and, when CPU or
+    memory is asked, how many would by GPUs alone. ``counted``: ``table.slots(ps.request)``
+    where the caller has it already (a chooser's ``Short``)."""
     req = ps.request
-    slots = int(np.minimum(table.slots(req), ps.replicas).sum())
+    slots = int(np.minimum(table.slots(req) if counted is None else counted, ps.replicas).sum())
     if req.cpus <= 0 and req.memory_gb <= 0:
         return (f"pod set {ps.name!r} needs {ps.replicas}×{req.gpus} GPUs; "
                 f"{slots} pod(s) of that shape fit now{eligible_note(table)}")
@@ -149,8 +190,10 @@ def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choo
     out: list[PodBinding] = []
     for ps in job.pod_sets:
         chosen = choose(scratch, ps)
-        if chosen is None:
-            return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps),), policy)
+        if chosen is None or isinstance(chosen, Short):
+            counted = None if chosen is None else chosen.slots
+            return Status(StatusCode.UNSCHEDULABLE, (insufficiency_reason(scratch, ps, counted),),
+                          policy)
         if isinstance(chosen, Status):
             return chosen
         first = len(out)

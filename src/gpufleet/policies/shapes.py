@@ -68,3 +68,62 @@ class FailedShapes:
     def record(self, job: Job, status: Status) -> None:
         self.failed.append((job.shape_key, status))
         self._verdict[job.shape_key] = (len(self.failed), status)
+
+
+#: Per shape key, its numbers for the vectorised test (``_plain_row``); bounded like the intern
+#: table (a long run sees a few hundred keys; past the bound it starts again).
+_ROWS: dict[tuple, tuple[float, float, float, float, tuple] | None] = {}
+_ROWS_MAX = 1 << 16
+
+
+def _plain_row(key: tuple) -> tuple[float, float, float, float, tuple] | None:
+    """(replicas, GPUs, CPUs, memory, models) of a *plain* key — one whole-GPU pod set, no
+    constraint entry — else None. Between plain keys ``dominates`` is exactly four ≥ tests and an
+    equal model tuple, and a plain key is dominated only by plain keys (a longer key, a
+    constraint entry or a fractional tail never compares ≥ with one)."""
+    row = _ROWS.get(key, False)
+    if row is not False:
+        return row
+    if len(_ROWS) >= _ROWS_MAX:
+        _ROWS.clear()
+    row = None
+    if len(key) == 1:
+        r, shape = key[0]
+        if r >= 0 and len(shape) == 4:
+            row = (r, shape[0], shape[1], shape[2], shape[3])
+    _ROWS[key] = row
+    return row
+
+
+class Dominance:
+    """The classes that equal or dominate each class of ``keys``, as index lists, memoised: the
+    place walk and the backfill scan kill every class that dominates a failed one, and a
+    congested queue fails a few classes per cycle against tens of classes each time.
+
+    Plain keys (``_plain_row``) compare as five numbers in a tuple (no call, no unpacking of
+    nested tuples); any other failed key is compared with each key by ``dominates`` itself.
+    The "not less than" form keeps ``dominates``' answers even for a NaN."""
+
+    __slots__ = ("keys", "rows", "_memo")
+
+    def __init__(self, keys: list[tuple]) -> None:
+        self.keys = keys
+        self.rows = [_plain_row(k) for k in keys]
+        self._memo: dict[int, list[int]] = {}
+
+    def over(self, c: int) -> list[int]:
+        """``[d for d in range(len(keys)) if d == c or dominates(keys[d], keys[c])]``."""
+        out = self._memo.get(c)
+        if out is not None:
+            return out
+        small = self.rows[c]
+        if small is not None:
+            r, g, cp, m, mod = small
+            out = [d for d, row in enumerate(self.rows)
+                   if d == c or (row is not None and row[4] == mod and not (
+                       row[0] < r or row[1] < g or row[2] < cp or row[3] < m))]
+        else:
+            key = self.keys[c]
+            out = [d for d, k in enumerate(self.keys) if d == c or dominates(k, key)]
+        self._memo[c] = out
+        return out

@@ -141,3 +141,15 @@ def test_a_cycle_over_the_queue_decides_and_explains_exactly_as_over_the_list(ro
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(queue_mod, "_COMPACT_MIN", 4)  # compact as soon as half the rows have left
         assert _drain(f, rows, policy, True) == _drain(f, rows, policy, False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 39), max_size=20), st.lists(st.integers(0, 29), max_size=30, unique=True))
+def test_positions_of_lists_where_the_asked_ids_sit_in_the_view_ascending(asked, order):
+    """A view of up to 30 of 40 queued jobs, in any order; asked: up to 20 ids (absent and
+    repeated ones too, few and many: a few are compared directly, many through ``np.isin``)."""
+    q = PendingQueue([pj(i) for i in range(40)])
+    v = q.view().take(np.array(order, np.int64))
+    ids = [f"j{i:04d}" for i in asked]
+    expected = [k for k, p in enumerate(v) if p.job.id in set(ids)]
+    assert v.positions_of(ids).tolist() == expected

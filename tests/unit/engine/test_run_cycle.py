@@ -91,3 +91,17 @@ def test_every_named_profile_starts_what_fits_and_explains_what_does_not(name):
     assert "fits" not in r.statuses
     gpus_bound = sum(b.request.gpus for b in r.bindings)
     assert gpus_bound == (16 if name == "per-pod" else 8)
+
+
+def test_a_gang_short_of_cpu_says_how_many_pods_the_gpus_alone_would_take():
+    """Two 8-GPU nodes, the second with 10 CPUs free; a 2×8-GPU gang asking 64 CPUs per pod:
+    the first node takes min(8 / 8, 224 / 64) = 1 pod, the second min(1, trunc(10 / 64)) = 0, so
+    1 pod fits now; by GPUs alone 2 would."""
+    f = fleet().leaves(1, nodes=2).build()
+    table = NodeTable.from_fleet(f)
+    table.cpu_free[1] = 10.0
+    r = cycle(f, [job("g").gpus(8).cpus(64).gang(2).build()], table=table)
+    assert r.statuses["g"].code is StatusCode.UNSCHEDULABLE
+    assert r.statuses["g"].reasons[0] == (
+        "pod set 'worker' needs 2×8 GPUs; 1 pod(s) of that shape fit now (2 by GPUs alone: "
+        "CPU or memory is exhausted on nodes with free GPUs)")

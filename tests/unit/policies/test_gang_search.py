@@ -3,11 +3,15 @@ a mask, a scorer that orders nodes, and one fill."""
 
 import numpy as np
 
+from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import CycleInput, PendingJob
 from gpufleet.model.job import PodRequest
 from gpufleet.policies.gang_search import best_fit_order, fill_in_order, tightest_leaves
-from gpufleet.testing.builders import fleet
+from gpufleet.policies.registry import profile
+from gpufleet.testing.builders import fleet, job
 
 
 def table(used: dict[int, int]) -> NodeTable:
@@ -44,3 +48,26 @@ def test_the_leaf_filter_keeps_the_tightest_leaf_that_holds_the_whole_gang():
     slots = t.slots(PodRequest(8))
     assert tightest_leaves(t, slots, 2).tolist() == [True, True, True, False, False, False]
     assert tightest_leaves(t, slots, 4).all()
+
+
+
+def test_the_empty_fleet_verdict_follows_a_node_that_stops_being_schedulable():
+    """Two 8-GPU nodes hold a 2×8-GPU gang when empty: with one node's GPUs taken, a cycle says
+    it does not fit now, never that it cannot fit. Once the other node is unschedulable the empty
+    fleet holds only 1 pod, so the next cycle (same fleet columns, same request) must say
+    UNRESOLVABLE: the empty-fleet answer remembered across cycles keys on which nodes are
+    schedulable."""
+    t = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    t.take(0, PodRequest(8))
+    gang = job("g").gpus(8).gang(2).build()
+
+    def status() -> Status:
+        r = run_cycle(CycleInput(now=0.0, nodes=t, pending=[PendingJob(gang)],
+                                 profile=profile("gang-bestfit")))
+        return r.statuses["g"]
+
+    assert status().code is StatusCode.UNSCHEDULABLE
+    t.schedulable[1] = False
+    after = status()
+    assert after.code is StatusCode.UNRESOLVABLE
+    assert "even an empty fleet holds only 1" in after.reasons[0]
