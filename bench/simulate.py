@@ -70,7 +70,8 @@ def main() -> None:
         cpu = time.process_time() - c0
         s = summarize(r)
         out["policies"][name] = {
-            "events": r.events, "cycles": r.cycles, "sim_wall_s": round(r.wall_s, 2),
+            "events": r.events, "cycles": r.cycles, "carried_cycles": r.carried_cycles,
+            "sim_wall_s": round(r.wall_s, 2),
             "sim_cpu_s": round(cpu, 2),
             # peak resident memory of the whole process so far (Linux: KiB), jobs and fleet included
             "max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

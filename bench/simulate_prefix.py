@@ -87,7 +87,8 @@ def main() -> None:
         h.update((json.dumps({"t": t, "event": kind, "job": job, "detail": detail}) + "\n").encode())
     if mark["on"]:
         pstats.Stats(prof).sort_stats(__import__("os").environ.get("SORT","cumulative")).print_stats(int(__import__("os").environ.get("NSTAT","40")))
-    print(json.dumps({"days": args.days, "cycles": st.cycles, "events": st.events, "sim_cpu_s": round(cpu, 2),
+    print(json.dumps({"days": args.days, "cycles": st.cycles, "carried_cycles": st.carried_cycles,
+                      "events": st.events, "sim_cpu_s": round(cpu, 2),
                       "ms_per_cycle": round(cpu / max(st.cycles, 1) * 1000, 3),
                       "max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
                       "log_events": len(st.rec.log), "log_sha256": h.hexdigest()[:16]}))

@@ -369,21 +369,29 @@ def _same_count(before: NodeTable, now: NodeTable, req: PodRequest, replicas: in
     return count(before) == count(now)
 
 
+class CarryMismatch(AssertionError):
+    """A carried-on cycle decided otherwise than the full cycle at its instant (a proof gap)."""
+
+
 def verify(st: SimState, memo: Carry, carried: CycleResult) -> None:
     """Run the full cycle too and check that it decides what the carried-on one did: the same
     starts, bindings and reservations, the new jobs' verdicts, and every old job's verdict of the
-    shape it last had."""
+    shape it last had. Raises ``CarryMismatch`` naming the instant and what differs."""
     from gpufleet.sim.step import cycle_input  # the driver's own input (no import cycle at load)
 
+    def check(ok: bool, what: object) -> None:
+        if not ok:
+            raise CarryMismatch(f"t={st.t}: {what}")
+
     full = run_cycle(cycle_input(st, st.cluster.pending_view()))
-    assert full.started == carried.started, (st.t, full.started, carried.started)
-    assert full.bindings == carried.bindings, st.t
-    assert full.reservations == carried.reservations, st.t
+    check(full.started == carried.started, ("started", full.started, carried.started))
+    check(full.bindings == carried.bindings, "bindings")
+    check(full.reservations == carried.reservations, "reservations")
     for jid, status in carried.statuses.items():
-        assert full.statuses[jid] == status, (st.t, jid, full.statuses[jid], status)
+        check(full.statuses[jid] == status, (jid, full.statuses[jid], status))
     old = memo.statuses or {}
     for jid, status in full.statuses.items():
         if jid in old:
-            assert status_shape(status) == status_shape(old[jid]), (st.t, jid, status, old[jid])
+            check(status_shape(status) == status_shape(old[jid]), (jid, status, old[jid]))
         else:
-            assert jid in carried.statuses, (st.t, jid, "judged by the full cycle only", status)
+            check(jid in carried.statuses, (jid, "judged by the full cycle only", status))

@@ -100,7 +100,7 @@ def test_a_high_priority_arrival_is_not_carried_on(monkeypatch):
     assert seen  # the 8-GPU arrivals queued behind the others were carried on
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), load=st.floats(0.8, 2.5), nodes=st.integers(2, 6),
        overrun=st.booleans())
 def test_any_congested_workload_carries_on_exactly(seed, load, nodes, overrun):
