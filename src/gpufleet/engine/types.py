@@ -187,6 +187,9 @@ class BackfillTrace:
     tests: int
     max_tests: int
     policy: str
+    #: How many of ``failures`` were made on ``view0`` and ``limits_initial`` themselves (those
+    #: before the scan's first start); -1 while the scan runs and has started nothing.
+    anchored: int = -1
 
 
 @dataclass(frozen=True, slots=True)

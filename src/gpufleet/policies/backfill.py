@@ -269,6 +269,8 @@ class ReservationBackfill:
                 scan.fail(k, fitted)
                 trace.failures.append(ScanFailure(scan.classes[int(scan.cls[k])], mode, fitted, job, planned))
                 continue
+            if trace.anchored < 0:
+                trace.anchored = len(trace.failures)
             for b in fitted:
                 plan.bind(b)
             for lim in limits[:mode]:
@@ -281,6 +283,8 @@ class ReservationBackfill:
             out.started.append(job.id)
         ctx.out.skipped_by_class += scan.write_statuses(cands, statuses)
         trace.tests = scan.tests
+        if trace.anchored < 0:
+            trace.anchored = len(trace.failures)
         ctx.out.backfill = trace
         return out
 

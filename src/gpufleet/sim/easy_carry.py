@@ -268,20 +268,59 @@ def _give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleC
                     lim[2][b.node] += b.request.memory_gb
 
 
+class _Delta:
+    """The nodes whose free capacity differs from the anchor's, as small tables of those rows:
+    the anchor's capacity and now's, in the view of each mode (its protected limits applied)."""
+
+    def __init__(self, trace: BackfillTrace, table: NodeTable) -> None:
+        g0, c0, m0 = trace.view0
+        idx = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
+        self.idx, self.trace = idx, trace
+        self.rows = _rows(table, idx) if idx.size else None
+        self.views: dict[int, tuple[NodeTable, NodeTable]] = {}
+
+    def __bool__(self) -> bool:
+        return self.idx.size > 0
+
+    def same(self, job: Job, mode: int) -> bool:
+        """Do the job's pods fit as many times on these nodes now as at the anchor, in ``mode``'s
+        view (and in mode 0's, for a job of a higher mode)?"""
+        if self.rows is None:
+            return True
+        if not _same_fit(job, *self._pair(mode)):
+            return False
+        return mode == 0 or _same_fit(job, *self._pair(0))
+
+    def _pair(self, mode: int) -> tuple[NodeTable, NodeTable]:
+        if mode not in self.views:
+            idx, trace, now = self.idx, self.trace, self.rows
+            assert now is not None
+            g0, c0, m0 = trace.view0
+            before = now.with_free(g0[idx], c0[idx], m0[idx])
+            lim0 = [[a[idx] for a in lim] for lim in trace.limits_initial]
+            lim1 = [[a[idx] for a in lim] for lim in trace.limits]
+            self.views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
+        return self.views[mode]
+
+
 def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
-    """Premise 7 after finishes: H and every failed search, searched again now, fail alike."""
+    """Premise 7 after finishes: H and every failed search fail now as they did. A verdict made at
+    the anchor whose fit counts on the changed nodes are the anchor's is the same verdict; any
+    other is searched again now (and, failing alike, renewed with now's numbers)."""
     placer, trace = ctx.profile.placer, memo.trace
-    head_now = placer.fit(memo.head, table, ctx)
-    head_then = placer.fit(memo.head, table.with_free(*trace.view0), ctx)
-    if not (isinstance(head_now, Status) and isinstance(head_then, Status)
-            and status_shape(head_now) == status_shape(head_then)):
-        return False
+    delta = _Delta(trace, table)
+    if not delta.same(memo.head, 0):
+        head_now = placer.fit(memo.head, table, ctx)
+        head_then = placer.fit(memo.head, table.with_free(*trace.view0), ctx)
+        if not (isinstance(head_now, Status) and isinstance(head_then, Status)
+                and status_shape(head_now) == status_shape(head_then)):
+            return False
     views: dict[int, NodeTable] = {}
     renewed = []
-    for f in trace.failures:
-        if f.status.code is StatusCode.UNRESOLVABLE:
-            renewed.append(f)
-            continue  # against the empty fleet: no capacity changes it
+    for i, f in enumerate(trace.failures):
+        if f.status.code is StatusCode.UNRESOLVABLE or (i < trace.anchored and delta.same(f.job, f.mode)):
+            renewed.append(f)  # against the empty fleet, or the anchor's counts: the same verdict
+            continue
         mode = f.mode
         if mode not in views:
             views[mode] = limited_view(table, trace.limits, mode)
@@ -305,37 +344,19 @@ def _re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
     """Every failed search was just checked against the capacity now: it is the new anchor."""
     trace.view0 = (table.gpu_free.copy(), table.cpu_free.copy(), table.mem_free.copy())
     trace.limits_initial = [[a.copy() for a in lim] for lim in trace.limits]
+    trace.anchored = len(trace.failures)
 
 
 def _shrunk_alike(memo: Carry, table: NodeTable) -> bool:
     """Premise 7, arrivals only: on the nodes whose free capacity moved since the anchor, H and
     every failed search fit as many pods as they did."""
-    trace = memo.trace
-    g0, c0, m0 = trace.view0
-    delta = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
-    if delta.size == 0:
+    delta = _Delta(memo.trace, table)
+    if not delta:
         return True
-    before = _rows(table, delta).with_free(g0[delta], c0[delta], m0[delta])
-    now = _rows(table, delta)
-    views: dict[int, tuple[NodeTable, NodeTable]] = {}
-
-    def pair(mode: int) -> tuple[NodeTable, NodeTable]:
-        if mode not in views:
-            lim0 = [[a[delta] for a in lim] for lim in trace.limits_initial]
-            lim1 = [[a[delta] for a in lim] for lim in trace.limits]
-            views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
-        return views[mode]
-
-    if not _same_fit(memo.head, *pair(0)):
+    if not delta.same(memo.head, 0):
         return False
-    for f in trace.failures:
-        if f.status.code is StatusCode.UNRESOLVABLE:
-            continue
-        if not _same_fit(f.job, *pair(f.mode)):
-            return False
-        if f.planned is not None and not _same_fit(f.job, *pair(0)):
-            return False
-    return True
+    return all(f.status.code is StatusCode.UNRESOLVABLE or delta.same(f.job, f.mode)
+               for f in memo.trace.failures)
 
 
 def _rows(table: NodeTable, idx: np.ndarray) -> NodeTable:
