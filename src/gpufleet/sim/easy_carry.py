@@ -29,14 +29,15 @@ Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` ch
 4. Modes: no waiting candidate's planned end crossed a protected start since its mode was taken.
 5. Cap: fewer than ``max_tests`` searches in all, counting the new jobs.
 6. No reservation holds a node in ``taken``.
-7. Finishes: H and every failed search, searched again now in its mode's view, fail with a
-   verdict of the same shape: a "fits now, but would delay" verdict still fails in its mode and
-   fits in mode 0; any other verdict of a mode above 0 still does not fit in mode 0 either (else
-   the scan would now call it a delay). Then the anchor moves to now.
-   Arrivals only: on the nodes whose free capacity differs from the anchor's (Δ; capacity only
+7. Finishes: H and every failed search fail now with a verdict of the same shape; a verdict of
+   a mode above 0 also keeps its answer in mode 0 (a "fits now, but would delay" verdict still
+   fits there, any other still does not, else the scan would now word it otherwise). A verdict
+   made at the anchor whose fit counts on Δ (below) are the anchor's is the same verdict; any
+   other is searched again now and renewed with now's numbers. Then the anchor moves to now.
+   Arrivals only: on Δ, the nodes whose free capacity differs from the anchor's (capacity only
    shrank since), H's pods and each failed search's pods fit as many times now as at the anchor,
-   in its mode's view (and mode 0 for a delay verdict), by whole GPUs and by GPUs alone (the two
-   numbers an UNSCHEDULABLE reason names).
+   in its mode's view (and mode 0's), by whole GPUs and by GPUs alone (the two numbers an
+   UNSCHEDULABLE reason names).
 
 Why the full cycle C at t decides the same:
 - place: the jobs ahead of H are UNRESOLVABLE (against the empty fleet: unchanged); H fails
@@ -49,10 +50,11 @@ Why the full cycle C at t decides the same:
   jobs started since (less what they take past the reservation's start: the scan's bookkeeping)
   and finished since (more what they held past it: ``_give_back``) — exact by 1.
 - backfill: the same candidates, order and modes (4), the same limits; each failed search fails
-  again with a verdict of the same shape: re-checked (7, finishes), or, when only arrivals came,
-  what it saw lies between the anchor and now (capacity only shrank) and fit counts are monotone
-  in capacity, so equal at both ends means equal throughout; so it kills the same classes and no
-  old candidate starts; the cap is not reached (5). New jobs come last: ``continue_scan``.
+  again with a verdict of the same shape: checked (7, finishes: fit counts equal to the ones its
+  verdict was made with mean the same verdict), or, when only arrivals came, what it saw lies
+  between the anchor and now (capacity only shrank) and fit counts are monotone in capacity, so
+  equal at both ends means equal throughout; so it kills the same classes and no old candidate
+  starts; the cap is not reached (5). New jobs come last: ``continue_scan``.
 - log: old jobs get verdicts of the shapes they had (numbers inside reasons move: a reservation's
   "in N s", "K pod(s) fit now"), and the decision log compares shapes without numbers
   (sim/decisions.py), so it writes nothing for them; new jobs' lines, starts and backfill lines
