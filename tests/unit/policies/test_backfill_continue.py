@@ -31,32 +31,36 @@ def _easy() -> Profile:
                    reserver=ShadowReserver(protect=1, depth=1), backfiller=ReservationBackfill())
 
 
-def _running() -> list[RunningJob]:
+#: (name, node, GPUs, end) of the jobs running at t = 0.
+RUNNING = (("r0", 0, 6, 100.0), ("r1", 1, 8, 300.0))
+
+
+def _running(spec=RUNNING) -> list[RunningJob]:
     out = []
-    for name, node, gpus, ends in (("r0", 0, 6, 100.0), ("r1", 1, 8, 300.0)):
+    for name, node, gpus, ends in spec:
         j = job(name).gpus(gpus).runs(ends).build()
         out.append(RunningJob(j, 0.0, (PodBinding(j.id, "worker", 0, node, PodRequest(gpus, 0.0, 0.0)),)))
     return out
 
 
-def _table() -> NodeTable:
+def _table(spec=RUNNING) -> NodeTable:
     table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
-    for rj in _running():
+    for rj in _running(spec):
         for b in rj.bindings:
             table.take(b.node, b.request)
     return table
 
 
-def _full(pending: list[Job]):
-    return run_cycle(CycleInput(now=0.0, nodes=_table(), pending=[PendingJob(j) for j in pending],
-                                profile=_easy(), running=_running()))
+def _full(pending: list[Job], spec=RUNNING):
+    return run_cycle(CycleInput(now=0.0, nodes=_table(spec), pending=[PendingJob(j) for j in pending],
+                                profile=_easy(), running=_running(spec)))
 
 
-def _carried(queue: list[Job], new: list[Job]):
+def _carried(queue: list[Job], new: list[Job], spec=RUNNING):
     """The cycle over ``queue``, then its scan carried on over ``new`` on what it left."""
-    first = _full(queue)
+    first = _full(queue, spec)
     assert first.backfill is not None
-    table = _table()
+    table = _table(spec)
     for b in first.bindings:
         table.take(b.node, b.request)
     ctx = CycleContext(now=0.0, profile=_easy(), rng=np.random.default_rng(0),
@@ -125,3 +129,33 @@ def test_past_the_search_cap_a_new_job_is_not_examined():
     ctx = CycleContext(now=0.0, profile=_easy(), rng=np.random.default_rng(0))
     started, verdicts = continue_scan(trace, [two], Plan(_table()), ctx)
     assert started == [] and verdicts == {"two": UNEXAMINED}
+
+
+def test_a_new_job_that_starts_past_the_reservation_lowers_its_limit_for_the_next():
+    """r0 holds 2 GPUs of node 0 until 1,000 s, r1 all of node 1 until 300 s. ``head`` (2 × 4
+    GPUs) fits once at t = 0 (node 0: 6 free), twice at 300 s: best fit puts a pod on node 0 (6
+    free, fewest) and one on node 1, so node 0's limit at 300 s is 6 − 4 = 2. ``a`` (2 GPUs,
+    1,000 s: past 300 s) fits under it and starts on node 0, leaving the limit 0; ``b`` (1 GPU,
+    1,000 s) then fits now (4 free) but not under the limit: the delay verdict, as in the full
+    scan over [head, a, b]."""
+    spec = (("r0", 0, 2, 1000.0), ("r1", 1, 8, 300.0))
+    head = job("head").gpus(4).gang(2).runs(50).build()
+    a = job("a").gpus(2).at(1).runs(1000).build()
+    b = job("b").gpus(1).at(2).runs(1000).build()
+    started, verdicts, bindings, _ = _carried([head], [a, b], spec)
+    full = _full([head, a, b], spec)
+    assert started == ["a"] == list(full.started)
+    assert [(x.job, x.node) for x in bindings] == [("a", 0)]
+    assert verdicts == {"b": full.statuses["b"]} and "would delay" in verdicts["b"].reasons[0]
+
+
+def test_a_new_job_that_dominates_a_class_the_place_step_found_unresolvable_gets_its_verdict():
+    """``three`` (3 × 8 GPUs) fits not even the empty two-node fleet: the place step says so and
+    walks on to ``big``. ``four`` (4 × 8 GPUs) asks more: the scan settles it with ``three``'s
+    verdict before any search, as the full scan does (its own search would name 4 pods)."""
+    three = job("three").gpus(8).gang(3).runs(50).build()
+    four = job("four8").gpus(8).gang(4).at(2).runs(50).build()
+    started, verdicts, _, _ = _carried([three, BIG], [four])
+    full = _full([three, BIG, four])
+    assert started == [] and verdicts["four8"] == full.statuses["four8"]
+    assert verdicts["four8"].code is StatusCode.UNRESOLVABLE and "3 pods" in verdicts["four8"].reasons[0]
