@@ -150,10 +150,11 @@ def test_a_new_job_that_starts_past_the_reservation_lowers_its_limit_for_the_nex
 
 
 def test_a_new_job_that_dominates_a_class_the_place_step_found_unresolvable_gets_its_verdict():
-    """``three`` (3 × 8 GPUs) fits not even the empty two-node fleet: the place step says so and
+    """``three`` (3 × 8 GPUs, priority 1: first in the queue) fits not even the empty two-node
+    fleet: the place step says so and
     walks on to ``big``. ``four`` (4 × 8 GPUs) asks more: the scan settles it with ``three``'s
     verdict before any search, as the full scan does (its own search would name 4 pods)."""
-    three = job("three").gpus(8).gang(3).runs(50).build()
+    three = job("three").gpus(8).gang(3).priority(1).runs(50).build()
     four = job("four8").gpus(8).gang(4).at(2).runs(50).build()
     started, verdicts, _, _ = _carried([three, BIG], [four])
     full = _full([three, BIG, four])
