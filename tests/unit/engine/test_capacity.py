@@ -80,7 +80,7 @@ def _avail(timeline: tuple[NodeTable, list[tuple[RunningJob, float]]]) -> Capaci
 def test_the_window_read_on_some_nodes_equals_the_whole_fleets_window_at_those_nodes(
         timeline, hs, start, length, nodes):
     avail = _avail(timeline)
-    idx = np.array(nodes, np.int64)
+    idx = np.array(list(dict.fromkeys(nodes)), np.int64)  # distinct nodes, in any order
     whole = avail.free_throughout(hs, start, start + length)
     some = avail.free_throughout_on(hs, start, start + length, idx)
     for w, s in zip(whole, some, strict=True):
