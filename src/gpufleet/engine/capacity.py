@@ -135,6 +135,7 @@ class Hold:
     cpu: np.ndarray
     mem: np.ndarray
     job: JobId | None = None
+    _nodes: set[int] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, bindings: Sequence[PodBinding], n: int, start: float, end: float,
@@ -145,6 +146,12 @@ class Hold:
                    np.bincount(node, np.array([b.request.cpus for b in bindings], float), n),
                    np.bincount(node, np.array([b.request.memory_gb for b in bindings], float), n),
                    job)
+
+    def nodes(self) -> set[int]:
+        """The nodes on which this hold takes anything (every other node's entries are zero)."""
+        if self._nodes is None:
+            self._nodes = set(np.flatnonzero((self.gpu != 0) | (self.cpu != 0) | (self.mem != 0)).tolist())
+        return self._nodes
 
     def overlaps(self, start: float, end: float) -> bool:
         return self.start < end and start < self.end
@@ -222,6 +229,63 @@ class CapacityTimeline:
             for h in holds:
                 if h.active_at(tau):
                     gpu, cpu, mem = gpu - h.gpu, cpu - h.cpu, mem - h.mem
+            best = (gpu, cpu, mem) if best is None else (
+                np.minimum(best[0], gpu), np.minimum(best[1], cpu), np.minimum(best[2], mem))
+        assert best is not None
+        return np.maximum(best[0], 0), np.maximum(best[1], 0), np.maximum(best[2], 0)
+
+    def free_throughout_on(self, holds: Sequence[Hold], start: float, end: float,
+                           nodes: np.ndarray) -> Columns:
+        """``free_throughout(holds, start, end)`` read at ``nodes`` (distinct node indices) only:
+        column c of the answer equals ``free_throughout(...)[c][nodes]`` element for element,
+        because each element goes through the same operations on the same doubles:
+
+        - free now plus what the jobs ended by then release: ``released_by`` sums a node's pods
+          with ``bincount``, in pod order from 0.0; so does the ``bincount`` here over the same
+          pods (those on ``nodes``, picked out once, in pod order);
+        - minus each active hold in ``holds`` order; a hold that takes nothing on ``nodes`` is
+          skipped (x − 0 = x, bit for bit);
+        - the least over the points, the clamp at zero. A point whose (released pods, active
+          holds) equal an earlier point's has the same values: skipped (min(x, x) = x).
+
+        numpy's element-wise arithmetic does not depend on the other elements of an array, so
+        a promise's few nodes cost a few short arrays, not the fleet's columns (test:
+        tests/unit/engine/test_capacity.py)."""
+        points = [start, *sorted({h.start for h in holds if start < h.start < end})]
+        t, rel = self.table, self.releases
+        k = nodes.size
+        where = np.full(len(t), -1, np.int64)
+        where[nodes] = np.arange(k)
+        loc = where[rel.rel_node]
+        sel = np.flatnonzero(loc >= 0)                  # released pods on ``nodes``, in pod order
+        loc = loc[sel]
+        w = (rel.rel_gpu[sel], rel.rel_cpu[sel], rel.rel_mem[sel])
+        free0 = (t.gpu_free[nodes], t.cpu_free[nodes], t.mem_free[nodes])
+        wanted = set(nodes.tolist())
+        touching = [(i, h) for i, h in enumerate(holds) if not wanted.isdisjoint(h.nodes())]
+        taken: dict[int, Columns] = {}
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        best: Columns | None = None
+        for tau in points:
+            p = int(np.searchsorted(rel.rel_rank, self.index_at(tau), side="left"))
+            active = tuple(i for i, h in touching if h.active_at(tau))
+            if (p, active) in seen:
+                continue
+            seen.add((p, active))
+            if p:
+                j = int(np.searchsorted(sel, p, side="left"))
+                idx = loc[:j]
+                gpu = free0[0] + np.bincount(idx, w[0][:j], k).astype(np.int64)
+                cpu = free0[1] + np.bincount(idx, w[1][:j], k)
+                mem = free0[2] + np.bincount(idx, w[2][:j], k)
+            else:
+                gpu, cpu, mem = free0
+            for i in active:
+                hit = taken.get(i)
+                if hit is None:
+                    h = holds[i]
+                    hit = taken[i] = (h.gpu[nodes], h.cpu[nodes], h.mem[nodes])
+                gpu, cpu, mem = gpu - hit[0], cpu - hit[1], mem - hit[2]
             best = (gpu, cpu, mem) if best is None else (
                 np.minimum(best[0], gpu), np.minimum(best[1], cpu), np.minimum(best[2], mem))
         assert best is not None

@@ -21,6 +21,7 @@ hands them promises they describe exactly ``CycleInput.running``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,13 @@ def _rank_order(ends: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return order
 
 
+def _same_multipliers(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    """Are two per-tenant accuracy multiplier columns the same numbers (None: no accuracy, all 1)?"""
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.array_equal(a, b))
+
+
 def _estimate(rj: RunningJob) -> float:
     """``job_estimates`` for one job: the estimate where one is given (not NaN), else the run time."""
     est = rj.job.run_time_estimate
@@ -66,7 +74,8 @@ class RunningColumns:
 
     __slots__ = ("n", "row_of", "rjs", "live", "start", "est", "progress", "tenant",
                  "evicting", "tenants", "_tenant_of", "npods", "m", "pod_row", "pod_node",
-                 "pod_gpu", "pod_cpu", "pod_mem", "n_live", "_ids_obj", "compact_min")
+                 "pod_gpu", "pod_cpu", "pod_mem", "n_live", "_ids_obj", "compact_min", "version",
+                 "_cached")
 
     def __init__(self, compact_min: int = _COMPACT_MIN) -> None:
         #: Below this many rows the columns are never compacted.
@@ -91,6 +100,11 @@ class RunningColumns:
         self.pod_cpu = np.zeros(_MIN_CAP, np.float64)
         self.pod_mem = np.zeros(_MIN_CAP, np.float64)
         self._ids_obj = np.full(_MIN_CAP, None, object)
+        #: Bumped by every ``add`` and ``remove`` (compaction happens inside ``remove``).
+        self.version = 0
+        #: The last schedule ``releases`` built without ``extra``, and what it was built from:
+        #: (version, per-tenant multipliers, the smallest planned end, schedule).
+        self._cached: tuple[int, np.ndarray, float, Releases] | None = None
 
     @classmethod
     def of(cls, running: Sequence[RunningJob]) -> RunningColumns:
@@ -144,6 +158,7 @@ class RunningColumns:
         self.m = m
         self.n = r + 1
         self.n_live += 1
+        self.version += 1
 
     def remove(self, jid: JobId) -> RunningJob:
         """A job stops running (ends, is evicted, or its run is about to be replaced)."""
@@ -153,6 +168,7 @@ class RunningColumns:
         self.live[r] = False
         self.rjs[r] = None
         self.n_live -= 1
+        self.version += 1
         if self.n >= self.compact_min and self.n_live * 2 < self.n:
             self._compact()
         return rj
@@ -230,19 +246,35 @@ class RunningColumns:
         columns: the rows' ends by the same arithmetic as ``CycleContext.expected_ends`` (jobs
         under notice one by one, by ``expected_end``), ``extra`` (this cycle's placements, not yet
         running) by ``extra_ends``; ranked by (end, id), ties in input order; pods laid out in
-        rank order, each job's in binding order."""
+        rank order, each job's in binding order.
+
+        A call without ``extra`` returns the previous call's schedule object when that call had
+        no ``extra`` either, no ``add``/``remove`` came in between (``version``), the per-tenant
+        multipliers are the same numbers, no live job is under notice, and ``now`` is below every
+        live job's planned end (and was at the previous call). Proof that it equals a fresh
+        build: the rows and multipliers are the same, so ``planned`` is the same array; every
+        planned end is after both ``now`` values, so ``ends = planned`` in both calls (the
+        ``now + 1`` branch is taken by no row, and no row reads ``expected_end``); the ranking,
+        the ids and the pod layout are functions of (ends, ids, counts, pods) alone. A cycle in
+        which only jobs arrived reuses the schedule. Callers must not write into it (none does:
+        ``CapacityTimeline`` builds new arrays from it)."""
         from gpufleet.engine.capacity import Releases
 
+        mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
+                           len(self.tenants)) if accuracy else None
+        hit = self._cached
+        if (hit is not None and not extra and hit[0] == self.version and now < hit[2]
+                and _same_multipliers(hit[1], mult)):
+            return hit[3]  # the same schedule: see ``_cached`` below
         live = np.flatnonzero(self.live[:self.n])
         k = live.size
         est = self.est[live]
-        if accuracy:
-            mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
-                               len(self.tenants))
+        if mult is not None:
             est = est * mult[self.tenant[live]]
         planned = self.start[live] + np.maximum(est - self.progress[live], 0.0)
         ends = np.where(planned > now, planned, now + 1.0)
-        if self.evicting[live].any():
+        evicting = bool(self.evicting[live].any())
+        if evicting:
             for i in np.flatnonzero(self.evicting[live]).tolist():
                 rj = self.rjs[int(live[i])]
                 assert rj is not None
@@ -287,5 +319,12 @@ class RunningColumns:
         starts_at = np.cumsum(c) - c
         take = np.repeat(first[order] - starts_at, c) + np.arange(total, dtype=np.int64)
         rel_rank = np.repeat(np.arange(n, dtype=np.int64), c)
-        return Releases(tuple(ids[order].tolist()), ends[order], rel_rank,
-                        p_node[take], p_gpu[take], p_cpu[take], p_mem[take])
+        out = Releases(tuple(ids[order].tolist()), ends[order], rel_rank,
+                       p_node[take], p_gpu[take], p_cpu[take], p_mem[take])
+        lowest = float(planned.min()) if k else math.inf
+        # Kept for the next call when it is a function of (rows, multipliers) alone: no
+        # ``extra``, no job under notice (its end reads ``now``), and every planned end after
+        # ``now`` (then ``ends`` is ``planned`` itself, not now + 1).
+        self._cached = (None if extra or evicting or not now < lowest
+                        else (self.version, mult, lowest, out))
+        return out

@@ -50,7 +50,6 @@ from gpufleet.engine.types import (
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.gang import bindings_fit
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
@@ -79,6 +78,27 @@ def window_free(avail: CapacityTimeline, holds: list[Hold], start: float, end: f
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per node, the capacity free throughout [start, end) (``CapacityTimeline.free_throughout``)."""
     return avail.free_throughout(holds, start, end)
+
+
+def bindings_fit_throughout(avail: CapacityTimeline, holds: list[Hold], start: float, end: float,
+                            bindings: tuple[PodBinding, ...]) -> bool:
+    """``bindings_fit(avail.table.with_free(*window_free(avail, holds, start, end)), bindings)``
+    computed on the bindings' nodes only: the same per-node sums (``bindings_fit``'s, in binding
+    order), compared with the same window capacity (``free_throughout_on``: equal element for
+    element, clamp at zero included) by the same expressions and tolerances, on the same
+    schedulable mask (``with_free`` keeps the table's). So the answer is the same boolean; a
+    promise's check no longer builds the whole fleet's window columns."""
+    need: dict[int, list[float]] = {}
+    for b in bindings:
+        acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
+        acc[0] += b.request.gpus
+        acc[1] += b.request.cpus
+        acc[2] += b.request.memory_gb
+    nodes = np.fromiter(need, np.int64, len(need))
+    gpu, cpu, mem = avail.free_throughout_on(holds, start, end, nodes)
+    sched = avail.table.schedulable
+    return all(sched[n] and gpu[i] >= g and cpu[i] >= c - 1e-9 and mem[i] >= m - 1e-9
+               for i, (n, (g, c, m)) in enumerate(need.items()))
 
 
 @dataclass(frozen=True)
@@ -175,11 +195,10 @@ class ShadowReserver:
         def ok(k: int) -> bool:
             return _feasible(ctx, job, table_at(k))
 
-        if prev is not None and prev.start >= ctx.now:
-            # A promise stands while its own pods still fit at its time: keep the nodes and time.
-            at = table_at(avail.index_at(prev.start), prev.start)
-            if bindings_fit(at, prev.bindings):
-                return prev.start, prev.bindings
+        # A promise stands while its own pods still fit at its time: keep the nodes and time.
+        if prev is not None and prev.start >= ctx.now and bindings_fit_throughout(
+                avail, holds, prev.start, prev.start + ctx.planned_run(job), prev.bindings):
+            return prev.start, prev.bindings
         if not first and ok(0):
             return ctx.now, ()
         n = len(avail)

@@ -115,3 +115,74 @@ def test_a_job_already_in_the_columns_cannot_be_added_twice():
     cols = RunningColumns.of([rj])
     with pytest.raises(KeyError):
         cols.add(rj)
+
+
+# jobs that start after time 0 with little progress: at now = 0 every planned end is ahead
+ahead = st.builds(_running, st.integers(0, 60), st.floats(1, 2_000), st.floats(1, 5_000),
+                  st.one_of(st.none(), st.floats(1, 5_000)), st.floats(0, 0.5),
+                  st.lists(st.tuples(st.integers(0, 7), st.integers(1, 8)), min_size=1, max_size=4),
+                  st.integers(0, 2))
+# a few cycles in a row with nothing started or ended between them
+cycles = st.tuples(st.just("cycle"), st.lists(st.tuples(
+    st.one_of(st.floats(0, 20), st.floats(0, 800)),  # how far ``now`` moves on (past planned ends)
+    st.sampled_from([{}, {}, {"t0": 2.0}, {"t1": 1.5, "t2": 0.5}]),
+    st.sampled_from([False, False, False, True])),  # whether this cycle placed a job (``extra``)
+    min_size=1, max_size=4))
+calls = st.one_of(st.tuples(st.just("start"), ahead), ops, cycles)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(calls, min_size=5, max_size=80), ahead)
+def test_a_schedule_reused_between_cycles_equals_one_built_afresh_at_every_cycle(seq, placed):
+    """Cycles interleaved with starts, ends and notices, ``now`` moving on by random steps (so
+    planned ends pass and jobs move to the now + 1 rule), the accuracy records changing and some
+    cycles placing a job: at every cycle the columns' schedule (reused from the previous cycle
+    when nothing it depends on changed) equals ``Releases.build`` over the running jobs at that
+    ``now``, field by field. Compaction is forced on (threshold 4 rows)."""
+    cols = RunningColumns(compact_min=4)
+    running: dict[str, RunningJob] = {}
+    now = 0.0  # jobs start in [0, 2000]: at first every planned end is ahead, then they pass
+    for op, arg in seq:
+        if op == "start":
+            if arg.job.id not in running:
+                running[arg.job.id] = arg
+                cols.add(arg)
+        elif op == "cycle":
+            for step, accuracy, with_extra in arg:
+                now += step
+                extra = [placed] if with_extra and placed.job.id not in running else []
+                ctx = CycleContext(now=now, profile=profile("gang-easy"), rng=np.random.default_rng(0),
+                                   running=list(running.values()), estimate_accuracy=accuracy)
+                everyone = [*running.values(), *extra]
+                expected = Releases.build(everyone, ctx.expected_end, ctx.expected_ends(everyone))
+                got = cols.releases(now, accuracy, ctx.expected_end, extra,
+                                    ctx.expected_ends(extra) if extra else None)
+                assert_same(got, expected)
+        elif running:
+            jid = list(running)[arg[0] % len(running) if op == "notice" else arg % len(running)]
+            if op == "end":
+                del running[jid]
+                cols.remove(jid)
+            else:
+                old = running[jid]
+                new = RunningJob(old.job, old.start_time, old.bindings, old.progress_before, True, arg[1])
+                running[jid] = new
+                cols.remove(jid)
+                cols.add(new)
+
+
+def test_a_cycle_with_only_arrivals_reuses_the_schedule_until_a_planned_end_passes():
+    """One job started at 0 with estimate 100: at now = 10 and now = 50 (nothing started or ended
+    in between) the schedule is the same object, ending at 100. At now = 100 its planned end is
+    no longer in the future, so the schedule is rebuilt and ends at now + 1 = 101; a start in
+    between also rebuilds it."""
+    cols = RunningColumns()
+    cols.add(RunningJob(job("a").runs(100.0).build(), 0.0, (PodBinding("a", "w", 0, 0, PodRequest(1)),)))
+    first = cols.releases(10.0, {}, lambda rj: 0.0)
+    assert cols.releases(50.0, {}, lambda rj: 0.0) is first
+    assert first.ends.tolist() == [100.0]
+    late = cols.releases(100.0, {}, lambda rj: 0.0)
+    assert late is not first and late.ends.tolist() == [101.0]
+    cols.add(RunningJob(job("b").runs(500.0).build(), 0.0, (PodBinding("b", "w", 0, 1, PodRequest(1)),)))
+    again = cols.releases(10.0, {}, lambda rj: 0.0)
+    assert again.jobs == ("a", "b") and again is not cols.releases(10.0, {"t0": 2.0}, lambda rj: 0.0)
