@@ -70,7 +70,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.phases.admit import AdmitAll
 from gpufleet.engine.phases.order import PriorityFifo
 from gpufleet.engine.phases.preempt import NoPreemption
@@ -80,10 +79,12 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation, RunningJob
 from gpufleet.model.fleet import Fleet
-from gpufleet.model.job import Job, PodRequest
+from gpufleet.model.job import Job
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver, limited_view
 from gpufleet.policies.backfill_continue import continue_scan
 from gpufleet.policies.gang import GangBestFit
+from gpufleet.sim.carry_delta import Delta
+from gpufleet.sim.carry_verify import verify
 from gpufleet.sim.decisions import status_shape
 from gpufleet.sim.kernel import Outcome
 from gpufleet.sim.shape_queues import OrderKey, order_key
@@ -235,7 +236,7 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
     result = CycleResult(bindings=plan.commit(), started=tuple(started), statuses=verdicts,
                          reservations=memo.reservations, admission=st.admission)
     if st.cfg.verify_carry:
-        verify(st, memo, result)
+        verify(st, memo.statuses or {}, result)
     _after(memo, result, arrivals, ctx)
     return result
 
@@ -270,48 +271,17 @@ def _give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleC
                     lim[2][b.node] += b.request.memory_gb
 
 
-class _Delta:
-    """The nodes whose free capacity differs from the anchor's, as small tables of those rows:
-    the anchor's capacity and now's, in the view of each mode (its protected limits applied)."""
-
-    def __init__(self, trace: BackfillTrace, table: NodeTable) -> None:
-        g0, c0, m0 = trace.view0
-        idx = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
-        self.idx, self.trace = idx, trace
-        self.rows = _rows(table, idx) if idx.size else None
-        self.views: dict[int, tuple[NodeTable, NodeTable]] = {}
-
-    def __bool__(self) -> bool:
-        return self.idx.size > 0
-
-    def same(self, job: Job, mode: int) -> bool:
-        """Do the job's pods fit as many times on these nodes now as at the anchor, in ``mode``'s
-        view (and in mode 0's, for a job of a higher mode)?"""
-        if self.rows is None:
-            return True
-        if not _same_fit(job, *self._pair(mode)):
-            return False
-        return mode == 0 or _same_fit(job, *self._pair(0))
-
-    def _pair(self, mode: int) -> tuple[NodeTable, NodeTable]:
-        if mode not in self.views:
-            idx, trace, now = self.idx, self.trace, self.rows
-            assert now is not None
-            g0, c0, m0 = trace.view0
-            before = now.with_free(g0[idx], c0[idx], m0[idx])
-            lim0 = [[a[idx] for a in lim] for lim in trace.limits_initial]
-            lim1 = [[a[idx] for a in lim] for lim in trace.limits]
-            self.views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
-        return self.views[mode]
-
-
 def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
     """Premise 7 after finishes: H and every failed search fail now as they did. A verdict made at
     the anchor whose fit counts on the changed nodes are the anchor's is the same verdict; any
     other is searched again now (and, failing alike, renewed with now's numbers)."""
     placer, trace = ctx.profile.placer, memo.trace
-    delta = _Delta(trace, table)
-    if not delta.same(memo.head, 0):
+    delta = Delta(trace, table)
+    anchored = [i for i, f in enumerate(trace.failures[:trace.anchored])
+                if f.status.code is not StatusCode.UNRESOLVABLE]
+    same = delta.same([(memo.head, 0)] + [(trace.failures[i].job, trace.failures[i].mode) for i in anchored])
+    unchanged = {i for i, ok in zip(anchored, same[1:], strict=True) if ok}
+    if not same[0]:
         head_now = placer.fit(memo.head, table, ctx)
         head_then = placer.fit(memo.head, table.with_free(*trace.view0), ctx)
         if not (isinstance(head_now, Status) and isinstance(head_then, Status)
@@ -320,7 +290,7 @@ def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
     views: dict[int, NodeTable] = {}
     renewed = []
     for i, f in enumerate(trace.failures):
-        if f.status.code is StatusCode.UNRESOLVABLE or (i < trace.anchored and delta.same(f.job, f.mode)):
+        if f.status.code is StatusCode.UNRESOLVABLE or i in unchanged:
             renewed.append(f)  # against the empty fleet, or the anchor's counts: the same verdict
             continue
         mode = f.mode
@@ -352,69 +322,9 @@ def _re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
 def _shrunk_alike(memo: Carry, table: NodeTable) -> bool:
     """Premise 7, arrivals only: on the nodes whose free capacity moved since the anchor, H and
     every failed search fit as many pods as they did."""
-    delta = _Delta(memo.trace, table)
+    delta = Delta(memo.trace, table)
     if not delta:
         return True
-    if not delta.same(memo.head, 0):
-        return False
-    return all(f.status.code is StatusCode.UNRESOLVABLE or delta.same(f.job, f.mode)
-               for f in memo.trace.failures)
-
-
-def _rows(table: NodeTable, idx: np.ndarray) -> NodeTable:
-    """The table of these nodes alone (whole-GPU questions only: no per-GPU state, no index)."""
-    return NodeTable(
-        tuple(table.names[i] for i in idx.tolist()), table.gpu_models, table.model_idx[idx],
-        table.leaf_idx[idx], table.spine_idx[idx], table.domain_idx[idx], table.gpu_total[idx],
-        table.cpu_total[idx], table.mem_total[idx], table.gpu_free[idx], table.cpu_free[idx],
-        table.mem_free[idx], table.schedulable[idx], None, None, table.pods_per_node, table.eligible)
-
-
-def _same_fit(job: Job, before: NodeTable, now: NodeTable) -> bool:
-    """Do the job's pods fit as many times on these nodes now as before (whole GPUs, one pod set,
-    no node filter: the numbers an UNSCHEDULABLE reason is made of)?"""
-    if len(job.pod_sets) != 1 or job.eligible_nodes is not None:
-        return False
-    ps = job.pod_sets[0]
-    req = ps.request
-    if req.is_fractional or req.gpus <= 0:
-        return False
-    if not _same_count(before, now, req, ps.replicas):
-        return False
-    if req.cpus > 0 or req.memory_gb > 0:
-        return _same_count(before, now, PodRequest(req.gpus, 0.0, 0.0, req.gpu_models), ps.replicas)
-    return True
-
-
-def _same_count(before: NodeTable, now: NodeTable, req: PodRequest, replicas: int) -> bool:
-    def count(table: NodeTable) -> int:
-        return int(np.minimum(table.slots(req), replicas).sum())
-    return count(before) == count(now)
-
-
-class CarryMismatch(AssertionError):
-    """A carried-on cycle decided otherwise than the full cycle at its instant (a proof gap)."""
-
-
-def verify(st: SimState, memo: Carry, carried: CycleResult) -> None:
-    """Run the full cycle too and check that it decides what the carried-on one did: the same
-    starts, bindings and reservations, the new jobs' verdicts, and every old job's verdict of the
-    shape it last had. Raises ``CarryMismatch`` naming the instant and what differs."""
-    from gpufleet.sim.step import cycle_input  # the driver's own input (no import cycle at load)
-
-    def check(ok: bool, what: object) -> None:
-        if not ok:
-            raise CarryMismatch(f"t={st.t}: {what}")
-
-    full = run_cycle(cycle_input(st, st.cluster.pending_view()))
-    check(full.started == carried.started, ("started", full.started, carried.started))
-    check(full.bindings == carried.bindings, "bindings")
-    check(full.reservations == carried.reservations, "reservations")
-    for jid, status in carried.statuses.items():
-        check(full.statuses[jid] == status, (jid, full.statuses[jid], status))
-    old = memo.statuses or {}
-    for jid, status in full.statuses.items():
-        if jid in old:
-            check(status_shape(status) == status_shape(old[jid]), (jid, status, old[jid]))
-        else:
-            check(jid in carried.statuses, (jid, "judged by the full cycle only", status))
+    checked = [(memo.head, 0)] + [(f.job, f.mode) for f in memo.trace.failures
+                                  if f.status.code is not StatusCode.UNRESOLVABLE]
+    return all(delta.same(checked))

@@ -1,0 +1,126 @@
+"""The nodes whose free capacity moved since the anchor, and whether jobs fit there as often.
+
+A carried-on EASY cycle (sim/easy_carry.py) knows each failed search's verdict as it was made at
+the *anchor* (a capacity state); on every node whose free capacity is the anchor's, a job's pods
+fit as many times now as then. So "is the verdict the same now?" reduces to the few changed nodes
+(Δ): does each job's pod set fit there as many times now as at the anchor, in its mode's view
+(the protected limits applied) and in mode 0's, by whole request and by GPUs alone (the two
+numbers an UNSCHEDULABLE reason names: ``gang_search.insufficiency_reason``).
+
+``fit_counts`` answers that for many requests at once: Σ over the rows of min(slots, replicas),
+with ``NodeTable.slots``' arithmetic (floor of free / asked per dimension, the CPU and memory
+terms as free × (1 / asked) + 1e-9 truncated, zero on unschedulable rows and other GPU models),
+batched over requests — a test compares it with ``slots`` on random tables and requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import BackfillTrace
+from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.backfill import limited_view
+
+#: (request, replicas) of a job with one whole-GPU pod set and no node filter.
+Plain = tuple[PodRequest, int]
+
+
+def plain(job: Job) -> Plain | None:
+    """The job's one pod set when its fit counts are the whole story of its verdict, else None."""
+    if len(job.pod_sets) != 1 or job.eligible_nodes is not None:
+        return None
+    ps = job.pod_sets[0]
+    req = ps.request
+    if req.is_fractional or req.gpus <= 0:
+        return None
+    return req, ps.replicas
+
+
+def fit_counts(table: NodeTable, reqs: Sequence[Plain], *, gpus_only: bool = False) -> np.ndarray:
+    """Per (request, replicas): Σ over the table's rows of min(pods of the request a row takes,
+    replicas) — by GPUs alone with ``gpus_only``."""
+    g = np.array([q.gpus for q, _ in reqs], np.int64)
+    s = table.gpu_free[None, :] // g[:, None]
+    if not gpus_only:
+        for free, asked in ((table.cpu_free, [q.cpus for q, _ in reqs]),
+                            (table.mem_free, [q.memory_gb for q, _ in reqs])):
+            a = np.asarray(asked, float)
+            pos = a > 0
+            if pos.any():
+                inv = 1.0 / np.where(pos, a, 1.0)
+                x = (free[None, :] * inv[:, None] + 1e-9).astype(np.int64)
+                s = np.where(pos[:, None], np.minimum(s, x), s)
+    ok = np.empty(s.shape, bool)
+    masks: dict[tuple[str, ...], np.ndarray] = {}
+    for i, (q, _) in enumerate(reqs):
+        models = q.gpu_models
+        if models not in masks:
+            mm = table.model_mask(models)
+            masks[models] = table.schedulable if mm is None else table.schedulable & mm
+        ok[i] = masks[models]
+    s = s * ok
+    if table.pods_per_node is not None:
+        s = np.minimum(s, table.pods_per_node)
+    reps = np.array([r for _, r in reqs], np.int64)
+    return np.minimum(s, reps[:, None]).sum(axis=1)
+
+
+class Delta:
+    """The rows whose free capacity differs from the trace's anchor, with the anchor's capacity
+    and now's in the view of each mode."""
+
+    def __init__(self, trace: BackfillTrace, table: NodeTable) -> None:
+        g0, c0, m0 = trace.view0
+        idx = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
+        self.idx, self.trace = idx, trace
+        self.now = _rows(table, idx) if idx.size else None
+        self.views: dict[int, tuple[NodeTable, NodeTable]] = {}
+
+    def __bool__(self) -> bool:
+        return self.idx.size > 0
+
+    def same(self, jobs: Sequence[tuple[Job, int]]) -> list[bool]:
+        """Per (job, mode): do its pods fit as many times on these rows now as at the anchor, in
+        the mode's view and in mode 0's, by whole request and by GPUs alone? False for a job whose
+        verdict is not made of those counts alone (several pod sets, a node filter, fractions)."""
+        out = [self.now is None] * len(jobs)
+        if self.now is None:
+            return out
+        by_mode: dict[int, list[tuple[int, Plain]]] = {}
+        for i, (job, mode) in enumerate(jobs):
+            p = plain(job)
+            if p is not None:
+                out[i] = True
+                for m in {mode, 0}:
+                    by_mode.setdefault(m, []).append((i, p))
+        for mode, items in by_mode.items():
+            before, now = self._pair(mode)
+            reqs = [p for _, p in items]
+            equal = fit_counts(before, reqs) == fit_counts(now, reqs)
+            equal &= fit_counts(before, reqs, gpus_only=True) == fit_counts(now, reqs, gpus_only=True)
+            for (i, _), eq in zip(items, equal.tolist(), strict=True):
+                out[i] = out[i] and eq
+        return out
+
+    def _pair(self, mode: int) -> tuple[NodeTable, NodeTable]:
+        if mode not in self.views:
+            idx, trace, now = self.idx, self.trace, self.now
+            assert now is not None
+            g0, c0, m0 = trace.view0
+            before = now.with_free(g0[idx], c0[idx], m0[idx])
+            lim0 = [[a[idx] for a in lim] for lim in trace.limits_initial]
+            lim1 = [[a[idx] for a in lim] for lim in trace.limits]
+            self.views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
+        return self.views[mode]
+
+
+def _rows(table: NodeTable, idx: np.ndarray) -> NodeTable:
+    """The table of these nodes alone (whole-GPU questions only: no per-GPU state, no index)."""
+    return NodeTable(
+        tuple(table.names[i] for i in idx.tolist()), table.gpu_models, table.model_idx[idx],
+        table.leaf_idx[idx], table.spine_idx[idx], table.domain_idx[idx], table.gpu_total[idx],
+        table.cpu_total[idx], table.mem_total[idx], table.gpu_free[idx], table.cpu_free[idx],
+        table.mem_free[idx], table.schedulable[idx], None, None, table.pods_per_node, table.eligible)
