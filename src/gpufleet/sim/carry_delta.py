@@ -39,20 +39,21 @@ def plain(job: Job) -> Plain | None:
     return req, ps.replicas
 
 
-def fit_counts(table: NodeTable, reqs: Sequence[Plain], *, gpus_only: bool = False) -> np.ndarray:
-    """Per (request, replicas): Σ over the table's rows of min(pods of the request a row takes,
-    replicas) — by GPUs alone with ``gpus_only``."""
+def fit_counts(table: NodeTable, reqs: Sequence[Plain], parts: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Per (request, replicas) and per block of rows (the table's rows cut in ``parts`` equal
+    blocks): Σ over the block of min(pods of the request a row takes, replicas), by the whole
+    request and by GPUs alone; two arrays of shape (requests, parts)."""
     g = np.array([q.gpus for q, _ in reqs], np.int64)
-    s = table.gpu_free[None, :] // g[:, None]
-    if not gpus_only:
-        for free, asked in ((table.cpu_free, [q.cpus for q, _ in reqs]),
-                            (table.mem_free, [q.memory_gb for q, _ in reqs])):
-            a = np.asarray(asked, float)
-            pos = a > 0
-            if pos.any():
-                inv = 1.0 / np.where(pos, a, 1.0)
-                x = (free[None, :] * inv[:, None] + 1e-9).astype(np.int64)
-                s = np.where(pos[:, None], np.minimum(s, x), s)
+    by_gpus = table.gpu_free[None, :] // g[:, None]
+    s = by_gpus
+    for free, asked in ((table.cpu_free, [q.cpus for q, _ in reqs]),
+                        (table.mem_free, [q.memory_gb for q, _ in reqs])):
+        a = np.asarray(asked, float)
+        pos = a > 0
+        if pos.any():
+            inv = 1.0 / np.where(pos, a, 1.0)
+            x = (free[None, :] * inv[:, None] + 1e-9).astype(np.int64)
+            s = np.where(pos[:, None], np.minimum(s, x), s)
     ok = np.empty(s.shape, bool)
     masks: dict[tuple[str, ...], np.ndarray] = {}
     for i, (q, _) in enumerate(reqs):
@@ -61,11 +62,14 @@ def fit_counts(table: NodeTable, reqs: Sequence[Plain], *, gpus_only: bool = Fal
             mm = table.model_mask(models)
             masks[models] = table.schedulable if mm is None else table.schedulable & mm
         ok[i] = masks[models]
-    s = s * ok
-    if table.pods_per_node is not None:
-        s = np.minimum(s, table.pods_per_node)
-    reps = np.array([r for _, r in reqs], np.int64)
-    return np.minimum(s, reps[:, None]).sum(axis=1)
+    reps = np.array([r for _, r in reqs], np.int64)[:, None]
+    out = []
+    for counts in (s, by_gpus):
+        counts = counts * ok
+        if table.pods_per_node is not None:
+            counts = np.minimum(counts, table.pods_per_node)
+        out.append(np.minimum(counts, reps).reshape(len(reqs), parts, -1).sum(axis=2))
+    return out[0], out[1]
 
 
 class Delta:
@@ -75,9 +79,9 @@ class Delta:
     def __init__(self, trace: BackfillTrace, table: NodeTable) -> None:
         g0, c0, m0 = trace.view0
         idx = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
-        self.idx, self.trace = idx, trace
+        self.idx, self.trace, self.table = idx, trace, table
         self.now = _rows(table, idx) if idx.size else None
-        self.views: dict[int, tuple[NodeTable, NodeTable]] = {}
+        self.views: dict[int, NodeTable] = {}
 
     def __bool__(self) -> bool:
         return self.idx.size > 0
@@ -97,23 +101,25 @@ class Delta:
                 for m in {mode, 0}:
                     by_mode.setdefault(m, []).append((i, p))
         for mode, items in by_mode.items():
-            before, now = self._pair(mode)
-            reqs = [p for _, p in items]
-            equal = fit_counts(before, reqs) == fit_counts(now, reqs)
-            equal &= fit_counts(before, reqs, gpus_only=True) == fit_counts(now, reqs, gpus_only=True)
+            whole, by_gpus = fit_counts(self._both(mode), [p for _, p in items], parts=2)
+            equal = (whole[:, 0] == whole[:, 1]) & (by_gpus[:, 0] == by_gpus[:, 1])
             for (i, _), eq in zip(items, equal.tolist(), strict=True):
                 out[i] = out[i] and eq
         return out
 
-    def _pair(self, mode: int) -> tuple[NodeTable, NodeTable]:
+    def _both(self, mode: int) -> NodeTable:
+        """The rows twice, in ``mode``'s view: first with the anchor's capacity, then with now's."""
         if mode not in self.views:
             idx, trace, now = self.idx, self.trace, self.now
             assert now is not None
             g0, c0, m0 = trace.view0
-            before = now.with_free(g0[idx], c0[idx], m0[idx])
-            lim0 = [[a[idx] for a in lim] for lim in trace.limits_initial]
-            lim1 = [[a[idx] for a in lim] for lim in trace.limits]
-            self.views[mode] = (limited_view(before, lim0, mode), limited_view(now, lim1, mode))
+            before = limited_view(now.with_free(g0[idx], c0[idx], m0[idx]),
+                                  [[a[idx] for a in lim] for lim in trace.limits_initial], mode)
+            after = limited_view(now, [[a[idx] for a in lim] for lim in trace.limits], mode)
+            twice = _rows(self.table, np.concatenate([idx, idx]))
+            self.views[mode] = twice.with_free(np.concatenate([before.gpu_free, after.gpu_free]),
+                                               np.concatenate([before.cpu_free, after.cpu_free]),
+                                               np.concatenate([before.mem_free, after.mem_free]))
         return self.views[mode]
 
 

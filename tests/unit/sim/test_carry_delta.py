@@ -36,5 +36,8 @@ def test_fit_counts_equal_slots_request_by_request(reqs, gpu, cpu, mem, sched, p
     expected = [int(np.minimum(t.slots(q), r).sum()) for q, r in reqs]
     gpus_only = [int(np.minimum(t.slots(PodRequest(q.gpus, 0.0, 0.0, q.gpu_models)), r).sum())
                  for q, r in reqs]
-    assert fit_counts(t, reqs).tolist() == expected
-    assert fit_counts(t, reqs, gpus_only=True).tolist() == gpus_only
+    whole, by_gpus = fit_counts(t, reqs)
+    assert whole[:, 0].tolist() == expected and by_gpus[:, 0].tolist() == gpus_only
+    halves = fit_counts(t, reqs, parts=2)[0]
+    assert halves.sum(axis=1).tolist() == expected
+    assert halves[:, 0].tolist() == [int(np.minimum(t.slots(q)[:3], r).sum()) for q, r in reqs]
