@@ -104,7 +104,7 @@ class RunningColumns:
         self.version = 0
         #: The last schedule ``releases`` built without ``extra``, and what it was built from:
         #: (version, per-tenant multipliers, the smallest planned end, schedule).
-        self._cached: tuple[int, np.ndarray, float, Releases] | None = None
+        self._cached: tuple[int, np.ndarray | None, float, Releases] | None = None
 
     @classmethod
     def of(cls, running: Sequence[RunningJob]) -> RunningColumns:

@@ -81,9 +81,8 @@ def _plain_row(key: tuple) -> tuple[float, float, float, float, tuple] | None:
     constraint entry — else None. Between plain keys ``dominates`` is exactly four ≥ tests and an
     equal model tuple, and a plain key is dominated only by plain keys (a longer key, a
     constraint entry or a fractional tail never compares ≥ with one)."""
-    row = _ROWS.get(key, False)
-    if row is not False:
-        return row
+    if key in _ROWS:
+        return _ROWS[key]
     if len(_ROWS) >= _ROWS_MAX:
         _ROWS.clear()
     row = None
