@@ -101,6 +101,18 @@ class NodeTable:
             self.schedulable, self.per_gpu, None, self.pods_per_node, self.eligible,
         )
 
+    def rows(self, idx: np.ndarray) -> NodeTable:
+        """The table of these nodes alone (copies of their columns), for questions about a few
+        nodes: whole-GPU ones only (no per-GPU state, no free-capacity index)."""
+        return NodeTable(
+            names=tuple(self.names[i] for i in idx.tolist()), gpu_models=self.gpu_models,
+            model_idx=self.model_idx[idx], leaf_idx=self.leaf_idx[idx], spine_idx=self.spine_idx[idx],
+            domain_idx=self.domain_idx[idx], gpu_total=self.gpu_total[idx],
+            cpu_total=self.cpu_total[idx], mem_total=self.mem_total[idx], gpu_free=self.gpu_free[idx],
+            cpu_free=self.cpu_free[idx], mem_free=self.mem_free[idx],
+            schedulable=self.schedulable[idx], per_gpu=None, index=None,
+            pods_per_node=self.pods_per_node, eligible=self.eligible)
+
     def one_pod_per_node(self) -> NodeTable:
         """The same table (columns shared, not copied) in which a node takes at most one pod of a
         request: the node filter of a placer that gives every task a node of its own."""

@@ -50,6 +50,7 @@ from gpufleet.engine.types import (
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.policies.gang import pods_need
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
@@ -88,12 +89,7 @@ def bindings_fit_throughout(avail: CapacityTimeline, holds: list[Hold], start: f
     element, clamp at zero included) by the same expressions and tolerances, on the same
     schedulable mask (``with_free`` keeps the table's). So the answer is the same boolean; a
     promise's check no longer builds the whole fleet's window columns."""
-    need: dict[int, list[float]] = {}
-    for b in bindings:
-        acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
-        acc[0] += b.request.gpus
-        acc[1] += b.request.cpus
-        acc[2] += b.request.memory_gb
+    need = pods_need(bindings)
     nodes = np.fromiter(need, np.int64, len(need))
     gpu, cpu, mem = avail.free_throughout_on(holds, start, end, nodes)
     sched = avail.table.schedulable

@@ -83,14 +83,20 @@ def pod_bindings(job: Job, ps: PodSet, chosen: list[tuple[int, int]]) -> list[Po
     return out
 
 
-def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
-    """Do these exact pods fit on ``table`` now (summed per node)?"""
+def pods_need(bindings: tuple[PodBinding, ...]) -> dict[int, list[float]]:
+    """Per node, the [GPUs, CPUs, memory] these pods ask, summed in binding order."""
     need: dict[int, list[float]] = {}
     for b in bindings:
         acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
         acc[0] += b.request.gpus
         acc[1] += b.request.cpus
         acc[2] += b.request.memory_gb
+    return need
+
+
+def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
+    """Do these exact pods fit on ``table`` now (summed per node)?"""
+    need = pods_need(bindings)
     if len(need) <= 2:
         return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
                    and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())

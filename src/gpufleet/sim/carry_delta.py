@@ -80,7 +80,7 @@ class Delta:
         g0, c0, m0 = trace.view0
         idx = np.flatnonzero((g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free))
         self.idx, self.trace, self.table = idx, trace, table
-        self.now = _rows(table, idx) if idx.size else None
+        self.now = table.rows(idx) if idx.size else None
         self.views: dict[int, NodeTable] = {}
 
     def __bool__(self) -> bool:
@@ -116,17 +116,9 @@ class Delta:
             before = limited_view(now.with_free(g0[idx], c0[idx], m0[idx]),
                                   [[a[idx] for a in lim] for lim in trace.limits_initial], mode)
             after = limited_view(now, [[a[idx] for a in lim] for lim in trace.limits], mode)
-            twice = _rows(self.table, np.concatenate([idx, idx]))
+            twice = self.table.rows(np.concatenate([idx, idx]))
             self.views[mode] = twice.with_free(np.concatenate([before.gpu_free, after.gpu_free]),
                                                np.concatenate([before.cpu_free, after.cpu_free]),
                                                np.concatenate([before.mem_free, after.mem_free]))
         return self.views[mode]
 
-
-def _rows(table: NodeTable, idx: np.ndarray) -> NodeTable:
-    """The table of these nodes alone (whole-GPU questions only: no per-GPU state, no index)."""
-    return NodeTable(
-        tuple(table.names[i] for i in idx.tolist()), table.gpu_models, table.model_idx[idx],
-        table.leaf_idx[idx], table.spine_idx[idx], table.domain_idx[idx], table.gpu_total[idx],
-        table.cpu_total[idx], table.mem_total[idx], table.gpu_free[idx], table.cpu_free[idx],
-        table.mem_free[idx], table.schedulable[idx], None, None, table.pods_per_node, table.eligible)

@@ -20,18 +20,19 @@ class CarryMismatch(AssertionError):
     """A carried-on cycle decided otherwise than the full cycle at its instant (a proof gap)."""
 
 
-def verify(st: SimState, last: Mapping[JobId, Status], carried: CycleResult) -> None:
+def verify(st: SimState, last: Mapping[JobId, Status], carried: CycleResult, seq: int) -> None:
     """Run the full cycle too and check that it decides what the carried-on one did: the same
     starts, bindings and reservations, the new jobs' verdicts, and every old job's verdict of the
     shape it last had (``last``: the last full cycle's verdicts and the carried-on ones since).
-    Raises ``CarryMismatch`` naming the instant and what differs."""
+    ``seq``: the cycle sequence number (its seed) the full cycle would run with. Raises
+    ``CarryMismatch`` naming the instant and what differs."""
     from gpufleet.sim.step import cycle_input  # the driver's own input (no import cycle at load)
 
     def check(ok: bool, what: object) -> None:
         if not ok:
             raise CarryMismatch(f"t={st.t}: {what}")
 
-    full = run_cycle(cycle_input(st, st.cluster.pending_view()))
+    full = run_cycle(cycle_input(st, st.cluster.pending_view(), seq))
     check(full.started == carried.started, ("started", full.started, carried.started))
     check(full.bindings == carried.bindings, "bindings")
     check(full.reservations == carried.reservations, "reservations")

@@ -41,18 +41,14 @@ _STRIPPED: dict[tuple[str, ...], tuple[str, ...]] = {}
 _STRIPPED_MAX = 4096
 
 
-def _shape(status: Status) -> tuple:
+def status_shape(status: Status) -> tuple:
+    """What the log compares: code, policy and reasons with their numbers replaced."""
     stripped = _STRIPPED.get(status.reasons)
     if stripped is None:
         if len(_STRIPPED) >= _STRIPPED_MAX:
             _STRIPPED.clear()
         stripped = _STRIPPED[status.reasons] = tuple(_NUMBER.sub("#", r) for r in status.reasons)
     return (status.code, status.policy, stripped)
-
-
-def status_shape(status: Status) -> tuple:
-    """What the log compares: code, policy and reasons with their numbers replaced."""
-    return _shape(status)
 
 
 def wait_detail(status: Status) -> str:
@@ -80,7 +76,7 @@ class DecisionLog:
         if self._raw.get(jid) == raw:
             return
         self._raw[jid] = raw
-        shape = _shape(status)
+        shape = status_shape(status)
         if self._logged.get(jid) != shape:
             self._logged[jid] = shape
             rec.event(t, "wait", jid, wait_detail(status))
@@ -102,13 +98,13 @@ class DecisionLog:
             if self._raw.get(judged) == raw:
                 continue
             self._raw[judged] = raw
-            shape = _shape(status)
+            shape = status_shape(status)
             if self._logged.get(judged) != shape:
                 self._logged[judged] = shape
                 lines.append((line_key(judged, status), judged, wait_detail(status)))
         for c, (keys, k) in cut.classes.items():
             verdict = cut.verdicts[c]
-            shape = _shape(verdict)
+            shape = status_shape(verdict)
             detail = ""
             if shapes.settled.get(c) == shape:
                 included = {key[2] for key in keys[:k]}
@@ -128,7 +124,7 @@ class DecisionLog:
             if c not in cut.classes:
                 shapes.settled[c] = None
         for c, (keys, k) in cut.classes.items():
-            shape = _shape(cut.verdicts[c])
+            shape = status_shape(cut.verdicts[c])
             shapes.settled[c] = shape
             shapes.dirty[c] = {key[2] for key in keys[:k] if self._logged.get(key[2]) != shape}
 

@@ -13,7 +13,8 @@ State: the last full cycle C0 at t0, its reservations and scan trace; the *ancho
 capacity and protected limits at which every failed search in the trace is known to fail with its
 verdict (C0's scan start, moved to "now" whenever a carried-on cycle re-checks them all); ``taken``,
 the nodes of every job started since C0's reserve step (C0's backfills, carried-on starts).
-Between C0 and now only instants of arrivals and finishes passed, each carried on.
+Between C0 and now only instants of arrivals and finishes passed, each carried on: the driver
+drops the carry at any other change, and at a change with no cycle run (sim/step.py).
 
 Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` checks each):
 1. Profile: gang-easy's phases exactly (``easy_profile``); no failures, cycle cadence or tenancy;
@@ -23,9 +24,10 @@ Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` ch
    reservations (its reserve step tried ``depth`` jobs, all ahead of any new job, each holding
    one; the first is the head H, where the place step stopped), none for a job its backfill then
    started; no promise was due at t0.
-3. Time: every reservation starts after t; every running job's planned end lies after t (no
-   release time moves with now: a job past its estimate "ends at now + 1"); nobody is under
-   notice; the tenants' accuracy multipliers (max(1, median)) are C0's.
+3. Time: every reservation starts after t; every running job's planned end lay after t0 and
+   lies after t (no release time moves with now: a job past its estimate "ends at now + 1", and
+   one that ends after such a release was planned would not give back what C0's limits assumed);
+   nobody is under notice; the tenants' accuracy multipliers (max(1, median)) are C0's.
 4. Modes: no waiting candidate's planned end crossed a protected start since its mode was taken.
 5. Cap: fewer than ``max_tests`` searches in all, counting the new jobs.
 6. No reservation holds a node in ``taken``.
@@ -147,6 +149,8 @@ def remember(st: SimState, result: CycleResult, due: bool) -> None:
             or len(result.reservations) != cfg.profile.reserver.depth  # type: ignore[attr-defined]
             or not set(result.started).isdisjoint(r.job for r in result.reservations)):
         return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
+    if _earliest_end(st) <= st.t:
+        return  # a job past its estimate: C0 planned its release at t0 + 1 s (premise 3 at t0)
     table = st.cluster.table
     g0, c0, m0 = trace.view0
     taken = (g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free)
@@ -221,7 +225,8 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
     for s in trace.starts:
         if np.any((memo.since + memo.planned <= s) & (s < t + memo.planned)):
             return None  # a candidate's mode moved
-    ctx = CycleContext(now=t, profile=st.cfg.profile, rng=np.random.default_rng(st.cfg.seed + st.cycle_seq),
+    seq = st.cycle_seq + 1  # the sequence number the full cycle at this instant would get
+    ctx = CycleContext(now=t, profile=st.cfg.profile, rng=np.random.default_rng(st.cfg.seed + seq),
                        estimate_accuracy=_accuracy(st), previous_reservations=memo.reservations)
     if finished:
         _give_back(trace, finished, ctx)
@@ -236,7 +241,7 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
     result = CycleResult(bindings=plan.commit(), started=tuple(started), statuses=verdicts,
                          reservations=memo.reservations, admission=st.admission)
     if st.cfg.verify_carry:
-        verify(st, memo.statuses or {}, result)
+        verify(st, memo.statuses or {}, result, seq)
     _after(memo, result, arrivals, ctx)
     return result
 

@@ -59,7 +59,7 @@ class SimResult:
     fragmentation: FragmentationSamples | None = None
     #: Interruptions, recoveries, spares and GPU-time lost by cause, when failures were on.
     failures: FailureLedger | None = None
-    #: Arrival-only EASY cycles carried on from the last cycle instead of run (sim/easy_carry.py).
+    #: EASY cycles (arrivals, finishes) carried on from the last one instead of run (sim/easy_carry.py).
     carried_cycles: int = 0
 
 

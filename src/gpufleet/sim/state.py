@@ -25,6 +25,7 @@ from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
 
 if TYPE_CHECKING:
+    from gpufleet.sim.easy_carry import Carry
     from gpufleet.sim.failures import FailureState
 
 ProgressFn = Callable[[float], None]
@@ -100,9 +101,10 @@ class SimState:
     #: jobs past it (sim/greedy_cut.py).
     fifo_stop: tuple | None = None
     fifo_past: Status | None = None
-    #: The last full EASY cycle's result and time, or what carried-on cycles keep of it
-    #: (sim/easy_carry.py ``Carry``); None after any instant that was not arrivals only.
-    carry: object = None
+    #: The last full EASY cycle's result (with its time, taken nodes and accuracy multipliers),
+    #: or, once a cycle was carried on, what carried-on cycles keep of it (sim/easy_carry.py
+    #: ``Carry``); None after any instant whose news was not arrivals and finishes.
+    carry: Carry | tuple | None = None
     carried_cycles: int = 0
     #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
     class_gpus: dict[tuple, int] = field(default_factory=dict)

@@ -131,12 +131,13 @@ def skip_cycle(st: SimState) -> None:
                          "free capacity holds now (no cycle run: nothing was freed)")
 
 
-def cycle_input(st: SimState, pending: Sequence[PendingJob]) -> CycleInput:
-    """What the engine is told at this instant, with ``pending`` as its queue."""
+def cycle_input(st: SimState, pending: Sequence[PendingJob], seq: int | None = None) -> CycleInput:
+    """What the engine is told at this instant, with ``pending`` as its queue (``seq``: the
+    cycle's sequence number, which seeds it; the current one by default)."""
     cfg, cluster, t = st.cfg, st.cluster, st.t
     return CycleInput(
-        now=t, nodes=cluster.table, pending=pending, profile=cfg.profile,
-        running=cluster.running_view(), seed=cfg.seed + st.cycle_seq, tenancy=cfg.tenancy,
+        now=t, nodes=cluster.table, pending=pending, profile=cfg.profile, running=cluster.running_view(),
+        seed=cfg.seed + (st.cycle_seq if seq is None else seq), tenancy=cfg.tenancy,
         usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
         reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
         disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),

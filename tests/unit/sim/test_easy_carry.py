@@ -191,3 +191,25 @@ def test_generated_congested_runs_carry_on_exactly(nodes, days, load, seed, monk
     full = simulate(f, jobs, profile("gang-easy"), seed=seed)
     assert carried.carried_cycles > 100
     assert carried.recorder.log == full.recorder.log
+
+
+def test_a_job_past_its_estimate_at_the_last_cycle_stops_carrying_on(monkeypatch):
+    """Review's counterexample. Two nodes of 8 GPUs; gang-easy-trusting (raw estimates). B
+    (4 GPUs, estimate 50 s) runs 100.2 s from t=0.1: at the cycle at t=100 (W8 arrives) it is past
+    its estimate, planned to release at now + 1 = 101 s, after the protected start (100.6 s, when
+    A ends by its estimate), so that cycle's limit there does not count B's GPUs. B ends at 100.3
+    and N (4 GPUs, 1,000 s) arrives then: the full cycle sees B's GPUs free and within the limit
+    and starts N at once; a carried-on one must not reason from the t=100 limits. N starts at
+    100.3 as with full cycles only."""
+    f = fleet().leaves(1, nodes=2).build()
+    jobs = [job("A").gpus(8).runs(500, estimate=100.6).build(),
+            job("B").gpus(4).at(0.1).runs(100.2, estimate=50).build(),
+            job("D").gpus(4).at(0.2).runs(1000, estimate=1000).build()]
+    jobs += [job(f"W{i}").gpus(8).at(float(i)).runs(100, estimate=100).build() for i in range(1, 8)]
+    jobs += [job("W8").gpus(8).at(100.0).runs(100, estimate=100).build(),
+             job("N").gpus(4).at(100.3).runs(1000, estimate=1000).build()]
+    carried = simulate(f, jobs, profile("gang-easy-trusting"), seed=1, verify_carried_cycles=True)
+    _without_carry_on(monkeypatch)
+    full = simulate(f, jobs, profile("gang-easy-trusting"), seed=1)
+    assert full.starts["N"] == carried.starts["N"] == 100.3
+    assert carried.recorder.log == full.recorder.log
