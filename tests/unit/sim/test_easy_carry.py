@@ -33,6 +33,21 @@ def _without_carry_on(monkeypatch) -> None:
     monkeypatch.setattr(step, "carry_on", lambda st, outcome: None)
 
 
+def _carried_instants(monkeypatch) -> list[float]:
+    """The times of the cycles carried on from now on (filled as the simulation runs)."""
+    times: list[float] = []
+    real = step.carry_on
+
+    def spy(st, outcome):
+        out = real(st, outcome)
+        if out is not None:
+            times.append(st.t)
+        return out
+
+    monkeypatch.setattr(step, "carry_on", spy)
+    return times
+
+
 def test_carried_on_cycles_write_the_same_event_log_as_full_cycles(monkeypatch):
     """Every line: submits, starts, finishes, wait statuses, reservations and backfills, in the
     same order with the same text, and the same fleet timeline; with every carried-on cycle also
@@ -85,16 +100,7 @@ def test_a_high_priority_arrival_is_not_carried_on(monkeypatch):
     jobs = [job("big").gpus(8).gang(2).runs(10_000).build()]
     jobs += [job(f"w{i}").gpus(8).at(10.0 + i).runs(1000).build() for i in range(9)]
     jobs += [job("vip").gpus(1).priority(5).at(100.0).runs(50).build()]
-    seen: list[float] = []
-    real = step.carry_on
-
-    def spy(st, outcome):
-        out = real(st, outcome)
-        if out is not None:
-            seen.append(st.t)
-        return out
-
-    monkeypatch.setattr(step, "carry_on", spy)
+    seen = _carried_instants(monkeypatch)
     simulate(f, jobs, profile("gang-easy"), verify_carried_cycles=True)
     assert 100.0 not in seen
     assert seen  # the 8-GPU arrivals queued behind the others were carried on
@@ -162,16 +168,7 @@ def test_an_arrival_after_a_job_overran_its_estimate_runs_the_full_cycle(monkeyp
     jobs += [job(f"w{i}").gpus(8).models(h100).at(1.0 + i).runs(100).build() for i in range(9)]
     jobs += [job("early").gpus(8).models(h100).at(50.0).runs(10).build(),
              job("late").gpus(8).models(h100).at(500.0).runs(10).build()]
-    carried_at: list[float] = []
-    real = step.carry_on
-
-    def spy(st, outcome):
-        out = real(st, outcome)
-        if out is not None:
-            carried_at.append(st.t)
-        return out
-
-    monkeypatch.setattr(step, "carry_on", spy)
+    carried_at = _carried_instants(monkeypatch)
     simulate(f, jobs, profile("gang-easy"), verify_carried_cycles=True)
     assert 50.0 in carried_at and 500.0 not in carried_at
 
