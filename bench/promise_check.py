@@ -11,6 +11,7 @@ promises of 4 whole nodes at random times; each check on a fresh timeline (as ea
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -34,6 +35,7 @@ def _whole_nodes(rng: np.random.Generator, jid: str) -> tuple[PodBinding, ...]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     rng = np.random.default_rng(0)
     table = NodeTable.from_fleet(build_fleet([NodeGroup(nodes=N, gpu="H100-80GB", leaf_size=32)]))
     running, ends = [], {}

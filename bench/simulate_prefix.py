@@ -19,6 +19,7 @@ import contextlib
 import cProfile
 import hashlib
 import json
+import math
 import pstats
 import resource
 import time
@@ -45,6 +46,10 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=4.0, help="stop after this many simulated days")
     ap.add_argument("--profile-from", type=float, default=None, help="cProfile from this simulated day on")
     args = ap.parse_args()
+    if not (math.isfinite(args.days) and args.days > 0):
+        ap.error(f"--days: expected a positive number of simulated days, got {args.days}")
+    if args.profile_from is not None and not (math.isfinite(args.profile_from) and args.profile_from >= 0):
+        ap.error(f"--profile-from: expected a simulated day ≥ 0, got {args.profile_from}")
     fleet = build_fleet([NodeGroup(nodes=args.nodes, gpu="H100-80GB", leaf_size=32)])
     rate = 0.9 * fleet.total_gpus / mean_gpu_seconds(WorkloadSpec(offered_load=0.9),
                                                       np.random.default_rng(args.seed + 1))

@@ -50,39 +50,12 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
     key = (ps.replicas, ps.request.shape, table.pods_per_node, table.eligible)
     cap = ctx.caches.empty_capacity.get(key)
     if cap is None:
-        cap = _empty_capacity(table, ps, key)
+        cap = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
         ctx.caches.empty_capacity[key] = cap
     if cap >= ps.replicas:
         return None
     return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
             f"even an empty fleet holds only {cap}{eligible_note(table)}")
-
-
-#: Empty-fleet capacity across cycles, for whole-GPU requests: the per-cycle cache misses once
-#: per class and cycle, and a congested queue searches the same classes cycle after cycle. An
-#: answer depends on the table's static columns (held in ``_EMPTY_FLEET``: kept alive, so their
-#: identity names them; never written in place: every table copy shares them), the key (the
-#: request, replicas, per-node cap, node filter) and which nodes are schedulable (as bytes).
-_EMPTY_CAP: dict[tuple, int] = {}
-_EMPTY_FLEET: list[object] = []
-_EMPTY_CAP_MAX = 4096
-
-
-def _empty_capacity(table: NodeTable, ps: PodSet, key: tuple) -> int:
-    """Pods of ``ps`` the empty fleet holds: sum over nodes of min(slots when empty, replicas)."""
-    if ps.request.is_fractional:  # per-GPU state decides; not worth a cross-cycle key
-        return int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
-    static = [table.gpu_total, table.cpu_total, table.mem_total, table.model_idx, table.gpu_models]
-    if len(_EMPTY_FLEET) != len(static) or any(a is not b for a, b in zip(_EMPTY_FLEET, static, strict=True)):
-        _EMPTY_FLEET[:] = static
-        _EMPTY_CAP.clear()
-    full = (key, table.schedulable.tobytes())
-    cap = _EMPTY_CAP.get(full)
-    if cap is None:
-        if len(_EMPTY_CAP) >= _EMPTY_CAP_MAX:
-            _EMPTY_CAP.clear()
-        cap = _EMPTY_CAP[full] = int(np.minimum(table.slots(ps.request, empty=True), ps.replicas).sum())
-    return cap
 
 
 @dataclass(frozen=True, slots=True)

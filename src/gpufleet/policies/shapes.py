@@ -70,28 +70,16 @@ class FailedShapes:
         self._verdict[job.shape_key] = (len(self.failed), status)
 
 
-#: Per shape key, its numbers for the vectorised test (``_plain_row``); bounded like the intern
-#: table (a long run sees a few hundred keys; past the bound it starts again).
-_ROWS: dict[tuple, tuple[float, float, float, float, tuple] | None] = {}
-_ROWS_MAX = 1 << 16
-
-
 def _plain_row(key: tuple) -> tuple[float, float, float, float, tuple] | None:
     """(replicas, GPUs, CPUs, memory, models) of a *plain* key — one whole-GPU pod set, no
     constraint entry — else None. Between plain keys ``dominates`` is exactly four ≥ tests and an
     equal model tuple, and a plain key is dominated only by plain keys (a longer key, a
     constraint entry or a fractional tail never compares ≥ with one)."""
-    if key in _ROWS:
-        return _ROWS[key]
-    if len(_ROWS) >= _ROWS_MAX:
-        _ROWS.clear()
-    row = None
     if len(key) == 1:
         r, shape = key[0]
         if r >= 0 and len(shape) == 4:
-            row = (r, shape[0], shape[1], shape[2], shape[3])
-    _ROWS[key] = row
-    return row
+            return (r, shape[0], shape[1], shape[2], shape[3])
+    return None
 
 
 class Dominance:

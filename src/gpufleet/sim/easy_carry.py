@@ -75,12 +75,13 @@ import numpy as np
 from gpufleet.engine.phases.admit import AdmitAll
 from gpufleet.engine.phases.order import PriorityFifo
 from gpufleet.engine.phases.preempt import NoPreemption
-from gpufleet.engine.plan import Plan
+from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation, RunningJob
 from gpufleet.model.fleet import Fleet
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver, limited_view
 from gpufleet.policies.backfill_continue import continue_scan
@@ -149,12 +150,13 @@ def remember(st: SimState, result: CycleResult, due: bool) -> None:
             or len(result.reservations) != cfg.profile.reserver.depth  # type: ignore[attr-defined]
             or not set(result.started).isdisjoint(r.job for r in result.reservations)):
         return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
-    if _earliest_end(st) <= st.t:
+    earliest_end = _earliest_end(st)
+    if earliest_end <= st.t:
         return  # a job past its estimate: C0 planned its release at t0 + 1 s (premise 3 at t0)
     table = st.cluster.table
     g0, c0, m0 = trace.view0
     taken = (g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free)
-    st.carry = (result, st.t, taken, _multipliers(st))
+    st.carry = (result, st.t, taken, _multipliers(st), earliest_end)
 
 
 def _multipliers(st: SimState) -> dict[str, float]:
@@ -168,7 +170,7 @@ def _accuracy(st: SimState) -> dict[str, float]:
 
 
 def _build(st: SimState, result: CycleResult, t0: float, taken: np.ndarray,
-           multipliers: dict[str, float]) -> Carry | None:
+           multipliers: dict[str, float], earliest_end: float) -> Carry | None:
     trace = result.backfill
     assert trace is not None
     cluster = st.cluster
@@ -190,7 +192,7 @@ def _build(st: SimState, result: CycleResult, t0: float, taken: np.ndarray,
         held[list(r.nodes)] = True
     p = np.asarray(planned, float)
     return Carry(trace, result.reservations, head, held, taken, max(keys), p, np.full(p.size, t0),
-                 _earliest_end(st), multipliers,
+                 earliest_end, multipliers,
                  dict(result.statuses) if st.cfg.verify_carry else None)
 
 
@@ -236,9 +238,14 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
         _re_anchor(trace, cluster.table)
     elif not _shrunk_alike(memo, cluster.table):
         return None
-    plan = Plan(cluster.table)
-    started, verdicts = continue_scan(trace, arrivals, plan, ctx)
-    result = CycleResult(bindings=plan.commit(), started=tuple(started), statuses=verdicts,
+    started: list[JobId] = []
+    verdicts: dict[JobId, Status] = {}
+    bindings: tuple[PodBinding, ...] = ()
+    if arrivals:
+        plan = Plan(cluster.table)
+        started, verdicts = continue_scan(trace, arrivals, plan, ctx)
+        bindings = plan.commit()
+    result = CycleResult(bindings=bindings, started=tuple(started), statuses=verdicts,
                          reservations=memo.reservations, admission=st.admission)
     if st.cfg.verify_carry:
         verify(st, memo.statuses or {}, result, seq)
