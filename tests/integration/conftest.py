@@ -33,14 +33,13 @@ NODES = 8
 INCLUDED = ("SchedulerParameters=bf_interval=2,bf_continue,bf_resolution=60,bf_window=1440,"
             "bf_max_job_test=1000,default_queue_depth=1000,sched_min_interval=100000\n"
             "PriorityWeightAge=500")
-APPENDED = "priorityweightage=2000\nPriorityWeightJobSize=1500"
+APPENDED = "priorityweightage=2000\nPriorityWeightJobSize=1500"  # then Epilog= (_write_epilog_hook)
 SETTINGS = {
     "SLURMTEST_NODES": str(NODES),
     "SLURMTEST_NODES_PER_LEAF": "4",
     "SLURMTEST_ACCOUNTING": "slurmdbd",
     "SLURMTEST_CLUSTER": "gfit",
     "SLURMTEST_INCLUDE_CONF": INCLUDED,
-    "SLURMTEST_EXTRA_CONF": APPENDED,
     # a killed slurmd marks its node DOWN after this many seconds (test_slurm_node_fail.py)
     "SLURMTEST_SLURMD_TIMEOUT": "20",
 }
@@ -102,6 +101,13 @@ class SlurmCluster:
                 raise AssertionError(f"condition not met within {timeout:.0f} s")
             time.sleep(every)
 
+    def hold_epilog(self, job_id: str) -> Path:
+        """Keep ``job_id`` COMPLETING once it ends, until the returned file is removed (see
+        ``_write_epilog_hook``)."""
+        hold = self.root / "hooks" / f"hold-{job_id}"
+        hold.touch()
+        return hold
+
     def node_kill(self, node: str) -> None:
         """Crash one emulated node: SIGKILL its slurmd (the script's node-kill, by pid file)."""
         done = _script("node-kill", self.env, timeout=30, arg=node)
@@ -130,14 +136,33 @@ def _script(action: str, env: dict[str, str], timeout: float, arg: str | None = 
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
+def _write_epilog_hook(root: Path) -> Path:
+    """An Epilog that waits while ``hooks/hold-<job id>`` exists (at most 120 s), so a test can keep
+    a job COMPLETING for as long as it looks at it. Without a hold a dying gang's COMPLETING lasts
+    from well under a second to a few seconds, and a poll can miss it on a loaded machine.
+    ``hooks/`` is outside what the script's ``up`` wipes (state, spool, log, etc)."""
+    hooks = root / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    script = hooks / "epilog.sh"
+    script.write_text("#!/bin/sh\n"
+                      f"hold={hooks}/hold-$SLURM_JOB_ID\n"
+                      "i=0\n"
+                      'while [ -e "$hold" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done\n'
+                      "exit 0\n")
+    script.chmod(0o755)
+    return script
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster() -> Iterator[SlurmCluster]:
     if os.geteuid() != 0:
         pytest.skip("the emulated Slurm needs root (mknod for fake GPUs, slurmd as root)")
     ports = _private_ports()
     root = Path(f"/tmp/gpufleet-slurm-it-{ports['SLURMTEST_CTLD_PORT']}")
+    epilog = _write_epilog_hook(root)
     env = dict(os.environ, **SETTINGS, **ports, SLURMTEST_DIR=str(root),
-               SLURM_CONF=str(root / "etc" / "slurm.conf"))
+               SLURM_CONF=str(root / "etc" / "slurm.conf"),
+               SLURMTEST_EXTRA_CONF=f"{APPENDED}\nEpilog={epilog}")
     installed = _script("install", env, timeout=900)
     if installed.returncode != 0:
         if shutil.which("apt-get") is None or not Path("/usr/sbin/slurmctld-wlm").exists():

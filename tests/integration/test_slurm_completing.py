@@ -43,12 +43,14 @@ def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> 
                      "--wrap", "sleep 300").strip()
     slurm.wait_until(lambda: slurm.run("squeue", "-h", "-t", "R", "-j", gang, "-o", "%i").strip(),
                      timeout=30)
+    hold = slurm.hold_epilog(gang)
     slurm.node_kill(VICTIM)
     cli = SlurmCli(slurm.slurm_conf)
     try:
-        # COMPLETING lasts a few seconds once the node is DOWN (20-60 s after the kill)
+        # the node is DOWN 20-60 s after the kill; the gang stays COMPLETING while gpu007's epilog
+        # waits on `hold` (unheld it lasts from under a second to a few: a poll could miss it)
         slurm.wait_until(lambda: slurm.run("squeue", "-h", "-j", gang, "-o", "%T",
-                                           check=False).strip() == "COMPLETING", timeout=150, every=0.2)
+                                           check=False).strip() == "COMPLETING", timeout=150, every=0.5)
         snap = _capture(cli, "GPUFLEET_CAPTURE_DIR")
         job = snap.job(gang)
         assert job is not None and job.state == "COMPLETING"
@@ -56,6 +58,7 @@ def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> 
         assert "not waiting: started" not in text
         assert f"job {gang} (dies, account research" in text and "ending" in text
     finally:
+        hold.unlink(missing_ok=True)
         slurm.node_start(VICTIM)
         slurm.run("scontrol", "update", f"NodeName={VICTIM}", "State=RESUME", check=False)
         slurm.wait_until(lambda: slurm.run("sinfo", "-h", "-n", VICTIM, "-o", "%T").strip().startswith(
