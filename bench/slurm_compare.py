@@ -11,6 +11,7 @@ choices.
 Prints one JSON line per (shape, seed, replay) and a markdown table; purges each cluster after.
 
     sudo .venv/bin/python bench/slurm_compare.py --shapes 8x8/4,12x4/6 --seeds 1,2,3 --jobs 100
+    sudo .venv/bin/python bench/slurm_compare.py --shapes 8x8/4 --seeds 1,2,3 --submit held,unheld
 """
 
 from __future__ import annotations
@@ -60,7 +61,13 @@ def main() -> None:
     ap.add_argument("--shapes", default="8x8/4,12x4/6")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--jobs", type=int, default=100)
+    ap.add_argument("--submit", default="held",
+                    help="held (sbatch --hold, one scontrol release: what the command does), unheld, or both "
+                         "comma-separated: each seed then runs on Slurm once per mode")
     args = ap.parse_args()
+    modes = args.submit.split(",")
+    if not modes or any(m not in ("held", "unheld") for m in modes):
+        raise SystemExit(f"--submit: expected held, unheld or held,unheld, got {args.submit!r}")
     rows = []
     for shape in args.shapes.split(","):
         size, leaf = shape.split("/")
@@ -82,10 +89,10 @@ def main() -> None:
                 subprocess.run(argv, env=env, capture_output=True, check=False)
             fleet, conf = read_cluster(conf_path)
             first_wins = replace(conf, settings=tuple(reversed(conf.settings)))
-            for seed in (int(s) for s in args.seeds.split(",")):
+            for seed, mode in ((int(s), m) for s in args.seeds.split(",") for m in modes):
                 jobs = compare_workload(args.jobs, seed=seed, max_gpus=int(gpus))
                 t0 = time.monotonic()
-                run = run_on_slurm(cli, jobs, timeout_s=900)
+                run = run_on_slurm(cli, jobs, timeout_s=900, hold=mode == "held")
                 variants = [("last-wins", conf, "best-fit", False), ("last-wins", conf, "cons-tres", False),
                             ("last-wins", conf, "best-fit", True),
                             ("first-wins", first_wins, "best-fit", False),
@@ -94,7 +101,8 @@ def main() -> None:
                     cmp = replay(fleet, c, jobs, run, slurm_nodes=nodes == "cons-tres", pass_timing=timing)
                     a = cmp.agreement
                     passes = f"sdiag {run.bf_period_s:.2f} s" if timing and run.bf_period_s else "bf_interval"
-                    row = {"shape": shape, "seed": seed, "conf": reading, "nodes": nodes, "passes": passes,
+                    row = {"shape": shape, "seed": seed, "submit": mode, "conf": reading, "nodes": nodes,
+                           "passes": passes,
                            "jobs": a.jobs, "kendall_tau_b": round(a.kendall_tau_b, 3),
                            "pairs": round(a.pair_agreement, 3),
                            "wait_diff_median_s": round(a.waits.median_abs, 1),
@@ -104,11 +112,12 @@ def main() -> None:
                 subprocess.run(["scancel", "--user=root"], env=env, capture_output=True, check=False)
         finally:
             script("purge", env)
-    print("| shape (nodes×GPUs/leaf) | seed | conf read | nodes | pass cadence | jobs | Kendall tau "
+    print("| shape (nodes×GPUs/leaf) | seed | submit | conf read | nodes | pass cadence | jobs | Kendall tau "
           "| pairs in Slurm's order |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['shape']} | {r['seed']} | {r['conf']} | {r['nodes']} | {r['passes']} | {r['jobs']} "
+        print(f"| {r['shape']} | {r['seed']} | {r['submit']} | {r['conf']} | {r['nodes']} | {r['passes']} "
+              f"| {r['jobs']} "
               f"| {r['kendall_tau_b']:.3f} | {r['pairs']:.1%} |")
 
 

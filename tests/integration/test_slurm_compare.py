@@ -1,9 +1,12 @@
 """`gpufleet slurm compare` against the real emulated Slurm: a reduced workload of 48 jobs.
 
-Threshold: two unrelated schedules put half the job pairs in the same order (0.5). On 200 jobs
-over 16 nodes the Slurm-like policy put 84-90 % of the pairs in Slurm's order (bench/README.md);
-on 48 jobs and 8 nodes one disagreement weighs more, so the test asks for 70 %, well clear of
-chance and of the 61 % that the sticky-promise conservative backfill reached before the fix.
+Threshold: two unrelated schedules put half the job pairs in the same order (0.5); the sticky-
+promise conservative backfill (before its fix) reached 61 % on 200 jobs. Slurm is not
+deterministic, so the threshold sits below what repeated runs of this exact test gave
+(2026-12-01, this 2-core machine): with the jobs submitted held and released together, 18 runs
+gave 85.9-95.3 % of pairs (tau 0.73-0.92), 10 of them beside two busy-looping processes. Before
+that change (one sbatch after another) 24 runs gave 69.4-94.1 % and fell under the old 70 % once:
+the first jobs started before the rest had been submitted. The test asks for 75 % and tau > 0.55.
 """
 
 import json
@@ -22,8 +25,8 @@ def test_compare_puts_most_job_pairs_in_slurms_order_and_writes_its_report(slurm
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output.strip().splitlines()[-1])
     assert summary["jobs"] == 48
-    assert summary["pair_agreement"] >= 0.70, summary
-    assert summary["kendall_tau_b"] > 0.4, summary
+    assert summary["pair_agreement"] >= 0.75, summary
+    assert summary["kendall_tau_b"] > 0.55, summary
     report = (tmp_path / "report.html").read_text()
     assert "Biggest disagreements" in report and "data:image/png;base64," in report
     assert len(json.loads((tmp_path / "compare.json").read_text())["starts"]) == 48

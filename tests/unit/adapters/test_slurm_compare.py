@@ -135,3 +135,28 @@ def test_the_report_of_a_captured_run_names_the_worst_job_kind_and_how_slurm_end
     assert sum(k["jobs"] for k in kinds) == 15
     assert {k["kind"] for k in kinds} == {"1 node x 1 GPU", "1 node x 2 GPUs", "1 node x 4 GPUs",
                                           "1 node x 8 GPUs", "2-node gang", "4-node gang"}
+
+
+def test_jobs_held_until_one_release_arrive_in_the_replay_at_the_release() -> None:
+    """Jobs submitted with ``sbatch --hold`` and released together are first schedulable at the
+    release: released 5.25 s after the trace's origin, a job sacct lists as submitted at 0-5 s
+    arrives at 5.25 s in the replay, and its wait counts from second 5 (sacct's Start is a whole
+    second). A job whose sbatch came after the release (only possible unheld) keeps its submit."""
+    from pathlib import Path
+
+    from gpufleet.adapters.slurm.compare_run import SlurmRun, origin_epoch, replay_jobs
+    from gpufleet.traces.slurm_sacct import read_sacct
+
+    trace = read_sacct(Path(__file__).parents[2] / "data" / "slurm" / "sacct.txt")
+    origin = origin_epoch(trace)
+    assert origin is not None
+    run = SlurmRun({str(j.id): str(j.id) for j in trace.jobs}, trace, 1.0, 60.0, None,
+                   released=origin + 5.25)
+    sim_jobs, facts = replay_jobs(list(trace.jobs), run)
+    recorded = {r.job_id: r.submit for r in trace.records}
+    assert len(sim_jobs) == len(trace.jobs)
+    for job in sim_jobs:
+        before = recorded[str(job.id)] <= 5.25
+        assert job.submit_time == (5.25 if before else recorded[str(job.id)])
+        assert facts[str(job.id)].submit == (5.0 if before else math.floor(recorded[str(job.id)]))
+    assert any(recorded[str(j.id)] < 5.0 for j in sim_jobs)
