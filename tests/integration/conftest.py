@@ -25,6 +25,8 @@ from typing import TypeVar
 
 import pytest
 
+from gpufleet.adapters.slurm.reader import SlurmCommandError
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "slurm-emulated-cluster.sh"
@@ -102,13 +104,14 @@ class SlurmCluster:
         """Poll: Slurm and its accounting catch up within a second or so, never instantly, and
         much later on a loaded machine (a passing wait ends at once, so the default is generous).
         A command that fails or times out inside the predicate (a busy slurmctld answers "Socket
-        timed out") is tried again; the last such failure is reported at the deadline."""
+        timed out"), through ``run`` or the project's SlurmCli, is tried again; the last such
+        failure is reported at the deadline."""
         deadline = time.monotonic() + timeout
         last_error = ""
         while True:
             try:
                 value = predicate()
-            except (AssertionError, subprocess.TimeoutExpired) as exc:
+            except (AssertionError, subprocess.TimeoutExpired, SlurmCommandError) as exc:
                 value, last_error = None, f"; last error: {exc}"
             if value:
                 return value
@@ -159,22 +162,20 @@ def _script(action: str, env: dict[str, str], timeout: float, arg: str | None = 
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def _write_epilog_hook(root: Path) -> Path:
+def _write_epilog_hook(script: Path) -> None:
     """An Epilog that waits while ``hooks/hold-<job id>`` exists (at most 120 s), so a test can keep
     a job COMPLETING for as long as it looks at it. Without a hold a dying gang's COMPLETING lasts
     from well under a second to a few seconds, and a poll can miss it on a loaded machine.
     ``hooks/`` is outside what the script's ``up`` wipes (state, spool, log, etc)."""
-    hooks = root / "hooks"
+    hooks = script.parent
     shutil.rmtree(hooks, ignore_errors=True)  # a hold left by a crashed run would match new job ids
     hooks.mkdir(parents=True)
-    script = hooks / "epilog.sh"
     script.write_text("#!/bin/sh\n"
                       f"hold={hooks}/hold-$SLURM_JOB_ID\n"
                       "i=0\n"
                       'while [ -e "$hold" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i + 1)); done\n'
                       "exit 0\n")
     script.chmod(0o755)
-    return script
 
 
 @pytest.fixture(scope="package")
@@ -183,7 +184,7 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
         pytest.skip("the emulated Slurm needs root (mknod for fake GPUs, slurmd as root)")
     ports = _private_ports()
     root = Path(f"/tmp/gpufleet-slurm-it-{ports['SLURMTEST_CTLD_PORT']}")
-    epilog = _write_epilog_hook(root)
+    epilog = root / "hooks" / "epilog.sh"
     env = dict(os.environ, **SETTINGS, **ports, SLURMTEST_DIR=str(root),
                SLURM_CONF=str(root / "etc" / "slurm.conf"),
                SLURMTEST_EXTRA_CONF=f"{APPENDED}\nEpilog={epilog}")
@@ -193,6 +194,7 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
             last = (installed.stderr.strip().splitlines() or ["no output"])[-1]
             pytest.skip(f"Slurm packages cannot be installed here: {last}")
         raise AssertionError(f"slurm install failed: {installed.stderr[-2000:]}")
+    _write_epilog_hook(epilog)
     started = _script("up", env, timeout=300)
     try:
         if started.returncode != 0:
@@ -213,9 +215,13 @@ def slurm_cluster() -> Iterator[SlurmCluster]:
 
 @pytest.fixture
 def slurm(slurm_cluster: SlurmCluster) -> Iterator[SlurmCluster]:
-    """The session cluster with an empty queue before and after the test."""
+    """The package's cluster with an empty queue and no epilog hold before and after the test."""
+    for hold in (slurm_cluster.root / "hooks").glob("hold-*"):
+        hold.unlink(missing_ok=True)
     slurm_cluster.cancel_all_and_wait()
     yield slurm_cluster
+    for hold in (slurm_cluster.root / "hooks").glob("hold-*"):
+        hold.unlink(missing_ok=True)
     slurm_cluster.cancel_all_and_wait()
 
 

@@ -44,9 +44,9 @@ def test_a_gang_left_completing_by_a_dead_node_is_explained_as_ending(slurm) -> 
     slurm.wait_until(lambda: slurm.run("squeue", "-h", "-t", "R", "-j", gang, "-o", "%i").strip(),
                      timeout=30)
     hold = slurm.hold_epilog(gang)
-    slurm.node_kill(VICTIM)
     cli = SlurmCli(slurm.slurm_conf)
     try:
+        slurm.node_kill(VICTIM)
         # the node is DOWN 20-60 s after the kill; the gang stays COMPLETING while gpu007's epilog
         # waits on `hold` (unheld it lasts from under a second to a few: a poll could miss it)
         slurm.wait_until(lambda: slurm.run("squeue", "-h", "-j", gang, "-o", "%T",

@@ -139,9 +139,11 @@ def test_the_report_of_a_captured_run_names_the_worst_job_kind_and_how_slurm_end
 
 def test_jobs_held_until_one_release_arrive_in_the_replay_at_the_release() -> None:
     """Jobs submitted with ``sbatch --hold`` and released together are first schedulable at the
-    release: released 5.25 s after the trace's origin, a job sacct lists as submitted at 0-5 s
-    arrives at 5.25 s in the replay, and its wait counts from second 5 (sacct's Start is a whole
-    second). A job whose sbatch came after the release (only possible unheld) keeps its submit."""
+    release. The captured sacct (origin = its first Submit) replayed as if released 4.25 s in:
+    job 15 (Submit 4, Start 6) arrives at 4.25 and its wait counts from second 4 (sacct's times are
+    whole seconds); job 1 (Submit 0, Start 0 in this capture) also arrives at 4.25, but its wait
+    cannot start after its recorded Start, so it counts from 0; job 24 (Submit 12, after the
+    release: a requeued job, whose Submit Slurm resets) keeps its own 12."""
     from pathlib import Path
 
     from gpufleet.adapters.slurm.compare_run import SlurmRun, origin_epoch, replay_jobs
@@ -151,12 +153,11 @@ def test_jobs_held_until_one_release_arrive_in_the_replay_at_the_release() -> No
     origin = origin_epoch(trace)
     assert origin is not None
     run = SlurmRun({str(j.id): str(j.id) for j in trace.jobs}, trace, 1.0, 60.0, None,
-                   released=origin + 5.25)
+                   released=origin + 4.25)
     sim_jobs, facts = replay_jobs(list(trace.jobs), run)
-    recorded = {r.job_id: r.submit for r in trace.records}
+    arrival = {str(j.id): j.submit_time for j in sim_jobs}
     assert len(sim_jobs) == len(trace.jobs)
-    for job in sim_jobs:
-        before = recorded[str(job.id)] <= 5.25
-        assert job.submit_time == (5.25 if before else recorded[str(job.id)])
-        assert facts[str(job.id)].submit == (5.0 if before else math.floor(recorded[str(job.id)]))
-    assert any(recorded[str(j.id)] < 5.0 for j in sim_jobs)
+    assert (arrival["15"], facts["15"].submit) == (4.25, 4.0)
+    assert (arrival["1"], facts["1"].submit) == (4.25, 0.0)
+    assert (arrival["24"], facts["24"].submit) == (12.0, 12.0)
+    assert sum(a == 4.25 for a in arrival.values()) == len(sim_jobs) - 1

@@ -4,11 +4,12 @@
    4, 8), run times of seconds, time limits of whole minutes (Slurm's floor), all one account.
    Time is compressed, not scaled: a job "runs" ``sleep s``.
 2. **Slurm** (``run_on_slurm``): ``sbatch --hold`` each job in order (``--nodes=R
-   --ntasks-per-node=1 --gres=gpu:G --time=M``), release them all with one ``scontrol release``,
-   then poll ``sacct`` until every job's record is complete. The workload's jobs all arrive at
-   t = 0; held and released together, they reach Slurm's scheduler at one instant. Submitted one
-   by one, the first few would start before the rest had arrived, and how many depends on how fast
-   sbatch runs: on a loaded machine the 48-job agreement fell from 0.86-0.94 to 0.69-0.80.
+   --ntasks-per-node=1 --gres=gpu:G --time=M``), release them all with one ``scontrol release``
+   (which sends one update per job, back to back), then poll ``sacct`` until every job's record
+   is complete. The workload's jobs all arrive at t = 0; held and released together they reach
+   Slurm's scheduler within a fraction of a second. Submitted one by one, the first few started
+   before the rest existed, and how many depended on how fast sbatch ran: 24 runs of the 48-job
+   test gave 69-94 % of pairs in Slurm's order, 18 held runs 86-95 % (bench/README.md).
 3. **Replay** (``replay``): the same jobs in the simulator on the fleet read from the cluster's
    slurm.conf, gres.conf and topology.conf, with Slurm's submit times and Slurm's observed run
    times (Elapsed) — so the only difference left is the scheduling decision — under the Slurm-like
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -135,14 +137,20 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
     since = ctld_since(lambda argv: before)
     t0 = time.monotonic()
     writer = SlurmWriter(run, gpus_per_node=None, extra=("--hold",) if hold else ())
-    ids, sent = {}, {}
-    for job in jobs:
-        ids[str(job.id)] = writer.submit(job)
-        sent[str(job.id)] = time.time()
+    ids: dict[str, str] = {}
+    sent: dict[str, float] = {}
     released: float | None = None
-    if ids and hold:
-        run(["scontrol", "release", ",".join(ids.values())])
-        released = time.time()
+    try:
+        for job in jobs:
+            ids[str(job.id)] = writer.submit(job)
+            sent[str(job.id)] = time.time()
+        if ids and hold:
+            released = time.time()  # no job can start before the release begins
+            run(["scontrol", "release", ",".join(ids.values())])
+    except BaseException:
+        if hold and ids and released is None:  # never leave held jobs in someone's queue
+            _cancel(run, list(ids.values()))
+        raise
     submitted = time.monotonic()
     reader = SlurmReader(run)
     deadline = submitted + timeout_s
@@ -154,9 +162,17 @@ def run_on_slurm(run: Runner, jobs: Sequence[Job], timeout_s: float = 300.0, pol
             raise TimeoutError(f"sacct: {len(trace.jobs)} of {len(ids)} jobs complete after "
                                f"{timeout_s:.0f} s ({trace.summary()})")
         time.sleep(poll_s)
-    period = bf_period(before, _sdiag(run), min(sent.values())) if sent else None
+    # held jobs give backfill nothing to count, so the period is measured from the release
+    since_first = released if released is not None else min(sent.values(), default=None)
+    period = bf_period(before, _sdiag(run), since_first) if since_first is not None else None
     return SlurmRun(ids, trace, submitted - t0, time.monotonic() - submitted, since, sent, period,
                     released)
+
+
+def _cancel(run: Runner, slurm_ids: list[str]) -> None:
+    """Best effort: the error that brought us here is the one to report."""
+    with contextlib.suppress(Exception):
+        run(["scancel", *slurm_ids])
 
 
 @dataclass(frozen=True)
@@ -196,7 +212,7 @@ def replay_jobs(jobs: Sequence[Job], slurm: SlurmRun) -> tuple[list[Job], dict[s
             # held until the release: that is when Slurm could first schedule it (sacct's
             # Submit is the sbatch; its Start is a whole second, hence the floor for the facts)
             submit = max(slurm.released - origin, rec.submit)
-            recorded = float(math.floor(submit))
+            recorded = float(min(math.floor(submit), rec.start))
         elif origin is not None and str(job.id) in slurm.sent:
             # sbatch returned within the second sacct records: keep our sub-second time.
             submit = min(max(slurm.sent[str(job.id)] - origin, rec.submit), rec.submit + 0.999)
