@@ -69,7 +69,7 @@ def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in placed_now]
 
 
-def _feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
+def feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
     """Yes/no without building a placement where the placer's cheap test can tell."""
     answer = ctx.profile.placer.feasible(job, table, ctx)
     return not isinstance(_fit(ctx, job, table), Status) if answer is None else answer
@@ -189,7 +189,7 @@ class ShadowReserver:
             return table.with_free(gpu, cpu, mem)
 
         def ok(k: int) -> bool:
-            return _feasible(ctx, job, table_at(k))
+            return feasible(ctx, job, table_at(k))
 
         # A promise stands while its own pods still fit at its time: keep the nodes and time.
         if prev is not None and prev.start >= ctx.now and bindings_fit_throughout(
@@ -277,8 +277,8 @@ class ReservationBackfill:
             if isinstance(fitted, Status):
                 planned = None
                 # Only "would it fit the unlimited view?" matters here: the placer's cheap
-                # yes/no answers it where it can (``_feasible``: the same answer as ``fit``).
-                if mode > 0 and _feasible(ctx, job, view(0)):
+                # yes/no answers it where it can (``feasible``: the same answer as ``fit``).
+                if mode > 0 and feasible(ctx, job, view(0)):
                     planned = float(scan.planned[k])
                     fitted = delay_status(ctx.now + planned, protected[0][0], self.name)
                 scan.fail(k, fitted)
@@ -288,11 +288,7 @@ class ReservationBackfill:
                 trace.anchored = len(trace.failures)
             for b in fitted:
                 plan.bind(b)
-            for lim in limits[:mode]:
-                for b in fitted:
-                    lim[0][b.node] -= b.request.gpus
-                    lim[1][b.node] -= b.request.cpus
-                    lim[2][b.node] -= b.request.memory_gb
+            take_from_limits(limits, mode, fitted)
             views.clear()
             scan.started(k)
             out.started.append(job.id)
@@ -313,6 +309,18 @@ def limited_view(table: NodeTable, limits: Sequence[Sequence[np.ndarray]], mode:
     for lim in limits[:mode]:
         gpu, cpu, mem = np.minimum(gpu, lim[0]), np.minimum(cpu, lim[1]), np.minimum(mem, lim[2])
     return table.with_free(np.maximum(gpu, 0), np.maximum(cpu, 0), np.maximum(mem, 0))
+
+
+def take_from_limits(limits: Sequence[Sequence[np.ndarray]], mode: int,
+                     bindings: Sequence[PodBinding], sign: int = -1) -> None:
+    """A started candidate of ``mode`` runs past the first ``mode`` protected starts: its pods
+    come off those reservations' per-node limits (``sign=+1``: a job that ended early gives
+    back what it would have held past them)."""
+    for lim in limits[:mode]:
+        for b in bindings:
+            lim[0][b.node] += sign * b.request.gpus
+            lim[1][b.node] += sign * b.request.cpus
+            lim[2][b.node] += sign * b.request.memory_gb
 
 
 def delay_status(end: float, first: Reservation, policy: str) -> Status:

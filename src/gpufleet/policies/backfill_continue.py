@@ -30,7 +30,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, ScanFailure
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.backfill import UNEXAMINED, delay_status, limited_view
+from gpufleet.policies.backfill import UNEXAMINED, delay_status, feasible, limited_view, take_from_limits
 from gpufleet.policies.shapes import dominates
 
 
@@ -77,8 +77,7 @@ def continue_scan(trace: BackfillTrace, jobs: Sequence[Job], plan: Plan, ctx: Cy
             continue
         if isinstance(fitted, Status):
             delay = None
-            if mode > 0 and not isinstance(placer.fit(job, plan.table, ctx), Status) \
-                    and trace.first is not None:
+            if mode > 0 and trace.first is not None and feasible(ctx, job, plan.table):
                 delay = planned
                 fitted = delay_status(ctx.now + planned, trace.first, trace.policy)
             trace.failures.append(ScanFailure(key, mode, fitted, job, delay))
@@ -86,10 +85,6 @@ def continue_scan(trace: BackfillTrace, jobs: Sequence[Job], plan: Plan, ctx: Cy
             continue
         for b in fitted:
             plan.bind(b)
-        for lim in trace.limits[:mode]:
-            for b in fitted:
-                lim[0][b.node] -= b.request.gpus
-                lim[1][b.node] -= b.request.cpus
-                lim[2][b.node] -= b.request.memory_gb
+        take_from_limits(trace.limits, mode, fitted)
         started.append(job.id)
     return started, verdicts

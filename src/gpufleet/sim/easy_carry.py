@@ -83,8 +83,14 @@ from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Rese
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver, limited_view
-from gpufleet.policies.backfill_continue import continue_scan
+from gpufleet.policies.backfill import (
+    ReservationBackfill,
+    ShadowReserver,
+    feasible,
+    limited_view,
+    take_from_limits,
+)
+from gpufleet.policies.backfill_continue import continue_scan, mode_of
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.carry_delta import Delta
 from gpufleet.sim.carry_verify import verify
@@ -115,6 +121,19 @@ def integral_resources(fleet: Fleet, jobs: Sequence[Job]) -> bool:
                     for job in jobs for ps in job.pod_sets))
 
 
+@dataclass(frozen=True)
+class Remembered:
+    """A full cycle's result kept for carrying on; the ``Carry`` is built from it at the first
+    instant that could be carried on (most full cycles are followed by another full one)."""
+
+    result: CycleResult
+    t0: float
+    #: Nodes whose free capacity C0's backfill changed (its starts).
+    taken: np.ndarray
+    multipliers: dict[str, float]
+    earliest_end: float
+
+
 @dataclass
 class Carry:
     """The last full cycle's decisions and scan, and what the carried-on cycles since changed."""
@@ -143,10 +162,8 @@ def remember(st: SimState, result: CycleResult, due: bool) -> None:
     built at the first carried-on cycle."""
     st.carry = None
     cfg = st.cfg
-    if cfg.easy is None:
-        cfg.easy = easy_profile(cfg.profile)
     trace = result.backfill
-    if (not cfg.easy or not cfg.integral or due or trace is None or result.preemptions
+    if (not cfg.carry_on or due or trace is None or result.preemptions
             or len(result.reservations) != cfg.profile.reserver.depth  # type: ignore[attr-defined]
             or not set(result.started).isdisjoint(r.job for r in result.reservations)):
         return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
@@ -156,7 +173,7 @@ def remember(st: SimState, result: CycleResult, due: bool) -> None:
     table = st.cluster.table
     g0, c0, m0 = trace.view0
     taken = (g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free)
-    st.carry = (result, st.t, taken, _multipliers(st), earliest_end)
+    st.carry = Remembered(result, st.t, taken, _multipliers(st), earliest_end)
 
 
 def _multipliers(st: SimState) -> dict[str, float]:
@@ -169,8 +186,8 @@ def _accuracy(st: SimState) -> dict[str, float]:
     return st.accuracy.medians() if st.cfg.profile.estimate_history else {}
 
 
-def _build(st: SimState, result: CycleResult, t0: float, taken: np.ndarray,
-           multipliers: dict[str, float], earliest_end: float) -> Carry | None:
+def _build(st: SimState, kept: Remembered) -> Carry | None:
+    result, multipliers = kept.result, kept.multipliers
     trace = result.backfill
     assert trace is not None
     cluster = st.cluster
@@ -191,8 +208,8 @@ def _build(st: SimState, result: CycleResult, t0: float, taken: np.ndarray,
     for r in result.reservations:
         held[list(r.nodes)] = True
     p = np.asarray(planned, float)
-    return Carry(trace, result.reservations, head, held, taken, max(keys), p, np.full(p.size, t0),
-                 earliest_end, multipliers,
+    return Carry(trace, result.reservations, head, held, kept.taken, max(keys), p,
+                 np.full(p.size, kept.t0), kept.earliest_end, multipliers,
                  dict(result.statuses) if st.cfg.verify_carry else None)
 
 
@@ -208,8 +225,8 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
             or outcome & Outcome.CYCLE_DUE or (outcome & Outcome.CHANGED and not st.finished_now)):
         return None
     finished = st.finished_now
-    if isinstance(memo, tuple):
-        memo = st.carry = _build(st, *memo)
+    if isinstance(memo, Remembered):
+        memo = st.carry = _build(st, memo)
         if memo is None:
             return None
     if finished and _multipliers(st) != memo.multipliers:
@@ -272,15 +289,11 @@ def _after(memo: Carry, result: CycleResult, arrivals: list[Job], ctx: CycleCont
 
 def _give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleContext) -> None:
     """A job that ended now gives a protected limit back what it held past the reservation's start
-    (what it held before that, the limit already counted as released)."""
+    (what it held before that, the limit already counted as released): the limits of the
+    protected starts before its planned end."""
     for rj in finished:
         end = rj.start_time + max(ctx.planned_run(rj.job) - rj.progress_before, 0.0)
-        for s, lim in zip(trace.starts, trace.limits, strict=True):
-            if end > s:
-                for b in rj.bindings:
-                    lim[0][b.node] += b.request.gpus
-                    lim[1][b.node] += b.request.cpus
-                    lim[2][b.node] += b.request.memory_gb
+        take_from_limits(trace.limits, mode_of(trace, end), rj.bindings, sign=+1)
 
 
 def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
@@ -311,7 +324,7 @@ def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
         now = placer.fit(f.job, views[mode], ctx)
         if not isinstance(now, Status):
             return False
-        fits_now = mode > 0 and not isinstance(placer.fit(f.job, table, ctx), Status)
+        fits_now = mode > 0 and feasible(ctx, f.job, table)
         if f.planned is not None:
             if not fits_now:
                 return False

@@ -25,7 +25,7 @@ from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
 
 if TYPE_CHECKING:
-    from gpufleet.sim.easy_carry import Carry
+    from gpufleet.sim.easy_carry import Carry, Remembered
     from gpufleet.sim.failures import FailureState
 
 ProgressFn = Callable[[float], None]
@@ -49,10 +49,9 @@ class SimConfig:
     skip_safe: bool | None = None
     #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
     cut_mode: str | None = None
-    #: Whether the profile is gang-easy's (sim/easy_carry.py; computed once), and whether every
-    #: capacity and request is a whole number (computed by ``simulate``).
-    easy: bool | None = None
-    integral: bool = False
+    #: Whether EASY cycles may be carried on (sim/easy_carry.py): the profile is gang-easy's and
+    #: every capacity and request a whole number (set by ``simulate``).
+    carry_on: bool = False
     #: Run the full cycle beside every carried-on one and compare (tests, bench).
     verify_carry: bool = False
 
@@ -104,7 +103,7 @@ class SimState:
     #: The last full EASY cycle's result (with its time, taken nodes and accuracy multipliers),
     #: or, once a cycle was carried on, what carried-on cycles keep of it (sim/easy_carry.py
     #: ``Carry``); None after any instant whose news was not arrivals and finishes.
-    carry: Carry | tuple | None = None
+    carry: Carry | Remembered | None = None
     carried_cycles: int = 0
     #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
     class_gpus: dict[tuple, int] = field(default_factory=dict)
