@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -66,12 +67,19 @@ def main() -> None:
                          "comma-separated: each seed then runs on Slurm once per mode")
     args = ap.parse_args()
     modes = args.submit.split(",")
-    if not modes or any(m not in ("held", "unheld") for m in modes):
-        raise SystemExit(f"--submit: expected held, unheld or held,unheld, got {args.submit!r}")
+    if any(m not in ("held", "unheld") for m in modes):
+        ap.error(f"--submit: expected held, unheld or held,unheld, got {args.submit!r}")
+    shapes = [re.fullmatch(r"([1-9]\d*)x([1-9]\d*)/([1-9]\d*)", s) for s in args.shapes.split(",")]
+    if not all(shapes):
+        ap.error(f"--shapes: expected NODESxGPUS/LEAF[,...] such as 8x8/4, got {args.shapes!r}")
+    if not re.fullmatch(r"\d+(,\d+)*", args.seeds):
+        ap.error(f"--seeds: expected whole numbers separated by commas, got {args.seeds!r}")
+    if not 1 <= args.jobs <= 100_000:
+        ap.error(f"--jobs: expected 1 to 100000, got {args.jobs}")
     rows = []
-    for shape in args.shapes.split(","):
-        size, leaf = shape.split("/")
-        nodes, gpus = size.split("x")
+    for shape, m in zip(args.shapes.split(","), shapes, strict=True):
+        assert m is not None
+        nodes, gpus, leaf = m.groups()
         base = free_base()
         root = f"/tmp/gpufleet-bench-slurm-{base}"
         env = dict(os.environ, SLURMTEST_DIR=root, SLURMTEST_NODES=nodes, SLURMTEST_GPUS_PER_NODE=gpus,
