@@ -89,8 +89,9 @@ def explain(
     leaf_oversubscription: Annotated[float, typer.Option(
         help="Leaf downlink:uplink ratio (1 = non-blocking).", min=1.0, max=1000.0, callback=finite)] = 1.0,
     mfu: Annotated[float, typer.Option(
-        help="Compute efficiency of the kernels (model FLOPs utilisation, above 0, at most 1).",
-        min=0.0, max=1.0, callback=finite_positive)] = 0.5,
+        help="Compute efficiency of the kernels (model FLOPs utilisation, 0.001 to 1; below 0.1 % the "
+             "step time overflows a float).",
+        min=0.001, max=1.0, callback=finite_positive)] = 0.5,
     output: Annotated[Output, typer.Option(
         "--output", "-o", help="text: a table; json: one JSON document.")] = Output.TEXT,
 ) -> None:
