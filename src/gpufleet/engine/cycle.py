@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gpufleet.engine.phases.preempt import NoPreemption
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.reuse import reuse_of
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import (
     AdmissionState,
@@ -52,7 +52,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     # 6. preempt: evict whole gangs where a blocked job deserves the room and then fits.
     backfilled_ids = set(backfilled.started)
     still_blocked = ([pj for pj in placed.blocked if pj.job.id not in backfilled_ids]
-                     if backfilled_ids and not isinstance(profile.preemptor, NoPreemption)
+                     if backfilled_ids and not reuse_of(profile.preemptor).inert
                      else placed.blocked)
     preemptions = profile.preemptor.preempt(still_blocked, plan, ctx)
 
@@ -60,8 +60,7 @@ def run_cycle(inp: CycleInput) -> CycleResult:
     for jid in started:
         ctx.statuses.discard(jid)
     # Every admitted job left waiting carries a reason, even one no phase got to this cycle.
-    unexamined = Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
-                                          "before this job's turn",), profile.name)
+    unexamined = unexamined_status(profile.name)
     started_set = set(started)
     # The walk is lazy: over a snapshot, since the driver's queue changes after the cycle.
     waiting = admitted.view() if isinstance(admitted, PendingQueue) else admitted
@@ -77,6 +76,13 @@ def run_cycle(inp: CycleInput) -> CycleResult:
         admission=_next_admission(ctx, started_set),
         backfill=ctx.out.backfill,
     )
+
+
+def unexamined_status(policy: str) -> Status:
+    """The status of a job the cycle did not reach: a strict-FIFO pass stopped before it, or
+    the scan limit was reached."""
+    return Status(StatusCode.WAIT, ("not examined this cycle: the scan limit was reached "
+                                    "before this job's turn",), policy)
 
 
 def _next_admission(ctx: CycleContext, started: set[JobId]) -> AdmissionState:

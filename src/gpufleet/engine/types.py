@@ -135,6 +135,8 @@ class CycleStats:
     pending: int = 0
     considered: int = 0
     skipped_by_class: int = 0
+    #: The rule an incremental cycle answered by (engine/incremental.py); "" for a full cycle.
+    reused: str = ""
 
 
 @dataclass(frozen=True, slots=True)

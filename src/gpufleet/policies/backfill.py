@@ -37,6 +37,7 @@ from gpufleet.engine.capacity import CapacityTimeline, Hold, release_schedule
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import (
@@ -119,6 +120,14 @@ class ShadowReserver:
     resolution_s: float = 0.0
     #: Epoch second of sim time 0, so the grid falls on Slurm's (whole multiples of epoch time).
     resolution_epoch_s: float = 0.0
+
+    def reuse(self) -> Reuse:
+        """Promises kept with no window, grid or compression stand while nothing they rest on
+        moved (sim/easy_carry.py checks what moved); any of those makes them depend on now."""
+        if (self.keep_promises and not self.compress and self.protect >= 1 and math.isinf(self.window_s)
+                and self.resolution_s <= 0):
+            return Reuse(promises=self.depth)
+        return Reuse()
 
     def _grid(self, t: float) -> float:
         """``t`` rounded down to the bf_resolution grid (unchanged when the resolution is 0)."""
@@ -222,6 +231,9 @@ class ShadowReserver:
 class ReservationBackfill:
     name: str = "easy"
     max_tests: int = 2000
+
+    def reuse(self) -> Reuse:
+        return Reuse(continues_scan=True)
 
     def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:

@@ -20,6 +20,7 @@ import numpy as np
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation
@@ -290,3 +291,11 @@ class GangBestFit:
 
     def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)
+
+    def reuse(self) -> Reuse:
+        """Greedy whole-gang best fit judges a job by its shape class against what is free now
+        (``FailedShapes`` memoises a class's failure on that monotonicity); deferring to due
+        reservations (conservative) makes the pass depend on time as well."""
+        if self.defer:
+            return Reuse()
+        return Reuse(monotone_classes=True, stops_at_blocked=self.stop_at_first_blocked)

@@ -17,7 +17,8 @@ Between C0 and now only instants of arrivals and finishes passed, each carried o
 drops the carry at any other change, and at a change with no cycle run (sim/step.py).
 
 Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` checks each):
-1. Profile: gang-easy's phases exactly (``easy_profile``); no failures, cycle cadence or tenancy;
+1. Profile: gang-easy's phases, as its policies declare them (``CycleReuse.carry_scan``,
+   engine/reuse.py); no failures, cycle cadence or tenancy;
    every capacity and request a whole number (``integral_resources``), so sums taken in any order
    are the same floats.
 2. Queue: every new job sorts after every waiting job (priority-FIFO key). C0 made ``depth``
@@ -66,17 +67,13 @@ Why the full cycle C at t decides the same:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpufleet.engine.phases.admit import AdmitAll
-from gpufleet.engine.phases.order import PriorityFifo
-from gpufleet.engine.phases.preempt import NoPreemption
+from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
-from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation, RunningJob
@@ -84,32 +81,16 @@ from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill import (
-    ReservationBackfill,
-    ShadowReserver,
     feasible,
     limited_view,
     take_from_limits,
 )
 from gpufleet.policies.backfill_continue import continue_scan, mode_of
-from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.carry_delta import Delta
 from gpufleet.sim.carry_verify import verify
 from gpufleet.sim.decisions import status_shape
 from gpufleet.sim.kernel import Outcome
-from gpufleet.sim.shape_queues import OrderKey, order_key
 from gpufleet.sim.state import SimState
-
-
-def easy_profile(profile: Profile) -> bool:
-    """Gang-easy's phases exactly (the ones the proof covers): strict-FIFO gang best fit in
-    priority-FIFO order, everyone admitted, a shadow reservation that keeps its promises with no
-    window, grid or compression, reservation backfill, no preemption."""
-    p, r = profile, profile.reserver
-    return (type(p.placer) is GangBestFit and p.placer.stop_at_first_blocked and not p.placer.defer
-            and p.gang and type(p.orderer) is PriorityFifo and type(p.admitter) is AdmitAll
-            and type(r) is ShadowReserver and r.keep_promises and not r.compress and r.protect >= 1
-            and math.isinf(r.window_s) and r.resolution_s <= 0
-            and type(p.backfiller) is ReservationBackfill and type(p.preemptor) is NoPreemption)
 
 
 def integral_resources(fleet: Fleet, jobs: Sequence[Job]) -> bool:
@@ -164,7 +145,7 @@ def remember(st: SimState, result: CycleResult, due: bool) -> None:
     cfg = st.cfg
     trace = result.backfill
     if (not cfg.carry_on or due or trace is None or result.preemptions
-            or len(result.reservations) != cfg.profile.reserver.depth  # type: ignore[attr-defined]
+            or len(result.reservations) != cfg.reuse.promises
             or not set(result.started).isdisjoint(r.job for r in result.reservations)):
         return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
     earliest_end = _earliest_end(st)

@@ -44,39 +44,20 @@ class whose included jobs all started (which 1. rules out), it is rerun uncut.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
-from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.phases.admit import AdmitAll
-from gpufleet.engine.phases.backfill import NoBackfill
-from gpufleet.engine.phases.order import PriorityFifo
-from gpufleet.engine.phases.preempt import NoPreemption
-from gpufleet.engine.phases.reserve import NoReservation
-from gpufleet.engine.profile import Profile
+from gpufleet.engine.phases.order import OrderKey
+from gpufleet.engine.reuse import CutMode
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
+from gpufleet.engine.types import CycleResult, PendingJob
 from gpufleet.model.ids import JobId
-from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.shape_queues import OrderKey, order_key
-from gpufleet.sim.state import SimState
 
 #: Cut modes: per shape class (greedy), along the queue (strict FIFO).
-GREEDY, FIFO = "greedy", "fifo"
-
-
-def cut_mode(profile: Profile) -> str | None:
-    """GREEDY or FIFO for gang best-fit in priority-FIFO order with nothing else (the cycles the
-    proofs cover), None for every other profile."""
-    p = profile
-    if not (type(p.placer) is GangBestFit and not p.placer.defer and p.gang
-            and type(p.orderer) is PriorityFifo and isinstance(p.admitter, AdmitAll)
-            and isinstance(p.reserver, NoReservation) and isinstance(p.backfiller, NoBackfill)
-            and isinstance(p.preemptor, NoPreemption)):
-        return None
-    return FIFO if p.placer.stop_at_first_blocked else GREEDY
+GREEDY: CutMode = "greedy"
+FIFO: CutMode = "fifo"
 
 
 @dataclass
@@ -157,47 +138,19 @@ def verdicts(cut: Cut, result: CycleResult) -> bool:
     return True
 
 
-def run_cut_cycle(make: Callable[[list[PendingJob]], CycleInput], cluster: SimulatedCluster,
-                  mode: str, cache: dict[tuple, int]) -> tuple[CycleResult, Cut | None]:
-    """``run_cycle`` on the cut input; the cut (None when the cycle was run uncut)."""
+def run_cut_cycle(run: Callable[[Sequence[PendingJob]], CycleResult], cluster: SimulatedCluster,
+                  mode: CutMode, cache: dict[tuple, int]) -> tuple[CycleResult, Cut | None]:
+    """The cycle (``run``: the engine's cycle on a pending input) on the cut input; the cut
+    (None when the cycle was run uncut)."""
     cutting = None if cluster.partial else (cut_greedy(cluster, cache) if mode == GREEDY
                                             else cut_fifo(cluster, cache))
     if cutting is None or not cutting[1].classes:
-        return run_cycle(make(cluster.pending_view())), None
+        return run(cluster.pending_view()), None
     ids, cut = cutting
     seq = cluster.shapes.seq
     ids.sort(key=seq.__getitem__)  # the queue's own order, as the full cycle's input has it
     view = cluster.view
-    result = run_cycle(make([view(jid) for jid in ids]))
+    result = run([view(jid) for jid in ids])
     if not verdicts(cut, result):
-        return run_cycle(make(cluster.pending_view())), None
+        return run(cluster.pending_view()), None
     return result, cut
-
-
-def remember_stop(st: SimState, result: CycleResult) -> None:
-    """After a strict-FIFO cycle: the job its pass stopped at (its order key), and the status it
-    gave the jobs past the stop (for ``fifo_idle``)."""
-    st.fifo_stop = None
-    for jid, status in result.statuses.items():
-        if status.code is StatusCode.UNSCHEDULABLE:
-            st.fifo_stop = order_key(st.cluster.pending[jid])
-        elif status.code is StatusCode.WAIT:
-            st.fifo_past = status
-
-
-def fifo_idle(st: SimState) -> bool:
-    """Only arrivals since the last strict-FIFO cycle, each queued behind the job it stopped at."""
-    stop = st.fifo_stop
-    if (st.cfg.cut_mode != FIFO or stop is None or st.fifo_past is None or st.cluster.partial
-            or not st.arrived_now or stop[2] not in st.cluster.pending):
-        return False
-    return all(order_key(job) > stop for job in st.arrived_now)
-
-
-def skip_fifo_cycle(st: SimState) -> None:
-    """The cycle would stop where the last one did: log the new jobs' status past the stop."""
-    st.cycle_seq += 1
-    st.skipped_cycles += 1
-    if st.decisions is not None and st.fifo_past is not None:
-        for job in sorted(st.arrived_now, key=lambda j: st.cluster.shapes.seq[j.id]):
-            st.decisions.one(st.rec, st.t, job.id, st.fifo_past)

@@ -16,7 +16,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.easy_carry import easy_profile, integral_resources
+from gpufleet.sim.easy_carry import integral_resources
 from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
 from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
@@ -80,7 +80,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,
                     usage_tracker=usage_tracker, runtime_model=runtime_model)
-    cfg.carry_on = easy_profile(profile) and integral_resources(fleet, jobs)
+    cfg.carry_on = cfg.reuse.carry_scan and integral_resources(fleet, jobs)
     cfg.verify_carry = verify_carried_cycles
     st = SimState(cfg=cfg, cluster=SimulatedCluster(fleet), frag=FragmentationSamples.for_workload(jobs))
     if not decision_log:

@@ -19,15 +19,9 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
 
+from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-
-#: (−priority, submit time, id): PriorityFifo's total order (engine/phases/order.py).
-OrderKey = tuple[int, float, JobId]
-
-
-def order_key(job: Job) -> OrderKey:
-    return (-job.priority, job.submit_time, job.id)
 
 
 @dataclass

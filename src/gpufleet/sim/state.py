@@ -1,8 +1,7 @@
 """The one state object a simulation's handlers read and change.
 
-Everything the old 150-line loop carried in locals lives here, named: the event queue and clock,
-the cluster, what was recorded, and the driver-side ledgers the engine reads back each cycle
-(reservations, estimate accuracy, recent disruptions).
+The event queue and clock, the cluster, what was recorded, and the driver-side ledgers the engine
+reads back each cycle (reservations, estimate accuracy, recent disruptions, its memo).
 """
 
 from __future__ import annotations
@@ -11,9 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpufleet.engine.incremental import CycleMemo
 from gpufleet.engine.profile import Profile
+from gpufleet.engine.reuse import CycleReuse
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status
 from gpufleet.engine.types import AdmissionState, Reservation, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
@@ -45,15 +45,16 @@ class SimConfig:
     tenancy: object = None
     usage_tracker: UsageTracker | None = None
     runtime_model: RuntimeModel | None = None
-    #: Whether the profile allows skipping provably idle cycles (computed once, sim/step.py).
-    skip_safe: bool | None = None
-    #: How the profile's cycles may be cut (sim/greedy_cut.py): "greedy", "fifo", "" (never).
-    cut_mode: str | None = None
-    #: Whether EASY cycles may be carried on (sim/easy_carry.py): the profile is gang-easy's and
-    #: every capacity and request a whole number (set by ``simulate``).
+    #: What the profile's policies declare they can reuse across cycles (engine/reuse.py).
+    reuse: CycleReuse = field(default_factory=CycleReuse)
+    #: Whether EASY cycles may be carried on (sim/easy_carry.py): the profile declares it and
+    #: every capacity and request is a whole number (set by ``simulate``).
     carry_on: bool = False
-    #: Run the full cycle beside every carried-on one and compare (tests, bench).
+    #: Run the full cycle beside every reused or carried-on one and compare (tests, bench).
     verify_carry: bool = False
+
+    def __post_init__(self) -> None:
+        self.reuse = CycleReuse.of(self.profile)
 
 
 @dataclass
@@ -95,11 +96,10 @@ class SimState:
     #: Cycle opportunities, run or skipped: the engine's seed follows it, so a skipped cycle does
     #: not shift the randomness of the cycles after it.
     cycle_seq: int = 0
+    #: Cycle opportunities the engine answered from its memo (engine/incremental.py).
     skipped_cycles: int = 0
-    #: Strict FIFO: the order key of the job the last cycle stopped at, and the status it gave the
-    #: jobs past it (sim/greedy_cut.py).
-    fifo_stop: tuple | None = None
-    fifo_past: Status | None = None
+    #: The engine's memo of the last cycle, handed back at the next (engine/incremental.py).
+    memo: CycleMemo = field(default_factory=CycleMemo)
     #: The last full EASY cycle's result (with its time, taken nodes and accuracy multipliers),
     #: or, once a cycle was carried on, what carried-on cycles keep of it (sim/easy_carry.py
     #: ``Carry``); None after any instant whose news was not arrivals and finishes.

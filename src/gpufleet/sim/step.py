@@ -3,6 +3,13 @@
 The driver owns time and effects; the engine only decides. Cycles run after every instant at which
 something changed (an arrival, a finish, an eviction), or on a fixed cadence when
 ``cycle_interval_s`` > 0, as a live scheduler would.
+
+Every cycle goes through the engine's incremental interface (engine/incremental.py): the driver
+tells it what changed (``delta_of``) and keeps the memo it returns. An instant whose only news is
+arrivals is told as such; any other news is "unknown" (a finish and a node failure both read
+CHANGED). An instant with news and no cycle has an empty queue, whose changes a memo need not hear
+(the engine's contract). Where the profile declares it, the pending input is first cut to the jobs
+that can change the decisions (sim/greedy_cut.py), or the cycle carried on (sim/easy_carry.py).
 """
 
 from __future__ import annotations
@@ -13,12 +20,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpufleet.engine.checkpoints import remaining_run_s
-from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.phases.admit import AdmitAll
-from gpufleet.engine.phases.backfill import NoBackfill
-from gpufleet.engine.phases.preempt import NoPreemption
-from gpufleet.engine.phases.reserve import NoReservation
-from gpufleet.engine.profile import Profile
+from gpufleet.engine.incremental import CycleDelta, reused_answer, run_incremental
+from gpufleet.engine.phases.order import order_key
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
@@ -26,21 +29,11 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang import GangBestFit
 from gpufleet.sim.easy_carry import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failures import restarted, run_wall_s
-from gpufleet.sim.greedy_cut import (
-    FIFO,
-    Cut,
-    cut_mode,
-    fifo_idle,
-    remember_stop,
-    run_cut_cycle,
-    skip_fifo_cycle,
-)
+from gpufleet.sim.greedy_cut import Cut, run_cut_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
-from gpufleet.sim.shape_queues import order_key
 from gpufleet.sim.state import SimState
 from gpufleet.sim.upgrade_compat import restrict
 
@@ -75,16 +68,12 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     if due and st.cluster.pending:
         if st.fail is not None and st.fail.upgrade is not None:
             restrict(st)  # images go only to nodes whose driver runs them (sim/upgrade_compat.py)
-        if outcome == Outcome.ARRIVED and idle_cycle(st):
-            skip_cycle(st)
-        elif outcome == Outcome.ARRIVED and fifo_idle(st):
-            skip_fifo_cycle(st)
-        elif (carried := carry_on(st, outcome)) is not None:
+        if (carried := carry_on(st, outcome)) is not None:
             st.cycle_seq += 1
             st.carried_cycles += 1
             apply_result(st, carried)
         else:
-            engine_cycle(st)
+            engine_cycle(st, delta_of(st, outcome))
     elif outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
         st.carry = None  # the fleet moved with no cycle to carry on: the next one runs in full
     st.arrived_now.clear()
@@ -92,43 +81,11 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     sample(st)
 
 
-def skip_safe(profile: Profile) -> bool:
-    """Profiles whose cycle, when only jobs that cannot fit arrived, provably does nothing: plain
-    greedy gang best-fit (any order), no admission, reservation, backfill or preemption. Nothing
-    freed capacity since the last cycle, in which every waiting job was examined and did not fit
-    (or was placed, taking capacity); a new job the free-capacity index proves too big cannot fit
-    either. Reservation, backfill, preemption and time-priced placers (topology) can act on a new
-    job that does not fit, so they always run their cycle."""
-    p = profile
-    return (type(p.placer) is GangBestFit and not p.placer.stop_at_first_blocked
-            and not p.placer.defer and p.gang
-            and isinstance(p.admitter, AdmitAll) and isinstance(p.reserver, NoReservation)
-            and isinstance(p.backfiller, NoBackfill) and isinstance(p.preemptor, NoPreemption))
-
-
-def idle_cycle(st: SimState) -> bool:
-    if st.cfg.skip_safe is None:
-        st.cfg.skip_safe = skip_safe(st.cfg.profile)
-    if not st.cfg.skip_safe or not st.arrived_now:
-        return False
-    table = st.cluster.table
-    for job in st.arrived_now:
-        if len(job.pod_sets) != 1:
-            return False
-        ps = job.pod_sets[0]
-        if not table.cannot_fit(ps.request, ps.replicas):
-            return False
-    return True
-
-
-def skip_cycle(st: SimState) -> None:
-    """The cycle would start nothing: skip it, and log why the new jobs wait."""
-    st.cycle_seq += 1
-    st.skipped_cycles += 1
-    if st.decisions is not None:
-        for job in st.arrived_now:
-            st.rec.event(st.t, "wait", job.id, f"UNSCHEDULABLE [{st.cfg.profile.name}]: more GPUs than the "
-                         "free capacity holds now (no cycle run: nothing was freed)")
+def delta_of(st: SimState, outcome: Outcome) -> CycleDelta:
+    """What changed at this instant, as far as the outcome tells: arrivals alone, or unknown.
+    Pods held by partially placed gangs make it unknown too (no rule covers them)."""
+    known = outcome == Outcome.ARRIVED and not st.cluster.partial
+    return CycleDelta(arrived=tuple(st.arrived_now), ended=tuple(st.finished_now), other=not known)
 
 
 def cycle_input(st: SimState, pending: Sequence[PendingJob], seq: int | None = None) -> CycleInput:
@@ -145,23 +102,28 @@ def cycle_input(st: SimState, pending: Sequence[PendingJob], seq: int | None = N
         running_columns=cluster.running.columns)
 
 
-def engine_cycle(st: SimState) -> None:
+def engine_cycle(st: SimState, delta: CycleDelta) -> None:
     """Ask the engine what to do now, then do it."""
     cfg, cluster, t = st.cfg, st.cluster, st.t
-    st.cycles += 1
     st.cycle_seq += 1
+    reused = (reused_answer(st.memo, delta, cycle_input(st, cluster.pending_view()), verify=cfg.verify_carry)
+              if delta.arrivals_only else None)
+    if reused is not None:
+        st.skipped_cycles += 1
+        apply_result(st, reused)
+        return
+    st.cycles += 1
 
-    def make(pending: list[PendingJob]) -> CycleInput:
-        return cycle_input(st, pending)
+    def full(pending: Sequence[PendingJob]) -> CycleResult:
+        result, st.memo = run_incremental(st.memo, CycleDelta.unknown(), cycle_input(st, pending))
+        return result
 
-    if cfg.cut_mode is None:
-        cfg.cut_mode = cut_mode(cfg.profile) or ""
     cut = None
     due = any(r.protected and r.start <= t for r in st.reservations)
-    if cfg.cut_mode:
-        result, cut = run_cut_cycle(make, cluster, cfg.cut_mode, st.class_gpus)
+    if cfg.reuse.cut is not None:
+        result, cut = run_cut_cycle(full, cluster, cfg.reuse.cut, st.class_gpus)
     else:
-        result = run_cycle(make(cluster.pending_view()))
+        result = full(cluster.pending_view())
     apply_result(st, result, cut)
     remember(st, result, due)
 
@@ -169,18 +131,17 @@ def engine_cycle(st: SimState) -> None:
 def apply_result(st: SimState, result: CycleResult, cut: Cut | None = None) -> None:
     """Do what a cycle decided: keep its reservations and admission state, log why jobs wait,
     send eviction notices, bind and start."""
-    cfg, cluster, t = st.cfg, st.cluster, st.t
+    cluster, t = st.cluster, st.t
     st.reservations = result.reservations
     st.admission = result.admission  # quota reservations, sticky heads (engine/types.py)
-    if cfg.cut_mode == FIFO:
-        remember_stop(st, result)
     if st.decisions is not None:
         if cut is not None:
             st.decisions.record_cut(st.rec, t, result, cluster.table.names, st.submit_times, cut,
                                     cluster.shapes, lambda jid, status: board_position(st, jid, status))
         else:
             st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
-            cluster.shapes.unsettle()
+            if not result.stats.reused:  # a reused answer logs the arrivals only
+                cluster.shapes.unsettle()
     schedule_wakeups(st)
     for res in st.reservations:
         if res.protected:

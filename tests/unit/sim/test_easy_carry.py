@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import gpufleet.sim.step as step
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.policies.registry import profile
-from gpufleet.sim.easy_carry import easy_profile, integral_resources
+from gpufleet.sim.easy_carry import integral_resources
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import WorkloadSpec, generate
 from gpufleet.testing.builders import fleet, job
@@ -72,14 +72,6 @@ def test_the_trusting_profile_is_carried_on_too(monkeypatch):
     full = simulate(f, jobs, profile("gang-easy-trusting"))
     assert carried.carried_cycles > 0
     assert carried.recorder.log == full.recorder.log
-
-
-def test_only_gang_easy_phases_are_carried_on():
-    """Conservative backfill compresses promises, tenancy admits by quota, topology prices waits:
-    the proof covers none of them."""
-    assert easy_profile(profile("gang-easy"))
-    for name in ("gang-conservative", "tenancy-easy", "topology-easy", "gang-fifo", "gang-bestfit"):
-        assert not easy_profile(profile(name)), name
 
 
 def test_fractional_cpu_requests_turn_carrying_on_off():

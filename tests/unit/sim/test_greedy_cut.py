@@ -3,10 +3,12 @@ event log - decisions included - stays byte for byte the one the full cycles wri
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-import gpufleet.sim.greedy_cut as greedy_cut
-import gpufleet.sim.step as step
+import gpufleet.engine.incremental as incremental
+from gpufleet.engine.reuse import CycleReuse
 from gpufleet.policies.registry import profile
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import WorkloadSpec, generate
@@ -33,7 +35,9 @@ def test_cut_cycles_write_the_same_event_log_as_full_cycles(policy, monkeypatch)
     skips the cycles whose only news is jobs queued behind the one the last cycle stopped at."""
     f, jobs = _congested()
     cut = simulate(f, jobs, profile(policy), seed=2)
-    monkeypatch.setattr(step, "cut_mode", lambda p: None)
+    declared = CycleReuse.of
+    monkeypatch.setattr(CycleReuse, "of", classmethod(lambda cls, p: replace(declared(p), cut=None,
+                                                                              behind_stop=False)))
     full = simulate(f, jobs, profile(policy), seed=2)
     assert cut.recorder.log == full.recorder.log
     assert (cut.recorder.t, cut.recorder.allocated, cut.recorder.stranded) == \
@@ -52,20 +56,13 @@ def test_a_cut_cycle_hands_the_engine_at_most_free_gpus_plus_one_job_per_class(p
     jobs = [job("blocker").gpus(8).runs(3600).build()]
     jobs += [job(f"w{i:03d}").gpus(1).at(1.0 + i).runs(7200).build() for i in range(300)]
     seen: list[int] = []
-    real = greedy_cut.run_cycle
+    real = incremental.run_cycle
 
     def counting(inp):
         seen.append(len(inp.pending))
         return real(inp)
 
-    monkeypatch.setattr(greedy_cut, "run_cycle", counting)
+    monkeypatch.setattr(incremental, "run_cycle", counting)
     r = simulate(f, jobs, profile(policy))
     assert max(seen) == (9 if policy == "gang-bestfit" else 10)
     assert sorted(j for j, t in r.starts.items() if t == 3600.0) == [f"w{i:03d}" for i in range(8)]
-
-
-def test_profiles_with_reservation_backfill_or_preemption_are_never_cut():
-    assert greedy_cut.cut_mode(profile("gang-bestfit")) == greedy_cut.GREEDY
-    assert greedy_cut.cut_mode(profile("gang-fifo")) == greedy_cut.FIFO
-    for name in ("gang-easy", "per-pod", "tenancy", "topology-aware", "smallest-first"):
-        assert greedy_cut.cut_mode(profile(name)) is None

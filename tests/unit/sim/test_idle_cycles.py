@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-import gpufleet.sim.step as step
+from gpufleet.engine.reuse import CycleReuse
 from gpufleet.policies.registry import profile
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import WorkloadSpec, generate
@@ -37,7 +39,9 @@ def test_skipping_idle_cycles_changes_no_start_finish_or_eviction(policy, monkey
     jobs = [job(f"g{i}").gpus(8).gang(1 + (i * 3) % 8).at(60.0 * i).runs(1800).build() for i in range(60)]
     jobs += generate(WorkloadSpec(days=0.5, offered_load=0.5, max_gpus=32), f.total_gpus, 5)
     with_skip = simulate(f, jobs, profile(policy), seed=3)
-    monkeypatch.setattr(step, "skip_safe", lambda p: False)
+    declared = CycleReuse.of
+    monkeypatch.setattr(CycleReuse, "of",
+                        classmethod(lambda cls, p: replace(declared(p), unfit_arrivals=False)))
     without = simulate(f, jobs, profile(policy), seed=3)
     assert _history(with_skip) == _history(without)
     if policy in ("gang-bestfit", "smallest-first"):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.types import CycleContext, PendingJob
 
 
@@ -23,6 +24,9 @@ class AdmitAll:
     """No quotas: every pending job is admitted."""
 
     name = "admit-all"
+
+    def reuse(self) -> Reuse:
+        return Reuse(inert=True)
 
     def admit(self, pending: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         if isinstance(pending, PendingQueue):  # the driver's columns, read-only here: no copy

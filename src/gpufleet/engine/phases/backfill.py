@@ -7,6 +7,7 @@ from typing import Protocol
 
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 
 
@@ -22,6 +23,9 @@ class NoBackfill:
     """Placement already tried every job greedily; nothing more to start."""
 
     name = "none"
+
+    def reuse(self) -> Reuse:
+        return Reuse(inert=True)
 
     def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:

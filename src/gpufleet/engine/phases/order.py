@@ -10,7 +10,17 @@ import numpy as np
 
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.queue import id_ranks as id_ranks
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
+
+#: (−priority, submit time, id): the total order ``PriorityFifo`` tries jobs in.
+OrderKey = tuple[int, float, JobId]
+
+
+def order_key(job: Job) -> OrderKey:
+    return (-job.priority, job.submit_time, job.id)
 
 
 class Orderer(Protocol):
@@ -24,6 +34,9 @@ class PriorityFifo:
     """Priority (high first), then submit time, then id: a total, stable order."""
 
     name = "priority-fifo"
+
+    def reuse(self) -> Reuse:
+        return Reuse(priority_fifo=True)
 
     def order(self, admitted: Sequence[PendingJob], ctx: CycleContext) -> Sequence[PendingJob]:
         return priority_fifo(admitted)

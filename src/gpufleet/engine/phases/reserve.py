@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.reuse import Reuse
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 
 
@@ -18,6 +19,9 @@ class Reserver(Protocol):
 
 class NoReservation:
     name = "none"
+
+    def reuse(self) -> Reuse:
+        return Reuse(inert=True)
 
     def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]:
         return []

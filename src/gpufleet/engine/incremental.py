@@ -1,0 +1,202 @@
+"""The incremental cycle: a driver says what changed since the last cycle; the engine owns its memo.
+
+Interface (every driver: the simulator, the service's live loop, Slurm, Kubernetes)::
+
+    memo = CycleMemo()                                   # once, before the first cycle
+    ...
+    result, memo = run_incremental(memo, delta, inp)     # at every cycle, instead of run_cycle(inp)
+
+- ``CycleDelta``: what changed since the cycle ``memo`` came from: the jobs that arrived (in the
+  order they joined the queue), the runs that ended, the node rows whose capacity or health
+  changed by anything but those ends and the cycle's own bindings, and ``other`` for everything
+  else (a withdrawal, an eviction, a requeue, a cadence tick, a change the driver did not follow).
+  ``CycleDelta.unknown()`` is always correct: it asks for the full cycle. A driver need not run a
+  cycle while no job waits, nor report what changed then: a cycle over an empty queue decides
+  nothing, and no rule below rests on a job that was not waiting at the memo's cycle.
+- ``CycleMemo``: what the last cycle decided that a later one can reuse. Opaque to drivers: they
+  keep it and hand it back, never read or build its fields. It is tied to the profile it was made
+  under (another profile starts afresh).
+- ``run_incremental`` answers from the memo when one of the rules below proves the full cycle
+  would decide the same, and runs ``run_cycle`` otherwise; either way it returns the decisions as
+  a ``CycleResult`` (``stats.reused`` names the rule, "" for a full cycle) and the next memo. A
+  reused result holds statuses only for the jobs it judged (the arrivals): every other waiting job
+  keeps the status it last had, which is what a driver that logs on change needs.
+- ``reused_answer`` is the first half alone (the rule's answer, or None), for a driver that has a
+  shortcut of its own over the full cycle (the simulator's input cut).
+- ``verify=True`` runs the full cycle beside every reused answer and raises
+  ``IncrementalMismatch`` when they decide differently (the tests and benchmarks turn it on).
+
+Which rule may fire is declared by the policies (engine/reuse.py, ``CycleReuse``), never found by
+checking concrete types. The rules, each with the premises it checks and why it is exact:
+
+1. *Unfit arrivals* (``CycleReuse.unfit_arrivals``: greedy whole-gang placement in any order, all
+   other steps inert). News: arrivals only, each one pod set the free-capacity index proves too big
+   (``NodeTable.cannot_fit``). Since the last cycle nothing freed capacity; in it every waiting job
+   was examined and did not fit, or was placed; capacity only shrank since. Feasibility is monotone
+   in free capacity, so those jobs fail again, and the new ones cannot fit: nothing starts, and
+   each arrival gets UNSCHEDULABLE "more GPUs than the free capacity holds now".
+2. *Behind the stop* (``CycleReuse.behind_stop``: strict-FIFO gang best fit in priority-FIFO order,
+   all other steps inert). News: arrivals only, each sorting after the job the last pass stopped at
+   (by (−priority, submit time, id)), which still waits. The pass tries the same jobs on the same
+   table in the same order and stops at the same job; every job behind it, the arrivals included,
+   gets the status for jobs the pass did not reach.
+
+The simulator's other shortcuts (the greedy cycle cut, sim/greedy_cut.py; carrying EASY cycles on,
+sim/easy_carry.py) are switched on by the same declarations and still live in sim/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gpufleet.engine.cycle import run_cycle, unexamined_status
+from gpufleet.engine.phases.order import OrderKey, order_key
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.reuse import CycleReuse
+from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import AdmissionState, CycleInput, CycleResult, CycleStats, PendingJob, RunningJob
+from gpufleet.model.ids import JobId
+from gpufleet.model.job import Job
+
+UNFIT_ARRIVALS, BEHIND_STOP = "unfit-arrivals", "behind-stop"
+UNFIT_REASON = "more GPUs than the free capacity holds now (no cycle run: nothing was freed)"
+
+
+@dataclass(frozen=True, slots=True)
+class CycleDelta:
+    """What changed since the cycle the memo came from (see the module docstring)."""
+
+    arrived: tuple[Job, ...] = ()
+    ended: tuple[RunningJob, ...] = ()
+    #: Node rows changed by anything but ``ended`` and the last cycle's own bindings.
+    nodes: tuple[int, ...] = ()
+    #: Anything else changed, or the driver does not know what did: no reuse.
+    other: bool = False
+
+    @classmethod
+    def unknown(cls) -> CycleDelta:
+        return cls(other=True)
+
+    @property
+    def arrivals_only(self) -> bool:
+        return bool(self.arrived) and not (self.ended or self.nodes or self.other)
+
+
+@dataclass(frozen=True, slots=True)
+class CycleMemo:
+    """What the last cycle decided that a later one can reuse (owned by the engine)."""
+
+    #: The profile the memo was made under, and what its policies declared they can reuse.
+    profile: Profile | None = None
+    reuse: CycleReuse = CycleReuse()
+    #: Strict FIFO: the job the last pass stopped at, and its order key.
+    stop: JobId | None = None
+    stop_key: OrderKey | None = None
+
+    def under(self, profile: Profile) -> CycleMemo:
+        """This memo, or a fresh one when it was made under another profile."""
+        if self.profile is profile:
+            return self
+        return CycleMemo(profile=profile, reuse=CycleReuse.of(profile))
+
+
+class IncrementalMismatch(AssertionError):
+    """A reused answer decided otherwise than the full cycle (a gap in a rule's proof)."""
+
+
+def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
+                    verify: bool = False) -> tuple[CycleResult, CycleMemo]:
+    """The cycle at ``inp``, reusing what ``memo`` proves unchanged; and the next memo."""
+    reused = reused_answer(memo, delta, inp, verify=verify)
+    if reused is not None:
+        return reused, memo.under(inp.profile)
+    result = run_cycle(inp)
+    return result, remember(memo, inp, result)
+
+
+def reused_answer(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
+                  verify: bool = False) -> CycleResult | None:
+    """The answer a rule proves from ``memo`` (the memo stays as it is), or None: run the cycle.
+    For a driver with shortcuts of its own over the full cycle (the simulator's cut): it asks
+    this first, and runs its shortcut through ``run_incremental`` with ``CycleDelta.unknown()``."""
+    reused = _reuse(memo.under(inp.profile), delta, inp)
+    if reused is not None and verify:
+        check(reused, run_cycle(inp))
+    return reused
+
+
+def remember(memo: CycleMemo, inp: CycleInput, result: CycleResult) -> CycleMemo:
+    """The memo after a full cycle on ``inp`` decided ``result``."""
+    memo = memo.under(inp.profile)
+    if not memo.reuse.behind_stop:
+        return memo
+    stop = None
+    for jid, status in result.statuses.items():
+        if status.code is StatusCode.UNSCHEDULABLE:
+            stop = jid
+    job = _job_of(inp.pending, stop) if stop is not None else None
+    if job is None:
+        return replace(memo, stop=None, stop_key=None)
+    return replace(memo, stop=stop, stop_key=order_key(job))
+
+
+def _reuse(memo: CycleMemo, delta: CycleDelta, inp: CycleInput) -> CycleResult | None:
+    if not delta.arrivals_only:
+        return None
+    reuse, name = memo.reuse, inp.profile.name
+    if reuse.unfit_arrivals and all(_cannot_fit(job, inp) for job in delta.arrived):
+        unfit = Status(StatusCode.UNSCHEDULABLE, (UNFIT_REASON,), name)
+        return _answer(inp, dict.fromkeys((j.id for j in delta.arrived), unfit), UNFIT_ARRIVALS)
+    if (reuse.behind_stop and memo.stop is not None and memo.stop_key is not None
+            and memo.stop in _ids(inp.pending)
+            and all(order_key(job) > memo.stop_key for job in delta.arrived)):
+        past = unexamined_status(name)
+        return _answer(inp, dict.fromkeys((j.id for j in delta.arrived), past), BEHIND_STOP)
+    return None
+
+
+def _answer(inp: CycleInput, statuses: dict[JobId, Status], rule: str) -> CycleResult:
+    """A cycle that starts, reserves and evicts nothing (every rule's answer), with admission's
+    state as an inert admitter leaves it."""
+    return CycleResult(bindings=(), started=(), statuses=statuses, admission=AdmissionState(),
+                       stats=CycleStats(pending=len(inp.pending), reused=rule))
+
+
+def _cannot_fit(job: Job, inp: CycleInput) -> bool:
+    if len(job.pod_sets) != 1:
+        return False
+    ps = job.pod_sets[0]
+    return inp.nodes.cannot_fit(ps.request, ps.replicas)
+
+
+def _ids(pending: Sequence[PendingJob]) -> PendingQueue | set[JobId]:
+    """Something ``in`` answers for job ids: the driver's queue itself, or the ids of a list."""
+    return pending if isinstance(pending, PendingQueue) else {pj.job.id for pj in pending}
+
+
+def _job_of(pending: Sequence[PendingJob], jid: JobId) -> Job | None:
+    if isinstance(pending, PendingQueue):
+        pj = pending.get(jid)
+        return pj.job if pj is not None else None
+    return next((pj.job for pj in pending if pj.job.id == jid), None)
+
+
+def check(reused: CycleResult, full: CycleResult) -> None:
+    """Verify mode: the reused answer decides what the full cycle does: the same starts,
+    bindings, reservations and evictions, and each judged job held back with the same code
+    (the exact status where the rule promises it: jobs past a strict-FIFO stop)."""
+    def need(ok: bool, what: object) -> None:
+        if not ok:
+            raise IncrementalMismatch(f"{reused.stats.reused}: {what}")
+
+    need(full.started == reused.started, ("started", full.started))
+    need(full.bindings == reused.bindings, "bindings")
+    need(full.reservations == reused.reservations, ("reservations", full.reservations))
+    need(full.preemptions == reused.preemptions, ("preemptions", full.preemptions))
+    for jid, status in reused.statuses.items():
+        got = full.statuses.get(jid)
+        need(got is not None and got.code is status.code, (jid, got, status))
+        if reused.stats.reused == BEHIND_STOP:
+            need(got == status, (jid, got, status))
