@@ -44,6 +44,7 @@ from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_o
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
+from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
 
@@ -129,6 +130,9 @@ class KueuePreemptor:
             # usage of all of them at once, as Kueue computes one set for the whole assignment.
             parts = pod_set_parts(job)
             for flavor in flavors:
+                if not all(may_preempt(ledger, tenancy, job.tenant, f, part.total_gpus)
+                           for f, part in (parts or {flavor: job}).items()):
+                    continue  # Kueue's NoFit: refused up front, no targets searched
                 if parts is None and self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
                 pinned = job if parts is not None else with_flavor(job, flavor)
