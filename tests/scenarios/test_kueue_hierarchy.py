@@ -81,3 +81,40 @@ def test_a_workload_asking_more_than_its_nominal_may_preempt_only_if_allowed_to_
     hi = replace(job("x").tenant("a").gpus(8).gang(2).priority(10).runs(90_000).build(), id="a-hi")
     r = cycle([on(w("a-low", "a", 8), 0)], [hi], ten(a, cq("b", 8)), nodes=2)
     assert preempted(r) == expected
+
+
+def test_a_queue_below_its_nominal_quota_tries_reclaiming_without_borrowing_first():
+    """a (nominal 8, reclaimWithinCohort Any, withinClusterQueue LowerPriority) and b (nominal
+    8) in cohort c, 2 nodes, all 16 used: node 0 a0 (a, 4 GPUs) + b2 (b, 4, newest), node 1 b1
+    (b, 8). a-w asks 8 at priority 5. a uses 4 < 8 (below nominal, though 4 + 8 > 8), so Kueue
+    tries without borrowing first (borrowWithinCohort Never, no hierarchical candidates): walk
+    b2 (newest of b) — a still at 4 + 8 > 8; b1 is skipped (b is back at its nominal 8); a0 —
+    a at 0 + 8 ≤ 8 and the cohort has 16 − 8 = 8 free: fits. Fill back: without b2 the
+    cohort has 4 free: b2 stays. Requiring usage + request ≤ nominal before reclaiming would
+    leave a-w waiting with nothing evicted."""
+    a = cq("a", 8, reclaim_within_cohort="Any", within_cluster_queue="LowerPriority")
+    run = [on(w("a0", "a", 4), 0), on(w("b2", "b", 4), 0, start=9_500.0), on(w("b1", "b", 8), 1)]
+    r = cycle(run, [w("a-w", "a", 8, prio=5)], ten(a, cq("b", 8)), nodes=2)
+    assert preempted(r) == [("a0", "InClusterQueue"), ("b2", "InCohortReclamation")]
+
+
+def team_holds_quota(reclaim: str) -> Tenancy:
+    """org > {team (cohort, nominal 8) > a (nominal 0), b (nominal 0)}."""
+    return Tenancy(tenants=(q("a", "team", 0, reclaim_within_cohort=reclaim), q("b", "org", 0)),
+                   cohorts=(Cohort("org"), Cohort("team", "org", ((F, FlavorQuota(8)),))))
+
+
+@pytest.mark.parametrize("reclaim, expected", [
+    ("Any", [("b-1", "InCohortReclamation")]),
+    ("LowerPriority", []),   # b-1's priority 9 is not below a-1's 0
+    ("Never", []),
+])
+def test_a_queue_without_quota_reclaims_its_cohorts_quota_from_a_borrower_elsewhere(reclaim, expected):
+    """team_holds_quota, one node. b (nominal 0) runs b-1 (8, priority 9) on team's 8, lent
+    through org. a-1 (8, priority 0) does not fit a's nominal 0, but team's subtree (8) holds
+    it: a has a hierarchical advantage over b's workloads (Kueue's
+    collectCandidatesForHierarchicalReclaim), so b-1 is a target whatever its priority as long
+    as reclaimWithinCohort admits it (Any: yes; LowerPriority: 9 ≥ 0, no; Never: no
+    candidates). a being above its nominal does not stop it: the request fits below the root."""
+    r = cycle([on(w("b-1", "b", 8, prio=9), 0)], [w("a-1", "a", 8)], team_holds_quota(reclaim), nodes=1)
+    assert preempted(r) == expected

@@ -49,7 +49,6 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
-from gpufleet.policies.kueue_candidates import possibility
 from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
     assign_flavor,
@@ -65,6 +64,7 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
 from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import share_path
+from gpufleet.policies.kueue_targets import possibility
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
     AdmissionBook,

@@ -12,8 +12,9 @@ from dataclasses import replace
 
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
-from gpufleet.policies.kueue_candidates import possibility, quota_fits
+from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_targets import possibility
 from gpufleet.policies.kueue_tree import lowest_subtree_height, may_preempt, potential_available
 from gpufleet.policies.quota import QuotaLedger
 

@@ -8,12 +8,11 @@ preempt the candidates of policies/kueue_candidates.py (its own queue's, by
 when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
 admission (policies/kueue_admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
-Candidates are sorted: other (borrowing) queues first, then lower priority, then most recently
-started. Targets (classic): W within X's nominal quota → greedily take candidates until W fits
-without borrowing; else with ``borrowWithinCohort`` → greedily until W fits, borrowing allowed;
-else, and as a last resort, only X's own candidates, borrowing allowed. A candidate of another
-queue is skipped once that queue is no longer borrowing. Finally targets are minimised: in
-reverse order, a target is dropped when W still fits without evicting it.
+Targets (classic) are Kueue's: candidates classified by the cohort tree (hierarchical
+advantage, ``borrowWithinCohort`` and its threshold), its attempts with and without
+borrowing, the walk that skips candidates whose queues stopped borrowing, and the fill-back
+from the second-to-last target (policies/kueue_targets.py). A workload Kueue's flavor
+assigner refuses up front (policies/kueue_tree.may_preempt) preempts nothing.
 
 **Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
 take the candidate queue Y with the highest weighted share (policies/kueue_share.py, compared
@@ -44,6 +43,7 @@ from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_o
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import at_common_ancestor, share_path
+from gpufleet.policies.kueue_targets import REASON, classify, search
 from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
@@ -230,7 +230,11 @@ class KueuePreemptor:
             return True
         if quota_fits(ledger, tenancy, job, flavor, borrow=True):
             return False
-        own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+        if tenancy.fair_sharing:
+            own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+        else:
+            c = classify(job, {flavor: g}, tenancy, ledger, ledger, live.values(), gpus)
+            own, others = [x.rj for x in c.own], [x.rj for x in c.hierarchy + c.priority]
         trial = ledger.copy()
         for rj in [*own, *others]:
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
@@ -320,16 +324,6 @@ class _Search:
         return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
                    for f in self.parts)
 
-    def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
-        chosen: list[RunningJob] = []
-        for rj in cands:
-            if rj.job.tenant != self.cq and not self._borrowing(rj.job.tenant, chosen):
-                continue
-            chosen.append(rj)
-            if self._fits(chosen, borrow) is not None:
-                return self._minimise(chosen, borrow)
-        return None
-
     def _minimise(self, chosen: list[RunningJob], borrow: bool) -> list[RunningJob]:
         for rj in reversed(list(chosen)):
             rest = [v for v in chosen if v is not rj]
@@ -393,25 +387,27 @@ class _Search:
     def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
         """(victims, W's bindings on the room they free, reason per victim), leaving the Plan
         with the victims released; or None with the Plan as found."""
-        self.own, self.others = self._candidates(self.live)
+        chosen: list[RunningJob] | None = None
+        borrow = True
         if self.tenancy.fair_sharing:
+            self.own, self.others = self._candidates(self.live)
             chosen = self._fair() if (self.own or self.others) else None
-            borrow = True
+            why = {rj.job.id: ("InClusterQueue" if rj.job.tenant == self.cq else
+                               "InCohortReclamation" if self.within_nominal else
+                               "InCohortFairSharing") for rj in chosen or ()}
         else:
-            chosen, borrow = None, True
-            if self.others and self.within_nominal:
-                chosen, borrow = self._greedy([*self.others, *self.own], False), False
-            elif self.others and self.queue.kueue.borrow_within_cohort != "Never":
-                chosen = self._greedy([*self.others, *self.own], True)
-            if chosen is None and self.own:
-                chosen, borrow = self._greedy(self.own, True), True
+            # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
+            # (policies/kueue_targets.py); "fits" is the quota and the nodes (``_fits``).
+            request = {f: p.total_gpus for f, p in self.parts.items()}
+            cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values())
+            found = search(self.job, request, self.tenancy, self.ledger, self.base, cands,
+                           lambda victims, b: self._fits(victims, b) is not None)
+            if found is not None:
+                chosen, borrow = [c.rj for c in found[0]], found[1]
+            why = {c.rj.job.id: REASON[c.variant] for c in (found[0] if found else ())}
         if not chosen:
             self.plan.rollback(self.mark)
             return None
         fitted = self._fits(chosen, borrow)
         assert fitted is not None
-        why = {rj.job.id: ("InClusterQueue" if rj.job.tenant == self.cq else
-                           "InCohortReclamation" if self.within_nominal else
-                           "InCohortFairSharing" if self.tenancy.fair_sharing else
-                           "InCohortReclaimWhileBorrowing") for rj in chosen}
         return chosen, fitted, why
