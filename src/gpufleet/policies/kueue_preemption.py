@@ -40,9 +40,9 @@ from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_fair import fair_targets
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import at_common_ancestor, share_path
 from gpufleet.policies.kueue_targets import REASON, classify, search
 from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
@@ -324,59 +324,6 @@ class _Search:
         return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
                    for f in self.parts)
 
-    def _minimise(self, chosen: list[RunningJob], borrow: bool) -> list[RunningJob]:
-        for rj in reversed(list(chosen)):
-            rest = [v for v in chosen if v is not rj]
-            if rest and self._fits(rest, borrow) is not None:
-                chosen = rest
-        return chosen
-
-    def _fair(self) -> list[RunningJob] | None:
-        cands = {rj.job.id: rj for rj in [*self.own, *self.others]}
-        targets: list[RunningJob] = []
-        for strategy in self.tenancy.fair_sharing_strategies:
-            pool = dict(cands)
-            while self._fits(targets, True) is None and pool:
-                trial = self.ledger.copy()
-                for v in targets:
-                    trial.charge_bindings(v.job.tenant, v.bindings, -1)
-                # Victim queues: highest share first, compared level by level down the tree
-                # (a cohort's weight counts before its queues').
-                queues = sorted({rj.job.tenant for rj in pool.values()},
-                                key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
-                with_w = trial.copy()
-                for f, part in self.parts.items():
-                    with_w.add(self.cq, f, part.total_gpus)
-                took = False
-                for y in queues:
-                    for rj in [r for r in pool.values() if r.job.tenant == y]:
-                        del pool[rj.job.id]
-                        if y != self.cq:
-                            if not self._borrowing(y, targets):
-                                continue
-                            after = trial.copy()
-                            after.charge_bindings(y, rj.bindings, -1)
-                            # Both sides at the queues' lowest common ancestor.
-                            if strategy == "LessThanOrEqualToFinalShare":
-                                mine, theirs = at_common_ancestor(with_w, self.cq, after, y)
-                                ok = mine <= theirs
-                            else:
-                                mine, theirs = at_common_ancestor(with_w, self.cq, trial, y)
-                                ok = mine < theirs
-                            if not ok:
-                                continue
-                        targets.append(rj)
-                        cands.pop(rj.job.id, None)
-                        took = True
-                        break
-                    if took:
-                        break
-                if not took:
-                    break
-            if self._fits(targets, True) is not None:
-                return self._minimise(targets, True)
-        return None
-
     def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
         """W's bindings when it fits once the workloads already under notice are gone."""
         fitted = self._fits([], True)
@@ -390,11 +337,15 @@ class _Search:
         chosen: list[RunningJob] | None = None
         borrow = True
         if self.tenancy.fair_sharing:
+            # Kueue's fair-sharing targets: the queue ordering and strategies of
+            # policies/kueue_fair.py; "fits" is the quota and the nodes.
             self.own, self.others = self._candidates(self.live)
-            chosen = self._fair() if (self.own or self.others) else None
-            why = {rj.job.id: ("InClusterQueue" if rj.job.tenant == self.cq else
-                               "InCohortReclamation" if self.within_nominal else
-                               "InCohortFairSharing") for rj in chosen or ()}
+            request = {f: p.total_gpus for f, p in self.parts.items()}
+            picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*self.others, *self.own],
+                                  lambda victims: self._fits(victims, True) is not None) if (
+                self.own or self.others) else None
+            chosen = [t.rj for t in picked] if picked else None
+            why = {t.rj.job.id: t.reason for t in picked or ()}
         else:
             # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
             # (policies/kueue_targets.py); "fits" is the quota and the nodes (``_fits``).

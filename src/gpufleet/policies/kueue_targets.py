@@ -46,6 +46,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_fair import fair_targets
 from gpufleet.policies.kueue_tree import local_available
 from gpufleet.policies.quota import Node, QuotaLedger
 
@@ -246,17 +247,18 @@ def possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
 
 def _fair_possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
                       live: Iterable[RunningJob]) -> str:
-    """With fair sharing: walk every candidate (other queues' first) until ``job`` fits the
-    quota; the share strategies are left to the preemptor (an approximation: Kueue's oracle
-    runs them too)."""
+    """With fair sharing, Kueue's oracle runs the fair-sharing targets on quota alone."""
     own, others = candidates(job, flavor, tenancy, ledger, live)
-    trial = ledger.copy()
-    took_own = False
-    for rj in [*others, *own]:
-        if rj.job.tenant != job.tenant and trial.within_nominal(rj.job.tenant, flavor):
-            continue  # that queue stopped borrowing: its workloads are no longer candidates
-        trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        took_own = took_own or rj.job.tenant == job.tenant
-        if quota_fits(trial, tenancy, job, flavor, borrow=True):
-            return "preempt" if took_own else "reclaim"
-    return "none"
+    if not own and not others:
+        return "none"
+
+    def fits(victims: list[RunningJob]) -> bool:
+        trial = ledger.copy()
+        for rj in victims:
+            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+        return quota_fits(trial, tenancy, job, flavor, True)
+
+    found = fair_targets(job, {flavor: job.total_gpus}, tenancy, ledger, [*others, *own], fits)
+    if not found:
+        return "none"
+    return "preempt" if any(t.rj.job.tenant == job.tenant for t in found) else "reclaim"
