@@ -43,7 +43,7 @@ from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_o
 from gpufleet.policies.kueue_fair import fair_targets
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_targets import REASON, classify, search
+from gpufleet.policies.kueue_targets import REASON, WITHOUT_BORROWING, attempts, classify, search
 from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
@@ -136,7 +136,7 @@ class KueuePreemptor:
                 if parts is None and self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
                 pinned = job if parts is not None else with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts, gpus)
                 # Room without new victims comes only from workloads under eviction notice (quota
                 # that holds kept from admission stays held for the cycle, as in Kueue).
                 room = None
@@ -232,14 +232,23 @@ class KueuePreemptor:
             return False
         if tenancy.fair_sharing:
             own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+            trial = ledger.copy()
+            for rj in [*own, *others]:
+                trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+            if quota_fits(trial, tenancy, job, flavor, borrow=True):
+                return False
         else:
-            c = classify(job, {flavor: g}, tenancy, ledger, ledger, live.values(), gpus)
-            own, others = [x.rj for x in c.own], [x.rj for x in c.hierarchy + c.priority]
-        trial = ledger.copy()
-        for rj in [*own, *others]:
-            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        if quota_fits(trial, tenancy, job, flavor, borrow=True):
-            return False
+            # Each of Kueue's attempts can at best remove every candidate valid for it (the
+            # walk only skips more); removing usage never makes W fit less.
+            request = {flavor: g}
+            c = classify(job, request, tenancy, ledger, ledger, live.values(), gpus)
+            for borrow in attempts(job, request, tenancy, ledger, c):
+                trial = ledger.copy()
+                for x in c.ordered():
+                    if not (borrow and x.variant == WITHOUT_BORROWING):
+                        trial.charge_bindings(x.rj.job.tenant, x.rj.bindings, -1)
+                if quota_fits(trial, tenancy, job, flavor, borrow):
+                    return False
         no_quota.setdefault((job.tenant, flavor), []).append((job.priority, g))
         return True
 
@@ -249,7 +258,8 @@ class _Search:
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
                  live: dict[JobId, RunningJob], res: ResourceLedger,
-                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None) -> None:
+                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None,
+                 gpus: dict[JobId, dict[str, int]] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
         #: assigned different flavors: policies/kueue_admit.assign_pod_sets_modes).
@@ -268,6 +278,8 @@ class _Search:
         self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
                                   for f, p in self.parts.items())
         self.live = live
+        #: GPUs per flavor of each live workload, filled on first use (shared across searches).
+        self.gpus = gpus
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
         #: Whether the last ``_fits`` passed the quota (and so failed, if it did, on the nodes).
@@ -350,7 +362,8 @@ class _Search:
             # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
             # (policies/kueue_targets.py); "fits" is the quota and the nodes (``_fits``).
             request = {f: p.total_gpus for f, p in self.parts.items()}
-            cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values())
+            cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values(),
+                             self.gpus)
             found = search(self.job, request, self.tenancy, self.ledger, self.base, cands,
                            lambda victims, b: self._fits(victims, b) is not None)
             if found is not None:

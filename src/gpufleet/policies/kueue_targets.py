@@ -109,10 +109,19 @@ def classify(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: Quo
     queue = tenancy.tenant(job.tenant)
     assert queue is not None
     pol = queue.kueue
+    # Only W's own queue and queues above their nominal quota on W's flavors can hold
+    # candidates (a cohort above its quota has such a queue below it): look at their work only.
+    eligible: dict[str, bool] = {}
     by_tenant: dict[str, list[RunningJob]] = {}
     for rj in live:
-        if any(gpus_on(ledger, rj, f, cache) for f in request):
-            by_tenant.setdefault(rj.job.tenant, []).append(rj)
+        name = rj.job.tenant
+        ok = eligible.get(name)
+        if ok is None:
+            ok = eligible[name] = (pol.within_cluster_queue != "Never" if name == job.tenant else
+                                   pol.reclaim_within_cohort != "Never"
+                                   and not within_nominal(base, ("t", name), request))
+        if ok and any(gpus_on(ledger, rj, f, cache) for f in request):
+            by_tenant.setdefault(name, []).append(rj)
     out = Candidates()
     if pol.within_cluster_queue != "Never":
         out.own = [Candidate(rj, WITHIN_CQ) for rj in by_tenant.get(job.tenant, ())
