@@ -16,7 +16,7 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   the queue's nominal quota; k: the nearest ancestor cohort whose own subtree has room is k
   levels up, ``borrowing_level``), so a head borrowing inside its team's cohort goes before one
   that must borrow from the whole organisation; then higher priority, then older. With fair
-  sharing, the head whose queue would have the lowest weighted share after admission.
+  sharing, Kueue's tournament over the cohort tree (policies/kueue_fair.py).
   ``StrictFIFO``: a head that does not fit blocks its whole queue; ``BestEffortFIFO``: it
   steps aside and the next workload of the queue is tried.
 * A head that does not fit holds quota for the rest of the cycle (Kueue's scheduler,
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import cast
 
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, QuotaReservation, RunningJob
@@ -49,7 +50,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
-from gpufleet.policies.kueue_candidates import possibility
+from gpufleet.policies.kueue_fair import Entry, entry, tournament
 from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
     assign_flavor,
@@ -64,7 +65,7 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
 )
 from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import share_path
+from gpufleet.policies.kueue_targets import possibility
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
     AdmissionBook,
@@ -151,7 +152,8 @@ class KueueAdmitter:
         refused: dict[tuple[str, tuple[str, ...]], int] = {}
         while heads:
             held = False
-            tenant = min(heads, key=keys.__getitem__)
+            tenant = (tournament(ledger, {t: k for t in heads if isinstance(k := keys[t], Entry)})
+                      if tenancy.fair_sharing else min(heads, key=lambda t: cast(tuple, keys[t])))
             pj = queues[tenant][heads[tenant]]
             job = pj.job
             own_hold = holds.get(tenant)
@@ -300,7 +302,7 @@ class KueueAdmitter:
         return reservation(ledger, job, tenancy.fair_sharing, f)
 
     def _key(self, pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy,
-             hold: tuple[str, int] | None) -> tuple:
+             hold: tuple[str, int] | None) -> tuple | Entry:
         """The head's key, seen without its own queue's hold."""
         if hold is None:
             return self._head_key(pj, ledger, res, tenancy)
@@ -311,12 +313,14 @@ class KueueAdmitter:
             ledger.add(pj.job.tenant, hold[0], hold[1])
 
     @staticmethod
-    def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy) -> tuple:
+    def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy
+                  ) -> tuple | Entry:
+        """Classic: (borrowing level, priority, age, id), the lowest first. Fair sharing: the
+        head's shares with it admitted, for the tournament (policies/kueue_fair.py)."""
         job = pj.job
         if tenancy.fair_sharing:
             flavor, _ = kueue_flavor(ledger, job, res)
-            shares = share_path(ledger, job.tenant, (flavor, job.total_gpus) if flavor else None)
-            return (shares, -job.priority, job.submit_time, job.id)
+            return entry(ledger, job, flavor)
         flavor, borrows = kueue_flavor(ledger, job, res)
         level = borrowing_level(ledger, job.tenant, flavor, job.total_gpus) if borrows and flavor else 0
         return (level, -job.priority, job.submit_time, job.id)

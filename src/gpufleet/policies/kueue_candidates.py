@@ -14,10 +14,9 @@ and its scheduler: a workload W of ClusterQueue X, g GPUs of flavor f,
 * order: lower priority first, then most recently started (other queues' candidates are tried
   before X's own by the target search).
 
-The oracle (Kueue's ``SimulatePreemption``, quota only): walk the candidates in the target
-search's order, removing their usage, until W fits the quota — ``reclaim`` when every removed
-candidate belongs to another queue, ``preempt`` when one is X's own, ``none`` when no walk
-makes room (Kueue's NoCandidates).
+These are the candidates of fair-sharing preemption (Kueue's ``findCandidates``); classical
+preemption classifies them by the cohort tree (policies/kueue_targets.py), which also holds
+the quota-only oracle the flavor assigner consults.
 """
 
 from __future__ import annotations
@@ -104,22 +103,3 @@ def quota_fits(ledger: QuotaLedger, tenancy: Tenancy, job: Job, flavor: str, bor
     if q_.cohort is None:
         return used + g <= q.nominal
     return g <= ledger.available(("t", job.tenant), flavor)
-
-
-def possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
-                live: Iterable[RunningJob]) -> str:
-    """``reclaim``, ``preempt`` or ``none`` (module docstring) for ``job`` on ``flavor``."""
-    own, others = candidates(job, flavor, tenancy, ledger, live)
-    queue = tenancy.tenant(job.tenant)
-    assert queue is not None
-    within = ledger.used(job.tenant, flavor) + job.total_gpus <= queue.quota(flavor).nominal
-    trial = ledger.copy()
-    took_own = False
-    for rj in [*others, *own]:
-        if rj.job.tenant != job.tenant and trial.within_nominal(rj.job.tenant, flavor):
-            continue  # that queue stopped borrowing: its workloads are no longer candidates
-        trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        took_own = took_own or rj.job.tenant == job.tenant
-        if quota_fits(trial, tenancy, job, flavor, borrow=not within or took_own):
-            return "preempt" if took_own else "reclaim"
-    return "none"

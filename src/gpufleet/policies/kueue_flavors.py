@@ -12,42 +12,24 @@ from dataclasses import replace
 
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
-from gpufleet.policies.kueue_candidates import possibility, quota_fits
+from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_targets import possibility
+from gpufleet.policies.kueue_tree import lowest_subtree_height, may_preempt, potential_available
 from gpufleet.policies.quota import QuotaLedger
 
 
 def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
     """Kueue's borrowing level of ``gpus`` more of ``flavor`` for ``tenant``: 0 when the queue's
-    own nominal quota holds it; else k for the nearest ancestor cohort, k levels up, whose subtree
-    (its own quota plus what its children may lend, policies/quota.py) holds the subtree's usage
-    with the workload added; height + 1 when even the root does not."""
-    trial = ledger.copy()
-    trial.add(tenant, flavor, gpus)
-    node: tuple[str, str] | None = ("t", tenant)
-    level = 0
-    while node is not None:
-        if trial.node_usage(node, flavor) <= trial.node_capacity(node, flavor):
-            return level
-        node = trial.parent(node)
-        level += 1
-    return level
+    own nominal quota holds them, else the height of the lowest subtree of the cohort tree that
+    does (policies/kueue_tree.py, Kueue's ``FindHeightOfLowestSubtreeThatFits``)."""
+    return lowest_subtree_height(ledger, tenant, flavor, gpus)[0]
 
 
 def reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
     """The most GPUs of ``flavor`` a workload of ``tenant`` could hold if every other workload
-    were gone: nominal without a cohort; else nominal + borrowing limit, capped by the root's
-    subtree capacity."""
-    t = ledger.tenancy.tenant(tenant)
-    assert t is not None
-    q = t.quota(flavor)
-    if t.cohort is None:
-        return q.nominal
-    node: tuple[str, str] = ("t", tenant)
-    while (up := ledger.parent(node)) is not None:
-        node = up
-    cap = ledger.node_capacity(node, flavor)
-    return min(cap, q.nominal + q.borrowing_limit) if q.borrowing_limit is not None else cap
+    were gone (Kueue's ``PotentialAvailable``, policies/kueue_tree.py)."""
+    return potential_available(ledger, ("t", tenant), flavor)
 
 
 def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str | None = None
@@ -85,9 +67,10 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
     holds it, borrowing or not), else what preemption could do (``reclaim``: other queues'
     borrowed quota only; ``preempt``: the queue's own work too; ``none``: no candidates; the
     quota oracle of policies/kueue_candidates.py), or ``nofit`` (beyond what the queue could
-    ever hold). The search stops on a flavor (Kueue's shouldTryNextFlavor) when it fits
-    without borrowing; fits by borrowing and ``whenCanBorrow: Borrow``; or needs preemption,
-    ``whenCanPreempt: Preempt`` and either no borrowing or ``whenCanBorrow: Borrow``.
+    ever hold, or not allowed to preempt: policies/kueue_tree.may_preempt). The search stops
+    on a flavor (Kueue's shouldTryNextFlavor) when it fits without borrowing; fits by
+    borrowing and ``whenCanBorrow: Borrow``; or needs preemption, ``whenCanPreempt: Preempt``
+    and either no borrowing or ``whenCanBorrow: Borrow``.
     Otherwise the best flavor seen wins (isPreferred, preference unset = Kueue's default:
     the better mode, then the lower borrowing level; ties keep the earlier flavor). With one
     flavor there is no choice to make and the oracle is not consulted (mode ``none``)."""
@@ -102,7 +85,8 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
         refused = res is not None and res.refusal(job, f, borrows) is not None
         if quota_fits(ledger, ledger.tenancy, job, f, borrow=True) and not refused:
             mode = "fit"
-        elif g > reachable(ledger, t.name, f) or refused:
+        elif (g > reachable(ledger, t.name, f) or refused
+              or not may_preempt(ledger, ledger.tenancy, t.name, f, g)):
             mode = "nofit"
         elif len(flavors) == 1:
             mode = "none"

@@ -8,12 +8,11 @@ preempt the candidates of policies/kueue_candidates.py (its own queue's, by
 when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
 admission (policies/kueue_admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
-Candidates are sorted: other (borrowing) queues first, then lower priority, then most recently
-started. Targets (classic): W within X's nominal quota → greedily take candidates until W fits
-without borrowing; else with ``borrowWithinCohort`` → greedily until W fits, borrowing allowed;
-else, and as a last resort, only X's own candidates, borrowing allowed. A candidate of another
-queue is skipped once that queue is no longer borrowing. Finally targets are minimised: in
-reverse order, a target is dropped when W still fits without evicting it.
+Targets (classic) are Kueue's: candidates classified by the cohort tree (hierarchical
+advantage, ``borrowWithinCohort`` and its threshold), its attempts with and without
+borrowing, the walk that skips candidates whose queues stopped borrowing, and the fill-back
+from the second-to-last target (policies/kueue_targets.py). A workload Kueue's flavor
+assigner refuses up front (policies/kueue_tree.may_preempt) preempts nothing.
 
 **Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
 take the candidate queue Y with the highest weighted share (policies/kueue_share.py, compared
@@ -41,9 +40,11 @@ from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue_fair import fair_targets
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import at_common_ancestor, share_path
+from gpufleet.policies.kueue_targets import REASON, WITHOUT_BORROWING, attempts, classify, search
+from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 
 
@@ -129,10 +130,13 @@ class KueuePreemptor:
             # usage of all of them at once, as Kueue computes one set for the whole assignment.
             parts = pod_set_parts(job)
             for flavor in flavors:
+                if not all(may_preempt(ledger, tenancy, job.tenant, f, part.total_gpus)
+                           for f, part in (parts or {flavor: job}).items()):
+                    continue  # Kueue's NoFit: refused up front, no targets searched
                 if parts is None and self._quota_hopeless(job, flavor, tenancy, ledger, live, gpus, no_quota):
                     continue
                 pinned = job if parts is not None else with_flavor(job, flavor)
-                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts)
+                search = _Search(pinned, flavor, plan, ctx, ledger, live, res, base, parts, gpus)
                 # Room without new victims comes only from workloads under eviction notice (quota
                 # that holds kept from admission stays held for the cycle, as in Kueue).
                 room = None
@@ -226,12 +230,25 @@ class KueuePreemptor:
             return True
         if quota_fits(ledger, tenancy, job, flavor, borrow=True):
             return False
-        own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
-        trial = ledger.copy()
-        for rj in [*own, *others]:
-            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        if quota_fits(trial, tenancy, job, flavor, borrow=True):
-            return False
+        if tenancy.fair_sharing:
+            own, others = candidates(job, flavor, tenancy, ledger, live.values(), gpus)
+            trial = ledger.copy()
+            for rj in [*own, *others]:
+                trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+            if quota_fits(trial, tenancy, job, flavor, borrow=True):
+                return False
+        else:
+            # Each of Kueue's attempts can at best remove every candidate valid for it (the
+            # walk only skips more); removing usage never makes W fit less.
+            request = {flavor: g}
+            c = classify(job, request, tenancy, ledger, ledger, live.values(), gpus)
+            for borrow in attempts(job, request, tenancy, ledger, c):
+                trial = ledger.copy()
+                for x in c.ordered():
+                    if not (borrow and x.variant == WITHOUT_BORROWING):
+                        trial.charge_bindings(x.rj.job.tenant, x.rj.bindings, -1)
+                if quota_fits(trial, tenancy, job, flavor, borrow):
+                    return False
         no_quota.setdefault((job.tenant, flavor), []).append((job.priority, g))
         return True
 
@@ -241,7 +258,8 @@ class _Search:
 
     def __init__(self, job: Job, flavor: str, plan: Plan, ctx: CycleContext, ledger: QuotaLedger,
                  live: dict[JobId, RunningJob], res: ResourceLedger,
-                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None) -> None:
+                 base: QuotaLedger | None = None, parts: dict[str, Job] | None = None,
+                 gpus: dict[JobId, dict[str, int]] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
         #: assigned different flavors: policies/kueue_admit.assign_pod_sets_modes).
@@ -260,6 +278,8 @@ class _Search:
         self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
                                   for f, p in self.parts.items())
         self.live = live
+        #: GPUs per flavor of each live workload, filled on first use (shared across searches).
+        self.gpus = gpus
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
         #: Whether the last ``_fits`` passed the quota (and so failed, if it did, on the nodes).
@@ -316,69 +336,6 @@ class _Search:
         return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
                    for f in self.parts)
 
-    def _greedy(self, cands: list[RunningJob], borrow: bool) -> list[RunningJob] | None:
-        chosen: list[RunningJob] = []
-        for rj in cands:
-            if rj.job.tenant != self.cq and not self._borrowing(rj.job.tenant, chosen):
-                continue
-            chosen.append(rj)
-            if self._fits(chosen, borrow) is not None:
-                return self._minimise(chosen, borrow)
-        return None
-
-    def _minimise(self, chosen: list[RunningJob], borrow: bool) -> list[RunningJob]:
-        for rj in reversed(list(chosen)):
-            rest = [v for v in chosen if v is not rj]
-            if rest and self._fits(rest, borrow) is not None:
-                chosen = rest
-        return chosen
-
-    def _fair(self) -> list[RunningJob] | None:
-        cands = {rj.job.id: rj for rj in [*self.own, *self.others]}
-        targets: list[RunningJob] = []
-        for strategy in self.tenancy.fair_sharing_strategies:
-            pool = dict(cands)
-            while self._fits(targets, True) is None and pool:
-                trial = self.ledger.copy()
-                for v in targets:
-                    trial.charge_bindings(v.job.tenant, v.bindings, -1)
-                # Victim queues: highest share first, compared level by level down the tree
-                # (a cohort's weight counts before its queues').
-                queues = sorted({rj.job.tenant for rj in pool.values()},
-                                key=lambda t: (tuple(-v for v in share_path(trial, t)), t))
-                with_w = trial.copy()
-                for f, part in self.parts.items():
-                    with_w.add(self.cq, f, part.total_gpus)
-                took = False
-                for y in queues:
-                    for rj in [r for r in pool.values() if r.job.tenant == y]:
-                        del pool[rj.job.id]
-                        if y != self.cq:
-                            if not self._borrowing(y, targets):
-                                continue
-                            after = trial.copy()
-                            after.charge_bindings(y, rj.bindings, -1)
-                            # Both sides at the queues' lowest common ancestor.
-                            if strategy == "LessThanOrEqualToFinalShare":
-                                mine, theirs = at_common_ancestor(with_w, self.cq, after, y)
-                                ok = mine <= theirs
-                            else:
-                                mine, theirs = at_common_ancestor(with_w, self.cq, trial, y)
-                                ok = mine < theirs
-                            if not ok:
-                                continue
-                        targets.append(rj)
-                        cands.pop(rj.job.id, None)
-                        took = True
-                        break
-                    if took:
-                        break
-                if not took:
-                    break
-            if self._fits(targets, True) is not None:
-                return self._minimise(targets, True)
-        return None
-
     def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
         """W's bindings when it fits once the workloads already under notice are gone."""
         fitted = self._fits([], True)
@@ -389,25 +346,32 @@ class _Search:
     def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
         """(victims, W's bindings on the room they free, reason per victim), leaving the Plan
         with the victims released; or None with the Plan as found."""
-        self.own, self.others = self._candidates(self.live)
+        chosen: list[RunningJob] | None = None
+        borrow = True
         if self.tenancy.fair_sharing:
-            chosen = self._fair() if (self.own or self.others) else None
-            borrow = True
+            # Kueue's fair-sharing targets: the queue ordering and strategies of
+            # policies/kueue_fair.py; "fits" is the quota and the nodes.
+            self.own, self.others = self._candidates(self.live)
+            request = {f: p.total_gpus for f, p in self.parts.items()}
+            picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*self.others, *self.own],
+                                  lambda victims: self._fits(victims, True) is not None) if (
+                self.own or self.others) else None
+            chosen = [t.rj for t in picked] if picked else None
+            why = {t.rj.job.id: t.reason for t in picked or ()}
         else:
-            chosen, borrow = None, True
-            if self.others and self.within_nominal:
-                chosen, borrow = self._greedy([*self.others, *self.own], False), False
-            elif self.others and self.queue.kueue.borrow_within_cohort != "Never":
-                chosen = self._greedy([*self.others, *self.own], True)
-            if chosen is None and self.own:
-                chosen, borrow = self._greedy(self.own, True), True
+            # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
+            # (policies/kueue_targets.py); "fits" is the quota and the nodes (``_fits``).
+            request = {f: p.total_gpus for f, p in self.parts.items()}
+            cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values(),
+                             self.gpus)
+            found = search(self.job, request, self.tenancy, self.ledger, self.base, cands,
+                           lambda victims, b: self._fits(victims, b) is not None)
+            if found is not None:
+                chosen, borrow = [c.rj for c in found[0]], found[1]
+            why = {c.rj.job.id: REASON[c.variant] for c in (found[0] if found else ())}
         if not chosen:
             self.plan.rollback(self.mark)
             return None
         fitted = self._fits(chosen, borrow)
         assert fitted is not None
-        why = {rj.job.id: ("InClusterQueue" if rj.job.tenant == self.cq else
-                           "InCohortReclamation" if self.within_nominal else
-                           "InCohortFairSharing" if self.tenancy.fair_sharing else
-                           "InCohortReclaimWhileBorrowing") for rj in chosen}
         return chosen, fitted, why

@@ -218,6 +218,18 @@ class QuotaLedger:
     def parent(self, node: Node) -> Node | None:
         return self._parent(node)
 
+    def node_guaranteed(self, node: Node, flavor: str) -> int:
+        """guaranteed(x): what x keeps for its own subtree (never lent to its parent)."""
+        return self._subtree_and_guaranteed(node, flavor)[1]
+
+    def node_quota(self, node: Node, flavor: str) -> FlavorQuota:
+        """x's own quota entry for ``flavor`` (a tenant's nominal and limits, or a cohort's)."""
+        return self._quota(node, flavor)
+
+    def children(self, cohort: str) -> tuple[Node, ...]:
+        """The cohorts and tenants whose parent is ``cohort``."""
+        return tuple(self._children.get(cohort, ()))
+
     # -- admission --------------------------------------------------------------------------
     def candidate_flavors(self, job: Job) -> tuple[str, ...]:
         t = self.tenancy.tenant(job.tenant)

@@ -1,0 +1,77 @@
+"""The ``kueue`` profile's fair sharing: Kueue's DRS and its tournament.
+
+Written from Kueue's "Fair Sharing" concept doc and its code (kubernetes-sigs/kueue
+pkg/cache/scheduler/fair_sharing.go, pkg/scheduler/fair_sharing_iterator.go); the arithmetic of
+each case is in its docstring. 8-GPU nodes, one cycle at t = 10,000 (helpers from
+test_kueue_rules).
+"""
+
+import math
+
+import pytest
+from tests.scenarios.test_kueue_rules import A100, F, cycle, on, w
+
+from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
+from gpufleet.policies.kueue_share import Drs, drs
+from gpufleet.policies.quota import QuotaLedger
+
+
+def teams() -> Tenancy:
+    """org > {team1 > {a (0), c (0)}, team2 > b (24)}, fair sharing on."""
+    return Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(0)),)),
+                            TenantQueue("c", "team1", ((F, FlavorQuota(0)),)),
+                            TenantQueue("b", "team2", ((F, FlavorQuota(24)),))),
+                   cohorts=(Cohort("org"), Cohort("team1", "org"), Cohort("team2", "org")),
+                   fair_sharing=True)
+
+
+def test_a_share_counts_against_what_the_parent_can_reach_in_the_whole_tree():
+    """team1 owns no quota, so its own subtree lends nothing; Kueue's lendable for a queue in
+    it is what team1 could reach with no usage anywhere: 0 of its own + org's 24 (b's quota,
+    lent up). a using 8 borrows 8: share 1000 × 8 / 24 = 333.3, not infinite; team1 (usage 8
+    above its 0) at org: 1000 × 8 / 24 too."""
+    led = QuotaLedger(teams())
+    led.add("a", F, 8)
+    assert drs(led, ("t", "a")).value == pytest.approx(1000 * 8 / 24)
+    assert drs(led, ("c", "team1")).value == pytest.approx(1000 * 8 / 24)
+    assert drs(led, ("t", "c")) == Drs()          # borrows nothing
+
+
+def test_inside_a_cohort_without_quota_the_queue_with_the_lower_share_is_admitted_first():
+    """teams(), 3 nodes (24 GPUs): a runs 8, b runs 8, 8 free. Heads a-x (8, priority 5) and
+    c-x (8, priority 0). Kueue's tournament at team1 compares the queues' shares with their
+    head admitted: a at 16 → 1000 × 16 / 24 = 666.7, c at 8 → 333.3: c-x wins team1 and, the
+    only nominee, org; a-x then finds nothing free. (Shares infinite for both would tie and
+    admit a-x by priority.)"""
+    run = [on(w("a-1", "a", 8), 0), on(w("b-1", "b", 8), 1)]
+    r = cycle(run, [w("a-x", "a", 8, prio=5), w("c-x", "c", 8)], teams(), nodes=3)
+    assert r.started == ("c-x",)
+
+
+def test_the_share_sums_a_resource_over_its_flavors_and_skips_what_nothing_lends():
+    """c > {a (H100 0, A100 0), b (H100 8, A100 64)}, a borrowing 4 H100 and 32 A100. Kueue
+    sums borrowing per resource name over flavors: 36 GPUs over the 8 + 64 = 72 lendable →
+    1000 × 36 / 72 = 500 (the largest per-flavor ratio, 4 / 8 = 500 or 32 / 64, happens to
+    agree; with 4 H100 alone it is 1000 × 4 / 72 = 55.6, not 500). With b's lending limits 0
+    nothing is lendable: a borrows, with share 0, not infinity."""
+    def tenancy(lend: int | None) -> Tenancy:
+        b = TenantQueue("b", "c", ((F, FlavorQuota(8, None, lend)), (A100, FlavorQuota(64, None, lend))))
+        a = TenantQueue("a", "c", ((F, FlavorQuota(0)), (A100, FlavorQuota(0))))
+        return Tenancy(tenants=(a, b), cohorts=(Cohort("c"),), fair_sharing=True)
+    led = QuotaLedger(tenancy(None))
+    led.add("a", F, 4)
+    assert drs(led, ("t", "a")).value == pytest.approx(1000 * 4 / 72)
+    led.add("a", A100, 32)
+    assert drs(led, ("t", "a")).value == pytest.approx(1000 * 36 / 72)
+    none = QuotaLedger(tenancy(0))
+    none.add("a", F, 4)
+    d = drs(none, ("t", "a"))
+    assert d.borrowing and d.value == 0.0 and not math.isinf(d.value)
+
+
+def test_a_zero_weight_borrower_ranks_above_every_other_share():
+    """Kueue's CompareDRS: weight 0 and borrowing ranks above any finite share, two such by
+    their unweighted ratios; weight 0 without borrowing is share 0."""
+    assert Drs(0.0, 10.0, True).key() > Drs(1.0, 1e9, True).key()
+    assert Drs(0.0, 20.0, True).key() > Drs(0.0, 10.0, True).key()
+    assert Drs(0.0, 0.0).value == 0.0
