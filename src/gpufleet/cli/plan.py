@@ -33,7 +33,14 @@ PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares", "upg
 InputsOpt = Annotated[Path | None, typer.Option(
     "--inputs", help="YAML of prices and figures to override (same shape as econ/defaults.yaml).")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (Rich tables, default) or json.")]
-OutDirOpt = Annotated[Path | None, typer.Option("--out", help="Directory for plan.json and report.html.")]
+OutDirOpt = Annotated[Path | None, typer.Option("--out", help="Directory for NAME.json and NAME.html.")]
+
+
+def out_dir_opt(name: str) -> Any:
+    """The ``--out DIR`` option of planner ``name``, its help naming the two files it writes."""
+    return Annotated[Path | None, typer.Option(
+        "--out", metavar="DIR", help=f"Write DIR/{name}.json (the figures) and DIR/{name}.html (the "
+        "report with its plots); the directory is created if missing.")]
 
 
 def inputs(path: Path | None) -> EconInputs:

@@ -86,7 +86,8 @@ def test_plan_help_lists_every_planner():
 
 
 def test_plan_coldstart_runs_on_its_defaults_and_writes_its_page(tmp_path):
-    res = runner.invoke(app, ["plan", "coldstart", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["plan", "coldstart", "--arrivals", "20000", "--seeds", "2",
+                              "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "coldstart.json").read_text())
     assert data["warm_pool"]["size_loss"] == 75
