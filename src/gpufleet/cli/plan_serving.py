@@ -35,7 +35,9 @@ def print_designs(r: dict) -> None:
                   str(d["preemptions"]))
     console.print(t)
     best = r["floor_meeting_target"]
-    console.print(f"reclaim {r['reclaim_s']:.0f} s × steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
+    parts = " + ".join(f"{k} {v:g}" for k, v in r["reclaim_parts_s"].items() if k != "grace"
+                       and k != "checkpoint")
+    console.print(f"reclaim {r['reclaim_s']:.0f} s ({parts} + max(grace, checkpoint)) × steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
                   f"→ headroom ≥ {r['headroom_rule_gpus']} GPUs; "
                   f"floor meeting ≤{100 * r['breach_target']:.1f}% late: "
                   + (f"{best['floor']} GPUs" if best else "none in the sweep"))

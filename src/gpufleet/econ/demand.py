@@ -68,6 +68,26 @@ def hourly_mean(times: np.ndarray, values: np.ndarray, end: float) -> np.ndarray
     return out
 
 
+def time_weighted_quantile(times: np.ndarray, values: np.ndarray, end: float, q: float,
+                           start: float = 0.0) -> float:
+    """The ``q``-quantile over time of a step function (value[i] from times[i] to times[i+1], the
+    last to ``end``; 0 before times[0] from ``start``): the smallest v such that demand is at most
+    v for a share q of [start, end]. A median over change points counts a one-minute spike as much
+    as a quiet day; over time, each value weighs as long as it holds."""
+    t = np.asarray(times, float)
+    v = np.asarray(values, float)
+    if len(t) == 0 or end <= start:
+        return 0.0
+    edges = np.clip(np.append(t, end), start, end)
+    w = np.diff(edges)
+    if t[0] > start:
+        v, w = np.append(v, 0.0), np.append(w, t[0] - start)
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    k = int(np.searchsorted(cum, q * cum[-1] - 1e-9 * cum[-1]))
+    return float(v[order][min(k, len(v) - 1)])
+
+
 def interval_demand(intervals: Sequence[tuple[float, float, float]], end: float | None = None) -> np.ndarray:
     """Hourly mean of the sum of (start, end, gpus) intervals."""
     if not intervals:
