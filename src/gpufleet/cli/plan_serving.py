@@ -35,9 +35,10 @@ def print_designs(r: dict) -> None:
                   str(d["preemptions"]))
     console.print(t)
     best = r["floor_meeting_target"]
-    parts = " + ".join(f"{k} {v:g}" for k, v in r["reclaim_parts_s"].items() if k != "grace"
-                       and k != "checkpoint")
-    console.print(f"reclaim {r['reclaim_s']:.0f} s ({parts} + max(grace, checkpoint)) × steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
+    p = r["reclaim_parts_s"]
+    console.print(f"reclaim {r['reclaim_s']:.0f} s (detect {p['detect']:g} + max(grace {p['grace']:g}, "
+                  f"checkpoint {p['checkpoint']:g}) + eviction {p['eviction']:g} + load {p['model_load']:g}) "
+                  f"× steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
                   f"→ headroom ≥ {r['headroom_rule_gpus']} GPUs; "
                   f"floor meeting ≤{100 * r['breach_target']:.1f}% late: "
                   + (f"{best['floor']} GPUs" if best else "none in the sweep"))
