@@ -104,6 +104,19 @@ def spot_waste_per_reclaim_s(tau_s: float, restart_s: float) -> float:
     return tau_s / 2.0 + restart_s
 
 
+def spot_waste_noticed_s(notice_s: float, restart_s: float, tau_s: float = math.inf,
+                         delta_s: float = 0.0) -> float:
+    """Work lost per reclaim when the checkpoint write fits in the notice (δ ≤ notice), in wall
+    seconds: the job saves at the notice, and what it computes until the node goes is lost — the
+    notice's wall time, at τ of work per τ + δ — plus the restart: in the simulator's work units
+    notice·(τ+δ)/τ + R (sim/spot.py saves the progress at the notice). With no
+    periodic checkpoints (τ = ∞, none is needed against reclaims then) it is notice + R.
+    Reference §5.4 writes R + δ_emergency, for a job released as soon as its write ends; a spot
+    node is held and paid until it goes, so the whole notice is charged here, as the simulator does."""
+    stretch = 1.0 if math.isinf(tau_s) else (tau_s + delta_s) / tau_s
+    return notice_s * stretch + restart_s
+
+
 def spot_waste_exact_s(interval_wall_s: float, restart_s: float, reclaims_per_s: float) -> float:
     """The renewal-exact mean waste when reclaims are Poisson at λ and saves come every τ' of wall
     time: E[X mod τ'] for X ~ Exp(λ) is 1/λ − τ' e^{−λτ'} / (1 − e^{−λτ'}); plus R. It tends to
