@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpufleet.cli.common import Output, console, err_console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.serving import default_trace, run_serving, setup_from
 from gpufleet.model.errors import from_validation_error
 
@@ -76,7 +76,7 @@ def serving(
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     inputs_file: InputsOpt = None,
     output: OutputOpt = Output.TEXT,
-    out: OutDirOpt = None,
+    out: out_dir_opt("serving") = None,
 ) -> None:
     """Dedicated inference vs a fully shared pool vs floor-plus-borrow on the real serving trace:
     utilisation, late scale-ups, and the floor that keeps them under the target."""
