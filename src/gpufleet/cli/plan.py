@@ -2,8 +2,8 @@
 
 The group and what every planner shares live here: ``--inputs FILE`` (prices and hardware figures
 merged over econ/defaults.yaml), ``--output text|json`` (the CLI's shared choice) and ``--out DIR``
-(an HTML page with the plots). Each planner is its own module ``cli/plan_<name>.py`` that
-decorates a function with ``@plan_app.command("<name>")``; adding a planner is one new module plus
+(DIR/<name>.json and DIR/<name>.html, named in each planner's --help). Each planner is its own
+module ``cli/plan_<name>.py`` that decorates a function with ``@plan_app.command("<name>")``; adding a planner is one new module plus
 its name in ``PLAN_COMMANDS`` below.
 """
 
@@ -33,7 +33,11 @@ PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares", "upg
 InputsOpt = Annotated[Path | None, typer.Option(
     "--inputs", help="YAML of prices and figures to override (same shape as econ/defaults.yaml).")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (Rich tables, default) or json.")]
-OutDirOpt = Annotated[Path | None, typer.Option("--out", help="Directory for plan.json and report.html.")]
+def out_dir_opt(name: str) -> Any:
+    """The ``--out DIR`` option of planner ``name``, its help naming the two files it writes."""
+    return Annotated[Path | None, typer.Option(
+        "--out", metavar="DIR", help=f"Write DIR/{name}.json (the figures) and DIR/{name}.html (the "
+        "report with its plots); the directory is created if missing.")]
 
 
 def inputs(path: Path | None) -> EconInputs:

@@ -8,8 +8,8 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.common import Output, console, in_range, one_line_errors
+from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.coldstart import plan_coldstart
 from gpufleet.model.errors import from_validation_error
 
@@ -19,13 +19,19 @@ from gpufleet.model.errors import from_validation_error
 def coldstart(
     rate: Annotated[float | None, typer.Option(help="Arrival rate, requests/s (overrides inputs).")] = None,
     target: Annotated[float | None, typer.Option(help="Target P(cold start), e.g. 0.01.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the warm-pool simulation.")] = 1,
+    seed: Annotated[int, typer.Option(help="First seed of the warm-pool simulation.")] = 1,
+    seeds: Annotated[int, typer.Option(help="Seeds simulated per pool size (the interval's n).")] = 8,
+    arrivals: Annotated[int, typer.Option(help="Arrivals per simulated run.")] = 1_000_000,
     inputs_file: InputsOpt = None,
     output: OutputOpt = Output.TEXT,
-    out: OutDirOpt = None,
+    out: out_dir_opt("coldstart") = None,
 ) -> None:
     """Time each link of a 7B model's cold start, what deleting each buys, and the warm pool that
-    keeps cold starts under a target (Erlang B, checked by a seeded simulation)."""
+    keeps cold starts under a target (Erlang B, checked by a seeded simulation of N and N − 1
+    warm instances with 95% intervals over seeds)."""
+    in_range("--seeds", seeds, 2, 100)
+    in_range("--arrivals", arrivals, 10_000, 20_000_000)
+    in_range("--seed", seed, 0, 2**31)
     cfg = inputs(inputs_file).coldstart
     over = {k: v for k, v in (("arrival_rate_per_s", rate), ("target_cold_probability", target))
             if v is not None}
@@ -34,10 +40,11 @@ def coldstart(
     except ValidationError as e:
         raise from_validation_error("command line", e, "coldstart") from None
     c = cfg.figures
-    plan = plan_coldstart(c, seed)
+    plan = plan_coldstart(c, seed, arrivals, seeds)
     plan["target"] = c["target_cold_probability"]
 
     def tables() -> None:
+        from gpufleet.report.econ_coldstart import pool_check_rows
         t = Table(title=f"Cold start of a {plan['weights_gb']:g} GB model", header_style="bold")
         for col in ("link", "seconds", "arithmetic"):
             t.add_column(col, justify="right" if col == "seconds" else "left")
@@ -57,9 +64,10 @@ def coldstart(
         w.add_column("value", justify="right")
         w.add_row("offered load A", f"{wp['offered_erlangs']:.1f} erlangs")
         w.add_row("warm instances (Erlang B)", f"{wp['size_loss']} (P(cold) {wp['p_cold']:.4f})")
-        w.add_row("warm instances (seeded simulation)",
-                  f"{wp['simulated_size']} (sim P(cold) at {wp['size_loss']}: {wp['simulated_p_cold']:.4f})")
+        for row in pool_check_rows(wp, seeds, arrivals):
+            w.add_row(*row)
         w.add_row("warm instances for P(wait) (Erlang C)", f"{wp['size_wait']}")
+        w.add_row(f"square-root staffing A + {wp['z']:.3f}·√A", f"{wp['sqrt_staffing']:.1f}")
         w.add_row("cost", f"${wp['cost_per_hr']:,.0f}/hr, {wp['utilisation']:.0%} busy")
         w.add_row("p99 burst during one cold start", f"{wp['burst_spare_cold']} requests")
         console.print(w)

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpufleet.cli.common import Output, console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.sandboxes import plan_sandboxes
 from gpufleet.model.errors import from_validation_error
 
@@ -20,7 +20,7 @@ def sandboxes(
     sessions: Annotated[int | None, typer.Option(help="Concurrent sessions (default 50,000).")] = None,
     inputs_file: InputsOpt = None,
     output: OutputOpt = Output.TEXT,
-    out: OutDirOpt = None,
+    out: out_dir_opt("sandboxes") = None,
 ) -> None:
     """Place each session class in the cheapest sandbox boundary that isolates it enough and offers
     its GPU mode; count hosts (RAM, CPU or GPU bound) and compare with single-boundary designs."""

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpufleet.cli.common import Output, console, err_console, one_line_errors
-from gpufleet.cli.plan import InputsOpt, OutDirOpt, OutputOpt, emit, inputs, plan_app
+from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.serving import default_trace, run_serving, setup_from
 from gpufleet.model.errors import from_validation_error
 
@@ -35,7 +35,10 @@ def print_designs(r: dict) -> None:
                   str(d["preemptions"]))
     console.print(t)
     best = r["floor_meeting_target"]
-    console.print(f"reclaim {r['reclaim_s']:.0f} s × steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
+    p = r["reclaim_parts_s"]
+    console.print(f"reclaim {r['reclaim_s']:.0f} s (detect {p['detect']:g} + max(grace {p['grace']:g}, "
+                  f"checkpoint {p['checkpoint']:g}) + eviction {p['eviction']:g} + load {p['model_load']:g}) "
+                  f"× steepest ramp {r['ramp_gpus_per_s']:.4f} GPUs/s "
                   f"→ headroom ≥ {r['headroom_rule_gpus']} GPUs; "
                   f"floor meeting ≤{100 * r['breach_target']:.1f}% late: "
                   + (f"{best['floor']} GPUs" if best else "none in the sweep"))
@@ -73,7 +76,7 @@ def serving(
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     inputs_file: InputsOpt = None,
     output: OutputOpt = Output.TEXT,
-    out: OutDirOpt = None,
+    out: out_dir_opt("serving") = None,
 ) -> None:
     """Dedicated inference vs a fully shared pool vs floor-plus-borrow on the real serving trace:
     utilisation, late scale-ups, and the floor that keeps them under the target."""

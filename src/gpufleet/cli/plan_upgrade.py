@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from gpufleet.cli.common import Output, console, fail, in_range, one_line_errors
-from gpufleet.cli.plan import plan_app
+from gpufleet.cli.plan import emit, out_dir_opt, plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import upgrade_plan as P
 from gpufleet.sim.driver_compat import kernel_ok, placement
@@ -73,6 +73,7 @@ def upgrade(
         help="Linux kernel of the nodes, e.g. 5.15.0: a driver whose module does not support it fails "
              "validation on every node (open modules: ≥ 3.10 before R560, ≥ 4.15 from R560).")] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text (default) or json.")] = Output.TEXT,
+    out_dir: out_dir_opt("upgrade") = None,
 ) -> None:
     """Wave size vs total rollout time vs capacity lost, for a driver upgrade over the fleet."""
     scn = None
@@ -166,10 +167,23 @@ def upgrade(
         out["compatibility"] = {"from_driver": from_driver, "to_driver": to_driver, "images": compat_rows}
         if kernel_row is not None:
             out["compatibility"]["kernel"] = kernel_row
-    if output is Output.JSON:
+    if output is Output.JSON and out_dir is None:
         print(json.dumps(out, indent=2))
         return
-    _print(out, simulate)
+    emit("upgrade", out, output, out_dir, lambda: _print(out, simulate), lambda: _page(out))
+
+
+def _page(out: dict) -> str:
+    from gpufleet.report.html import Section, render, table
+
+    cols = ["wave", "waves", "rollout_hours", "max_nodes_out", "capacity_gpu_hours_out", "job_gpu_hours_lost",
+            "failed_nodes"]
+    sim = [k for k in ("sim_rollout_hours", "sim_capacity_gpu_hours_out", "sim_job_gpu_hours_lost",
+                       "sim_failed_nodes") if out["plans"] and k in out["plans"][0]]
+    rows = [[f"{r[k]:,.1f}" if isinstance(r[k], float) else f"{r[k]:,}" for k in cols + sim]
+            for r in out["plans"]]
+    return render("Driver upgrade waves", f"{out['nodes']:,} nodes, {out['node_minutes']:g} min each",
+                  [Section("Plans", table(cols + sim, rows))])
 
 
 def _print(out: dict, simulated: bool) -> None:

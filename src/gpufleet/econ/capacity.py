@@ -12,14 +12,18 @@ half price and under-commits when cheaper. When overflow can go to a tier cheape
 
 **The solve.** One mixed-integer LP over the T hours, solved by HiGHS (scipy.optimize.milp):
 
-    minimise   c·P·T·q + Σ_k B·g·L_k·b_k + P·Σ_t o_t + p_eff·P·Σ_t s_t
-    subject to q + g·b_k(t) + o_t + s_t ≥ D_t          (every hour is served)
-               0 ≤ s_t ≤ E_t                           (only spot-eligible demand on spot)
+    minimise   c·P·T·q + Σ_k B·g·L_k·b_k + P·Σ_t o_t + Σ_n p_eff(n)·P·Σ_t s_nt
+    subject to q + g·b_k(t) + o_t + Σ_n s_nt ≥ D_t     (every hour is served)
+               0 ≤ s_nt ≤ E_nt                         (only spot-eligible demand on spot)
                q, b_k integers ≥ 0; o_t ≥ 0
 
 with q committed GPUs, b_k capacity-block nodes (g GPUs each) in block window k of L_k hours at B
-per GPU-hour, o_t on-demand and s_t spot GPUs in hour t. E_t comes from the never-on-spot rule
-(econ/spot.py): only checkpointed gangs small enough that spot pays.
+per GPU-hour, o_t on-demand GPUs and s_nt spot GPUs of gangs of n nodes in hour t. E_nt is the
+eligible demand of n-node gangs, and each size pays its own effective price p_eff(n) (econ/spot.py:
+one reclaim of any of its n nodes stops all of them, so p_eff grows with n). Pricing every gang at
+the one-node price claimed a cost no plan can reach, and never committed for a gang whose p_eff(n)
+lies above c: with one 7-node gang at p_eff(7) > c, committing its GPUs is the cheaper plan, and
+the MILP now finds it. Only the sizes whose p_eff(n) < 1 get spot variables (the rest never pay).
 """
 
 from __future__ import annotations
@@ -41,7 +45,22 @@ class Prices:
     block: float  # $/GPU-hr
     block_hours: int
     gpus_per_node: int
-    spot_effective: float  # × OD, after checkpoint and restart overheads (econ/spot.py)
+    spot_effective: float  # × OD, after checkpoint and restart overheads, for one node (econ/spot.py)
+    #: (gang nodes, p_eff × OD) per gang size; a size not listed pays ``spot_effective``.
+    spot_by_nodes: tuple[tuple[int, float], ...] = ()
+
+    def spot_price(self, nodes: int) -> float:
+        """Effective spot price (× OD) of a gang of ``nodes`` nodes."""
+        return dict(self.spot_by_nodes).get(nodes, self.spot_effective)
+
+
+def spot_classes(demand: Demand, p: Prices, use_spot: bool = True) -> list[tuple[int, np.ndarray, float]]:
+    """(nodes, eligible hourly GPUs, p_eff) for each gang size whose spot price beats on demand,
+    cheapest first."""
+    if not use_spot:
+        return []
+    out = [(n, e, p.spot_price(n)) for n, e in demand.by_nodes().items() if e.any() and p.spot_price(n) < 1.0]
+    return sorted(out, key=lambda c: (c[2], c[0]))
 
 
 @dataclass
@@ -55,6 +74,9 @@ class Mix:
     cost: float
     status: str
     solve_s: float
+    spot_cost: float = 0.0
+    #: spot GPU-hours per gang size (nodes → GPU-hours)
+    spot_by_nodes: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -95,13 +117,41 @@ class CapacityPlan:
                                        "capacity_block": m.block_gpu_hours, "spot": m.spot_gpu_hours,
                                        "on_demand": m.od_gpu_hours},
                          "cost": m.cost, "solver": "HiGHS (scipy.optimize.milp)", "status": m.status,
-                         "solve_s": m.solve_s},
+                         "solve_s": m.solve_s,
+                         "costs": {"committed": self.prices.committed_ratio * self.prices.od
+                                   * m.committed_gpu_hours,
+                                   "capacity_block": self.prices.block * m.block_gpu_hours,
+                                   "spot": m.spot_cost, "on_demand": self.prices.od * m.od_gpu_hours},
+                         "spot_gpu_hours_by_gang_nodes": {str(k): v for k, v in m.spot_by_nodes.items()}},
             "milp_on_demand_overflow_only": {"committed_gpus": self.od_only.committed,
                                              "cost": self.od_only.cost},
             "all_on_demand_cost": self.all_od_cost,
             "saving_pct": 100.0 * (1 - m.cost / self.all_od_cost) if self.all_od_cost else 0.0,
             "marginal": self.marginal,
+            "rules": [{"rule": r.label, "committed_gpus": r.committed, "used_fraction": r.used_fraction,
+                       "cost": r.cost, "cost_basis": r.basis} for r in rule_rows(self)],
         }
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    label: str
+    committed: float
+    used_fraction: float
+    cost: float
+    basis: str
+
+
+def rule_rows(plan: CapacityPlan) -> list[RuleRow]:
+    """The committed-level comparison that the terminal and the HTML page both print, each cost on
+    its stated basis: the rules with overflow on demand, each MILP at the cost it solved for."""
+    d = plan.demand.gpus
+    out = [RuleRow(label, q, float((d > q).mean()), plan.cost_at(q), "overflow on demand")
+           for label, q in (("p50 rule (median over time)", plan.p50), ("F⁻¹(1 − c)", plan.newsvendor_level))]
+    for label, m, basis in (("MILP, overflow on demand", plan.od_only, "overflow on demand"),
+                            ("MILP, all tiers", plan.mix, "the MILP's mix (blocks, spot, on demand)")):
+        out.append(RuleRow(label, float(m.committed), float((d > m.committed).mean()), m.cost, basis))
+    return out
 
 
 def newsvendor_level(d: np.ndarray, ratio: float) -> float:
@@ -119,16 +169,20 @@ def exceed_fraction(d: np.ndarray, q: float) -> float:
 
 
 def cost_with_baseline(demand: Demand, p: Prices, levels: np.ndarray, spot: bool) -> np.ndarray:
-    """Total cost over the window for each committed level q: c·P·T·q + overflow on OD (and spot
-    for the eligible part of the overflow, committed capacity covering ineligible demand first)."""
+    """Total cost over the window for each committed level q: c·P·T·q + the overflow, on OD, or
+    with ``spot`` the eligible part of it on spot: committed capacity covers the dearest demand
+    first (ineligible, then the biggest gangs' spot), so the overflow is filled from the cheapest
+    gang size upward, each at its own p_eff."""
     d = demand.gpus[None, :]
     q = levels[:, None]
     over = np.maximum(0.0, d - q)
-    committed = p.committed_ratio * p.od * demand.hours * levels
-    if not spot or p.spot_effective >= 1.0:
-        return committed + p.od * over.sum(axis=1)
-    on_spot = np.minimum(over, demand.eligible[None, :])
-    return committed + p.od * (over - on_spot).sum(axis=1) + p.spot_effective * p.od * on_spot.sum(axis=1)
+    cost = p.committed_ratio * p.od * demand.hours * levels
+    if spot:
+        for _, e, price in spot_classes(demand, p):
+            take = np.minimum(over, e[None, :])
+            cost = cost + price * p.od * take.sum(axis=1)
+            over = over - take
+    return cost + p.od * over.sum(axis=1)
 
 
 def solve_mix(demand: Demand, p: Prices, use_blocks: bool = True, use_spot: bool = True) -> Mix:
@@ -137,18 +191,19 @@ def solve_mix(demand: Demand, p: Prices, use_blocks: bool = True, use_spot: bool
     k_n = -(-t_h // p.block_hours) if use_blocks else 0
     window = np.arange(t_h) // p.block_hours
     hours_in = np.bincount(window, minlength=k_n)[:k_n].astype(float) if k_n else np.zeros(0)
-    n = 1 + k_n + 2 * t_h
+    classes = spot_classes(demand, p, use_spot)
+    m = len(classes)
+    n = 1 + k_n + (1 + m) * t_h
     cost = np.concatenate([[p.committed_ratio * p.od * t_h], p.block * p.gpus_per_node * hours_in,
-                           np.full(t_h, p.od), np.full(t_h, p.spot_effective * p.od)])
+                           np.full(t_h, p.od), *[np.full(t_h, price * p.od) for _, _, price in classes]])
     rows = np.arange(t_h)
     a_q = sparse.csr_matrix(np.ones((t_h, 1)))
     a_b = (sparse.csr_matrix((np.full(t_h, float(p.gpus_per_node)), (rows, window)), shape=(t_h, k_n))
            if k_n else sparse.csr_matrix((t_h, 0)))
     eye = sparse.identity(t_h, format="csr")
-    a = sparse.hstack([a_q, a_b, eye, eye], format="csr")
-    ub = np.concatenate([[np.inf], np.full(k_n, np.inf), np.full(t_h, np.inf),
-                         demand.eligible if use_spot else np.zeros(t_h)])
-    integrality = np.concatenate([np.ones(1 + k_n), np.zeros(2 * t_h)])
+    a = sparse.hstack([a_q, a_b, eye, *[eye] * m], format="csr")
+    ub = np.concatenate([[np.inf], np.full(k_n, np.inf), np.full(t_h, np.inf), *[e for _, e, _ in classes]])
+    integrality = np.concatenate([np.ones(1 + k_n), np.zeros((1 + m) * t_h)])
     started = time.perf_counter()
     res = milp(cost, constraints=LinearConstraint(a, lb=demand.gpus, ub=np.inf),
                bounds=Bounds(np.zeros(n), ub), integrality=integrality,
@@ -160,11 +215,13 @@ def solve_mix(demand: Demand, p: Prices, use_blocks: bool = True, use_spot: bool
     q = int(round(x[0]))
     b = [int(round(v)) for v in x[1:1 + k_n]]
     o = x[1 + k_n:1 + k_n + t_h]
-    s = x[1 + k_n + t_h:]
+    spot_h = {nodes: float(x[1 + k_n + (1 + i) * t_h:1 + k_n + (2 + i) * t_h].sum())
+              for i, (nodes, _, _) in enumerate(classes)}
+    spot_cost = sum(price * p.od * spot_h[nodes] for nodes, _, price in classes)
     block_h = sum(bk * p.gpus_per_node * h for bk, h in zip(b, hours_in, strict=True))
-    return Mix(committed=q, block_nodes=b, od_gpu_hours=float(o.sum()), spot_gpu_hours=float(s.sum()),
-               block_gpu_hours=float(block_h),
-               committed_gpu_hours=float(q * t_h), cost=float(res.fun), status=res.message, solve_s=took)
+    return Mix(committed=q, block_nodes=b, od_gpu_hours=float(o.sum()), spot_gpu_hours=sum(spot_h.values()),
+               block_gpu_hours=float(block_h), committed_gpu_hours=float(q * t_h), cost=float(res.fun),
+               status=res.message, solve_s=took, spot_cost=float(spot_cost), spot_by_nodes=spot_h)
 
 
 def plan_capacity(demand: Demand, p: Prices, use_blocks: bool = True, use_spot: bool = True) -> CapacityPlan:
@@ -174,7 +231,7 @@ def plan_capacity(demand: Demand, p: Prices, use_blocks: bool = True, use_spot: 
     peak = float(d.max())
     levels = np.linspace(0.0, np.ceil(peak), min(400, int(np.ceil(peak)) + 1))
     nv = newsvendor_level(d, p.committed_ratio)
-    p50 = float(np.median(d))
+    p50 = float(np.median(d))  # over equal hours: the median over time of the hourly curve
     marginal = []
     for pct in (10, 25, 40, 50, 60, 75, 90):
         q = float(np.percentile(d, pct))

@@ -41,15 +41,25 @@ def check_span(source: str, end_s: float) -> None:
 
 @dataclass(frozen=True)
 class Demand:
-    """Hourly mean GPUs wanted (``gpus``) and the spot-eligible part of it (``eligible`` ≤ gpus)."""
+    """Hourly mean GPUs wanted (``gpus``) and the spot-eligible part of it (``eligible`` ≤ gpus),
+    split by gang size in ``eligible_by_nodes`` (nodes → hourly GPUs): a gang of n nodes pays its
+    own effective spot price (econ/spot.py). A curve with no job sizes (CSV, built-in) is all
+    one-node work."""
 
     name: str
     gpus: np.ndarray
     eligible: np.ndarray
+    eligible_by_nodes: dict[int, np.ndarray] | None = None
 
     @property
     def hours(self) -> int:
         return len(self.gpus)
+
+    def by_nodes(self) -> dict[int, np.ndarray]:
+        """Eligible hourly GPUs per gang size, sizes ascending ({1: eligible} without sizes)."""
+        if self.eligible_by_nodes is None:
+            return {1: self.eligible}
+        return dict(sorted(self.eligible_by_nodes.items()))
 
 
 def hourly_mean(times: np.ndarray, values: np.ndarray, end: float) -> np.ndarray:
@@ -66,6 +76,26 @@ def hourly_mean(times: np.ndarray, values: np.ndarray, end: float) -> np.ndarray
             out[h] += v * (top - lo) / HOUR
             lo = top
     return out
+
+
+def time_weighted_quantile(times: np.ndarray, values: np.ndarray, end: float, q: float,
+                           start: float = 0.0) -> float:
+    """The ``q``-quantile over time of a step function (value[i] from times[i] to times[i+1], the
+    last to ``end``; 0 before times[0] from ``start``): the smallest v such that demand is at most
+    v for a share q of [start, end]. A median over change points counts a one-minute spike as much
+    as a quiet day; over time, each value weighs as long as it holds."""
+    t = np.asarray(times, float)
+    v = np.asarray(values, float)
+    if len(t) == 0 or end <= start:
+        return 0.0
+    edges = np.clip(np.append(t, end), start, end)
+    w = np.diff(edges)
+    if t[0] > start:
+        v, w = np.append(v, 0.0), np.append(w, t[0] - start)
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    k = int(np.searchsorted(cum, q * cum[-1] - 1e-9 * cum[-1]))
+    return float(v[order][min(k, len(v) - 1)])
 
 
 def interval_demand(intervals: Sequence[tuple[float, float, float]], end: float | None = None) -> np.ndarray:
@@ -94,22 +124,25 @@ def from_jobs(name: str, jobs: Sequence[Job], runs: Sequence[tuple[str, float, f
               max_spot_nodes: int) -> Demand:
     """Demand of (job id, start, end) runs; a job run twice (preempted, restarted) counts twice."""
     by_id = {j.id: j for j in jobs}
-    all_iv, elig_iv = [], []
+    all_iv: list[tuple[float, float, float]] = []
+    elig_iv: dict[int, list[tuple[float, float, float]]] = {}
     for jid, s, e in runs:
         job = by_id.get(jid)
         if job is None or e <= s or not job.total_gpus:
             continue
         all_iv.append((s, e, float(job.total_gpus)))
         if spot_eligible(job, gpus_per_node, max_spot_nodes):
-            elig_iv.append((s, e, float(job.total_gpus)))
+            nodes = math.ceil(job.total_gpus / gpus_per_node)
+            elig_iv.setdefault(nodes, []).append((s, e, float(job.total_gpus)))
     if not all_iv:
         raise InputError(name, "", "no job with GPUs ran; nothing to plan for")
     end = max(e for _, e, _ in all_iv)
     check_span(name, end)
     g = interval_demand(all_iv, end)
-    el = interval_demand(elig_iv, end) if elig_iv else np.zeros_like(g)
-    el = np.pad(el, (0, max(0, len(g) - len(el))))[: len(g)]
-    return Demand(name, g, np.minimum(el, g))
+    by_nodes = {n: np.pad(el, (0, max(0, len(g) - len(el))))[: len(g)]
+                for n, el in ((n, interval_demand(iv, end)) for n, iv in sorted(elig_iv.items()))}
+    total = sum(by_nodes.values(), np.zeros_like(g))
+    return Demand(name, g, np.minimum(total, g), by_nodes)
 
 
 def read_csv_curve(path: Path, eligible_fraction: float) -> Demand:

@@ -100,6 +100,7 @@ class SandboxInputs(_Section):
     gpu_host: HostSpec
     usable_fraction: float = Field(gt=0, le=1)
     mig_slices_per_gpu: int = Field(ge=1, le=7)
+    timeslice_replicas_per_gpu: int = Field(default=4, ge=1, le=1024)
     tiers: dict[str, TierSpec] = Field(min_length=1)
     mix: list[SessionClass] = Field(min_length=1)
 

@@ -5,8 +5,10 @@ Hosts for N sessions of one class in one tier (reference §4.3):
     hosts = max(⌈N·(m + o) / (R·f)⌉, ⌈N·v / (C·f)⌉, ⌈N·g / G⌉)
 
 m = session memory, o = the tier's overhead per sandbox, v = vCPUs, g = GPU units (a whole GPU,
-or one MIG slice = 1/7 of a GPU when the host has 7 slices per GPU), R/C/G = host RAM, vCPUs and
-GPU units, f = the usable fraction after the host's own reserve.
+one MIG slice = 1/7 of a GPU when the host has 7 slices per GPU, or one time-slice replica =
+1/r of a GPU when the device plugin advertises r replicas per GPU), R/C/G = host RAM, vCPUs and
+GPU units, f = the usable fraction after the host's own reserve. A time-sliced session is not a
+whole GPU: with r = 4, 2,000 sessions need ⌈2,000 / (8 × 4)⌉ = 63 hosts, not 250.
 
 **Tiered design.** Each class goes to the tier that costs least per session among those that
 isolate it enough (shared kernel 1 < user-space kernel 2 < VM 3) and offer its GPU mode (gVisor
@@ -25,24 +27,28 @@ from gpufleet.econ.inputs import HostSpec, SandboxInputs, SessionClass, TierSpec
 MIB_PER_GIB = 1024.0
 
 
-def gpu_units(cls: SessionClass, host: HostSpec, slices_per_gpu: int) -> tuple[float, float]:
-    """(units a session takes, units a host has): MIG counts slices, whole GPUs count GPUs."""
+def gpu_units(cls: SessionClass, host: HostSpec, slices_per_gpu: int,
+              timeslice_replicas: int = 1) -> tuple[float, float]:
+    """(units a session takes, units a host has): MIG counts slices, time-slicing counts the
+    device plugin's replicas per GPU, whole GPUs (and a vGPU profile of one) count GPUs."""
     if cls.gpu == "mig":
         return 1.0, float(host.gpus * slices_per_gpu)
-    if cls.gpu in ("whole", "vgpu", "timeslice"):
+    if cls.gpu == "timeslice":
+        return 1.0, float(host.gpus * timeslice_replicas)
+    if cls.gpu in ("whole", "vgpu"):
         return 1.0, float(host.gpus)
     return 0.0, 0.0
 
 
 def hosts_needed(n: int, cls: SessionClass, tier: TierSpec, host: HostSpec, f: float,
-                 slices_per_gpu: int) -> tuple[int, str]:
+                 slices_per_gpu: int, timeslice_replicas: int = 1) -> tuple[int, str]:
     """The host count and which resource binds it (ram, cpu, gpu)."""
     if n <= 0:
         return 0, "none"
     over_mib = tier.overhead_mib + (tier.gpu_overhead_mib if cls.gpu != "none" else 0.0)
     ram = n * (cls.memory_gib + over_mib / MIB_PER_GIB) / (host.ram_gib * f)
     cpu = n * cls.vcpus / (host.vcpus * f)
-    g, units = gpu_units(cls, host, slices_per_gpu)
+    g, units = gpu_units(cls, host, slices_per_gpu, timeslice_replicas)
     gpu = n * g / units if g else 0.0
     need = {"ram": ram, "cpu": cpu, "gpu": gpu}
     bind = max(need, key=lambda k: need[k])
@@ -70,7 +76,7 @@ def per_session_cost(cls: SessionClass, tier: TierSpec, host: HostSpec, cfg: San
     """Cost of one session's share of a host (fractional hosts: for choosing, not for counting)."""
     over = tier.overhead_mib + (tier.gpu_overhead_mib if cls.gpu != "none" else 0.0)
     f = cfg.usable_fraction
-    g, units = gpu_units(cls, host, cfg.mig_slices_per_gpu)
+    g, units = gpu_units(cls, host, cfg.mig_slices_per_gpu, cfg.timeslice_replicas_per_gpu)
     share = max((cls.memory_gib + over / MIB_PER_GIB) / (host.ram_gib * f), cls.vcpus / (host.vcpus * f),
                 g / units if g else 0.0)
     return share * host.price_per_hr
@@ -102,7 +108,8 @@ def place(cfg: SandboxInputs, choose: str = "cheapest", exclude: frozenset[str] 
             name = min(ok, key=lambda k: (-ok[k].isolation, cost[k], k))
         else:
             name = min(ok, key=lambda k: (cost[k], -ok[k].isolation, k))
-        hosts, binds = hosts_needed(n, cls, ok[name], host, cfg.usable_fraction, cfg.mig_slices_per_gpu)
+        hosts, binds = hosts_needed(n, cls, ok[name], host, cfg.usable_fraction, cfg.mig_slices_per_gpu,
+                                    cfg.timeslice_replicas_per_gpu)
         out.append(Placement(cls.name, n, name, host_type, hosts, binds, hosts * host.price_per_hr,
                              ok[name].start_ms, cls.gpu))
     return out

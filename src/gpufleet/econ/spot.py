@@ -8,6 +8,11 @@ checkpoints.
 * Daly (FGCS 2006): τ = √(2δM)·[1 + ⅓·√(δ/2M) + ⅑·(δ/2M)] − δ for δ < 2M, else τ = M.
 * Overhead fraction (first order): δ/τ + (τ/2 + R)/M — a checkpoint every τ, and per interruption
   half an interval of lost work plus the restart.
+* The notice: when the checkpoint write fits in the reclaim notice (δ ≤ notice), the job saves at
+  the notice and loses only the notice and the restart, (notice + R)/M per unit time; periodic
+  checkpoints then buy nothing against reclaims, so τ = ∞ and the δ/τ term vanishes. This is what
+  the simulator does (sim/spot.py; sim/reliability.spot_waste_noticed_s). AWS's 2-minute notice
+  covers the default 1-minute write: overhead (2 + 10)/240 = 5.0% on one node, not 13.3%.
 * Effective price: p_eff = p_spot / (1 − overhead) (price per unit of useful work, × OD).
 * A gang of n nodes each interrupted independently at MTBI M_node is interrupted at M_node / n:
   n times as often, and each time the whole gang restarts. So p_eff grows with n, and above the
@@ -25,7 +30,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpufleet.sim.reliability import daly_interval_s, spot_waste_per_reclaim_s, young_interval_s
+from gpufleet.sim.reliability import (
+    daly_interval_s,
+    spot_waste_noticed_s,
+    spot_waste_per_reclaim_s,
+    young_interval_s,
+)
 
 
 def young_interval(delta: float, mtbi: float) -> float:
@@ -48,9 +58,10 @@ def overhead_fraction(delta: float, restart: float, mtbi: float, tau: float) -> 
 class SpotEconomics:
     nodes: int
     mtbi_min: float
-    tau_min: float
+    tau_min: float  # inf: no periodic checkpoint, the job saves in the notice
     overhead: float
     effective_price: float  # × on-demand; inf when nothing useful gets done
+    saves_in_notice: bool = False
 
     @property
     def pays_against_od(self) -> bool:
@@ -58,9 +69,14 @@ class SpotEconomics:
 
 
 def spot_economics(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
-                   nodes: int = 1) -> SpotEconomics:
-    """Effective spot price of a gang of ``nodes`` nodes (Daly interval, first-order overhead)."""
+                   nodes: int = 1, notice_min: float = 0.0) -> SpotEconomics:
+    """Effective spot price of a gang of ``nodes`` nodes: Daly interval and first-order overhead,
+    or, when the write fits in the notice, (notice + R)/M with no periodic checkpoint."""
     mtbi = node_mtbi_min / max(1, nodes)
+    if delta_min <= notice_min:
+        ov = min(1.0, spot_waste_noticed_s(notice_min, restart_min) / mtbi)
+        eff = price_ratio / (1.0 - ov) if ov < 1.0 else math.inf
+        return SpotEconomics(nodes, mtbi, math.inf, ov, eff, saves_in_notice=True)
     tau = daly_interval(delta_min, mtbi)
     ov = overhead_fraction(delta_min, restart_min, mtbi, tau)
     eff = price_ratio / (1.0 - ov) if ov < 1.0 else math.inf
@@ -68,12 +84,13 @@ def spot_economics(price_ratio: float, delta_min: float, restart_min: float, nod
 
 
 def largest_spot_gang(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
-                      against: float = 1.0, max_nodes: int = 4096) -> int:
+                      against: float = 1.0, max_nodes: int = 4096, notice_min: float = 0.0) -> int:
     """The largest gang (in nodes) whose effective spot price is below ``against`` (× OD); 0 when
     even one node does not pay. Overhead grows with n, so the first failure ends the search."""
     best = 0
     for n in range(1, max_nodes + 1):
-        if spot_economics(price_ratio, delta_min, restart_min, node_mtbi_min, n).effective_price < against:
+        e = spot_economics(price_ratio, delta_min, restart_min, node_mtbi_min, n, notice_min)
+        if e.effective_price < against:
             best = n
         else:
             break

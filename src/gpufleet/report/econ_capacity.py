@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from markupsafe import Markup
 
-from gpufleet.econ.capacity import CapacityPlan
+from gpufleet.econ.capacity import CapacityPlan, spot_classes
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.report.plots import COLORS, to_png_b64
 
@@ -18,7 +18,7 @@ def money(x: float) -> str:
 def cost_curve_png(plan: CapacityPlan) -> str:
     fig, ax = plt.subplots(figsize=(8, 4.2))
     ax.plot(plan.levels, plan.cost_od_overflow / 1e3, color=COLORS[0], label="overflow on demand")
-    if plan.prices.spot_effective < 1.0 and plan.demand.eligible.any():
+    if any(price < 1.0 for _, _, price in spot_classes(plan.demand, plan.prices)):
         ax.plot(plan.levels, plan.cost_spot_overflow / 1e3, color=COLORS[2],
                 label="overflow on spot where eligible, else on demand")
     for q, label, c in ((plan.p50, "p50 rule", COLORS[3]),
@@ -52,14 +52,19 @@ def demand_png(plan: CapacityPlan) -> str:
 
 
 def spot_section(spot: dict) -> Section:
-    rows = [[g["nodes"], f"{g['mtbi_min']:.0f} min", f"{g['tau_min']:.1f} min", f"{g['overhead']:.1%}",
+    rows = [[g["nodes"], f"{g['mtbi_min']:.0f} min",
+             "saves in the notice" if g["tau_min"] is None else f"{g['tau_min']:.1f} min (Daly)",
+             f"{g['overhead']:.1%}",
              "∞" if g["effective_price"] is None else f"{g['effective_price']:.2f}",
              "yes" if g["effective_price"] is not None and g["effective_price"] < 1 else "no"]
             for g in spot["gangs"]]
-    text = (f"<p>Effective spot price p_eff = p_spot / (1 − δ/τ − (τ/2 + R)/M), with Daly's interval τ and a "
-            f"gang of n nodes interrupted at M_node / n. {spot['break_even']}. The mix puts on spot only "
+    text = (f"<p>Effective spot price p_eff = p_spot / (1 − overhead), a gang of n nodes interrupted at "
+            f"M_node / n. Overhead δ/τ + (τ/2 + R)/M with Daly's interval τ, or (notice + R)/M when the "
+            f"checkpoint write fits in the {spot['notice_s']:g} s notice (then {spot['loss']}). "
+            f"{spot['break_even']}. The mix puts on spot only "
             f"demand from gangs of at most {spot['largest_gang_nodes_on_spot']} nodes; {spot['rule']}.</p>")
-    return Section("Spot", text + table(["nodes", "gang MTBI", "Daly interval", "overhead", "p_eff × OD",
+    return Section("Spot", text + table(["nodes", "gang MTBI", "checkpoint interval", "overhead",
+                                         "p_eff × OD",
                                          "cheaper than on demand"], rows))
 
 
@@ -68,20 +73,19 @@ def capacity_page(plan: CapacityPlan, sources: dict[str, str], spot: dict | None
     sol = x["solution"]
     gh = sol["gpu_hours"]
     p = plan.prices
+    cost = sol["costs"]
     mix_rows = [["committed", f"{sol['committed_gpus']:,} GPUs", f"{gh['committed']:,.0f}",
-                 money(p.committed_ratio * p.od * gh["committed"])],
+                 money(cost["committed"])],
                 ["capacity blocks", f"{sol['block_nodes_per_window']} nodes per window",
-                 f"{gh['capacity_block']:,.0f}", money(p.block * gh["capacity_block"])],
-                ["spot", "", f"{gh['spot']:,.0f}", money(p.spot_effective * p.od * gh["spot"])],
-                ["on demand", "", f"{gh['on_demand']:,.0f}", money(p.od * gh["on_demand"])],
+                 f"{gh['capacity_block']:,.0f}", money(cost["capacity_block"])],
+                ["spot", "p_eff per gang size", f"{gh['spot']:,.0f}", money(cost["spot"])],
+                ["on demand", "", f"{gh['on_demand']:,.0f}", money(cost["on_demand"])],
                 ["total (MILP)", "", "", Markup(f"<b>{money(sol['cost'])}</b>")],
                 ["all on demand", "", "", money(x["all_on_demand_cost"])]]
     marg = [[m["level"], f"{m['committed_gpus']:,.0f}", f"{m['used_fraction']:.3f}",
              "yes" if m["pays"] else "no"] for m in plan.marginal]
-    rules = [["p50 rule", f"{plan.p50:,.0f}", money(x["p50_rule"]["cost_od_overflow"])],
-             ["F⁻¹(1 − c)", f"{plan.newsvendor_level:,.0f}", money(x["newsvendor"]["cost_od_overflow"])],
-             ["MILP (overflow on demand only)", f"{plan.od_only.committed:,}", money(plan.od_only.cost)],
-             ["MILP (all tiers)", f"{sol['committed_gpus']:,}", money(sol["cost"])]]
+    rules = [[r["rule"], f"{r['committed_gpus']:,.0f}", f"{r['used_fraction']:.3f}", money(r["cost"]),
+              r["cost_basis"]] for r in x["rules"]]
     why = (f"<p>Break-even utilisation u* = c = {p.committed_ratio:.2f}: a committed GPU pays when it is "
            f"busy more than {p.committed_ratio:.0%} of the hours. The k-th committed GPU is busy exactly "
            f"when demand exceeds k, so the last one worth buying sits where P(D &gt; q) = c, i.e. the "
@@ -94,7 +98,7 @@ def capacity_page(plan: CapacityPlan, sources: dict[str, str], spot: dict | None
                 f"{x['saving_pct']:.1f}% below all on demand.</p>"),
         Section("Demand", img(demand_png(plan), "demand curve with the committed level")),
         Section("Cost against the baseline level", img(cost_curve_png(plan), "cost vs committed level")
-                + table(["rule", "committed GPUs", "cost (overflow on demand unless stated)"], rules)),
+                + table(["rule", "committed GPUs", "fraction of hours used", "$", "cost of"], rules)),
         Section("Marginal argument", why + table(
             ["percentile", "GPUs", "fraction of hours used", f"pays (> {p.committed_ratio:.2f})"], marg)),
         *([spot_section(spot)] if spot else []),

@@ -146,9 +146,11 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
         "first order: waste ≈ δ/τ + (τ+δ)/2M + R/M = 1.31% + 1.30% + (2.02% or 0.20%)"
     )
     spare_rows: list[list[object]] = [[
-        f"{sp.nodes}", f"{sp.failures_per_day:.2f}/day", f"{sp.out_of_service_days:.2f} d",
-        f"{sp.spares}", f"{100 * sp.p_formula:.2f}%", f"{100 * sp.p_sim:.2f}%", f"{sp.failures_simulated:,}",
-        f"{100 * sp.erlang_b:.2f}%"]]
+        f"{sp.nodes}", f"{sp.failures_per_day:.2f}/day ({sp.failures_per_day_with_spares:.2f} with spares)",
+        f"{sp.out_of_service_days:.2f} d", f"{sp.spares}", f"{100 * sp.p_formula:.2f}%",
+        f"{100 * sp.p_poisson:.2f}%",
+        f"{sp.p_sim.text('.2f', 100, '%')} ({sp.p_sim.n} seeds): {sp.p_sim.verdict(sp.p_formula)}",
+        f"{sp.failures_simulated:,}", f"{100 * sp.erlang_b:.2f}%"]]
     upgrade_rows: list[list[object]] = []
     for w in (20, 50, 100, 200, 500):
         p = upgrade_plan(2000, w, 20, 480.0, 1800.0, 300.0, 3600.0, 0.01, 0.5, 0.25)
@@ -178,11 +180,15 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig) -> Se
         + img(_cadence_plot(young, daly, curve), "goodput over checkpoint interval")
         + table(["τ", "goodput (Daly)", "goodput (simulated)"], curve_rows)
         + "<h3>Spare pool: P(no spare when needed) &lt; 1%</h3>"
-        "<p>Palm's theorem: nodes away for repair ~ Poisson(Λ E[T]); a failure finds the pool empty "
-        "with P(N ≥ s). E[T] mixes repair in place (4 h) and RMA (14 d, an assumption) by kind. "
-        "The idle spares fail too: Λ = (N + s) r. Simulated over 40 years with the planned pool.</p>"
-        + table(["nodes", "failures", "E[T] away", "spares planned", "P(no spare), formula",
-                 "P(no spare), simulated", "failures simulated", "Erlang-B (lost-call view)"], spare_rows)
+        "<p>Finite source: the N + s nodes fail independently at r while up (idle spares too) and a "
+        "node away for repair cannot fail again, so the number away is Binomial(N + s, p), "
+        "p = r E[T]/(1 + r E[T]); an in-service failure finds the pool empty with "
+        "Σ_{d≥s} π(d)(M−d) / Σ_d π(d) min(N, M−d). Poisson over the pool (a node away failing again) "
+        "beside it. E[T] mixes repair in place (4 h) and RMA (14 d, an assumption) by kind. "
+        "Simulated over 4 seeds × 40 years with the planned pool: mean and 95% interval.</p>"
+        + table(["nodes", "failures", "E[T] away", "spares planned", "P(no spare), finite source",
+                 "P(no spare), Poisson", "P(no spare), simulated", "failures simulated",
+                 "Erlang-B (lost-call view)"], spare_rows)
         + "<h3>Pre-flight payoff: no gate, a 2-minute gate, a long diagnostic</h3>"
         "<p>A 64-node gang at 10× the Llama 3 rate with 8 spares; 30% of repaired nodes come back "
         "still bad and fail 10 minutes into their first load (a failed gang start) unless the gate "

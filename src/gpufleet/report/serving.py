@@ -63,7 +63,8 @@ def serving_sections(r: dict) -> list[Section]:
                 f"(pool utilisation {100 * best['total_util']:.1f}%)." if best is not None
                 else "No floor in the sweep meets the target.")
     parts = r["reclaim_parts_s"]
-    rule = (f"<p>Reclaim time T<sub>r</sub> = max(grace {parts['grace']:g} s, checkpoint write "
+    rule = (f"<p>Reclaim time T<sub>r</sub> = detect {parts['detect']:g} s + max(grace {parts['grace']:g} s, "
+            f"checkpoint write "
             f"{parts['checkpoint']:g} s) + eviction {parts['eviction']:g} s + model load "
             f"{parts['model_load']:g} s = {r['reclaim_s']:.0f} s; the "
             f"steepest 10-minute ramp in the window is {r['ramp_gpus_per_s'] * 600:.0f} GPUs "

@@ -86,7 +86,8 @@ def test_plan_help_lists_every_planner():
 
 
 def test_plan_coldstart_runs_on_its_defaults_and_writes_its_page(tmp_path):
-    res = runner.invoke(app, ["plan", "coldstart", "--out", str(tmp_path)])
+    res = runner.invoke(app, ["plan", "coldstart", "--arrivals", "20000", "--seeds", "2",
+                              "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     data = json.loads((tmp_path / "coldstart.json").read_text())
     assert data["warm_pool"]["size_loss"] == 75
@@ -166,3 +167,21 @@ def test_plan_serving_rejects_bad_input_with_one_line(args, needle):
     assert res.exit_code == 2
     assert needle in res.output
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("name", ["capacity", "coldstart", "sandboxes", "serving", "spares", "upgrade"])
+def test_every_planner_takes_out_and_its_help_names_the_files_it_writes(name):
+    from gpufleet.cli.plan import PLAN_COMMANDS
+
+    assert name in PLAN_COMMANDS
+    res = runner.invoke(app, ["plan", name, "--help"], terminal_width=300)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "--out" in text and f"DIR/{name}.json" in text and f"DIR/{name}.html" in text
+
+
+def test_plan_upgrade_writes_its_json_and_html_with_out(tmp_path):
+    res = runner.invoke(app, ["plan", "upgrade", "--nodes", "100", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "upgrade.json").read_text())["nodes"] == 100
+    assert "Driver upgrade waves" in (tmp_path / "upgrade.html").read_text()

@@ -100,3 +100,67 @@ def test_the_built_in_plan_is_cheaper_than_all_on_demand_and_solves_optimally():
     assert plan.mix.cost < plan.all_od_cost
     assert "Optimal" in plan.mix.status
     assert plan.od_only.committed == pytest.approx(plan.newsvendor_level, abs=1.0)
+
+
+def _gang_demand(nodes: int, hours: int):
+    from gpufleet.econ.demand import from_jobs
+    from gpufleet.testing.builders import job
+
+    j = job("g").gpus(8).gang(nodes).runs(hours * 3600.0).build()
+    return from_jobs("one gang", [j], [("g", 0.0, hours * 3600.0)], gpus_per_node=8, max_spot_nodes=11)
+
+
+def test_a_seven_node_gang_pays_its_own_spot_price_and_is_committed_where_spot_no_longer_pays():
+    """One 7-node gang (56 GPUs) for 100 h, notice 2 min covering the 1-min write, R = 10 min,
+    node MTBI 4 h: p_eff(7) = 0.43/(1 − 7 × 12/240) = 0.43/0.65 = 0.6615 > c = 0.6, so committing
+    its 56 GPUs (0.6 × 56 × 100 = 3,360 at P = 1) beats spot (0.6615 × 5,600 = 3,704.6). Priced at
+    the one-node p_eff (0.4526) the plan put it all on spot and claimed 2,534.7, a cost no plan
+    reaches: the gang really pays 0.6615 per GPU-hour there."""
+    from gpufleet.econ.spot import spot_economics
+
+    d = _gang_demand(7, 100)
+    assert list(d.by_nodes()) == [7]
+    p7 = spot_economics(0.43, 1.0, 10.0, 240.0, 7, notice_min=2.0).effective_price
+    one = spot_economics(0.43, 1.0, 10.0, 240.0, 1, notice_min=2.0).effective_price
+    assert p7 == pytest.approx(0.43 / 0.65)
+    p = Prices(1.0, 0.6, 0.9, 168, 8, one, spot_by_nodes=((1, one), (7, p7)))
+    m = solve_mix(d, p, use_blocks=False, use_spot=True)
+    assert m.committed == 56 and m.spot_gpu_hours == pytest.approx(0.0)
+    assert m.cost == pytest.approx(3360.0)
+    naive = solve_mix(d, Prices(1.0, 0.6, 0.9, 168, 8, one), use_blocks=False, use_spot=True)
+    assert naive.committed == 0 and naive.cost == pytest.approx(one * 5600)
+
+
+def test_a_small_gang_stays_on_spot_at_its_own_price():
+    """A 2-node gang: p_eff(2) = 0.43/(1 − 0.1) = 0.4778 < 0.6, so all 16 × 100 GPU-hours go on spot
+    at 0.4778: 764.4, and the cost splits by gang size."""
+    from gpufleet.econ.spot import spot_economics
+
+    p2 = spot_economics(0.43, 1.0, 10.0, 240.0, 2, notice_min=2.0).effective_price
+    p = Prices(1.0, 0.6, 0.9, 168, 8, 0.4526, spot_by_nodes=((2, p2),))
+    m = solve_mix(_gang_demand(2, 100), p, use_blocks=False, use_spot=True)
+    assert m.committed == 0 and m.spot_by_nodes == {2: pytest.approx(1600.0)}
+    assert m.spot_cost == pytest.approx(p2 * 1600) == pytest.approx(764.44, abs=0.01)
+
+
+def test_the_terminal_and_the_html_print_the_same_cost_for_every_rule(tmp_path):
+    """The "MILP, all tiers" row is the MILP's own cost in both (it printed the cost of its level
+    with on-demand overflow in the terminal and the MILP's cost in the HTML): both read rule_rows."""
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.main import app
+    from gpufleet.econ.capacity import rule_rows
+
+    res = CliRunner().invoke(app, ["plan", "capacity", "--out", str(tmp_path)], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    import json
+
+    data = json.loads((tmp_path / "capacity.json").read_text())
+    html = (tmp_path / "capacity.html").read_text()
+    milp = next(r for r in data["rules"] if r["rule"] == "MILP, all tiers")
+    assert milp["cost"] == pytest.approx(data["solution"]["cost"])
+    for r in data["rules"]:
+        shown = f"{r['cost']:,.0f}"
+        assert shown in res.output and shown in html
+    labels = [r.label for r in rule_rows(plan_capacity(builtin(), Prices(6.88, 0.6, 4.916, 168, 8, 0.45)))]
+    assert labels == [r["rule"] for r in data["rules"]]

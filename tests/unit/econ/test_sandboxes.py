@@ -75,3 +75,23 @@ def test_more_sessions_never_need_fewer_hosts(n, mem, vcpus, gpu):
     a, _ = hosts_needed(n, cls, tier, HOST, 0.9, 7)
     b, _ = hosts_needed(n + 1, cls, tier, HOST, 0.9, 7)
     assert b >= a
+
+
+def test_a_time_sliced_session_takes_one_replica_not_a_whole_gpu():
+    """2,000 time-sliced sessions, 8 GPUs × 4 replicas = 32 per host: ⌈2,000 / 32⌉ = 63 hosts
+    (RAM 2,000 × 2.004 GiB / 1,382.4 = 2.9 and CPU 1.16 do not bind). Counted as whole GPUs it
+    was 2,000 / 8 = 250 hosts."""
+    cls = SessionClass(name="t", share=1, memory_gib=2, vcpus=0.1, gpu="timeslice", isolation=1)
+    tier = TierSpec(isolation=1, overhead_mib=4.1, gpu=("whole", "mig", "timeslice"))
+    assert hosts_needed(2000, cls, tier, HOST, 0.9, 7, timeslice_replicas=4) == (63, "gpu")
+
+
+def test_the_planner_packs_time_sliced_sessions_by_the_configured_replicas():
+    """A mix of 1,000 time-sliced sessions (isolation 1, so runc, the only tier offering it) at 4
+    replicas per GPU on 8-GPU hosts: ⌈1,000 / 32⌉ = 32 hosts; at 8 replicas ⌈1,000 / 64⌉ = 16."""
+    cfg = load_inputs().sandboxes
+    mix = [SessionClass(name="ts", share=1, memory_gib=4, vcpus=0.5, gpu="timeslice", isolation=1)]
+    for replicas, hosts in ((4, 32), (8, 16)):
+        c = cfg.model_copy(update={"sessions": 1000, "mix": mix, "timeslice_replicas_per_gpu": replicas})
+        (p,) = place(c)
+        assert (p.tier, p.hosts, p.binds) == ("runc", hosts, "gpu")

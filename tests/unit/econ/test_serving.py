@@ -78,15 +78,6 @@ def test_the_real_trace_window_keeps_the_always_on_instances_out_of_the_simulati
     assert wl.pool_gpus % 8 == 0
 
 
-def test_reclaim_time_is_the_notice_plus_eviction_plus_model_load():
-    """Async 7B checkpoint (6.3 s) fits the 30 s grace: 30 + 10 + 90 = 130 s. A synchronous one
-    (148.8 s) stretches the notice: 148.8 + 10 + 90 = 248.8 s."""
-    from gpufleet.econ.serving import reclaim_time
-
-    assert reclaim_time(S, 6.3) == pytest.approx(130.0)
-    assert reclaim_time(S, 148.8) == pytest.approx(248.8)
-
-
 def test_a_checkpoint_longer_than_the_grace_delays_the_reclaimed_replicas_by_the_write():
     """Checkpoint write 60 s > grace 30 s: the engine's notice is 60 s, so each replica of the step
     is ready after 15 + 60 + 10 + 90 = 175 s."""
@@ -95,3 +86,46 @@ def test_a_checkpoint_longer_than_the_grace_delays_the_reclaimed_replicas_by_the
     d = run_design("fully shared", step_workload(), 0, replace(S, checkpoint_s=60))
     assert d.breaches == 4
     assert d.ready_p99_s == pytest.approx(175.0, abs=1.0)
+
+
+def test_the_reclaim_time_counts_detection_as_the_simulated_ready_time_does():
+    """Reference §2.2's chain: detect 15 + max(grace 30, checkpoint 6) + eviction 10 + model load
+    90 = 145 s, the ready time the fully shared design measures for a reclaimed replica (above);
+    without detection the rule said 130 s. The steepest 10-minute ramp of the step workload is 4
+    GPUs (0.00667 GPUs/s): H ≥ ⌈0.00667 × 145⌉ + 1 = 2 GPUs."""
+    from gpufleet.econ.serving import reclaim_time
+
+    assert reclaim_time(S) == pytest.approx(145.0)
+    assert reclaim_time(S, checkpoint_s=148.8) == pytest.approx(15 + 148.8 + 10 + 90)
+    d = run_design("fully shared", step_workload(), 0, S)
+    assert d.ready_p99_s == pytest.approx(reclaim_time(S), abs=1.0)
+    r = compare_designs(step_workload(), S)
+    assert r["reclaim_s"] == pytest.approx(145.0)
+    assert r["headroom_rule_gpus"] == 2
+
+
+def test_the_median_demand_is_taken_over_time_not_over_change_points():
+    """1 GPU for 10 h, then 50, 60, 70 for one minute each: over the 4 change points the median is
+    55; over time 1 GPU holds 36,000 of 36,180 s (99.5%), so the median is 1. A p99.9 over time
+    reaches the spikes: the top 0.1% (36 s) lies inside the last minute, at 70."""
+    import numpy as np
+
+    from gpufleet.econ.demand import time_weighted_quantile
+
+    t, v = np.array([0.0, 36000, 36060, 36120]), np.array([1.0, 50, 60, 70])
+    assert float(np.median(v)) == 55.0
+    assert time_weighted_quantile(t, v, 36180.0, 0.5) == 1.0
+    assert time_weighted_quantile(t, v, 36180.0, 0.999) == 70.0
+    assert time_weighted_quantile(t, v, 36180.0, 0.0) == 1.0
+
+
+def test_demand_before_the_first_change_counts_as_zero():
+    """Nothing until 3 h, then 8 GPUs for 1 h, over a 4-hour window: 0 for 75% of the time, so
+    the median is 0 and the p80 is 8."""
+    import numpy as np
+
+    from gpufleet.econ.demand import time_weighted_quantile
+
+    t, v = np.array([10800.0]), np.array([8.0])
+    assert time_weighted_quantile(t, v, 14400.0, 0.5) == 0.0
+    assert time_weighted_quantile(t, v, 14400.0, 0.8) == 8.0

@@ -65,3 +65,24 @@ def test_a_bigger_gang_never_has_a_cheaper_effective_price(price, delta, restart
     a = spot_economics(price, delta, restart, mtbi, n).effective_price
     b = spot_economics(price, delta, restart, mtbi, n + 1).effective_price
     assert b >= a - 1e-12 or math.isinf(a)
+
+
+def test_a_checkpoint_that_fits_in_the_notice_costs_only_the_notice_and_the_restart():
+    """AWS's 2-minute notice covers the default 1-minute write: each reclaim loses the notice and
+    the restart, (2 + 10)/240 = 5.0% at a 4 h MTBI, no periodic checkpoint (τ = ∞); p_eff =
+    0.43/0.95 = 0.4526. Without the notice (reference §5.5 row 1) it is 13.3% and 0.50. The notice is
+    read only when the write fits: δ = 3 min > 2 min keeps the Daly interval."""
+    e = spot_economics(0.43, 1.0, 10.0, 240.0, 1, notice_min=2.0)
+    assert e.saves_in_notice and math.isinf(e.tau_min)
+    assert e.overhead == pytest.approx(0.05)
+    assert e.effective_price == pytest.approx(0.43 / 0.95)
+    assert not spot_economics(0.43, 3.0, 10.0, 240.0, 1, notice_min=2.0).saves_in_notice
+    assert spot_economics(0.43, 1.0, 10.0, 240.0, 1).effective_price == pytest.approx(0.496, abs=0.001)
+
+
+def test_the_never_on_spot_limit_follows_the_notice():
+    """With the notice, a gang of n nodes has overhead 12n/240 = n/20: p_eff = 0.43/(1 − n/20) < 1
+    while n < 20 × 0.57 = 11.4, so 11 nodes; against a commitment at c = 0.6, n < 20 × (1 − 0.43/0.6)
+    = 5.67, so 5."""
+    assert largest_spot_gang(0.43, 1.0, 10.0, 240.0, notice_min=2.0) == 11
+    assert largest_spot_gang(0.43, 1.0, 10.0, 240.0, against=0.6, notice_min=2.0) == 5

@@ -97,3 +97,15 @@ def test_a_run_that_starts_with_every_node_up_averages_above_the_steady_availabi
     assert mean_availability(1 / day, day, day) == pytest.approx(0.5 + 0.5 * (1 - math.exp(-2)) / 2)
     assert mean_availability(1 / day, day, 1000 * day) == pytest.approx(0.5, abs=3e-4)
     assert mean_availability(1 / day, day, 1e-6) == pytest.approx(1.0)
+
+
+def test_the_finite_source_spare_tail_of_one_node_and_one_spare_is_two_p_over_one_plus_p():
+    """N = 1, s = 1, M = 2, p = r E[T]/(1 + r E[T]). Away d ~ Binomial(2, p); in service
+    min(1, 2 − d): 1, 1, 0. Failures that find the pool empty come from d = 1 (weight 2 − 1 = 1):
+    P = 2p(1 − p) / [(1 − p)² + 2p(1 − p)] = 2p / (1 + p). r E[T] = 1: p = ½, P = ⅔; r E[T] = 0.1:
+    p = 1/11, P = (2/11)/(12/11) = 1/6."""
+    from gpufleet.sim.reliability import no_spare_probability_finite
+
+    assert no_spare_probability_finite(1, 1, 1.0, 1.0) == pytest.approx(2 / 3)
+    assert no_spare_probability_finite(1, 1, 0.1, 1.0) == pytest.approx(1 / 6)
+    assert no_spare_probability_finite(5, 0, 0.1, 1.0) == 1.0

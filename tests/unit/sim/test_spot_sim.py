@@ -51,10 +51,13 @@ def test_goodput_on_spot_matches_the_useful_share_behind_the_break_even_discount
 
 def test_a_checkpoint_that_fits_in_the_notice_loses_only_the_notice():
     """δ = 60 s ≤ 120 s notice: the job saves at the notice and loses the 120 s it computes after,
-    and the 300 s reload: about 420 s per reclaim, far below the 2,250 s without."""
+    and the 300 s reload: about 420 s per reclaim, far below the 2,250 s without. The planner's
+    expression (reliability.spot_waste_noticed_s, which econ/spot.py charges) is this same figure:
+    120 × 3,660/3,600 + 300 = 422 s."""
     led = _run(1, 60.0).failures
     per_reclaim = led.lost_gpu_s["spot"] / 8 / led.interruptions
-    assert per_reclaim == pytest.approx(120.0 * 3660 / 3600 + 300.0, rel=0.05)
+    assert R.spot_waste_noticed_s(120.0, 300.0, 3600.0, 60.0) == pytest.approx(422.0)
+    assert per_reclaim == pytest.approx(R.spot_waste_noticed_s(120.0, 300.0, 3600.0, 60.0), rel=0.05)
 
 
 def test_a_gang_on_n_spot_nodes_is_reclaimed_n_times_as_often():
