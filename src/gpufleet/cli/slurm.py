@@ -26,12 +26,13 @@ from gpufleet.adapters.slurm.explain import explain as explain_job
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import load_fleet
-from gpufleet.traces.slurm_sacct import read_sacct, write_csv, write_jsonl
+from gpufleet.traces.sacct_csv import write_csv
+from gpufleet.traces.slurm_sacct import read_sacct, write_jsonl
 
 slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue; write configs.",
                         no_args_is_help=True)
@@ -98,7 +99,8 @@ def export_conf(
 @one_line_errors
 def import_sacct(
     sacct_file: Annotated[Path, typer.Argument(help="output of sacct --parsable2 (-P) with a header")],
-    out: Annotated[Path, typer.Option("--out", help="trace to write: .jsonl or .csv")],
+    out: Annotated[Path, typer.Option("--out", help="trace to write: .jsonl, or .csv (the same jobs "
+                                      "as a table; simulate --trace reads both)")],
 ) -> None:
     """Turn Slurm job history into a gpufleet trace (job steps skipped, unstarted jobs listed)."""
     if out.suffix not in (".jsonl", ".csv"):
@@ -106,8 +108,9 @@ def import_sacct(
     trace = read_sacct(sacct_file)
     (write_csv if out.suffix == ".csv" else write_jsonl)(trace, out)
     for left in trace.not_started + trace.unfinished:
-        console.print(f"left out: job {left.job_id} ({left.state}): {left.why}", highlight=False)
-    console.print(f"wrote {out}: {trace.summary()}", highlight=False)
+        err_console.print(f"left out: job {left.job_id} ({left.state}): {left.why}", highlight=False,
+                          markup=False)
+    err_console.print(f"wrote {out}: {trace.summary()}", highlight=False)
 
 
 @slurm_app.command("import-tenancy")
