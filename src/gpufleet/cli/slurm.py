@@ -28,6 +28,7 @@ from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import load_fleet
@@ -91,8 +92,10 @@ def export_conf(
 ) -> None:
     """Write slurm.conf, gres.conf and topology.conf (and topology-block.conf) for a fleet."""
     fleet = load_fleet(fleet_file)
+    run_dir = claim_out_dir(out, "slurm export-conf")
     for path in write_fleet(fleet, out, controller=controller):
         console.print(f"wrote {path}", highlight=False)
+    run_dir.finish()
 
 
 @slurm_app.command("import-sacct")
@@ -277,6 +280,7 @@ def compare(
         check_controller(slurm_conf)
     except NoController as e:
         raise fail(str(e)) from None
+    run_dir = claim_out_dir(out, "slurm compare")
     workload = compare_workload(jobs, seed=seed, account=account, max_nodes=min(4, len(fleet)),
                                 max_gpus=min(n.gpus for n in fleet.nodes))
     started = time.monotonic()
@@ -291,6 +295,7 @@ def compare(
             "workload": f"{jobs} sleep jobs, seed {seed}: 1-4 nodes x 1/2/4/8 GPUs, 1-6 s, limits 1-2 min",
             "command": "gpufleet " + " ".join(shlex.quote(a) for a in sys.argv[1:])}
     html_path, json_path = write_report(cmp, meta, out)
+    run_dir.finish()
     tab = Table(title="Slurm vs simulator")
     tab.add_column("measure")
     tab.add_column("value", justify="right")
