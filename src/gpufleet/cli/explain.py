@@ -10,6 +10,7 @@ import typer
 
 from gpufleet.cli.common import Output, console, fail, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import read_marker
 from gpufleet.model.units import duration
 from gpufleet.sim.why import JobStory, read_log, run_logs, story
 
@@ -39,6 +40,23 @@ def print_story(s: JobStory) -> None:
                           markup=False)
 
 
+def this_runs_logs(run: Path) -> dict[str, Path]:
+    """The event logs the run in ``run`` wrote (its marker lists them, cli/outdir.py), never a
+    stale one beside them; a directory without a marker (an older gpufleet) is read whole."""
+    logs = run_logs(run)
+    marker = read_marker(run)
+    if marker is None:
+        return logs
+    if not marker.get("finished"):
+        raise fail(f"--run {run}: the `gpufleet {marker['command']}` run there did not finish; "
+                   "run it again")
+    listed = set(marker.get("files", []))
+    mine = {name: path for name, path in logs.items() if path.name in listed}
+    if not mine:
+        raise fail(f"--run {run}: the `gpufleet {marker['command']}` run there wrote no event logs")
+    return mine
+
+
 @app.command()
 @one_line_errors
 def explain(
@@ -52,7 +70,7 @@ def explain(
         "--output", "-o", help="text (default) or json.")] = Output.TEXT,
 ) -> None:
     """Why did JOB wait? Its wait reasons over time, reservations, backfill and evictions."""
-    logs = run_logs(run)
+    logs = this_runs_logs(run)
     if policy:
         unknown = [p for p in policy if p not in logs]
         if unknown:

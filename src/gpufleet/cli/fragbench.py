@@ -23,7 +23,6 @@ from rich.table import Table  # noqa: E402
 
 from gpufleet.cli.common import (  # noqa: E402
     Output,
-    check_out_dir,
     emit_json,
     err_console,
     fail,
@@ -31,6 +30,7 @@ from gpufleet.cli.common import (  # noqa: E402
     wide_console,
 )
 from gpufleet.cli.main import app  # noqa: E402
+from gpufleet.cli.outdir import claim_out_dir  # noqa: E402
 from gpufleet.policies.fgd import POLICIES  # noqa: E402
 from gpufleet.report.jsonsafe import dumps, write_json  # noqa: E402
 from gpufleet.sim.fragbench import X_MAX, PolicyResult, Workload, run_policy  # noqa: E402
@@ -136,8 +136,7 @@ def fragbench(
     if unknown:
         raise fail(f"--policy {unknown[0]!r}: expected one of {', '.join(POLICIES)}")
     seed_list = parse_seeds(seeds)
-    if out is not None:
-        check_out_dir(out)
+    run_dir = claim_out_dir(out, "fragbench") if out is not None else None
     work = Workload(read_nodes(nodes), read_pods(pods))
     if not work.pods.total_gpu_milli.any():
         raise fail(f"{pods}: no pod asks for a GPU (num_gpu is 0 on every row); the fragmentation "
@@ -154,8 +153,9 @@ def fragbench(
                 on_run=lambda tr, task=task: bar.update(task, advance=1, seed=tr.seed))
     if output is Output.TEXT:
         print_table(pods_name, results)
-    if out is not None:
+    if out is not None and run_dir is not None:
         write_outputs(out, pods_name, results)
+        run_dir.finish()
     kpis = {"pods": pods_name, "results": {n: r.summary() for n, r in results.items()}}
     if output is Output.JSON:
         emit_json(kpis)

@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from gpufleet.adapters.kubernetes.analyze import analyze as run_analysis
 from gpufleet.adapters.kubernetes.nodes import TopologyLabels
 from gpufleet.adapters.kubernetes.snapshot import load
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
+from gpufleet.report.jsonsafe import dumps, write_json
 
 k8s_app = typer.Typer(help="Read a Kubernetes cluster snapshot (kubectl -o json) and explain it.",
                       no_args_is_help=True)
@@ -77,9 +80,10 @@ def analyze(
                           defrag_method=defrag_method.value)
     data = analysis_dict(result)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        run_dir = claim_out_dir(out, "k8s analyze")
         (out / "analysis.json").write_text(json.dumps(data, indent=2))
         (out / "report.html").write_text(html_report(result))
+        run_dir.finish()
     if output is Output.JSON:
         typer.echo(json.dumps(data, indent=2))
     else:
@@ -181,12 +185,15 @@ def hybrid_cmd(
     rebalance_min: Annotated[float, typer.Option(help="minutes between dynamic-split decisions")] = 30.0,
     seed: Annotated[int, typer.Option(help="workload seed")] = 0,
     output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="directory for summary.json and report.html (default: none written)")] = None,
+    progress: Annotated[bool, typer.Option(help="show which arm is being simulated (stderr)")] = True,
 ) -> None:
     """Slurm partition for training gangs + Kubernetes pool for services on one fleet: static split,
     dynamic split (nodes lent on demand, each move drained) and all-Kubernetes, same workload."""
     from rich.table import Table
 
-    from gpufleet.sim.hybrid import HybridSpec, compare, k8s_limits
+    from gpufleet.sim.hybrid import ARMS, HybridSpec, k8s_limits, run_arm, workload
 
     checks = [(1 <= nodes <= 512, f"--nodes: expected 1..512, got {nodes}"),
               (math.isfinite(days) and 0 < days <= 30, f"--days: expected (0, 30], got {days}"),
@@ -206,19 +213,37 @@ def hybrid_cmd(
     spec = HybridSpec(nodes=nodes, days=days, slurm_share=slurm_share, training_load=training_load,
                       service_load=service_load, drain_s=drain_min * 60, rebalance_s=rebalance_min * 60,
                       seed=seed)
-    result = compare(spec)
+    run_dir = claim_out_dir(out, "k8s hybrid") if out is not None else None
+    result: dict[str, dict[str, float]] = {}
+    with Progress(TextColumn("[bold]{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, disable=not progress) as bar:
+        task = bar.add_task("generating", total=len(ARMS))
+        jobs = workload(spec)
+        for arm in ARMS:
+            bar.update(task, description=arm)
+            result[arm] = run_arm(spec, jobs, arm).summary()
+            bar.advance(task)
     allk = result["all-k8s"]
     limits = k8s_limits(nodes, int(allk["k8s_peak_pods"]), int(allk["k8s_peak_pods_per_node"]))
+    doc = {"spec": spec.__dict__, "arms": result, "all_k8s_limits": limits}
+    if out is not None and run_dir is not None:
+        from gpufleet.report.html import Section, render, table
+
+        write_json(out / "summary.json", doc, indent=2)
+        rows = [[key, *_cells(result, key)] for key in next(iter(result.values()))]
+        (out / "report.html").write_text(render(
+            "Slurm partition + Kubernetes pool", f"{nodes} nodes x 8 GPUs, {days:g} days, seed {seed}",
+            [Section("Arms side by side", table(["", *result], rows))]))
+        run_dir.finish()
     if output is Output.JSON:
-        typer.echo(json.dumps({"spec": spec.__dict__, "arms": result, "all_k8s_limits": limits}, indent=2))
+        typer.echo(dumps(doc, indent=2))
         return
     table = Table(title=f"{nodes} nodes x 8 GPUs, {days:g} days, static split {slurm_share:.0%} Slurm")
     table.add_column("")
     for arm in result:
         table.add_column(arm, justify="right")
     for key in next(iter(result.values())):
-        table.add_row(key, *(f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key])
-                             for r in result.values()))
+        table.add_row(key, *_cells(result, key))
     console.print(table)
     u, lim = limits["used"], limits["limits"]
     console.print(f"all-Kubernetes as one cluster: {u['nodes']} of {lim['nodes']} nodes, peak {u['pods']} of "
@@ -227,9 +252,16 @@ def hybrid_cmd(
                   + ("within them" if not limits["breached"] else f"breaks: {', '.join(limits['breached'])}")
                   + ". Neither stack has an operating cost in this model (docs/kubernetes.md).",
                   highlight=False)
+    if out is not None:
+        console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}", highlight=False)
 
 
-def simulate_hybrid(args: list[str], seed: int | None, output: str) -> None:
+def _cells(result: dict[str, dict[str, float]], key: str) -> list[str]:
+    return [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in result.values()]
+
+
+def simulate_hybrid(args: list[str], seed: int | None, output: str, out: Path | None = None,
+                    progress: bool = True) -> None:
     """``gpufleet simulate hybrid [OPTIONS]``: the same command as ``gpufleet k8s hybrid``.
     ``simulate`` parses its own ``--seed``/``--output`` first, so those are passed on; every other
     option is left to ``hybrid``, which checks it (a bad one: one line, exit 2; Typer prints usage
@@ -237,7 +269,9 @@ def simulate_hybrid(args: list[str], seed: int | None, output: str) -> None:
     import click
 
     forwarded = [*args, *(["--seed", str(seed)] if seed is not None else []),
-                 *(["--output", output] if output != "text" else [])]
+                 *(["--output", output] if output != "text" else []),
+                 *(["--out", str(out)] if out is not None else []),
+                 *([] if progress and output == "text" else ["--no-progress"])]
     command = typer.main.get_command(k8s_app).commands["hybrid"]   # type: ignore[attr-defined]
     try:
         rc = command.main(args=forwarded, prog_name="gpufleet simulate hybrid", standalone_mode=False)

@@ -16,6 +16,7 @@ import typer
 
 from gpufleet.cli.common import Output, console, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.model.errors import InputError
 from gpufleet.model.health import HealthState, IllegalTransition
 from gpufleet.ops.collect import Record, collect
@@ -114,7 +115,9 @@ def collect_cmd(
         note = f"  ({r.note})" if r.note else ""
         console.print(f"{mark:<22} {r.file:<44}{note}", highlight=False, soft_wrap=True)
 
+    run_dir = claim_out_dir(out, "node collect")
     records = collect(out, timeout=timeout, node=node, docker_image=docker_image, progress=show)
+    run_dir.finish()
     got = sum(r.status in ("ok", "failed", "timeout") and (out / r.file).exists() for r in records)
     console.print(
         f"{got} files written to {out} (MANIFEST.json lists every step); next: gpufleet node diagnose {out}",

@@ -10,15 +10,16 @@ its name in ``PLAN_COMMANDS`` below.
 from __future__ import annotations
 
 import importlib
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from gpufleet.cli.common import Output, console, fail
+from gpufleet.cli.common import Output, console, emit_json, fail
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.econ.inputs import EconInputs, load_inputs
+from gpufleet.report.jsonsafe import write_json
 
 plan_app = typer.Typer(name="plan", no_args_is_help=True,
                        help="Planners: capacity mix, cold starts, sandboxes, the serving floor, spare pools, "
@@ -33,6 +34,8 @@ PLAN_COMMANDS = ("capacity", "coldstart", "sandboxes", "serving", "spares", "upg
 InputsOpt = Annotated[Path | None, typer.Option(
     "--inputs", help="YAML of prices and figures to override (same shape as econ/defaults.yaml).")]
 OutputOpt = Annotated[Output, typer.Option("--output", "-o", help="text (Rich tables, default) or json.")]
+
+
 def out_dir_opt(name: str) -> Any:
     """The ``--out DIR`` option of planner ``name``, its help naming the two files it writes."""
     return Annotated[Path | None, typer.Option(
@@ -47,17 +50,18 @@ def inputs(path: Path | None) -> EconInputs:
 def emit(name: str, data: dict[str, Any], output: Output, out: Path | None,
          print_tables: Any, page: Any) -> None:
     """Print the planner's tables (or its JSON), and write plan.json + report.html under ``out``."""
-    if output is Output.JSON:
-        console.print_json(json.dumps(data, default=float))
+    if output is Output.JSON:  # strict JSON, never wrapped to a terminal's width (Rich's print_json can)
+        emit_json(data)
     else:
         print_tables()
     if out is not None:
+        run_dir = claim_out_dir(out, f"plan {name}")
         try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.json").write_text(json.dumps(data, indent=2, default=float))
+            write_json(out / f"{name}.json", data, indent=2)
             (out / f"{name}.html").write_text(page())
         except OSError as e:
             raise fail(f"{out}: cannot write ({e.strerror})") from None
+        run_dir.finish()
         if output is Output.TEXT:
             console.print(f"wrote {out / (name + '.json')}, {out / (name + '.html')}")
 

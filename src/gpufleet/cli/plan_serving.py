@@ -7,7 +7,6 @@ shared, floor-plus-borrow with a sweep of floors) and report late scale-ups and 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,10 +14,12 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpufleet.cli.common import Output, console, err_console, one_line_errors
+from gpufleet.cli.common import Output, console, emit_json, err_console, one_line_errors
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.serving import default_trace, run_serving, setup_from
 from gpufleet.model.errors import from_validation_error
+from gpufleet.report.jsonsafe import write_json
 
 
 def print_designs(r: dict) -> None:
@@ -89,13 +90,20 @@ def serving(
     emit("serving", r, output, out, lambda: print_designs(r), page)
 
 
-def simulate_serving(trace: Path | None, out: Path, seed: int | None, progress: bool) -> None:
-    """`gpufleet simulate serving`: the defaults, written like any scenario (summary.json, report.html)."""
+def simulate_serving(trace: Path | None, out: Path, seed: int | None, progress: bool,
+                     output: Output = Output.TEXT) -> None:
+    """`gpufleet simulate serving`: the defaults, written like any scenario (summary.json, report.html);
+    ``-o json`` prints summary.json's document and nothing else on stdout."""
+    run_dir = claim_out_dir(out, "simulate")
     r, sources = compute(trace, None, None, None, seed or 0, progress)
     from gpufleet.report.serving import serving_report
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps({"scenario": "serving", "serving": r}, indent=2))
+    doc = {"scenario": "serving", "serving": r}
+    write_json(out / "summary.json", doc, indent=2)
     (out / "report.html").write_text(serving_report(r, sources))
+    run_dir.finish()
+    if output is Output.JSON:
+        emit_json(doc)
+        return
     print_designs(r)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from gpufleet.cli.common import (
     Output,
-    check_out_dir,
     console,
     emit_json,
     err_console,
@@ -21,6 +20,7 @@ from gpufleet.cli.common import (
     wide_console,
 )
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.cli.slurm_sim import actual_rows, actual_section, print_actual, slurm_profiles
 from gpufleet.engine.profile import Profile
 from gpufleet.model.job import Job
@@ -245,13 +245,15 @@ def simulate(
         if fleet is not None or policy:
             raise fail("serving: --fleet and --policy do not apply; `plan serving` takes its options")
         from gpufleet.cli.plan_serving import simulate_serving
-        return simulate_serving(trace, out, seed, progress)
+        return simulate_serving(trace, out, seed, progress and output is Output.TEXT, output)
     if scenario == "hybrid" and not Path(scenario).exists():   # the Slurm + Kubernetes split (cli/k8s.py)
         if fleet is not None or trace is not None or policy or slurm_conf is not None:
             raise fail("hybrid: --fleet, --trace, --policy and --slurm-conf do not apply; "
                        "see `gpufleet k8s hybrid --help` for its options")
         from gpufleet.cli.k8s import simulate_hybrid
-        return simulate_hybrid(list(ctx.args), seed, output.value)
+        source = ctx.get_parameter_source("out")   # Typer's own click: compare by name
+        explicit_out = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+        return simulate_hybrid(list(ctx.args), seed, output.value, out if explicit_out else None, progress)
     if kueue:
         if scenario is not None or fleet is None or trace is None:
             raise fail("--kueue goes with --fleet and --trace, instead of a SCENARIO")
@@ -265,7 +267,7 @@ def simulate(
         if p not in PROFILES and p not in custom:
             raise fail(f"--policy: unknown policy {p!r}; expected one of {', '.join(PROFILES)}, "
                        "or slurm (with --slurm-conf)")
-    check_out_dir(out)
+    run_dir = claim_out_dir(out, "simulate")
     for w in scn.warnings():
         warn(w)
     jobs = scn.jobs(seed)
@@ -313,6 +315,7 @@ def simulate(
     horizon = scn.horizon or max(r.end_time for r in results.values())
     (out / "report.html").write_text(
         simulation_report(scn.name, scn.spec.description, results, summaries, horizon, extra))
+    run_dir.finish()
     if output is Output.JSON:
         emit_json(doc)
         return

@@ -26,12 +26,14 @@ from gpufleet.adapters.slurm.explain import explain as explain_job
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
+from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import load_fleet
-from gpufleet.traces.slurm_sacct import read_sacct, write_csv, write_jsonl
+from gpufleet.traces.sacct_csv import write_csv
+from gpufleet.traces.slurm_sacct import read_sacct, write_jsonl
 
 slurm_app = typer.Typer(help="Read a Slurm cluster's configs, history and queue; write configs.",
                         no_args_is_help=True)
@@ -90,15 +92,18 @@ def export_conf(
 ) -> None:
     """Write slurm.conf, gres.conf and topology.conf (and topology-block.conf) for a fleet."""
     fleet = load_fleet(fleet_file)
+    run_dir = claim_out_dir(out, "slurm export-conf")
     for path in write_fleet(fleet, out, controller=controller):
         console.print(f"wrote {path}", highlight=False)
+    run_dir.finish()
 
 
 @slurm_app.command("import-sacct")
 @one_line_errors
 def import_sacct(
     sacct_file: Annotated[Path, typer.Argument(help="output of sacct --parsable2 (-P) with a header")],
-    out: Annotated[Path, typer.Option("--out", help="trace to write: .jsonl or .csv")],
+    out: Annotated[Path, typer.Option("--out", help="trace to write: .jsonl, or .csv (the same jobs "
+                                      "as a table; simulate --trace reads both)")],
 ) -> None:
     """Turn Slurm job history into a gpufleet trace (job steps skipped, unstarted jobs listed)."""
     if out.suffix not in (".jsonl", ".csv"):
@@ -106,8 +111,9 @@ def import_sacct(
     trace = read_sacct(sacct_file)
     (write_csv if out.suffix == ".csv" else write_jsonl)(trace, out)
     for left in trace.not_started + trace.unfinished:
-        console.print(f"left out: job {left.job_id} ({left.state}): {left.why}", highlight=False)
-    console.print(f"wrote {out}: {trace.summary()}", highlight=False)
+        err_console.print(f"left out: job {left.job_id} ({left.state}): {left.why}", highlight=False,
+                          markup=False)
+    err_console.print(f"wrote {out}: {trace.summary()}", highlight=False)
 
 
 @slurm_app.command("import-tenancy")
@@ -274,6 +280,7 @@ def compare(
         check_controller(slurm_conf)
     except NoController as e:
         raise fail(str(e)) from None
+    run_dir = claim_out_dir(out, "slurm compare")
     workload = compare_workload(jobs, seed=seed, account=account, max_nodes=min(4, len(fleet)),
                                 max_gpus=min(n.gpus for n in fleet.nodes))
     started = time.monotonic()
@@ -288,6 +295,7 @@ def compare(
             "workload": f"{jobs} sleep jobs, seed {seed}: 1-4 nodes x 1/2/4/8 GPUs, 1-6 s, limits 1-2 min",
             "command": "gpufleet " + " ".join(shlex.quote(a) for a in sys.argv[1:])}
     html_path, json_path = write_report(cmp, meta, out)
+    run_dir.finish()
     tab = Table(title="Slurm vs simulator")
     tab.add_column("measure")
     tab.add_column("value", justify="right")

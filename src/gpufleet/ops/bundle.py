@@ -144,8 +144,8 @@ def load_bundle(root: Path) -> Bundle:
     bundle = Bundle(root=root if root.is_dir() else root.parent)
     for path in paths[:MAX_FILES]:
         rel = str(path.relative_to(bundle.root))
-        if path.name == "MANIFEST.json":  # written by `node collect`: what ran, not what it said
-            continue
+        if path.name in ("MANIFEST.json", ".gpufleet-run.json"):  # `node collect`'s record of what
+            continue  # ran and its claim on the folder (cli/outdir.py): not what a tool said
         try:
             size = path.stat().st_size
             with path.open("rb") as fh:

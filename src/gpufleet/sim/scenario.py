@@ -313,7 +313,7 @@ class ScenarioSpec(_Strict):
             if j.priority_class is not None and ten.class_value(j.priority_class) is None:
                 return (f"workload.jobs[{i}].priority_class",
                         f"{j.priority_class!r} is not one of tenancy.priority_classes")
-        models = {g.gpu for g in self.fleet.groups}
+        models = {g.gpu for g in self.fleet.groups or ()} | {n.gpu for n in self.fleet.nodes or ()}
         for i, t in enumerate(ten.tenants):
             for f in t.quotas:
                 if f not in models:

@@ -16,7 +16,7 @@ read it. A bad line gets one error naming the file, the line and the field.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet_config import read_text
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
+from gpufleet.traces.sacct_csv import is_trace_csv, read_csv_rows
 
 #: Bounds on one row (typos, not jobs); the same as a scenario's (sim/scenario.py).
 MAX_REPLICAS = 100_000
@@ -71,22 +72,13 @@ class _JobRow(BaseModel):
 
 
 def read_jobs(path: str | Path) -> list[Job]:
+    """The jobs of a trace: gpufleet JSON lines, or the CSV that ``slurm import-sacct`` writes
+    (recognised by its header, whatever the file is called)."""
     path = Path(path)
-    lines = read_text(path).splitlines()
+    text = read_text(path)
     jobs: list[Job] = []
     seen: set[str] = set()
-    for no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(where, "", f"not a JSON object ({e.msg})") from None
-        except RecursionError:
-            raise InputError(where, "", "not a JSON object (nested too deeply)") from None
-        if not isinstance(row, dict):
-            raise InputError(where, "", f"expected a JSON object (one job), got {type(row).__name__}")
+    for where, row in (read_csv_rows(path, text) if is_trace_csv(text) else _json_rows(path, text)):
         try:
             job = _JobRow.model_validate(row).build()
         except ValidationError as e:
@@ -98,8 +90,24 @@ def read_jobs(path: str | Path) -> list[Job]:
         seen.add(job.id)
         jobs.append(job)
     if not jobs:
-        raise InputError(str(path), "", "no jobs: expected one JSON object per line")
+        raise InputError(str(path), "", "no jobs: expected one JSON object per line (or import-sacct's CSV)")
     return jobs
+
+
+def _json_rows(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(where, "", f"not a JSON object ({e.msg})") from None
+        except RecursionError:
+            raise InputError(where, "", "not a JSON object (nested too deeply)") from None
+        if not isinstance(row, dict):
+            raise InputError(where, "", f"expected a JSON object (one job), got {type(row).__name__}")
+        yield where, row
 
 
 def job_row(job: Job) -> dict[str, Any]:

@@ -25,10 +25,9 @@ priority or name: poll again, as for a job still running.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +37,7 @@ from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
 from gpufleet.model.errors import InputError
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, PodRequest, PodSet
+from gpufleet.traces.sacct_csv import is_trace_csv, read_csv_rows
 
 REQUIRED = ("JobID", "Submit", "State")
 NOT_A_TIME = {"", "unknown", "none", "n/a"}
@@ -347,26 +347,6 @@ def write_jsonl(trace: SacctTrace, path: str | Path) -> None:
     Path(path).write_text("".join(line + "\n" for line in lines))
 
 
-CSV_COLUMNS = ("id", "tenant", "submit_time", "run_time", "run_time_estimate", "priority", "pods",
-               "gpus_per_pod", "cpus_per_pod", "memory_gb_per_pod", "gpu_models", "slurm_state",
-               "slurm_start", "slurm_end")
-
-
-def write_csv(trace: SacctTrace, path: str | Path) -> None:
-    """One row per pod set (a job split unevenly over its nodes has two rows with the same id)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
-    for job, rec in zip(trace.jobs, trace.records, strict=True):
-        for ps in job.pod_sets:
-            r = ps.request
-            writer.writerow([job.id, job.tenant, job.submit_time, job.run_time,
-                             "" if job.run_time_estimate is None else job.run_time_estimate, job.priority,
-                             ps.replicas, r.gpus, r.cpus, round(r.memory_gb, 3), "|".join(r.gpu_models),
-                             rec.state, rec.start, rec.end])
-    Path(path).write_text(buf.getvalue())
-
-
 @dataclass(frozen=True, slots=True)
 class ActualRun:
     """What Slurm did with one job of a trace, in the trace's own seconds."""
@@ -375,6 +355,20 @@ class ActualRun:
     start: float
     end: float | None
     state: str
+
+
+def _rows_with_records(path: Path, text: str) -> Iterator[Any]:
+    if is_trace_csv(text):
+        try:
+            yield from (row for _, row in read_csv_rows(path, text))
+        except InputError:
+            return  # the trace reader reports it
+        return
+    for line in text.splitlines():
+        try:
+            yield json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
 
 
 def read_actual(path: str | Path) -> dict[str, ActualRun]:
@@ -387,11 +381,7 @@ def read_actual(path: str | Path) -> dict[str, ActualRun]:
     except OSError:
         return {}
     out: dict[str, ActualRun] = {}
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for row in _rows_with_records(Path(path), text):
         rec = row.get("slurm") if isinstance(row, dict) else None
         if not isinstance(rec, dict) or not isinstance(rec.get("start"), int | float):
             continue

@@ -212,7 +212,7 @@ def test_an_out_path_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path
                          ).exit_code == 0
     for args, message in (
         (["slurm", "import-conf", str(DATA / "slurm.conf"), "--out", str(tmp_path)], "Is a directory"),
-        (["slurm", "export-conf", str(fleet_file), "--out", str(a_file)], "File exists"),
+        (["slurm", "export-conf", str(fleet_file), "--out", str(a_file)], "is a file; expected a directory"),
     ):
         res = runner.invoke(app, args)
         assert res.exit_code == 2, res.output

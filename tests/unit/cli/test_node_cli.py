@@ -73,7 +73,7 @@ def test_node_collect_into_a_file_is_one_line_and_exit_2(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
     res = runner.invoke(app, ["node", "collect", "--out", str(f)])
-    assert res.exit_code == 2 and "is not a folder" in res.output
+    assert res.exit_code == 2 and "is a file; expected a directory" in res.output
 
 
 OPS = DATA.parent

@@ -6,12 +6,12 @@ from pathlib import Path
 import pytest
 
 from gpufleet.model.errors import InputError
+from gpufleet.traces.sacct_csv import write_csv
 from gpufleet.traces.slurm_sacct import (
     parse_duration,
     parse_sacct,
     pod_sets_from_tres,
     read_sacct,
-    write_csv,
     write_jsonl,
 )
 
