@@ -32,6 +32,10 @@ class ServiceConfig:
     #: Serve /metrics without a token (Prometheus scrapers often have none).
     metrics_public: bool = False
     seed: int = 0
+    #: argon2id cost of token hashes (argon2-cffi's defaults; RFC 9106's second profile). Tests
+    #: lower them: the same algorithm, faster to check.
+    argon2_time_cost: int = 3
+    argon2_memory_kib: int = 65536
     extra: dict[str, object] = field(default_factory=dict)
 
     @property
