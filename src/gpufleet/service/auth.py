@@ -1,0 +1,127 @@
+"""API tokens and roles.
+
+A token reads ``gf_<id>_<secret>``: the id finds the row, the secret is checked against its
+argon2id hash (argon2-cffi's defaults, RFC 9106's second recommended profile: t=3, 64 MiB); the
+secret itself is never stored. Roles:
+
+- ``viewer``: read everything;
+- ``member`` of one tenant: read everything, and submit, cancel, hold, release and re-prioritise
+  that tenant's jobs only;
+- ``admin``: everything (nodes, quotas, tokens, every tenant's jobs).
+
+Checking an argon2 hash costs tens of milliseconds by design, so a token that verified is
+remembered (by a SHA-256 of the whole token) for ``CACHE_S`` seconds; a revocation through this
+process drops it at once, one made by another replica takes effect within ``CACHE_S``. Expiry is
+checked on every call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from gpufleet.service.store import Store
+from gpufleet.service.store.db import TokenRecord
+
+ROLES = ("viewer", "member", "admin")
+PREFIX = "gf_"
+CACHE_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    token_id: str
+    role: str
+    tenant: str | None = None
+    name: str = ""
+
+    @property
+    def actor(self) -> str:
+        return self.token_id
+
+    def may_write_tenant(self, tenant: str) -> bool:
+        return self.role == "admin" or (self.role == "member" and self.tenant == tenant)
+
+
+#: Who is recorded for a call that carried no valid token.
+ANONYMOUS = Principal("anonymous", "none")
+
+
+class AuthError(Exception):
+    def __init__(self, reason: str, token_id: str = "anonymous") -> None:
+        super().__init__(reason)
+        self.reason, self.token_id = reason, token_id
+
+
+class Auth:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.hasher = PasswordHasher()
+        self._cache: dict[str, tuple[float, TokenRecord]] = {}
+        self._lock = threading.Lock()
+
+    def create(self, role: str, tenant: str | None = None, name: str = "",
+               expires_in_s: float | None = None) -> tuple[str, TokenRecord]:
+        """A new token: (the token, shown once; its record)."""
+        if role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
+        if (role == "member") != (tenant is not None):
+            raise ValueError("a member token needs --tenant; viewer and admin tokens take none")
+        if expires_in_s is not None and not (0 < expires_in_s < 100 * 365 * 86400):
+            raise ValueError("expiry must be a positive number of seconds under 100 years")
+        tid = secrets.token_hex(8)
+        secret = secrets.token_urlsafe(32)
+        now = time.time()
+        rec = TokenRecord(tid, self.hasher.hash(secret), role, tenant, name or role, now,
+                          now + expires_in_s if expires_in_s is not None else None, None)
+        self.store.add_token(rec)
+        return f"{PREFIX}{tid}_{secret}", rec
+
+    def revoke(self, token_id: str) -> bool:
+        ok = self.store.revoke_token(token_id, time.time())
+        with self._lock:
+            for k in [k for k, (_, r) in self._cache.items() if r.id == token_id]:
+                del self._cache[k]
+        return ok
+
+    def check(self, header: str | None) -> Principal:
+        """The caller of a request with this Authorization header; AuthError when refused."""
+        if not header:
+            raise AuthError("no token (send Authorization: Bearer <token>)")
+        scheme, _, token = header.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise AuthError("the Authorization header must be 'Bearer <token>'")
+        if not token.startswith(PREFIX) or token.count("_") < 2 or len(token) > 200:
+            raise AuthError("not a gpufleet token")
+        tid, _, secret = token[len(PREFIX):].partition("_")
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        now = time.time()
+        with self._lock:
+            hit = self._cache.get(digest)
+        if hit is not None and now - hit[0] < CACHE_S:
+            rec = hit[1]
+        else:
+            found = self.store.token(tid)
+            if found is None:
+                raise AuthError("unknown token", tid if tid.isalnum() else "anonymous")
+            try:
+                self.hasher.verify(found.secret_hash, secret)
+            except (VerificationError, InvalidHashError):
+                raise AuthError("wrong token secret", tid) from None
+            rec = found
+            with self._lock:
+                if len(self._cache) > 10_000:
+                    self._cache.clear()
+                self._cache[digest] = (now, rec)
+        if rec.revoked_at is not None:
+            raise AuthError("token revoked", rec.id)
+        if rec.expires_at is not None and rec.expires_at <= now:
+            raise AuthError("token expired", rec.id)
+        return Principal(rec.id, rec.role, rec.tenant, rec.name)

@@ -1,0 +1,45 @@
+"""What one ``gpufleet serve`` process is asked to run: read once at start, never changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpufleet.model.fleet import Fleet
+from gpufleet.model.tenancy import Tenancy
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    fleet: Fleet
+    tenancy: Tenancy | None = None
+    #: Where the SQLite store lives (``<data_dir>/gpufleet.db``) unless ``db`` names another.
+    data_dir: Path = Path("gpufleet-data")
+    #: An SQLAlchemy URL (``postgresql://…``, ``sqlite:///…``); None: SQLite under ``data_dir``.
+    db: str | None = None
+    source: str = "virtual"
+    #: The engine profile the loop runs (policies/registry.py); None: gang-easy, or tenancy-easy
+    #: when a tenancy is given.
+    policy: str | None = None
+    #: Simulated seconds per wall second (virtual source).
+    speed: float = 1.0
+    #: Keep a generated workload arriving (virtual source).
+    demo_load: bool = False
+    #: Wall seconds between loop ticks.
+    tick_s: float = 0.5
+    #: Run the loop on a thread (tests drive ``tick`` by hand with False).
+    run_loop: bool = True
+    #: Serve /metrics without a token (Prometheus scrapers often have none).
+    metrics_public: bool = False
+    seed: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def db_url(self) -> str:
+        return self.db or f"sqlite:///{self.data_dir / 'gpufleet.db'}"
+
+    @property
+    def profile_name(self) -> str:
+        if self.policy is not None:
+            return self.policy
+        return "tenancy-easy" if self.tenancy is not None else "gang-easy"

@@ -1,0 +1,322 @@
+"""Open the store, migrate it to the current schema, and read and write its rows.
+
+SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk before the call returns,
+so an acknowledged submission (201) survives a kill -9 and a power cut. SQLite takes one writer
+at a time; writes here go through one lock so request threads queue in Python instead of
+spinning on SQLITE_BUSY. PostgreSQL needs no such lock. The schema is Alembic's
+(migrations/versions/), applied at open; PostgreSQL replicas that start together take an
+advisory lock around it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, create_engine, event, func, insert, select, update
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+
+from gpufleet.service.store.schema import LIVE_STATES, audit, jobs, meta, node_state, quota, tokens
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+#: pg_advisory_lock key for migrations (any constant shared by all replicas): "gpuf" in ASCII.
+MIGRATION_LOCK = 0x67707566
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used (bad URL, unreachable database)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    id: str
+    tenant: str
+    state: str
+    priority: int
+    gpus: int
+    body: dict[str, Any]
+    submit_time: float
+    start_time: float | None
+    end_time: float | None
+    idempotency_key: str | None
+    body_hash: str
+    submitted_by: str
+    created_at: float
+    updated_at: float
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    id: str
+    secret_hash: str
+    role: str
+    tenant: str | None
+    name: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+
+def body_hash(body: dict[str, Any]) -> str:
+    """The request a key was first used for, as a digest (a retry must send the same one)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _job(row: Any) -> JobRecord:
+    m = row._mapping
+    return JobRecord(**{k: m[k] for k in JobRecord.__slots__})
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def _normalise(url: str) -> str:
+    """``postgresql://`` means psycopg 3 here (SQLAlchemy's default driver is psycopg2)."""
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        url = _normalise(url)
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise StoreError(f"--db {url!r}: not a database URL (expected postgresql://… or "
+                             "sqlite:///PATH)") from None
+        self.sqlite = parsed.get_backend_name() == "sqlite"
+        if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+            raise StoreError(f"--db: {parsed.get_backend_name()!r} is not supported "
+                             "(expected postgresql://… or sqlite:///PATH)")
+        if self.sqlite and parsed.database not in (None, "", ":memory:"):
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        kw: dict[str, Any] = {}
+        if self.sqlite:
+            kw["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        else:
+            kw.update(pool_size=16, max_overflow=16, pool_pre_ping=True)
+        try:
+            self.engine: Engine = create_engine(parsed, **kw)
+        except Exception as e:  # a missing driver, a malformed option
+            raise StoreError(f"--db: {e}") from None
+        if self.sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._write = threading.Lock() if self.sqlite else None
+        self.url = parsed.render_as_string(hide_password=True)
+        try:
+            self.migrate()
+        except OperationalError as e:
+            raise StoreError(f"--db {self.url}: cannot open the store ({e.orig})") from None
+        with self.engine.connect() as c:
+            self._seq = int(c.execute(select(func.coalesce(func.max(jobs.c.seq), 0))).scalar_one())
+        self._seq_lock = threading.Lock()
+
+    # --- schema -------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        with self.engine.begin() as conn:
+            if not self.sqlite:
+                conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """One write transaction, committed (to disk) when the block ends."""
+        if self._write is None:
+            with self.engine.begin() as c:
+                yield c
+            return
+        with self._write, self.engine.begin() as c:
+            yield c
+
+    def _next_seq(self) -> int:
+        with self._seq_lock:
+            self._seq += 1
+            return self._seq
+
+    # --- jobs ---------------------------------------------------------------------------------
+    def add_job(self, rec: JobRecord, audit: dict[str, Any] | None = None) -> tuple[JobRecord, bool]:
+        """Insert a job (and its audit row, in the same transaction). With an idempotency key
+        already used: the first job's row and False. A job id already taken (without a matching
+        key) raises ``KeyError``."""
+        key = rec.idempotency_key
+        if key is not None:
+            found = self.job_by_key(key)
+            if found is not None:
+                return found, False
+        row = {k: getattr(rec, k) for k in JobRecord.__slots__}
+        row["seq"] = self._next_seq()
+        try:
+            with self.writing() as c:
+                c.execute(insert(jobs).values(**row))
+                if audit is not None:
+                    self.audit(c=c, **audit)
+        except IntegrityError:
+            if key is not None:
+                found = self.job_by_key(key)
+                if found is not None:  # a concurrent retry with the same key won the race
+                    return found, False
+            raise KeyError(rec.id) from None
+        return JobRecord(**row), True
+
+    def job(self, job_id: str) -> JobRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(jobs).where(jobs.c.id == job_id)).first()
+        return _job(row) if row is not None else None
+
+    def job_by_key(self, key: str) -> JobRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(jobs).where(jobs.c.idempotency_key == key)).first()
+        return _job(row) if row is not None else None
+
+    def jobs(self, *, tenant: str | None = None, state: Sequence[str] | None = None,
+             after: str | None = None, limit: int = 100) -> list[JobRecord]:
+        """Jobs ordered by id, from just after ``after`` (the cursor)."""
+        q = select(jobs)
+        if tenant is not None:
+            q = q.where(jobs.c.tenant == tenant)
+        if state:
+            q = q.where(jobs.c.state.in_(list(state)))
+        if after is not None:
+            q = q.where(jobs.c.id > after)
+        q = q.order_by(jobs.c.id).limit(limit)
+        with self.engine.connect() as c:
+            return [_job(r) for r in c.execute(q)]
+
+    def live_jobs(self) -> list[JobRecord]:
+        """Jobs to put back in the live world at restart (pending and running), in submit order."""
+        q = select(jobs).where(jobs.c.state.in_(LIVE_STATES)).order_by(jobs.c.seq, jobs.c.id)
+        with self.engine.connect() as c:
+            return [_job(r) for r in c.execute(q)]
+
+    def held_jobs(self) -> list[JobRecord]:
+        return self.jobs(state=("held",), limit=10**9)
+
+    def set_job(self, job_id: str, c: Connection | None = None, **values: Any) -> None:
+        values["updated_at"] = time.time()
+        stmt = update(jobs).where(jobs.c.id == job_id).values(**values)
+        if c is not None:
+            c.execute(stmt)
+            return
+        with self.writing() as conn:
+            conn.execute(stmt)
+
+    def apply_job_updates(self, updates: Iterable[tuple[str, dict[str, Any]]],
+                          clock: float | None = None) -> None:
+        """Many job state changes (one tick's starts and finishes) and the source clock, in one
+        transaction."""
+        now = time.time()
+        with self.writing() as c:
+            for jid, values in updates:
+                c.execute(update(jobs).where(jobs.c.id == jid).values(updated_at=now, **values))
+            if clock is not None:
+                self._set_meta(c, "clock", repr(clock))
+
+    def count_jobs(self) -> dict[str, int]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state)).all()
+        return {s: int(n) for s, n in rows}
+
+    def history(self, since: float = 0.0) -> list[JobRecord]:
+        """Finished jobs that ended at or after ``since`` (source time)."""
+        q = select(jobs).where(jobs.c.state == "finished", jobs.c.end_time >= since).order_by(jobs.c.end_time)
+        with self.engine.connect() as c:
+            return [_job(r) for r in c.execute(q)]
+
+    # --- tokens -------------------------------------------------------------------------------
+    def add_token(self, rec: TokenRecord) -> None:
+        with self.writing() as c:
+            c.execute(insert(tokens).values(**{k: getattr(rec, k) for k in TokenRecord.__slots__}))
+
+    def token(self, token_id: str) -> TokenRecord | None:
+        with self.engine.connect() as c:
+            row = c.execute(select(tokens).where(tokens.c.id == token_id)).first()
+        return TokenRecord(**row._mapping) if row is not None else None
+
+    def tokens(self) -> list[TokenRecord]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(tokens).order_by(tokens.c.created_at))
+            return [TokenRecord(**r._mapping) for r in rows]
+
+    def revoke_token(self, token_id: str, at: float) -> bool:
+        with self.writing() as c:
+            n = c.execute(update(tokens).where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
+                          .values(revoked_at=at)).rowcount
+        return n > 0
+
+    # --- audit --------------------------------------------------------------------------------
+    def audit(self, *, actor: str, role: str, action: str, target: str, outcome: str, detail: str = "",
+              before: Any = None, after: Any = None, c: Connection | None = None) -> None:
+        row = dict(at=time.time(), actor=actor, role=role, action=action, target=target[:512],
+                   outcome=outcome, detail=detail, before=before, after=after)
+        if c is not None:
+            c.execute(insert(audit).values(**row))
+            return
+        with self.writing() as conn:
+            conn.execute(insert(audit).values(**row))
+
+    def audit_log(self, *, after: int | None = None, limit: int = 100,
+                  actor: str | None = None) -> list[dict[str, Any]]:
+        q = select(audit)
+        if after is not None:
+            q = q.where(audit.c.id > after)
+        if actor is not None:
+            q = q.where(audit.c.actor == actor)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q.order_by(audit.c.id).limit(limit))]
+
+    # --- nodes, quota, meta -------------------------------------------------------------------
+    def node_states(self) -> dict[str, str]:
+        with self.engine.connect() as c:
+            return {r.node: r.state for r in c.execute(select(node_state))}
+
+    def set_node_state(self, node: str, state: str | None, c: Connection) -> None:
+        c.execute(node_state.delete().where(node_state.c.node == node))
+        if state is not None:
+            c.execute(insert(node_state).values(node=node, state=state, at=time.time()))
+
+    def quotas(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as c:
+            rows = c.execute(select(quota).order_by(quota.c.tenant, quota.c.flavor))
+            return [dict(r._mapping) for r in rows]
+
+    def set_quota(self, tenant: str, flavor: str, nominal: int, borrowing_limit: int | None,
+                  lending_limit: int | None, c: Connection) -> None:
+        c.execute(quota.delete().where(quota.c.tenant == tenant, quota.c.flavor == flavor))
+        c.execute(insert(quota).values(tenant=tenant, flavor=flavor, nominal=nominal,
+                                       borrowing_limit=borrowing_limit, lending_limit=lending_limit))
+
+    def get_meta(self, key: str) -> str | None:
+        with self.engine.connect() as c:
+            return c.execute(select(meta.c.value).where(meta.c.key == key)).scalar_one_or_none()
+
+    def _set_meta(self, c: Connection, key: str, value: str) -> None:
+        c.execute(meta.delete().where(meta.c.key == key))
+        c.execute(insert(meta).values(key=key, value=value))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.writing() as c:
+            self._set_meta(c, key, value)
