@@ -2,7 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test test-slow lint bench fuzz
+.PHONY: demo test test-slow lint bench fuzz browser-deps
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -21,8 +21,13 @@ demo: $(VENV)/.installed
 
 # a test that hangs fails after 30 min with its stack instead of holding CI to its limit (the
 # limit covers fixtures too: the first Slurm test installs and starts the cluster, up to 20 min)
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev browser-deps
 	$(BIN)/pytest --timeout=1800
+
+# Debian's chromium + chromium-driver for tests/browser/ (apt-get when absent; quiet when present).
+# Not fatal here: without root the browser tests skip with the reason (under CI they fail instead).
+browser-deps:
+	-@tools/browser-deps.sh
 
 test-slow: $(VENV)/.installed-dev
 	$(BIN)/pytest -m slow

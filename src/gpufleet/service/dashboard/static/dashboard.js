@@ -1,0 +1,103 @@
+// gpufleet dashboard: local times with relative hints, live refresh over the event stream,
+// confirmation dialogs for admin actions. No build step; htmx does the requests and swaps.
+(function () {
+  "use strict";
+
+  // "2 h 10 min", "45 s", "3 d 4 h": the largest unit and the next one when it is not zero, as
+  // format.py's duration_words (the two must agree: the server renders, this refreshes).
+  var UNITS = [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]];
+  function durationWords(seconds) {
+    var s = Math.round(Math.abs(seconds));
+    for (var i = 0; i < UNITS.length - 1; i++) {
+      var n = Math.floor(s / UNITS[i][1]);
+      if (n > 0) {
+        var rest = Math.floor((s - n * UNITS[i][1]) / UNITS[i + 1][1]);
+        return n + " " + UNITS[i][0] + (rest > 0 ? " " + rest + " " + UNITS[i + 1][0] : "");
+      }
+    }
+    return s + " s";
+  }
+
+  function relativeHint(when, now) {
+    var delta = (when - now) / 1000;
+    if (Math.abs(delta) < 30) return "now";
+    return delta > 0 ? "in " + durationWords(delta) : durationWords(delta) + " ago";
+  }
+
+  var timeFormat = new Intl.DateTimeFormat(undefined, {
+    month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", timeZoneName: "short"});
+
+  // Every <time datetime=ISO> becomes "Dec 2, 06:10 CET (in 2 h 10 min)" in the reader's zone.
+  function localizeTimes(root) {
+    var now = Date.now();
+    (root || document).querySelectorAll("time[datetime]").forEach(function (el) {
+      var when = Date.parse(el.getAttribute("datetime"));
+      if (isNaN(when)) return;
+      el.title = new Date(when).toISOString();
+      var text = timeFormat.format(new Date(when));
+      if (!el.hasAttribute("data-no-hint")) text += " (" + relativeHint(when, now) + ")";
+      el.textContent = text;
+    });
+  }
+
+  // One EventSource for the page; each decision event asks the live panels to refresh once
+  // (coalesced over 200 ms so a burst of decisions is one round of requests).
+  function connectStream() {
+    var body = document.body;
+    var url = body.getAttribute("data-stream");
+    var status = document.getElementById("live-status");
+    if (!url || !window.EventSource) return;
+    var pending = null;
+    var source = new EventSource(url);
+    function say(state, text) {
+      if (!status) return;
+      status.setAttribute("data-state", state);
+      status.textContent = text;
+    }
+    source.onopen = function () { say("live", "live"); };
+    source.onerror = function () { say("lost", "reconnecting…"); };
+    source.onmessage = function (event) {
+      body.setAttribute("data-last-event", event.lastEventId || String(Date.now()));
+      if (pending) return;
+      pending = setTimeout(function () {
+        pending = null;
+        htmx.trigger(body, "fleet-changed");
+      }, 200);
+    };
+    window.addEventListener("beforeunload", function () { source.close(); });
+  }
+
+  // <button data-confirm="dialog-id"> opens that <dialog>; its form does the request.
+  function wireConfirmations(root) {
+    (root || document).querySelectorAll("button[data-confirm]").forEach(function (btn) {
+      if (btn.dataset.wired) return;
+      btn.dataset.wired = "1";
+      btn.addEventListener("click", function () {
+        var dialog = document.getElementById(btn.getAttribute("data-confirm"));
+        if (dialog) dialog.showModal();
+      });
+    });
+    (root || document).querySelectorAll("dialog button[data-cancel]").forEach(function (btn) {
+      if (btn.dataset.wired) return;
+      btn.dataset.wired = "1";
+      btn.addEventListener("click", function () { btn.closest("dialog").close(); });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    localizeTimes(document);
+    wireConfirmations(document);
+    connectStream();
+    setInterval(function () { localizeTimes(document); }, 30000);
+  });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    localizeTimes(event.target);
+    wireConfirmations(event.target);
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var dialog = event.target.closest && event.target.closest("dialog");
+    if (dialog && event.detail.successful) dialog.close();
+  });
+
+  window.gpufleet = {durationWords: durationWords, relativeHint: relativeHint, localizeTimes: localizeTimes};
+})();
