@@ -58,7 +58,7 @@ def test_running_plus_reserved_quota_stays_within_every_limit(rows, borrow, lend
                      dict(inp.admission.reserved)))
         return run_cycle(inp)
 
-    with patch("gpufleet.sim.step.run_cycle", watch):
+    with patch("gpufleet.engine.incremental.run_cycle", watch):
         r = simulate(fleet().leaves(1, nodes=nodes).build(), jobs, profile("kueue"), tenancy=ten,
                      usage_tracker=UsageTracker(3600))
     a_cap = 16 + (borrow if borrow is not None else 32)
