@@ -52,10 +52,6 @@ class SpotEconomics:
     overhead: float
     effective_price: float  # × on-demand; inf when nothing useful gets done
 
-    @property
-    def pays_against_od(self) -> bool:
-        return self.effective_price < 1.0
-
 
 def spot_economics(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
                    nodes: int = 1) -> SpotEconomics:

@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpufleet.engine.capacity import Releases
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
-
-if TYPE_CHECKING:
-    from gpufleet.engine.capacity import Releases
 
 _MIN_CAP = 64
 #: Below this many rows the columns are never compacted.
@@ -258,8 +255,6 @@ class RunningColumns:
         the ids and the pod layout are functions of (ends, ids, counts, pods) alone. A cycle in
         which only jobs arrived reuses the schedule. Callers must not write into it (none does:
         ``CapacityTimeline`` builds new arrays from it)."""
-        from gpufleet.engine.capacity import Releases
-
         mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
                            len(self.tenants)) if accuracy else None
         hit = self._cached
