@@ -27,6 +27,8 @@ import numpy as np
 
 from gpufleet.model.errors import InputError
 from gpufleet.model.job import Job, JobKind
+from gpufleet.sim.scenario import bundled, bundled_names
+from gpufleet.traces.jsonl import read_jobs
 
 HOUR = 3600.0
 #: The longest curve planned (5 years of hours): the MILP has two variables per hour.
@@ -213,8 +215,6 @@ def alibaba_serving_intervals(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 def read_simulation(path: Path, gpus_per_node: int, max_spot_nodes: int, policy: str | None = None) -> Demand:
     """A simulation output directory (or its summary.json) with its event log."""
-    from gpufleet.sim.scenario import bundled, bundled_names
-
     d = path if path.is_dir() else path.parent
     summary_path = d / "summary.json"
     try:
@@ -252,7 +252,6 @@ def read_simulation(path: Path, gpus_per_node: int, max_spot_nodes: int, policy:
 
 
 def read_trace(path: Path, gpus_per_node: int, max_spot_nodes: int) -> Demand:
-    from gpufleet.traces.jsonl import read_jobs
 
     jobs = read_jobs(path)
     runs = [(j.id, j.submit_time, j.submit_time + j.run_time) for j in jobs]

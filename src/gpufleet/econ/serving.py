@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from gpufleet.econ.demand import alibaba_serving_intervals, time_weighted_quantile
+from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Checkpointing, Job, JobKind, PodRequest, PodSet
@@ -280,8 +281,6 @@ def setup_from(cfg: object) -> ServingSetup:
 def default_trace(explicit: str | Path | None) -> Path:
     """The trace to replay: the explicit path, else ../shared/data/… relative to the working
     directory or to this checkout."""
-    from gpufleet.model.errors import InputError
-
     if explicit is not None:
         p = Path(explicit)
         if not p.is_file():

@@ -63,10 +63,6 @@ class SpotEconomics:
     effective_price: float  # × on-demand; inf when nothing useful gets done
     saves_in_notice: bool = False
 
-    @property
-    def pays_against_od(self) -> bool:
-        return self.effective_price < 1.0
-
 
 def spot_economics(price_ratio: float, delta_min: float, restart_min: float, node_mtbi_min: float,
                    nodes: int = 1, notice_min: float = 0.0) -> SpotEconomics:

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpufleet.engine.phases.order import id_ranks
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
@@ -44,6 +43,23 @@ if TYPE_CHECKING:
     from gpufleet.engine.types import CycleContext
 
 Columns = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def rank_order(ends: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Indices ranking jobs by (end, id), equal pairs in input order (what a stable
+    ``lexsort((id ranks, ends))`` gives) without sorting strings in numpy: a stable sort by end,
+    then each run of equal ends (jobs past their estimate all end at now + 1) put in id order by
+    Python's stable sort. Runs are few and short; ends are otherwise distinct floats."""
+    order = np.argsort(ends, kind="stable")
+    e = ends[order]
+    tie = np.flatnonzero(e[1:] == e[:-1])
+    if tie.size:
+        # a run of equal ends over sorted positions a..b-1 shows as ties at a..b-2
+        first = np.r_[True, tie[1:] != tie[:-1] + 1]
+        last = np.r_[tie[1:] != tie[:-1] + 1, True]
+        for a, b in zip(tie[first].tolist(), (tie[last] + 2).tolist(), strict=True):
+            order[a:b] = sorted(order[a:b].tolist(), key=ids.__getitem__)
+    return order
 
 
 @dataclass(frozen=True)
@@ -64,29 +80,45 @@ class Releases:
         """Rank ``running`` by (expected end, job id) and lay out its pods in that order.
 
         ``ends``, when given, is ``expected_end`` of every running job already computed as one
-        column (``CycleContext.expected_ends``). Ranking is one ``lexsort`` and the pods are read
-        as columns: with 15,000 running jobs this is a few C-level passes per cycle, not a Python
-        step per job and per pod."""
+        column (``CycleContext.expected_ends``). The jobs' pods are read as columns once, then
+        ``ranked`` orders them: a few C-level passes per cycle, not a Python step per job and pod."""
         n = len(running)
         if ends is None:
             ends = np.fromiter(map(expected_end, running), float, n)
-        if n == 0:
-            empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
-            return cls((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
-        ids = list(map(attrgetter("job.id"), running))
-        order = np.lexsort((id_ranks(ids), ends)).tolist()  # stable: ties keep input order
-        ranked = [running[i] for i in order]
-        per_job = list(map(attrgetter("bindings"), ranked))
+        ids = np.empty(n, object)
+        ids[:] = list(map(attrgetter("job.id"), running))
+        per_job = list(map(attrgetter("bindings"), running))
         counts = np.fromiter(map(len, per_job), np.int64, n)
         binds = list(chain.from_iterable(per_job))
         reqs = list(map(attrgetter("request"), binds))
         m = len(binds)
-        return cls(tuple(ids[i] for i in order), ends[order],
-                   np.repeat(np.arange(n, dtype=np.int64), counts),
-                   np.fromiter(map(attrgetter("node"), binds), np.int64, m),
-                   np.fromiter(map(attrgetter("gpus"), reqs), np.int64, m),
-                   np.fromiter(map(attrgetter("cpus"), reqs), float, m),
-                   np.fromiter(map(attrgetter("memory_gb"), reqs), float, m))
+        pods = (np.fromiter(map(attrgetter("node"), binds), np.int64, m),
+                np.fromiter(map(attrgetter("gpus"), reqs), np.int64, m),
+                np.fromiter(map(attrgetter("cpus"), reqs), float, m),
+                np.fromiter(map(attrgetter("memory_gb"), reqs), float, m))
+        return cls.ranked(ends, ids, counts, np.cumsum(counts) - counts, pods)
+
+    @classmethod
+    def ranked(cls, ends: np.ndarray, ids: np.ndarray, counts: np.ndarray, first: np.ndarray,
+               pods: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> Releases:
+        """The one ranking and layout every release schedule is made by (from a list of running
+        jobs, ``build``, or from the driver's columns, ``RunningColumns.releases``): job i ends at
+        ``ends[i]``, is called ``ids[i]`` (an object array of str) and holds the pods at rows
+        ``first[i] .. first[i] + counts[i] - 1`` of ``pods`` (node, GPUs, CPUs, memory). Jobs are
+        ranked by (end, id), equal pairs in input order (``rank_order``); their pods are gathered
+        in rank order, each job's in binding order."""
+        n = int(ends.size)
+        if n == 0:
+            empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
+            return cls((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
+        order = rank_order(ends, ids)
+        c = counts[order]
+        total = int(c.sum())
+        starts_at = np.cumsum(c) - c
+        take = np.repeat(first[order] - starts_at, c) + np.arange(total, dtype=np.int64)
+        node, gpu, cpu, mem = pods
+        return cls(tuple(ids[order].tolist()), ends[order], np.repeat(np.arange(n, dtype=np.int64), c),
+                   node[take], gpu[take], cpu[take], mem[take])
 
     def __len__(self) -> int:
         return int(self.ends.size)

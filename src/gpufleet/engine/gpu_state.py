@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpufleet.model.job import PodRequest, ShareMode
-from gpufleet.model.mig import FULL_MASK, profile_for
+from gpufleet.model.mig import FULL_MASK, capacity_table, profile_for
 
 MILLI = 1000
 MODE_CODE = {ShareMode.TIMESLICE: 1, ShareMode.MPS: 2, ShareMode.MILLI: 3}
@@ -126,7 +126,6 @@ class GpuColumns:
 
     def mig_lut(self, models: tuple[str, ...], profile: str) -> np.ndarray:
         """(models, 256) instances of ``profile`` that still fit beside each occupied mask."""
-        from gpufleet.model.mig import capacity_table
         return np.array([capacity_table(m, profile) for m in models], np.int64)
 
     def mig_room(self, lut: np.ndarray, model_idx: np.ndarray) -> np.ndarray:

@@ -23,36 +23,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpufleet.engine.capacity import Releases
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
-
-if TYPE_CHECKING:
-    from gpufleet.engine.capacity import Releases
 
 _MIN_CAP = 64
 #: Below this many rows the columns are never compacted.
 _COMPACT_MIN = 256
-
-
-def _rank_order(ends: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """The order of ``Releases.build``'s ``lexsort((id ranks, ends))`` (stable: equal (end, id)
-    keep input order) without sorting strings in numpy: a stable sort by end, then each run of
-    equal ends (jobs past their estimate all end at now + 1) put in id order by Python's stable
-    sort. Runs are few and short; ends are otherwise distinct floats."""
-    order = np.argsort(ends, kind="stable")
-    e = ends[order]
-    tie = np.flatnonzero(e[1:] == e[:-1])
-    if tie.size:
-        # a run of equal ends over sorted positions a..b-1 shows as ties at a..b-2
-        first = np.r_[True, tie[1:] != tie[:-1] + 1]
-        last = np.r_[tie[1:] != tie[:-1] + 1, True]
-        for a, b in zip(tie[first].tolist(), (tie[last] + 2).tolist(), strict=True):
-            order[a:b] = sorted(order[a:b].tolist(), key=ids.__getitem__)
-    return order
 
 
 def _same_multipliers(a: np.ndarray | None, b: np.ndarray | None) -> bool:
@@ -258,8 +238,6 @@ class RunningColumns:
         the ids and the pod layout are functions of (ends, ids, counts, pods) alone. A cycle in
         which only jobs arrived reuses the schedule. Callers must not write into it (none does:
         ``CapacityTimeline`` builds new arrays from it)."""
-        from gpufleet.engine.capacity import Releases
-
         mult = np.fromiter((max(1.0, accuracy.get(t, 1.0)) for t in self.tenants), float,
                            len(self.tenants)) if accuracy else None
         hit = self._cached
@@ -290,14 +268,7 @@ class RunningColumns:
             ids = np.concatenate([ids, x_ids])
             counts = np.concatenate([counts, np.fromiter((len(rj.bindings) for rj in extra), np.int64,
                                                          len(extra))])
-        n = ends.size
-        if n == 0:
-            empty_i, empty_f = np.zeros(0, np.int64), np.zeros(0, float)
-            return Releases((), empty_f, empty_i, empty_i, empty_i, empty_f, empty_f)
-        order = _rank_order(ends, ids)
-        # Each row's pods are contiguous in storage (binding order): gather them row by row in
-        # rank order, no sort of the pods. ``first`` = each live row's first pod row.
-        first = np.searchsorted(self.pod_row[:self.m], live)
+        first = np.searchsorted(self.pod_row[:self.m], live)  # each live row's first pod row
         if extra:
             binds = [b for rj in extra for b in rj.bindings]
             xm = len(binds)
@@ -314,13 +285,7 @@ class RunningColumns:
         else:
             p_node, p_gpu, p_cpu, p_mem = (self.pod_node[:self.m], self.pod_gpu[:self.m],
                                            self.pod_cpu[:self.m], self.pod_mem[:self.m])
-        c = counts[order]
-        total = int(c.sum())
-        starts_at = np.cumsum(c) - c
-        take = np.repeat(first[order] - starts_at, c) + np.arange(total, dtype=np.int64)
-        rel_rank = np.repeat(np.arange(n, dtype=np.int64), c)
-        out = Releases(tuple(ids[order].tolist()), ends[order], rel_rank,
-                       p_node[take], p_gpu[take], p_cpu[take], p_mem[take])
+        out = Releases.ranked(ends, ids, counts, first, (p_node, p_gpu, p_cpu, p_mem))
         lowest = float(planned.min()) if k else math.inf
         # Kept for the next call when it is a function of (rows, multipliers) alone: no
         # ``extra``, no job under notice (its end reads ``now``), and every planned end after

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from gpufleet.model.ids import JobId, TenantId
+from gpufleet.model.mig import COMPUTE_SLICES, profile_name
 from gpufleet.model.parallelism import Parallelism, TrainingProfile
 
 
@@ -71,7 +72,6 @@ class PodRequest:
         """GPUs this pod occupies, fractions included: whole GPUs, milli / 1000, or a MIG
         instance's compute slices / 7 (a 3g is 3/7 of a GPU)."""
         if self.mig_profile is not None:
-            from gpufleet.model.mig import COMPUTE_SLICES, profile_name
             return int(profile_name(self.mig_profile)[0]) / COMPUTE_SLICES
         return self.gpus + self.gpu_milli / 1000.0
 

@@ -226,8 +226,3 @@ def maximal_mixes(model: str = "H100-80GB") -> list[tuple[tuple[str, ...], MixWa
 def h100_slice_arithmetic() -> list[tuple[tuple[str, ...], MixWaste]]:
     """The documented H100-80GB table: every maximal mix and its waste (see ``maximal_mixes``)."""
     return maximal_mixes("H100-80GB")
-
-
-def instance_gpu_fraction(p: MigProfile) -> float:
-    """An instance's share of its GPU in GPU-equivalents: compute slices / 7."""
-    return p.compute / COMPUTE_SLICES

@@ -76,14 +76,6 @@ def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
             "whole GPUs only (use gang-fractional or gang-defrag)")
 
 
-def pod_bindings(job: Job, ps: PodSet, chosen: list[tuple[int, int]]) -> list[PodBinding]:
-    """(node, pods) pairs from ``choose_nodes`` as one binding per replica, numbered in order."""
-    out: list[PodBinding] = []
-    for node, count in chosen:
-        out += [PodBinding(job.id, ps.name, len(out) + i, node, ps.request) for i in range(count)]
-    return out
-
-
 def pods_need(bindings: tuple[PodBinding, ...]) -> dict[int, list[float]]:
     """Per node, the [GPUs, CPUs, memory] these pods ask, summed in binding order."""
     need: dict[int, list[float]] = {}

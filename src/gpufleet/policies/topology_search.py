@@ -46,19 +46,6 @@ LEVELS: tuple[str, ...] = ("node", "nvlink", "leaf", "spine", "fleet")
 LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LEVELS)}
 
 
-def level_index(table: NodeTable, level: str) -> np.ndarray:
-    """The group each node belongs to at ``level`` (an int array over nodes)."""
-    if level == "node":
-        return np.arange(len(table), dtype=np.int64)
-    if level == "nvlink":
-        return table.domain_idx.astype(np.int64)
-    if level == "leaf":
-        return table.leaf_idx.astype(np.int64)
-    if level == "spine":
-        return table.spine_idx.astype(np.int64)
-    return np.zeros(len(table), dtype=np.int64)
-
-
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Pods in allocation order (atoms are consecutive runs of ``k``) and the level that held them."""

@@ -80,10 +80,6 @@ def defrag_tradeoffs(summaries: Mapping[str, dict]) -> str:
             "cost paid.</p>")
 
 
-def has_fragmentation(summaries: Mapping[str, dict]) -> bool:
-    return all("fragmentation_ratio_avg" in s for s in summaries.values())
-
-
 def schedulability_plot(results: Mapping[str, SimResult], end: float) -> str:
     """8-GPU jobs that could start now, over time (binned time-weighted mean)."""
     fig, ax = plots.plt.subplots(figsize=(9, 3.2))

@@ -9,7 +9,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from gpufleet.adapters.slurm.compare import by_kind
+from gpufleet.adapters.slurm.compare import by_kind, kendall_tau_b, pair_agreement
 from gpufleet.adapters.slurm.compare_run import Comparison
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.report.plots import COLORS, to_png_b64
@@ -137,8 +137,6 @@ def actual_vs_simulated(actual: dict[str, Any], starts: dict[str, dict[str, floa
     ``actual``: job id -> ActualRun (traces/slurm_sacct.read_actual); ``starts``: policy -> job id ->
     simulated start. Wait = start − submit; pair agreement as in adapters/slurm/compare.py.
     """
-    from gpufleet.adapters.slurm.compare import kendall_tau_b, pair_agreement
-
     def stats(waits: np.ndarray) -> list[object]:
         if not len(waits):
             return ["-", "-", "-"]

@@ -13,7 +13,7 @@ from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleResult
 from gpufleet.model.ids import JobId
 from gpufleet.sim.decisions import status_shape
-from gpufleet.sim.state import SimState
+from gpufleet.sim.state import SimState, cycle_input
 
 
 class CarryMismatch(AssertionError):
@@ -26,8 +26,6 @@ def verify(st: SimState, last: Mapping[JobId, Status], carried: CycleResult, seq
     shape it last had (``last``: the last full cycle's verdicts and the carried-on ones since).
     ``seq``: the cycle sequence number (its seed) the full cycle would run with. Raises
     ``CarryMismatch`` naming the instant and what differs."""
-    from gpufleet.sim.step import cycle_input  # the driver's own input (no import cycle at load)
-
     def check(ok: bool, what: object) -> None:
         if not ok:
             raise CarryMismatch(f"t={st.t}: {what}")

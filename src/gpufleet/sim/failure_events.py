@@ -3,8 +3,8 @@
 One job: dispatch each failure-related event (sim/failures.py holds the model — kinds, rates,
 configs, the seeded stream, the ledger and the progress arithmetic; its docstring says what a
 failure does step by step). ``install`` gives a run its failure stream, spare pool, spot reclaims
-and rollout; ``FAILURE_HANDLERS`` joins the simulator's handler table. Spot, elastic and upgrade
-handlers are imported lazily: those modules import sim/failures.py themselves.
+and rollout. The handler table (with the spot, elastic and upgrade handlers) is
+sim/failure_handlers.py: sim/elastic.py builds on ``on_stop`` here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from gpufleet.sim.failures import (
     work_done_s,
 )
 from gpufleet.sim.kernel import Event, EventKind, Outcome
+from gpufleet.sim.spot import install as install_spot
+from gpufleet.sim.spot import spot_back
+from gpufleet.sim.upgrade import install as install_upgrade
 from gpufleet.sim.upgrade_stack import repair_pins_fabric_manager
 
 
@@ -99,7 +102,6 @@ def on_health(st, ev: Event) -> Outcome:  # noqa: ANN001
     fs: FailureState = st.fail
     node, event, rma = ev.payload
     if event == "spot-back":
-        from gpufleet.sim.spot import spot_back
         return spot_back(st, node)
     if event is None:  # a spare swapped in
         if fs.book.states[node] is not HealthState.HEALTHY:
@@ -184,34 +186,6 @@ def install(st, cfg: FailureConfig, horizon_s: float) -> None:  # noqa: ANN001
     for t, node in cfg.scripted:  # kind 0, u = 1: repaired in place
         st.q.push(t, EventKind.FAILURE, (node, 0, 1.0))
     if cfg.spot is not None:
-        from gpufleet.sim.spot import install as install_spot
         install_spot(st, horizon_s)
     if cfg.upgrade is not None:
-        from gpufleet.sim.upgrade import install as install_upgrade
         install_upgrade(st, cfg.upgrade)
-
-
-def _on_reclaim(st, ev: Event) -> Outcome:  # noqa: ANN001
-    from gpufleet.sim.spot import on_reclaim
-    return on_reclaim(st, ev)
-
-
-def _on_stop(st, ev: Event) -> Outcome:  # noqa: ANN001
-    from gpufleet.sim.elastic import on_elastic_stop
-    return on_elastic_stop(st, ev)
-
-
-def _on_finish(st, ev: Event) -> Outcome:  # noqa: ANN001
-    from gpufleet.sim.elastic import on_elastic_finish
-    return on_elastic_finish(st, ev)
-
-
-def _on_upgrade(st, ev: Event) -> Outcome:  # noqa: ANN001
-    from gpufleet.sim.upgrade import on_upgrade
-    return on_upgrade(st, ev)
-
-
-#: STOP and FINISH go through sim/elastic.py, which hands rigid jobs to ``on_stop`` and on_finish.
-FAILURE_HANDLERS = {EventKind.FAILURE: on_failure, EventKind.STOP: _on_stop, EventKind.HEALTH: on_health,
-                    EventKind.RECLAIM: _on_reclaim, EventKind.FINISH: _on_finish,
-                    EventKind.UPGRADE: _on_upgrade}

@@ -267,24 +267,6 @@ def run_wall_s(rj: RunningJob) -> float:
     return restart + (rj.job.run_time - rj.progress_before) * checkpoint_stretch(rj)
 
 
-def restarted(st, jid: str) -> None:  # noqa: ANN001
-    """A stopped gang runs again: its recovery time ends when its checkpoint is loaded."""
-    fs: FailureState | None = st.fail
-    if fs is None or jid not in fs.stopped:
-        return
-    t_fail, cause = fs.stopped.pop(jid)
-    if jid in fs.elastic:
-        from gpufleet.sim.elastic import restarted as elastic_restarted
-        elastic_restarted(st, jid)
-    job = st.cluster.running[jid].job
-    load = job.checkpointing.restart_s if job.checkpointing else 0.0
-    fs.ledger.recoveries_s.append(st.t - t_fail + load)
-    # the wait for a replacement and a cycle after teardown, then the checkpoint load
-    rc = fs.cfg.recovery
-    waited = max(0.0, st.t - t_fail - (0.0 if cause in ("spot", "upgrade") else rc.detect_s + rc.teardown_s))
-    fs.ledger.charge(cause, job.total_gpus * (waited + load))
-
-
 def mean_out_of_service_s(cfg: FailureConfig, gpus_per_node: int) -> float:
     """E[T] of a failed node, over kinds weighted by rate: detect + drain + quarantine + diagnose
     + (repair in place or, with the kind's RMA share, RMA) + pre-flight."""

@@ -20,7 +20,7 @@ from gpufleet.model.health import StepDurations
 from gpufleet.policies.registry import profile
 from gpufleet.sim import reliability as R
 from gpufleet.sim.estimate import Estimate, t_interval
-from gpufleet.sim.failures import FAST, SLOW, FailureConfig, Recovery, mean_out_of_service_s
+from gpufleet.sim.failures import FAST, SLOW, FailureConfig, Recovery, SpotConfig, mean_out_of_service_s
 from gpufleet.sim.runner import simulate
 from gpufleet.testing.builders import fleet, job
 
@@ -196,8 +196,6 @@ def spot_cadences(taus: tuple[float, ...] = (900.0, 3600.0, 14_400.0), delta_s: 
     """Single-node jobs on spot nodes reclaimed ``per_node_day`` times a day (120 s notice): the
     waste per reclaim and the break-even discount, by formula and simulated, at each cadence.
     The discount is against an on-demand node that also checkpoints (u_od = τ/(τ+δ))."""
-    from gpufleet.sim.failures import SpotConfig
-
     lam = per_node_day / DAY
     rows = []
     for tau in taus:

@@ -17,7 +17,8 @@ from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
 from gpufleet.sim.easy_carry import integral_resources
-from gpufleet.sim.failure_events import FAILURE_HANDLERS, install
+from gpufleet.sim.failure_events import install
+from gpufleet.sim.failure_handlers import FAILURE_HANDLERS
 from gpufleet.sim.failures import FailureConfig, FailureLedger
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.handlers import HANDLERS
@@ -25,6 +26,7 @@ from gpufleet.sim.kernel import EventKind, Kernel
 from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.state import ProgressFn, RuntimeModel, SimConfig, SimState
 from gpufleet.sim.step import after_instant, stranded_gpus
+from gpufleet.sim.upgrade_compat import close_all
 from gpufleet.sim.usage import UsageTracker
 
 __all__ = ["ProgressFn", "RuntimeModel", "SimResult", "simulate", "stranded_gpus"]
@@ -137,7 +139,6 @@ def result_of(st: SimState, fleet: Fleet, jobs: Sequence[Job], horizon: float, w
         # node repairs go on after the last job; the run, for its metrics, ends with the jobs
         end = max([horizon, *st.finishes.values(), *st.starts.values(), *st.submit_times.values()])
         if st.fail.upgrade is not None:  # jobs still held back by the driver matrix wait until the end
-            from gpufleet.sim.upgrade_compat import close_all
             close_all(st.fail.upgrade, end, st.cluster.pending)
     return SimResult(
         policy=st.cfg.profile.name, fleet_gpus=fleet.total_gpus, jobs={j.id: j for j in jobs},

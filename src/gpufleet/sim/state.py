@@ -14,7 +14,7 @@ from gpufleet.engine.incremental import CycleMemo
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.reuse import CycleReuse
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.types import AdmissionState, Reservation, RunningJob
+from gpufleet.engine.types import AdmissionState, CycleInput, PendingJob, Reservation, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.sim.accuracy import AccuracyTracker
 from gpufleet.sim.cluster import SimulatedCluster
@@ -118,3 +118,17 @@ class SimState:
     def is_current(self, jid: str, gen: int) -> bool:
         """True when an event about run ``gen`` of ``jid`` still concerns a running job."""
         return self.gen(jid) == gen and jid in self.cluster.running
+
+
+def cycle_input(st: SimState, pending: Sequence[PendingJob], seq: int | None = None) -> CycleInput:
+    """What the engine is told at this instant, with ``pending`` as its queue (``seq``: the
+    cycle's sequence number, which seeds it; the current one by default)."""
+    cfg, cluster, t = st.cfg, st.cluster, st.t
+    return CycleInput(
+        now=t, nodes=cluster.table, pending=pending, profile=cfg.profile, running=cluster.running_view(),
+        seed=cfg.seed + (st.cycle_seq if seq is None else seq), tenancy=cfg.tenancy,
+        usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
+        reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
+        disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
+        admission=st.admission,
+        running_columns=cluster.running.columns)

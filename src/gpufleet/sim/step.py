@@ -24,17 +24,18 @@ from gpufleet.engine.incremental import CycleDelta, reused_answer, run_increment
 from gpufleet.engine.phases.order import order_key
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
+from gpufleet.engine.types import CycleResult, PendingJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
 from gpufleet.sim.easy_carry import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
-from gpufleet.sim.failures import restarted, run_wall_s
+from gpufleet.sim.failure_handlers import restarted
+from gpufleet.sim.failures import run_wall_s
 from gpufleet.sim.greedy_cut import Cut, run_cut_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
-from gpufleet.sim.state import SimState
+from gpufleet.sim.state import SimState, cycle_input
 from gpufleet.sim.upgrade_compat import restrict
 
 
@@ -86,20 +87,6 @@ def delta_of(st: SimState, outcome: Outcome) -> CycleDelta:
     Pods held by partially placed gangs make it unknown too (no rule covers them)."""
     known = outcome == Outcome.ARRIVED and not st.cluster.partial
     return CycleDelta(arrived=tuple(st.arrived_now), ended=tuple(st.finished_now), other=not known)
-
-
-def cycle_input(st: SimState, pending: Sequence[PendingJob], seq: int | None = None) -> CycleInput:
-    """What the engine is told at this instant, with ``pending`` as its queue (``seq``: the
-    cycle's sequence number, which seeds it; the current one by default)."""
-    cfg, cluster, t = st.cfg, st.cluster, st.t
-    return CycleInput(
-        now=t, nodes=cluster.table, pending=pending, profile=cfg.profile, running=cluster.running_view(),
-        seed=cfg.seed + (st.cycle_seq if seq is None else seq), tenancy=cfg.tenancy,
-        usage=cfg.usage_tracker.snapshot(t) if cfg.usage_tracker is not None else {},
-        reservations=st.reservations, estimate_accuracy=st.accuracy.medians(),
-        disruptions=tuple(d for d in st.disruptions if d[0] > t - 3600.0),
-        admission=st.admission,
-        running_columns=cluster.running.columns)
 
 
 def engine_cycle(st: SimState, delta: CycleDelta) -> None:

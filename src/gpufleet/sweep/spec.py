@@ -36,6 +36,7 @@ from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet_config import read_yaml
 from gpufleet.policies.registry import PROFILES
 from gpufleet.sim.scenario import bundled_names, parse_scenario
+from gpufleet.sweep.columns import metric_names
 
 #: Named parameters and the scenario field each one sets (see ``apply_parameters``).
 NAMED = {"fleet_scale", "offered_load", "days", "max_gpus", "cycle_interval_s", "quota_scale"}
@@ -223,8 +224,6 @@ class Sweep:
     def _check_metrics(self) -> None:
         """Every metric the report compares must be a column a cell writes: checked on an empty
         simulation of the first scenario's fleet (milliseconds), before any cell runs."""
-        from gpufleet.sweep.cell import metric_names
-
         label, data, source = self.scenarios[0]
         known = metric_names(parse_scenario(data, source).fleet)
         for m in self.spec.metrics:

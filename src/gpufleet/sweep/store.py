@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gpufleet.model.errors import InputError
-
 
 class CellStore:
     def __init__(self, out: Path) -> None:
@@ -57,12 +55,3 @@ def write_parquet(rows: Iterable[dict[str, Any]], path: Path, key_columns: list[
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     return len(rows)
-
-
-def read_parquet(path: Path) -> list[dict[str, Any]]:
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(path).to_pylist()
-    except (OSError, ValueError) as e:
-        raise InputError(str(path), "", f"cannot read as Parquet ({e})") from None

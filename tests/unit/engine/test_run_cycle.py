@@ -70,12 +70,6 @@ def test_shapes_that_already_failed_are_not_searched_again():
     assert all(r.statuses[f"w{i}"].code is StatusCode.UNSCHEDULABLE for i in range(50))
 
 
-def test_the_same_input_gives_the_same_result():
-    f = fleet().leaves(2, nodes=4).build()
-    jobs = [job(f"j{i}").gpus(1 + i % 8).gang(1 + i % 3).at(i).build() for i in range(30)]
-    assert cycle(f, jobs) == cycle(f, jobs)
-
-
 # ---- every named profile ----------------------------------------------------------------------------
 
 

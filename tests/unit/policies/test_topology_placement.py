@@ -181,12 +181,6 @@ def test_a_parallel_job_without_a_training_profile_is_never_split():
     assert isinstance(st, Status) and st.code is StatusCode.WAIT and "cannot be priced" in st.explain()
 
 
-def test_the_same_input_gives_the_same_placement():
-    t = table_with({0: 4, 2: 2, 5: 6})
-    j = training("a", 1, 24, Parallelism(8, dp=3))
-    assert nodes_of(TopologyAware().fit(j, t, ctx())) == nodes_of(TopologyAware().fit(j, t, ctx()))
-
-
 # ---- the expected wait is per table ----------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from gpufleet.adapters.kubernetes import engine_run, kueue_quota
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.defrag import DefragPlan
-from gpufleet.adapters.kubernetes.defrag import plan as defrag_plan
+from gpufleet.adapters.kubernetes.defrag_milp import plan as defrag_plan
 from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation

@@ -262,18 +262,6 @@ def candidates(waiting: list[Gang]) -> list[Gang]:
             ][:MAX_GANGS]
 
 
-def plan(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[Gang],
-         now: float, method: str = "milp") -> DefragPlan | None:
-    """``waiting``: the minimum (``minMember``) part of each gang that waits; ``free``: per node
-    (GPUs, CPU, memory GB) free now, after what the engine starts this cycle. ``method``:
-    ``milp`` (defrag_milp.py: the optimum, falling back to the greedy when the solver finds
-    nothing in its time limit) or ``greedy`` (module docstring)."""
-    if method == "milp":
-        from gpufleet.adapters.kubernetes.defrag_milp import solve
-        return solve(nodes, free, running, waiting, now)
-    return greedy(nodes, free, running, waiting, now)
-
-
 def fits_without_moves(state: _State, g: Gang) -> bool:
     r = _place(state, list(g.pods))
     return r is not None and not r[2]

@@ -209,3 +209,14 @@ def _plan(cols: list[tuple], x: np.ndarray, todo: list[Gang], movable: list[Gang
         first = out.steps[0]
         out.steps[0] = Step(first.gang, first.gpus, first.nodes, first.moves + tuple(left.values()))
     return out if any(s.moves for s in out.steps) else None
+
+
+def plan(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[Gang],
+         now: float, method: str = "milp") -> DefragPlan | None:
+    """``waiting``: the minimum (``minMember``) part of each gang that waits; ``free``: per node
+    (GPUs, CPU, memory GB) free now, after what the engine starts this cycle. ``method``:
+    ``milp`` (``solve``: the optimum, falling back to the greedy when the solver finds
+    nothing in its time limit) or ``greedy`` (adapters/kubernetes/defrag.py)."""
+    if method == "milp":
+        return solve(nodes, free, running, waiting, now)
+    return greedy(nodes, free, running, waiting, now)

@@ -13,12 +13,6 @@ from typing import Any
 from gpufleet.adapters.ray.mapping import PlacementGroupSpec
 
 
-def node_names_from_tags(ray: Any, prefix: str = "gpufleet-node:") -> dict[str, str]:
-    """Ray NodeID → our name, for nodes that carry a resource ``<prefix><name>``."""
-    return {n["NodeID"]: k.removeprefix(prefix) for n in ray.nodes() if n.get("Alive")
-            for k in n["Resources"] if k.startswith(prefix)}
-
-
 def ray_placement(pg: PlacementGroupSpec, node_names: dict[str, str], timeout_s: float = 5.0,
                   keep: bool = False) -> tuple[tuple[str, ...] | None, Any]:
     """(our node name of each bundle, or None if Ray left the group PENDING; the Ray handle if
