@@ -157,3 +157,44 @@ def test_exported_flavors_select_nodes_by_the_product_gfd_writes():
     _, notes = export_manifests(gb)
     assert any("is not a value GPU Feature Discovery is known to write" in n for n in notes)
 
+
+
+SHARED = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: research}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100-80gb, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  cohortName: research
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: h100-80gb, resources: [{name: nvidia.com/gpu, nominalQuota: 8}]}]
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_cluster_queue_and_a_cohort_may_share_a_name(version, tmp_path):
+    """Kueue allows ClusterQueue research in Cohort research (different kinds). Imported, the
+    queue's 8 and the cohort's own 8 make 16 reachable: a 16-GPU job is admitted on 2 nodes;
+    the names survive export and import."""
+    f = tmp_path / "shared.yaml"
+    f.write_text(SHARED)
+    config, _ = to_tenancy(read_manifests([f])[0])
+    spec = TenancySpec.model_validate(config["tenancy"])
+    assert spec.problem() is None
+    t = spec.build()
+    assert t.tenant("research") is not None and t.cohort("research") is not None
+    big = replace(w("x", "research", 8), id="big")
+    big = replace(big, pod_sets=(replace(big.pod_sets[0], replicas=2),))
+    table = NodeTable.from_fleet(fleet().leaves(1, nodes=2).build())
+    r = run_cycle(CycleInput(10_000.0, table, [PendingJob(big)], profile("kueue"), tenancy=t))
+    assert r.started == ("big",)
+    back, _ = round_trip(spec, version, tmp_path)
+    assert back.build() == t
