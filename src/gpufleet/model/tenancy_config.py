@@ -104,6 +104,15 @@ class KueueSpec(_Strict):
     when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
     when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
     admission_fair_sharing: bool = False
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+
+    @model_validator(mode="after")
+    def _preference_needs_try_next(self) -> KueueSpec:
+        if self.preference is not None and (self.when_can_borrow, self.when_can_preempt) != (
+                "TryNextFlavor", "TryNextFlavor"):
+            raise ValueError("preference can only be set when both when_can_borrow and "
+                             "when_can_preempt are TryNextFlavor (as Kueue requires)")
+        return self
 
     def build(self) -> KueueQueuePolicy:
         return KueueQueuePolicy(**self.model_dump())

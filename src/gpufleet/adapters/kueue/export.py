@@ -123,6 +123,8 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
         s["queueingStrategy"] = k.queueing_strategy
         s["flavorFungibility"] = {"whenCanBorrow": _fungibility(k.when_can_borrow, version),
                                   "whenCanPreempt": _fungibility(k.when_can_preempt, version)}
+        if k.preference is not None:
+            s["flavorFungibility"]["preference"] = k.preference
         if t.weight != 1.0:
             s["fairSharing"] = {"weight": _quantity("weight", t.weight)}
         if k.admission_fair_sharing:

@@ -47,6 +47,7 @@ ENUMS = {
     "whenCanBorrow": ("Borrow", "MayStopSearch", "TryNextFlavor"),
     "whenCanPreempt": ("Preempt", "MayStopSearch", "TryNextFlavor"),
     "preemptionStrategies": ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    "preference": ("BorrowingOverPreemption", "PreemptionOverBorrowing"),
     # v1beta2 spells it UsageBasedAdmissionFairSharing; Kueue's v1beta1 examples, UsageBasedFairSharing.
     "admissionMode": ("UsageBasedAdmissionFairSharing", "UsageBasedFairSharing", "NoAdmissionFairSharing"),
 }
@@ -211,7 +212,9 @@ class Translation:
             kq["queueing_strategy"] = _enum(m, "spec.queueingStrategy", spec["queueingStrategy"],
                                             "queueingStrategy")
         fung = spec.get("flavorFungibility") or {}
-        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt"}, "spec.flavorFungibility")
+        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt", "preference"}, "spec.flavorFungibility")
+        if "preference" in fung:
+            kq["preference"] = _enum(m, "spec.flavorFungibility.preference", fung["preference"], "preference")
         for k, ours, stop in (("whenCanBorrow", "when_can_borrow", "Borrow"),
                               ("whenCanPreempt", "when_can_preempt", "Preempt")):
             if k in fung:
