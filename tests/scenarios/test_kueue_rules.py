@@ -347,7 +347,7 @@ def test_kueue_minimises_victims_from_the_last_target_back_sparing_later_candida
 @pytest.mark.parametrize("when_can_preempt, when_can_borrow, expected", [
     ("Preempt", "Borrow", [("a-low", "InClusterQueue")]),
     ("TryNextFlavor", "Borrow", [("b2", "InCohortReclamation")]),
-    ("Preempt", "TryNextFlavor", [("b2", "InCohortReclamation")]),
+    ("Preempt", "TryNextFlavor", [("a-low", "InClusterQueue")]),
 ])
 def test_when_can_preempt_stops_on_the_first_preempting_flavor_or_takes_the_best_mode(
         when_can_preempt, when_can_borrow, expected):
@@ -356,12 +356,14 @@ def test_when_can_preempt_stops_on_the_first_preempting_flavor_or_takes_the_best
     A100 0; cohort c. Nodes 0-1 H100, node 2 A100. a runs a-low (8, priority 0) on H100; b runs
     b1 (8) on H100, at its nominal, and b2 (8) on A100, borrowing a's 8. a-hi (8, priority 10):
     H100: a would be at 16 > 8 (borrowing) and the cohort's 16 are used; only a-low (own queue)
-    can make room: mode *preempt*, borrowing.
+    can make room: mode *preempt*; once a-low is gone a is at 0 + 8 ≤ 8, so the borrowing level
+    after preemption (Kueue's borrowAfterPreemptions, what shouldTryNextFlavor reads) is 0.
     A100: a at 0 + 8 ≤ 8 (no borrowing); b2 borrows: mode *reclaim*.
     whenCanPreempt Preempt + whenCanBorrow Borrow: the search stops at H100 → a-low is evicted.
     TryNextFlavor: both flavors are seen; reclaim beats preempt → A100, b2 is evicted.
-    Preempt + whenCanBorrow TryNextFlavor: H100 preempts *while borrowing*, which does not stop
-    the search; A100 reclaims without borrowing, which does → b2."""
+    Preempt + whenCanBorrow TryNextFlavor: H100 preempts without borrowing after the
+    preemption, which stops the search too → a-low. (Judging "borrows" before the preemption
+    would try A100 and reclaim b2.)"""
     pol = KueueQueuePolicy(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any",
                            when_can_preempt=when_can_preempt, when_can_borrow=when_can_borrow)
     a = TenantQueue("a", "c", ((F, FlavorQuota(8)), (A100, FlavorQuota(8))), kueue=pol)

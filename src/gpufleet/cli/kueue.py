@@ -122,19 +122,23 @@ def export_cmd(
         err_console.print(f"wrote {out}: {len(manifests)} object(s)")
 
 
-def kueue_tenancy(paths: list[Path]) -> tuple[dict, dict[str, str]]:
-    """A tenancy section and its LocalQueues from Kueue manifests, or from a config that
-    ``gpufleet kueue import`` wrote (one YAML file with a ``tenancy:`` section)."""
+def kueue_tenancy(paths: list[Path], gpu_models: list[str] | None = None) -> tuple[dict, dict[str, str]]:
+    """A tenancy section and its LocalQueues from Kueue manifests (``gpu_models``: FLAVOR=MODEL
+    pairs, as ``kueue import --gpu-model``), or from a config that ``gpufleet kueue import``
+    wrote (one YAML file with a ``tenancy:`` section)."""
     if len(paths) == 1 and paths[0].is_file():
         try:
             data = yaml.safe_load(paths[0].read_text())
         except (yaml.YAMLError, UnicodeDecodeError, OSError):
             data = None
         if isinstance(data, dict) and "tenancy" in data:
+            if gpu_models:
+                raise InputError("--gpu-model", gpu_models[0], "Kueue manifests to apply to; "
+                                 f"{paths[0]} is an imported config, whose flavors are GPU models already")
             spec, local = load_tenancy(paths[0])
             return spec.model_dump(exclude_defaults=True), local
     objects, notes = read_manifests(paths)
-    config, more = to_tenancy(objects, sources=[str(p) for p in paths])
+    config, more = to_tenancy(objects, _gpu_models(gpu_models or []), sources=[str(p) for p in paths])
     for n in notes + more:
         err_console.print(f"note: {n}", highlight=False, soft_wrap=True)
     return config["tenancy"], config["kueue_local_queues"]
@@ -177,10 +181,11 @@ class KueueTraceScenario(Scenario):
                 for j in super().jobs(seed)]
 
 
-def kueue_trace_scenario(fleet: Path, trace: Path, kueue: list[Path]) -> Scenario:
-    """``gpufleet simulate --fleet F --trace T --kueue DIR``: the trace under the Kueue config,
-    decided by our policy and by Kueue's rules."""
-    section, local = kueue_tenancy(kueue)
+def kueue_trace_scenario(fleet: Path, trace: Path, kueue: list[Path], gpu_models: list[str] | None = None
+                         ) -> Scenario:
+    """``gpufleet simulate --fleet F --trace T --kueue DIR [--gpu-model FLAVOR=MODEL]``: the
+    trace under the Kueue config, decided by our policy and by Kueue's rules."""
+    section, local = kueue_tenancy(kueue, gpu_models)
     data = {"name": trace.stem, "description": f"trace {trace} on fleet {fleet} under the Kueue config "
             f"{', '.join(map(str, kueue))}: our four-layer policy and Kueue's rules side by side",
             "fleet": {"file": str(fleet.resolve())}, "workload": {"trace": str(trace.resolve())},

@@ -232,6 +232,9 @@ def simulate(
     kueue: Annotated[list[Path] | None, typer.Option(
         help="Kueue manifests (files, directories) or a `gpufleet kueue import` config, with --fleet "
         "and --trace: replay the trace under those quotas with our policy and Kueue's.")] = None,
+    gpu_model: Annotated[list[str] | None, typer.Option(
+        "--gpu-model", help="With --kueue: FLAVOR=MODEL for a ResourceFlavor whose labels name no "
+        "GPU model (as `gpufleet kueue import --gpu-model`).")] = None,
 ) -> None:
     """Simulate a GPU fleet under one or more scheduling policies and write a report."""
     see = ("see `gpufleet plan serving --help` for the serving study's options" if scenario == "serving"
@@ -254,11 +257,13 @@ def simulate(
         source = ctx.get_parameter_source("out")   # Typer's own click: compare by name
         explicit_out = source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
         return simulate_hybrid(list(ctx.args), seed, output.value, out if explicit_out else None, progress)
+    if gpu_model and not kueue:
+        raise fail("--gpu-model goes with --kueue (it names the GPU model of a Kueue ResourceFlavor)")
     if kueue:
         if scenario is not None or fleet is None or trace is None:
             raise fail("--kueue goes with --fleet and --trace, instead of a SCENARIO")
         from gpufleet.cli.kueue import kueue_trace_scenario
-        scn = kueue_trace_scenario(fleet, trace, kueue)
+        scn = kueue_trace_scenario(fleet, trace, kueue, gpu_model or [])
     else:
         scn = resolve_scenario(scenario, fleet, trace)
     policies = policy or scn.spec.policies

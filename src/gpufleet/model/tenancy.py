@@ -55,6 +55,7 @@ RECLAIM_WITHIN_COHORT = ("Never", "LowerPriority", "Any")
 BORROW_WITHIN_COHORT = ("Never", "LowerPriority")
 QUEUEING_STRATEGIES = ("BestEffortFIFO", "StrictFIFO")
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+FLAVOR_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,11 @@ class KueueQueuePolicy:
     #: UsageBasedAdmissionFairSharing``): the queue's workloads are ordered by their LocalQueue's
     #: decayed usage first (policies/kueue_afs.py).
     admission_fair_sharing: bool = False
+    #: ``flavorFungibility.preference`` when every flavor needs borrowing or preemption: None or
+    #: ``BorrowingOverPreemption`` (Kueue's default: the better preemption mode, then the lower
+    #: borrowing level) or ``PreemptionOverBorrowing`` (the lower level, then the better mode).
+    #: Kueue allows it only with both whenCanBorrow and whenCanPreempt TryNextFlavor.
+    preference: str | None = None
 
     def __post_init__(self) -> None:
         checks = ((self.within_cluster_queue, WITHIN_CLUSTER_QUEUE, "withinClusterQueue"),
@@ -89,6 +95,9 @@ class KueueQueuePolicy:
         for value, allowed, name in checks:
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+        if self.preference not in (None, *FLAVOR_PREFERENCES):
+            raise ValueError(f"preference must be one of {', '.join(FLAVOR_PREFERENCES)}, "
+                             f"not {self.preference!r}")
 
 
 @dataclass(frozen=True, slots=True)

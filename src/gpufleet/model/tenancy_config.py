@@ -104,6 +104,15 @@ class KueueSpec(_Strict):
     when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
     when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
     admission_fair_sharing: bool = False
+    preference: Literal["BorrowingOverPreemption", "PreemptionOverBorrowing"] | None = None
+
+    @model_validator(mode="after")
+    def _preference_needs_try_next(self) -> KueueSpec:
+        if self.preference is not None and (self.when_can_borrow, self.when_can_preempt) != (
+                "TryNextFlavor", "TryNextFlavor"):
+            raise ValueError("preference can only be set when both when_can_borrow and "
+                             "when_can_preempt are TryNextFlavor (as Kueue requires)")
+        return self
 
     def build(self) -> KueueQueuePolicy:
         return KueueQueuePolicy(**self.model_dump())
@@ -171,10 +180,13 @@ class TenancySpec(_Strict):
 
         Checked after validation by the scenario loader, which knows the file name (a pydantic
         model validator would echo the whole section back in the error line)."""
-        names = [t.name for t in self.tenants] + [c.name for c in self.cohorts]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            return "tenancy", f"tenant and cohort names must be unique; {dup[0]!r} appears twice"
+        # A tenant and a cohort may share a name, as a ClusterQueue and a Cohort may in Kueue
+        # (different kinds); two tenants, or two cohorts, may not.
+        for kind, names in (("tenant", [t.name for t in self.tenants]),
+                            ("cohort", [c.name for c in self.cohorts])):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                return "tenancy", f"{kind} names must be unique; {dup[0]!r} appears twice"
         cohorts = {c.name: c for c in self.cohorts}
         for i, t in enumerate(self.tenants):
             if t.cohort is not None and t.cohort not in cohorts:

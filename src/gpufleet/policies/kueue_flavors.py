@@ -14,7 +14,7 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
 from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_targets import possibility
+from gpufleet.policies.kueue_targets import possibility_and_level
 from gpufleet.policies.kueue_tree import lowest_subtree_height, may_preempt, potential_available
 from gpufleet.policies.quota import QuotaLedger
 
@@ -59,6 +59,23 @@ def reservation(ledger: QuotaLedger, job: Job, fair_sharing: bool, flavor: str |
 MODE_RANK = {"nofit": 0, "none": 1, "preempt": 2, "reclaim": 3, "fit": 4}
 
 
+def preferred(mode: str, level: float, best_mode: str, best_level: float, preference: str | None) -> bool:
+    """Kueue's ``isPreferred``: a flavor without preemption candidates ranks below any viable
+    one; then ``PreemptionOverBorrowing`` takes the lower borrowing level before the better
+    mode, and the default (``BorrowingOverPreemption``) the better mode before the level."""
+    if best_mode == "nofit":
+        return True
+    if (mode == "none") != (best_mode == "none"):
+        return best_mode == "none"
+    if preference == "PreemptionOverBorrowing":
+        if level != best_level:
+            return level < best_level
+        return MODE_RANK[mode] > MODE_RANK[best_mode]
+    if mode != best_mode:
+        return MODE_RANK[mode] > MODE_RANK[best_mode]
+    return level < best_level
+
+
 def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
                   live: list[RunningJob]) -> tuple[str | None, str, bool]:
     """Kueue's flavor assigner with flavor fungibility: (flavor, mode, borrows).
@@ -71,8 +88,8 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
     on a flavor (Kueue's shouldTryNextFlavor) when it fits without borrowing; fits by
     borrowing and ``whenCanBorrow: Borrow``; or needs preemption, ``whenCanPreempt: Preempt``
     and either no borrowing or ``whenCanBorrow: Borrow``.
-    Otherwise the best flavor seen wins (isPreferred, preference unset = Kueue's default:
-    the better mode, then the lower borrowing level; ties keep the earlier flavor). With one
+    Otherwise the best flavor seen wins (``preferred``: Kueue's isPreferred with the queue's
+    ``preference``; ties keep the earlier flavor). With one
     flavor there is no choice to make and the oracle is not consulted (mode ``none``)."""
     t = ledger.tenancy.tenant(job.tenant)
     assert t is not None
@@ -82,6 +99,7 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
     best_level = math.inf
     for f in flavors:
         borrows = ledger.used(job.tenant, f) + g > t.quota(f).nominal
+        after = 0
         refused = res is not None and res.refusal(job, f, borrows) is not None
         if quota_fits(ledger, ledger.tenancy, job, f, borrow=True) and not refused:
             mode = "fit"
@@ -91,16 +109,19 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
         elif len(flavors) == 1:
             mode = "none"
         else:
-            mode = possibility(job, f, ledger.tenancy, ledger, live)
+            mode, after = possibility_and_level(job, f, ledger.tenancy, ledger, live)
         if mode == "fit" and (not borrows or pol.when_can_borrow == "Borrow"):
             return f, mode, borrows
         if mode in ("preempt", "reclaim") and pol.when_can_preempt == "Preempt" and (
-                not borrows or pol.when_can_borrow == "Borrow"):
+                after == 0 or pol.when_can_borrow == "Borrow"):
             return f, mode, borrows
         if mode == "nofit":
             continue
-        level = borrowing_level(ledger, job.tenant, f, g) if borrows else 0
-        if MODE_RANK[mode] > MODE_RANK[best[1]] or (mode == best[1] and level < best_level):
+        if mode in ("fit", "none"):
+            level = borrowing_level(ledger, job.tenant, f, g) if borrows else 0
+        else:
+            level = after  # Kueue's borrowAfterPreemptions
+        if preferred(mode, level, best[1], best_level, pol.preference):
             best, best_level = (f, mode, borrows), level
     return best
 

@@ -47,7 +47,7 @@ from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_fair import fair_targets
-from gpufleet.policies.kueue_tree import local_available
+from gpufleet.policies.kueue_tree import local_available, lowest_subtree_height
 from gpufleet.policies.quota import Node, QuotaLedger
 
 WITHIN_CQ = "within"
@@ -237,29 +237,43 @@ def fill_back(chosen: list[Candidate], borrow: bool, fits: Fits) -> list[Candida
 def possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
                 live: Iterable[RunningJob]) -> str:
     """``reclaim``, ``preempt`` or ``none`` (module docstring) for ``job`` on ``flavor``."""
+    return possibility_and_level(job, flavor, tenancy, ledger, live)[0]
+
+
+def possibility_and_level(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
+                          live: Iterable[RunningJob]) -> tuple[str, int]:
+    """(``possibility``, the borrowing level once the targets are gone: Kueue's
+    ``borrowAfterPreemptions``; with no targets, the level as things stand)."""
     if tenancy.fair_sharing:
-        return _fair_possibility(job, flavor, tenancy, ledger, live)
-    request = {flavor: job.total_gpus}
-    cands = classify(job, request, tenancy, ledger, ledger, live)
+        mode, victims = _fair_possibility(job, flavor, tenancy, ledger, live)
+    else:
+        request = {flavor: job.total_gpus}
+        cands = classify(job, request, tenancy, ledger, ledger, live)
 
-    def fits(victims: list[RunningJob], borrow: bool) -> bool:
-        trial = ledger.copy()
-        for rj in victims:
-            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        return quota_fits(trial, tenancy, job, flavor, borrow)
+        def fits(gone: list[RunningJob], borrow: bool) -> bool:
+            return quota_fits(_without(ledger, gone), tenancy, job, flavor, borrow)
 
-    found = search(job, request, tenancy, ledger, ledger, cands, fits)
-    if found is None:
-        return "none"
-    return "preempt" if any(c.rj.job.tenant == job.tenant for c in found[0]) else "reclaim"
+        found = search(job, request, tenancy, ledger, ledger, cands, fits)
+        victims = [c.rj for c in found[0]] if found else []
+        mode = ("none" if found is None else
+                "preempt" if any(rj.job.tenant == job.tenant for rj in victims) else "reclaim")
+    level = lowest_subtree_height(_without(ledger, victims), job.tenant, flavor, job.total_gpus)[0]
+    return mode, level
+
+
+def _without(ledger: QuotaLedger, gone: list[RunningJob]) -> QuotaLedger:
+    trial = ledger.copy()
+    for rj in gone:
+        trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+    return trial
 
 
 def _fair_possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
-                      live: Iterable[RunningJob]) -> str:
+                      live: Iterable[RunningJob]) -> tuple[str, list[RunningJob]]:
     """With fair sharing, Kueue's oracle runs the fair-sharing targets on quota alone."""
     own, others = candidates(job, flavor, tenancy, ledger, live)
     if not own and not others:
-        return "none"
+        return "none", []
 
     def fits(victims: list[RunningJob]) -> bool:
         trial = ledger.copy()
@@ -269,5 +283,6 @@ def _fair_possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedg
 
     found = fair_targets(job, {flavor: job.total_gpus}, tenancy, ledger, [*others, *own], fits)
     if not found:
-        return "none"
-    return "preempt" if any(t.rj.job.tenant == job.tenant for t in found) else "reclaim"
+        return "none", []
+    victims = [t.rj for t in found]
+    return ("preempt" if any(rj.job.tenant == job.tenant for rj in victims) else "reclaim"), victims

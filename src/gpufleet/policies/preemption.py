@@ -64,11 +64,13 @@ from gpufleet.policies.quota import (
     EXCEEDS_BORROWING,
     EXCEEDS_NOMINAL,
     WAITING_FOR_COHORT,
+    AdmissionRecord,
     QuotaAdmitter,
     QuotaLedger,
     effective_priority,
     job_gpus_by_flavor,
     protected_running,
+    with_flavor,
 )
 from gpufleet.policies.victims import VictimSearch
 
@@ -174,7 +176,12 @@ class TenancyPreemptor:
                 for b in fitted:
                     plan.bind(b)
                 continue
-            choice = self._victims(job, rec.flavor, rec.admitted, plan, ctx, ledger, live, protected)
+            choice, flavor = None, rec.flavor
+            for flavor in self._flavors_to_try(rec, ledger):
+                tried = job if rec.admitted or not job.total_gpus else with_flavor(job, flavor)
+                choice = self._victims(tried, flavor, rec.admitted, plan, ctx, ledger, live, protected)
+                if choice is not None:
+                    break
             if choice is None:
                 hopeless.add(same)
                 continue
@@ -185,12 +192,25 @@ class TenancyPreemptor:
                 rj = live.pop(v)
                 ledger.charge_bindings(rj.job.tenant, rj.bindings, -1)
                 out.append(Preemption(v, job.id, choice.reason, tenancy.grace_s))
-            ledger.add(job.tenant, rec.flavor, job.total_gpus)
+            ledger.add(job.tenant, flavor, job.total_gpus)
             ctx.statuses.record(job.id, Status(StatusCode.WAIT, (
                 f"preempting {', '.join(choice.victims)} ({choice.reason}); starts once they are "
                 "evicted",), self.name, ctx.now + tenancy.grace_s))
         plan.rollback(mark0)
         return out
+
+    @staticmethod
+    def _flavors_to_try(rec: AdmissionRecord, ledger: QuotaLedger) -> list[str]:
+        """An admitted job is pinned to its flavor. A refused one may use any of its queue's
+        flavors it allows: those where the job is within the tenant's nominal quota first (a
+        guarantee a borrower holds is reclaimed before the tenant's own work is evicted
+        elsewhere), then the rest, each group in the queue's order."""
+        job = rec.pending.job
+        flavors = ledger.candidate_flavors(job) if not rec.admitted and job.total_gpus else ()
+        if not flavors:
+            return [rec.flavor]
+        within = [f for f in flavors if ledger.within_nominal(job.tenant, f, job.total_gpus)]
+        return within + [f for f in flavors if f not in within]
 
     def _candidates(self, job: Job, flavor: str, ctx: CycleContext, ledger: QuotaLedger,
                     live: dict[JobId, RunningJob], protected: set[JobId]

@@ -210,6 +210,9 @@ D = {
                                                "flavor, or try the next flavor first.",
     "tenancy.tenants[].kueue.when_can_preempt": "Kueue flavorFungibility.whenCanPreempt: preempt in this "
                                                 "flavor, or try the next flavor first.",
+    "tenancy.tenants[].kueue.preference": "Kueue flavorFungibility.preference: when every flavor needs "
+                                          "borrowing or preemption, BorrowingOverPreemption (default) or "
+                                          "PreemptionOverBorrowing.",
     "tenancy.tenants[].kueue.admission_fair_sharing": "Kueue admissionScope UsageBasedAdmissionFairSharing: "
                                                       "order the queue by LocalQueue decayed usage first.",
     "tenancy.admission_fair_sharing": "Kueue admission fair sharing settings for the `kueue` profile "

@@ -48,3 +48,25 @@ def test_a_trace_tenant_without_a_queue_gets_one_line(tmp_path):
     assert "job j0: tenant" in r.stderr and "'nobody'" in r.stderr
     r2 = runner.invoke(app, ["simulate", "tenancy", "--kueue", str(cfg)])
     assert r2.exit_code == 2 and "--kueue goes with --fleet and --trace" in r2.stderr
+
+
+def test_simulate_takes_the_gpu_model_of_a_flavor_straight_from_kueues_manifests(tmp_path):
+    """Kueue's sample names its flavor tas-flavor, no GPU model: without --gpu-model the replay
+    stops with one line saying to pass it; with --gpu-model tas-flavor=H100-80GB the same three
+    jobs replay as from an imported config (two at 0, one at 3,600: makespan 7,200). Given with
+    an imported config, or without --kueue, --gpu-model is one line and exit 2."""
+    fleet, trace, out = (tmp_path / n for n in ("fleet.yaml", "t.jsonl", "out"))
+    fleet.write_text(FLEET)
+    write_jobs(trace, [job(f"j{i}").tenant("tas-user-queue").gpus(8).runs(3600).build() for i in range(3)])
+    sample = str(DATA / "v1beta2" / "tas-sample-gpu-queues.yaml")
+    base = ["simulate", "--fleet", str(fleet), "--trace", str(trace), "--kueue", sample, "--no-progress"]
+    r = runner.invoke(app, [*base, "--out", str(out / "a")])
+    assert r.exit_code == 2 and "pass --gpu-model tas-flavor=MODEL" in r.stderr
+    r = runner.invoke(app, [*base, "--gpu-model", "tas-flavor=H100-80GB", "--out", str(out / "b")])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "b" / "summary.json").read_text())
+    assert all(s["makespan_s"] == 7_200 for s in summary["policies"].values())
+    bad = runner.invoke(app, [*base, "--gpu-model", "tas-flavor"])
+    assert bad.exit_code == 2 and "FLAVOR=MODEL" in bad.stderr
+    alone = runner.invoke(app, ["simulate", "tenancy", "--gpu-model", "x=H100-80GB"])
+    assert alone.exit_code == 2 and "--gpu-model goes with --kueue" in alone.stderr

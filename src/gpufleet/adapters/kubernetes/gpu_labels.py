@@ -28,6 +28,29 @@ _PATTERNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The ``nvidia.com/gpu.product`` value GFD writes on nodes of each catalog model (NVML's
+#: product name, spaces as dashes), for selecting them, and whether that value is sourced.
+#: H100-80GB: the GFD README's example (docs/gpu-feature-discovery, k8s-reference §1.4).
+#: A100-80GB, A100-40GB, H200-141GB, B200, L40S: values seen written by GFD on real nodes in
+#: public cluster manifests (the SXM boards; PCIe and NVL boards report other names, e.g.
+#: NVIDIA-A100-80GB-PCIe, which one label value cannot also select). GB200: not sourced.
+GFD_PRODUCTS: dict[str, tuple[str, bool]] = {
+    "H100-80GB": ("NVIDIA-H100-80GB-HBM3", True),
+    "A100-80GB": ("NVIDIA-A100-SXM4-80GB", True),
+    "A100-40GB": ("NVIDIA-A100-SXM4-40GB", True),
+    "H200-141GB": ("NVIDIA-H200", True),
+    "B200": ("NVIDIA-B200", True),
+    "L40S": ("NVIDIA-L40S", True),
+    "GB200": ("NVIDIA-GB200", False),
+}
+
+
+def gfd_product(model: str) -> tuple[str, bool]:
+    """(the product label GFD writes for ``model``, whether that value is sourced); a model not
+    in the table gets its own name, unsourced."""
+    return GFD_PRODUCTS.get(model, (model, False))
+
+
 def catalog_model(product: str) -> str:
     """Our catalog name for a GFD product, or the product itself (suffixes stripped) if unknown."""
     base = re.sub(r"-(MIG-.*|SHARED)$", "", product)

@@ -1,10 +1,12 @@
 """A gpufleet tenancy config → Kueue manifests (v1beta2 by default, or v1beta1).
 
-* one ResourceFlavor per GPU model, named after it in lower case, with the node label GPU
-  feature discovery sets (``nvidia.com/gpu.product``) so it selects those nodes;
+* one ResourceFlavor per GPU model, named after it in lower case, with the value GPU Feature
+  Discovery writes in ``nvidia.com/gpu.product`` on such nodes (adapters/kubernetes/gpu_labels.py
+  ``GFD_PRODUCTS``, which says which values are sourced; a note names the others);
 * one ClusterQueue per tenant: a single resource group covering ``nvidia.com/gpu`` and every
   other resource the tenant has quota for (Kueue requires every flavor of a group to list the
-  group's resources in the same order, so a missing one is written with nominalQuota 0), the
+  group's resources in the same order, so a missing one is written with nominalQuota 0 and, in a
+  cohort, borrowingLimit 0: never looser than our "no quota, refused"), the
   cohort, the preemption policy, queueing strategy, flavor fungibility and fair-sharing weight;
 * one Cohort per cohort (parent, own quota, weight); the LocalQueues import recorded, else one
   per tenant in a namespace named after it; one WorkloadPriorityClass per priority class.
@@ -15,8 +17,11 @@ half-life) is returned as notes.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
+from gpufleet.adapters.kubernetes.gpu_labels import gfd_product
+from gpufleet.adapters.kueue.quantity import format_quantity
 from gpufleet.model.tenancy_config import QuotaSpec, ResourceQuotaSpec, TenancySpec
 
 API = "kueue.x-k8s.io"
@@ -28,25 +33,34 @@ def flavor_name(model: str) -> str:
 
 
 def _quantity(resource: str, value: float) -> int | str:
+    """``value`` of ``resource`` as an exact quantity: memory (GB in our config) as bytes in
+    the shortest exact form ("100Gi" comes back as "100Gi"), cpu and weights to the milli."""
     if resource == "memory_gb":
-        return f"{round(value * 1000)}M"
-    if float(value).is_integer():
-        return int(value)
-    return f"{round(value * 1000)}m"
+        return format_quantity(round(Fraction(value) * 10**9))
+    milli = Fraction(round(Fraction(value) * 1000), 1000)
+    return int(milli) if milli.denominator == 1 else f"{int(milli * 1000)}m"
 
 
-def _res(name: str, q: QuotaSpec | ResourceQuotaSpec | None, resource: str) -> dict[str, Any]:
+def _res(name: str, q: QuotaSpec | ResourceQuotaSpec | None, resource: str, closed: bool
+         ) -> dict[str, Any]:
+    """One resource of one flavor. ``q`` None: the owner has no quota for it, which in our
+    model refuses it outright; with a cohort (``closed``) that is nominal 0 *and* borrowing
+    limit 0, or Kueue would let the owner borrow it without limit."""
     out: dict[str, Any] = {"name": "memory" if resource == "memory_gb" else name,
                            "nominalQuota": _quantity(resource, q.nominal if q else 0)}
-    if q is not None and q.borrowing_limit is not None:
+    if q is None:
+        if closed:
+            out["borrowingLimit"] = 0
+        return out
+    if q.borrowing_limit is not None:
         out["borrowingLimit"] = _quantity(resource, q.borrowing_limit)
-    if q is not None and q.lending_limit is not None:
+    if q.lending_limit is not None:
         out["lendingLimit"] = _quantity(resource, q.lending_limit)
     return out
 
 
-def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]]
-            ) -> list[dict[str, Any]]:
+def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]],
+            closed: bool = False) -> list[dict[str, Any]]:
     models = list(dict.fromkeys([*quotas, *resources]))
     if not models:
         return []
@@ -54,8 +68,8 @@ def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, Resourc
     covered = [GPU, *("memory" if r == "memory_gb" else r for r in others)]
     flavors = []
     for m in models:
-        rs = [_res(GPU, quotas.get(m), GPU)]
-        rs += [_res(r, resources.get(m, {}).get(r), r) for r in others]
+        rs = [_res(GPU, quotas.get(m), GPU, closed)]
+        rs += [_res(r, resources.get(m, {}).get(r), r, closed) for r in others]
         flavors.append({"name": flavor_name(m), "resources": rs})
     return [{"coveredResources": covered, "flavors": flavors}]
 
@@ -73,9 +87,15 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
     notes: list[str] = []
     models = list(dict.fromkeys([m for t in spec.tenants for m in (*t.quotas, *t.resources)]
                                 + [m for c in spec.cohorts for m in (*c.quotas, *c.resources)]))
-    out: list[dict[str, Any]] = [
-        {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(m)},
-         "spec": {"nodeLabels": {"nvidia.com/gpu.product": m}}} for m in models]
+    out: list[dict[str, Any]] = []
+    for m in models:
+        product, sourced = gfd_product(m)
+        out.append({"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(m)},
+                    "spec": {"nodeLabels": {"nvidia.com/gpu.product": product}}})
+        if not sourced:
+            notes.append(f"ResourceFlavor {flavor_name(m)!r}: nodeLabels nvidia.com/gpu.product={product} "
+                         "is not a value GPU Feature Discovery is known to write; check it against "
+                         "your nodes' labels")
     for c in spec.cohorts:
         cs: dict[str, Any] = {}
         if c.parent:
@@ -90,7 +110,7 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
         s: dict[str, Any] = {"namespaceSelector": {}}
         if t.cohort:
             s["cohortName" if version == "v1beta2" else "cohort"] = t.cohort
-        s["resourceGroups"] = _groups(t.quotas, t.resources)
+        s["resourceGroups"] = _groups(t.quotas, t.resources, closed=t.cohort is not None)
         k = t.kueue
         pre: dict[str, Any] = {"withinClusterQueue": k.within_cluster_queue,
                                "reclaimWithinCohort": k.reclaim_within_cohort}
@@ -103,6 +123,8 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
         s["queueingStrategy"] = k.queueing_strategy
         s["flavorFungibility"] = {"whenCanBorrow": _fungibility(k.when_can_borrow, version),
                                   "whenCanPreempt": _fungibility(k.when_can_preempt, version)}
+        if k.preference is not None:
+            s["flavorFungibility"]["preference"] = k.preference
         if t.weight != 1.0:
             s["fairSharing"] = {"weight": _quantity("weight", t.weight)}
         if k.admission_fair_sharing:

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
 
-from gpufleet.adapters.kueue.quantity import parse_quantity
+from gpufleet.adapters.kubernetes.gpu_labels import catalog_model
+from gpufleet.adapters.kueue.quantity import parse_exact, parse_gpus, parse_quantity
 from gpufleet.adapters.kueue.read import Manifest
 from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
 from gpufleet.model.errors import InputError, from_validation_error
@@ -45,6 +47,7 @@ ENUMS = {
     "whenCanBorrow": ("Borrow", "MayStopSearch", "TryNextFlavor"),
     "whenCanPreempt": ("Preempt", "MayStopSearch", "TryNextFlavor"),
     "preemptionStrategies": ("LessThanOrEqualToFinalShare", "LessThanInitialShare"),
+    "preference": ("BorrowingOverPreemption", "PreemptionOverBorrowing"),
     # v1beta2 spells it UsageBasedAdmissionFairSharing; Kueue's v1beta1 examples, UsageBasedFairSharing.
     "admissionMode": ("UsageBasedAdmissionFairSharing", "UsageBasedFairSharing", "NoAdmissionFairSharing"),
 }
@@ -109,7 +112,8 @@ class Translation:
         if not isinstance(labels, dict):
             raise m.error("spec.nodeLabels", "a mapping of label to value")
         for key in (*MODEL_LABELS, *labels):
-            if key in labels and isinstance(labels[key], str) and (model := _model(labels[key])):
+            if key in labels and isinstance(labels[key], str) and (model := _model(
+                    catalog_model(labels[key]) if key == "nvidia.com/gpu.product" else labels[key])):
                 return model
         return _model(m.name)
 
@@ -145,12 +149,13 @@ class Translation:
     def _resource(self, m: Manifest, rp: str, fname: str, model: str | None, res: dict,
                   out: dict[str, Any]) -> None:
         rname = res["name"]
-        vals: dict[str, float | None] = {}
+        vals: dict[str, Fraction] = {}
         for key, ours in (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"),
                           ("lendingLimit", "lending_limit")):
             if key in res:
                 try:
-                    vals[ours] = parse_quantity(res[key])
+                    vals[ours] = (Fraction(parse_gpus(res[key])) if rname in GPU_RESOURCES
+                                  else parse_exact(res[key])[0])
                 except ValueError as e:
                     raise m.error(f"{rp}.{key}", str(e)) from None
         if model is None:
@@ -160,15 +165,14 @@ class Translation:
             self.note(m, rp, f"{rname} quota on flavor {fname!r}, which has no GPU model")
             return
         if rname in GPU_RESOURCES:
-            for k, v in vals.items():
-                if v is not None and v != int(v):
-                    raise m.error(f"{rp}", f"whole GPUs for {rname}, not {v} ({k})")
-            out.setdefault("quotas", {})[model] = {k: int(v) for k, v in vals.items() if v is not None}
+            out.setdefault("quotas", {})[model] = {k: int(v) for k, v in vals.items()}
             return
         key = "memory_gb" if rname == "memory" else rname
-        scale = 1e-9 if rname == "memory" else 1.0
+        scale = Fraction(1, 10**9) if rname == "memory" else Fraction(1)
+        # Bytes → GB exactly (a whole number of bytes has at most 9 decimals in GB), so export
+        # gives back the very quantity ("100Gi", not 107.374 GB).
         out.setdefault("resources", {}).setdefault(model, {})[key] = {
-            k: round(v * scale, 9) for k, v in vals.items() if v is not None}
+            k: float(v * scale) for k, v in vals.items()}
 
     # -- ClusterQueue, Cohort -------------------------------------------------------------------
     def cluster_queue(self, m: Manifest) -> dict[str, Any]:
@@ -208,7 +212,9 @@ class Translation:
             kq["queueing_strategy"] = _enum(m, "spec.queueingStrategy", spec["queueingStrategy"],
                                             "queueingStrategy")
         fung = spec.get("flavorFungibility") or {}
-        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt"}, "spec.flavorFungibility")
+        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt", "preference"}, "spec.flavorFungibility")
+        if "preference" in fung:
+            kq["preference"] = _enum(m, "spec.flavorFungibility.preference", fung["preference"], "preference")
         for k, ours, stop in (("whenCanBorrow", "when_can_borrow", "Borrow"),
                               ("whenCanPreempt", "when_can_preempt", "Preempt")):
             if k in fung:
