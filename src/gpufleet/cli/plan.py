@@ -3,8 +3,8 @@
 The group and what every planner shares live here: ``--inputs FILE`` (prices and hardware figures
 merged over econ/defaults.yaml), ``--output text|json`` (the CLI's shared choice) and ``--out DIR``
 (DIR/<name>.json and DIR/<name>.html, named in each planner's --help). Each planner is its own
-module ``cli/plan_<name>.py`` that decorates a function with ``@plan_app.command("<name>")``; adding a planner is one new module plus
-its name in ``PLAN_COMMANDS`` below.
+module ``cli/plan_<name>.py`` that decorates a function with ``@plan_app.command("<name>")``;
+adding a planner is one new module plus its name in ``PLAN_COMMANDS`` below.
 """
 
 from __future__ import annotations
