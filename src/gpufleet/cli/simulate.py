@@ -82,7 +82,9 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
     custom = custom or {}
     jobs = scn.jobs(seed) if jobs is None else jobs
     horizon = scn.horizon
-    end_guess = horizon or max((j.submit_time for j in jobs), default=1.0) or 1.0
+    # the bar's length: the arrival horizon, else when the work would end with no wait at all (a
+    # lower bound of the makespan; the last arrival alone, 0 for a single job, made the bar full at once)
+    end_guess = horizon or max((j.submit_time + j.run_time for j in jobs), default=1.0) or 1.0
     results: dict[str, SimResult] = {}
     with Progress(TextColumn("[bold]{task.description:<14}"), BarColumn(),
                   TextColumn("{task.fields[day]}"), TimeElapsedColumn(),
@@ -91,7 +93,7 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
             task = bar.add_task(name, total=end_guess, day="")
 
             def tick(t: float, task: int = task) -> None:
-                bar.update(task, completed=min(t, end_guess), day=f"day {t / 86400:5.1f}")
+                bar.update(task, completed=min(t, end_guess), day=f"sim day {t / 86400:5.1f}")
 
             prof, interval = custom.get(name) or (profile(name, scn.fleet.fabric), scn.spec.cycle_interval_s)
             results[name] = run_simulation(scn.fleet, jobs, prof, seed=seed or 0,
@@ -102,7 +104,10 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
                                            failures=scn.failures,
                                            failures_until=scn.spec.reliability.until_s(horizon)
                                            if scn.spec.reliability is not None else None)
-            bar.update(task, completed=end_guess)
+            # the clock runs on after the last job when failures are on (repairs, returns); the run
+            # itself — its makespan, its metrics — ends with the jobs, which is what the bar says
+            r = results[name]
+            bar.update(task, completed=end_guess, day=f"done: jobs end day {r.end_time / 86400:.1f}")
     return results
 
 
