@@ -214,15 +214,27 @@ def nccl_env_cmd(
     ib: Annotated[
         Path | None, typer.Option(help="ibstat or sys-class-infiniband.txt output to check.")
     ] = None,
+    nic_legend: Annotated[Path | None, typer.Option(
+        help="NIC legend lines 'NIC0: mlx5_0' (as `nvidia-smi topo -m` prints under 'NIC Legend'), "
+             "for a topology captured without them.")] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
-    """NCCL_IB_HCA, NIC per GPU and GDR level from the topology; half-bandwidth failures from logs."""
+    """NCCL_IB_HCA (device names), NIC per GPU and GDR level from the topology; half-bandwidth
+    failures from logs."""
     t = parse_topo(_read_text(topo).splitlines())
     if t is None:
         raise InputError(
             str(topo), "", "not an `nvidia-smi topo -m` output (no 'GPU0 … CPU Affinity' header)"
         )
-    env = derive(t)
+    legend = None
+    if nic_legend is not None:
+        import re
+
+        legend = {m.group(1): m.group(2) for ln in _read_text(nic_legend).splitlines()
+                  if (m := re.match(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$", ln))}
+        if not legend:
+            raise InputError(str(nic_legend), "", "no 'NICn: device' lines (e.g. 'NIC0: mlx5_0')")
+    env = derive(t, legend)
     hcas = env.env.get("NCCL_IB_HCA", "=").lstrip("=").split(",") if env.env else []
     if ib:
         lines = _read_text(ib).splitlines()

@@ -59,7 +59,10 @@ def upgrade(
         help="Roll back when more than this share of the canary fails.")] = 0.25,
     gpus_per_node: Annotated[int, typer.Option(help="GPUs per node (ignored with --fleet).")] = 8,
     simulate: Annotated[bool, typer.Option(help="Replay every plan in the simulator, failures on.")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the simulated failures and upgrade draws.")] = 0,
+    seed: Annotated[int, typer.Option(help="First seed of the simulated failures and upgrade draws.")] = 0,
+    seeds: Annotated[int, typer.Option(
+        help="Seeds replayed per plan with --simulate: the simulated GPU-hours lost and rollout "
+             "time are means with 95% intervals over them.")] = 4,
     from_driver: Annotated[str | None, typer.Option(
         help="Driver before the upgrade, e.g. 550.54.14 (with --to-driver and --image-cuda: which "
              "images may land on upgraded nodes).")] = None,
@@ -86,8 +89,10 @@ def upgrade(
         gpus_per_node = max(n.gpus for n in scn.fleet.nodes)
     if not 1 <= nodes <= 1_000_000:
         raise fail(f"--nodes: expected 1 to 1,000,000 nodes, got {nodes}")
-    if not 0 <= seed < 2**63:
-        raise fail(f"--seed: expected 0 to 2**63 − 1, got {seed}")
+    if not 0 <= seed < 2**63 - 100:
+        raise fail(f"--seed: expected 0 to 2**63 − 101, got {seed}")
+    if not 1 <= seeds <= 100:
+        raise fail(f"--seeds: expected 1 to 100, got {seeds}")
     if not 1 <= gpus_per_node <= 1024:
         raise fail(f"--gpus-per-node: expected 1 to 1,024, got {gpus_per_node}")
     in_range("--max-unavailable", max_unavailable, 1e-6, 1.0)
@@ -155,11 +160,19 @@ def upgrade(
         from gpufleet.sim.upgrade_replay import replay
         if scn is None and nodes > MAX_SIM_NODES:
             raise fail(f"--simulate: at most {MAX_SIM_NODES:,} nodes without --fleet/--trace, got {nodes:,}")
+        from gpufleet.sim.estimate import t_interval
         for row, p in zip(rows, plans, strict=True):
-            row |= replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
-                          soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, seed,
-                          drivers=drivers, images=tuple(image_cuda or ()), nccls=tuple(image_nccl or ()),
-                          kernel=kernel)
+            runs = [replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
+                           soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, sd,
+                           drivers=drivers, images=tuple(image_cuda or ()), nccls=tuple(image_nccl or ()),
+                           kernel=kernel) for sd in range(seed, seed + seeds)]
+            row |= runs[0]  # one seed's run in full (failures, drained jobs, waiting jobs)
+            for key, plan_key in (("sim_job_gpu_hours_lost", "job_gpu_hours_lost"),
+                                  ("sim_rollout_hours", "rollout_hours")):
+                est = t_interval(r[key] for r in runs)
+                row[key] = est.mean
+                row[f"{key}_ci"] = est.as_dict()
+                row[f"{key}_verdict"] = est.verdict(row[plan_key])
     out = {"nodes": nodes, "gpus_per_node": gpus_per_node, "canary": c, "max_unavailable": max_unavailable,
            "node_minutes": node_minutes, "drain_timeout_s": drain_timeout,
            "checkpoint_minutes": checkpoint_minutes, "soak_minutes": soak_minutes, "plans": rows}
@@ -204,8 +217,11 @@ def _print(out: dict, simulated: bool) -> None:
                  f"{r['capacity_gpu_hours_out']:,.0f}", f"{r['job_gpu_hours_lost']:,.0f}",
                  f"{r['failed_nodes']:.1f}"]
         if simulated:
+            lost = r["sim_job_gpu_hours_lost_ci"]
+            half = (lost["ci_high"] - lost["ci_low"]) / 2
             cells += [f"{r['sim_rollout_hours']:,.1f} h", f"{r['sim_capacity_gpu_hours_out']:,.0f}",
-                      f"{r['sim_job_gpu_hours_lost']:,.0f}", f"{r['sim_failed_nodes']}"]
+                      f"{lost['mean']:,.0f} ± {half:,.0f} ({r['sim_job_gpu_hours_lost_verdict']})",
+                      f"{r['sim_failed_nodes']}"]
         if images:
             cells += [f"{r['sim_jobs_waiting_at_end']:,}", f"{r['sim_driver_wait_gpu_hours']:,.0f}"]
         t.add_row(*cells)

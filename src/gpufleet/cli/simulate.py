@@ -29,7 +29,13 @@ from gpufleet.report.estimates import estimate_section
 from gpufleet.report.fmt import duration, durations
 from gpufleet.report.fragmentation import FRAGMENTATION_ROWS, fmt_row, fragmentation_section
 from gpufleet.report.jsonsafe import write_json
-from gpufleet.report.reliability import OPTIONAL_ROWS, RELIABILITY_ROWS, reliability_section
+from gpufleet.report.reliability import (
+    OPTIONAL_ROWS,
+    RELIABILITY_ROWS,
+    Studies,
+    reliability_section,
+    reliability_studies,
+)
 from gpufleet.report.reliability import fmt as fmt_reliability
 from gpufleet.report.simulation import (
     COMPARISON_ROWS,
@@ -76,7 +82,9 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
     custom = custom or {}
     jobs = scn.jobs(seed) if jobs is None else jobs
     horizon = scn.horizon
-    end_guess = horizon or max((j.submit_time for j in jobs), default=1.0) or 1.0
+    # the bar's length: the arrival horizon, else when the work would end with no wait at all (a
+    # lower bound of the makespan; the last arrival alone, 0 for a single job, made the bar full at once)
+    end_guess = horizon or max((j.submit_time + j.run_time for j in jobs), default=1.0) or 1.0
     results: dict[str, SimResult] = {}
     with Progress(TextColumn("[bold]{task.description:<14}"), BarColumn(),
                   TextColumn("{task.fields[day]}"), TimeElapsedColumn(),
@@ -85,7 +93,7 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
             task = bar.add_task(name, total=end_guess, day="")
 
             def tick(t: float, task: int = task) -> None:
-                bar.update(task, completed=min(t, end_guess), day=f"day {t / 86400:5.1f}")
+                bar.update(task, completed=min(t, end_guess), day=f"sim day {t / 86400:5.1f}")
 
             prof, interval = custom.get(name) or (profile(name, scn.fleet.fabric), scn.spec.cycle_interval_s)
             results[name] = run_simulation(scn.fleet, jobs, prof, seed=seed or 0,
@@ -96,7 +104,10 @@ def run_policies(scn: Scenario, policies: list[str], seed: int | None,
                                            failures=scn.failures,
                                            failures_until=scn.spec.reliability.until_s(horizon)
                                            if scn.spec.reliability is not None else None)
-            bar.update(task, completed=end_guess)
+            # the clock runs on after the last job when failures are on (repairs, returns); the run
+            # itself — its makespan, its metrics — ends with the jobs, which is what the bar says
+            r = results[name]
+            bar.update(task, completed=end_guess, day=f"done: jobs end day {r.end_time / 86400:.1f}")
     return results
 
 
@@ -189,7 +200,11 @@ def print_fragmentation(summaries: dict[str, dict]) -> None:
     wide_console().print(t)
 
 
-def print_reliability(summaries: dict[str, dict]) -> None:
+def print_reliability(summaries: dict[str, dict], studies: Studies | None = None) -> None:
+    """The run's reliability rows per policy, then (``studies``) what the scenario is about —
+    recovery, cadence, spares, pre-flight, spot, elastic — the same rows as the HTML report: with
+    one gang on its own fleet every policy places it alike, so the policy columns match and the
+    comparison that matters is between the designs each study runs."""
     t = Table(title="Reliability (failures on)", header_style="bold")
     t.add_column("metric")
     for name in summaries:
@@ -200,6 +215,19 @@ def print_reliability(summaries: dict[str, dict]) -> None:
         if all(key in s for s in summaries.values()):
             t.add_row(label, *[fmt_reliability(s[key], kind) for s in summaries.values()])
     console.print(t)
+    if studies is None:
+        return
+    keys = [k for k, _, _ in RELIABILITY_ROWS]
+    if len(summaries) > 1 and len({tuple(s.get(k) for k in keys) for s in summaries.values()}) == 1:
+        console.print("the policies ran this scenario identically (one gang on its own fleet); "
+                      "the studies below compare what it is about:", highlight=False)
+    for title, (headers, rows) in studies.tables.items():
+        st = Table(title=title, header_style="bold")
+        for h in headers:
+            st.add_column(str(h))
+        for row in rows:
+            st.add_row(*[str(c) for c in row])
+        console.print(st)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -300,8 +328,10 @@ def simulate(
     if scn.tenancy is not None:
         window = scn.horizon or max(r.end_time for r in results.values())
         extra[:0] = tenancy_sections(results, summaries, scn.tenancy, window)
+    studies = None
     if scn.failures is not None:
-        extra.insert(0, reliability_section(summaries, scn.failures))
+        studies = reliability_studies(scn.failures)
+        extra.insert(0, reliability_section(summaries, scn.failures, studies))
     fractional = shows_fragmentation(results)
     if fractional:
         extra.insert(0, fragmentation_section(
@@ -334,5 +364,5 @@ def simulate(
     if actual:
         print_actual(actual)
     if scn.failures is not None:
-        print_reliability(summaries)
+        print_reliability(summaries, studies)
     console.print(f"wrote {out / 'summary.json'}, {out / 'report.html'}")

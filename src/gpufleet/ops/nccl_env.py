@@ -47,7 +47,18 @@ def _name(topo: Topo, col: str) -> str:
     return topo.legend.get(col, col)
 
 
-def derive(topo: Topo) -> NcclEnv:
+#: An RDMA device name NCCL matches in NCCL_IB_HCA (mlx5_0, bnxt_re0, irdma0, ...), as opposed to
+#: nvidia-smi's positional aliases NIC0, NIC1, ... which no NCCL filter knows.
+_ALIAS = re.compile(r"NIC\d+")
+
+
+def derive(topo: Topo, legend: dict[str, str] | None = None) -> NcclEnv:
+    """The environment for this topology. ``legend`` (NICn → device name, e.g. from
+    ``--nic-legend``) adds to the topology's own 'NIC Legend' lines. NCCL_IB_HCA lists device names:
+    ``=NIC1,NIC2`` would match no HCA (NCCL compares the filter with ibv device names,
+    ops-reference §7.1), so without a legend it is not set and the gap is said instead."""
+    if legend:
+        topo = Topo(topo.columns, topo.matrix, {**topo.legend, **legend})
     pairs: list[GpuNic] = []
     problems: list[str] = []
     notes: list[str] = []
@@ -67,7 +78,14 @@ def derive(topo: Topo) -> NcclEnv:
         {p.nic for p in pairs}, key=lambda s: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
     )
     unused = [_name(topo, c) for c in topo.nics if _name(topo, c) not in hcas]
-    env = {"NCCL_IB_HCA": "=" + ",".join(hcas)}
+    aliases = [h for h in hcas if _ALIAS.fullmatch(h)]
+    env = {} if aliases else {"NCCL_IB_HCA": "=" + ",".join(hcas)}
+    if aliases:
+        problems.append(
+            f"NCCL_IB_HCA not set: {', '.join(aliases)} are nvidia-smi's aliases, not device names, and "
+            "NCCL would match no HCA with them; give the full `nvidia-smi topo -m` output (its 'NIC "
+            "Legend' lines, NICn: mlx5_x) or --nic-legend FILE"
+        )
     far = [p for p in pairs if p.link not in GDR_OK]
     if far:
         for p in far:
@@ -89,11 +107,6 @@ def derive(topo: Topo) -> NcclEnv:
             notes.append(f"{nic} serves {', '.join(gpus)}: they share its bandwidth")
     if unused:
         notes.append(f"left out of NCCL_IB_HCA (no GPU near them): {', '.join(unused)}")
-    if not topo.legend and any(c.startswith("NIC") for c in topo.nics):
-        notes.append(
-            "no NIC legend in this output: NICn are nvidia-smi's names; map them with its "
-            "'NIC Legend' lines (NICn: mlx5_x) or `ibdev2netdev`"
-        )
     return NcclEnv(pairs, env, problems, notes)
 
 

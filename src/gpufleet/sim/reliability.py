@@ -31,6 +31,16 @@ def daly_interval_s(delta_s: float, mtti_s: float) -> float:
     return math.sqrt(2.0 * delta_s * mtti_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - delta_s
 
 
+def daly_exact_interval_s(delta_s: float, mtti_s: float) -> float:
+    """The τ that minimises Daly's exact expected wall time (``daly_wall_s``; R only scales it by
+    e^{R/M}): d/dτ [(e^{(τ+δ)/M} − 1)/τ] = 0 gives e^{(τ+δ)/M}(1 − τ/M) = 1, whose root in (0, M) is
+    τ = M·[1 + W₀(−e^{−1−δ/M})] with W₀ the principal Lambert W. Daly's higher-order estimate
+    (``daly_interval_s``) is its series in √(δ/2M); Young's √(2δM) the first term."""
+    from scipy.special import lambertw
+
+    return float(mtti_s * (1.0 + lambertw(-math.exp(-1.0 - delta_s / mtti_s), 0).real))
+
+
 def daly_wall_s(solve_s: float, tau_s: float, delta_s: float, restart_s: float, mtti_s: float) -> float:
     """Daly's expected wall time with exponential failures: T_w = M e^{R/M} (e^{(τ+δ)/M} − 1) T_s / τ."""
     m = mtti_s
@@ -190,6 +200,28 @@ def spot_break_even_exact(tau_s: float, delta_s: float, restart_s: float, reclai
     renewal-exact waste: each reclaim (λ per paid second) wastes W = E[X mod τ'] + R of wall time,
     so u_spot = u_od (1 − λW) and d* = 1 − u_spot/u_od = λ W."""
     return reclaims_per_s * spot_waste_exact_s(tau_s + delta_s, restart_s, reclaims_per_s)
+
+
+def spot_useful_share_exact(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:
+    """Share of paid spot time that is useful work with the renewal-exact waste:
+    τ/(τ+δ) · (1 − λ W), W = spot_waste_exact_s(τ + δ, R, λ); 0 when the waste eats it all."""
+    w = spot_waste_exact_s(tau_s + delta_s, restart_s, reclaims_per_s)
+    return max(0.0, tau_s / (tau_s + delta_s) * (1.0 - reclaims_per_s * w))
+
+
+def best_spot_interval(delta_s: float, restart_s: float, reclaims_per_s: float) -> tuple[float, float]:
+    """(τ, useful share) maximising ``spot_useful_share_exact``: a bounded scalar search over
+    τ ∈ [δ/100, 100/λ] (the share is unimodal in τ: checkpoint cost falls, lost work grows)."""
+    from scipy.optimize import minimize_scalar
+
+    lo, hi = max(1.0, delta_s / 100.0), 100.0 / reclaims_per_s
+    def loss(log_tau: float) -> float:
+        return -spot_useful_share_exact(math.exp(log_tau), delta_s, restart_s, reclaims_per_s)
+
+    res = minimize_scalar(loss, bounds=(math.log(lo), math.log(hi)), method="bounded",
+                          options={"xatol": 1e-6})
+    tau = math.exp(res.x)
+    return tau, spot_useful_share_exact(tau, delta_s, restart_s, reclaims_per_s)
 
 
 def spot_useful_share(tau_s: float, delta_s: float, restart_s: float, reclaims_per_s: float) -> float:

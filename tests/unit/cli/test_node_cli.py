@@ -124,8 +124,22 @@ def test_node_nccl_env_prints_exports_and_problems():
         ],
     )
     assert res.exit_code == 0, res.output
-    assert "export NCCL_IB_HCA='=NIC1,NIC2,NIC3,NIC4,NIC5,NIC6,NIC7,NIC8'" in res.output
+    assert "export NCCL_IB_HCA" not in res.output and "aliases" in res.output
     assert "mlx5_10 port 1 is Down / Polling" in res.output
+
+
+def test_node_nccl_env_exports_device_names_from_a_nic_legend(tmp_path):
+    """Legend lines in nvidia-smi's format (constructed: NICn → mlx5_n) turn the aliases into names."""
+    legend = tmp_path / "legend.txt"
+    legend.write_text("".join(f"  NIC{i}: mlx5_{i}\n" for i in range(9)))
+    res = runner.invoke(app, ["node", "nccl-env", "--topo", str(OPS / "nccl/topo-h100-9nic.txt"),
+                              "--nic-legend", str(legend)])
+    assert res.exit_code == 0, res.output
+    assert "export NCCL_IB_HCA='=mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7,mlx5_8'" in res.output
+    legend.write_text("nothing here\n")
+    res = runner.invoke(app, ["node", "nccl-env", "--topo", str(OPS / "nccl/topo-h100-9nic.txt"),
+                              "--nic-legend", str(legend)])
+    assert res.exit_code == 2 and "NICn: device" in res.output
 
 
 def test_node_nccl_env_rejects_a_file_that_is_not_a_topology():

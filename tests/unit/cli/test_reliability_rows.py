@@ -20,3 +20,19 @@ def test_no_upgrade_rows_without_a_rollout_and_none_when_only_one_policy_has_the
     print_reliability({"a": dict(BASE)})
     print_reliability({"a": {**BASE, **UPGRADE}, "b": dict(BASE)})
     assert "driver upgrade" not in capsys.readouterr().out
+
+
+def test_the_terminal_prints_the_studies_and_says_when_the_policies_ran_alike(capsys):
+    """Two policies with the same reliability rows (one gang on its own fleet places alike): the
+    terminal says so and prints each study's table — the same rows the HTML report shows."""
+    from gpufleet.report.reliability import Studies
+
+    st = Studies(off=False, young=1462.0, daly=1422.6, daly_exact=1422.6, curve=[])
+    st.tables["Recovery: 30 minutes or 3 minutes"] = (
+        ["recovery", "goodput (Daly)", "goodput (simulated, 95% CI)", "verdict"],
+        [["30-minute", "95.48%", "95.52% ± 0.10% (n=6)", "agrees"],
+         ["3-minute", "97.23%", "97.20% ± 0.05% (n=6)", "agrees"]])
+    print_reliability({"a": dict(BASE), "b": dict(BASE)}, st)
+    out = capsys.readouterr().out
+    assert "ran this scenario identically" in out
+    assert "Recovery: 30 minutes or 3 minutes" in out and "97.20% ± 0.05% (n=6)" in out

@@ -75,3 +75,24 @@ def test_an_option_the_serving_study_does_not_take_is_refused_not_ignored():
     res = CliRunner().invoke(app, ["simulate", "serving", "--days", "-1"])
     assert res.exit_code == 2
     assert "No such option: --days" in res.output and "plan serving --help" in res.output
+
+
+def test_the_progress_bar_ends_with_the_jobs_day_not_the_clock_of_the_repairs_after_them():
+    """One 8-GPU job of 2 days (172,800 s) with failures on for 30 days: the simulated clock runs
+    on through repairs after the job, but the run — its makespan — ends with the job, about day
+    2.0 (plus any restart), and that is the day the bar ends on. Its length is submit + run time
+    (2 days), not the last arrival (0 s, which filled the bar at once)."""
+    from gpufleet.cli import simulate as S
+    from gpufleet.sim.scenario import parse_scenario
+
+    scn = parse_scenario({
+        "name": "p", "fleet": {"name": "f", "groups": [{"nodes": 4, "gpu": "H100-80GB", "gpus_per_node": 8}]},
+        "workload": {"jobs": [{"id": "a", "gpus": 8, "run_time": 172800, "checkpoint_interval_s": 3600,
+                               "checkpoint_cost_s": 30, "restart_s": 60, "kind": "training"}]},
+        "reliability": {"failure_scale": 1.0, "recovery": "3-minute", "spares": 1, "days": 30, "seed": 1},
+        "policies": ["gang-bestfit"]}, "<test>")
+    with S.err_console.capture() as cap:
+        res = S.run_policies(scn, ["gang-bestfit"], 1, True)
+    end_day = res["gang-bestfit"].end_time / 86400
+    assert 2.0 <= end_day < 2.5
+    assert f"done: jobs end day {end_day:.1f}" in cap.get()

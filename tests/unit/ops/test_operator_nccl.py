@@ -135,9 +135,26 @@ def test_each_gpu_gets_its_pix_nic_and_the_unattached_nic_is_left_out():
     """nccl#1453: GPU0's PIX NIC is NIC8 … GPU7's is NIC1; NIC0 is SYS to every GPU."""
     env = derive(parse_topo(_text("nccl/topo-h100-9nic.txt").splitlines()))
     assert {p.gpu: p.nic for p in env.pairs}["GPU0"] == "NIC8"
-    assert all(p.link == "PIX" for p in env.pairs) and not env.problems
-    assert env.env["NCCL_IB_HCA"] == "=NIC1,NIC2,NIC3,NIC4,NIC5,NIC6,NIC7,NIC8"
+    assert all(p.link == "PIX" for p in env.pairs)
     assert any("NIC0" in n for n in env.notes)
+
+
+def test_nccl_ib_hca_names_devices_not_nvidia_smi_aliases():
+    """NCCL matches NCCL_IB_HCA against ibv device names (mlx5_0, …; ops-reference §7.1), so
+    '=NIC1,…' would select no HCA. The fixture (nccl#1453) was captured without its 'NIC Legend'
+    lines: no NCCL_IB_HCA, and a problem naming the aliases. With legend lines in nvidia-smi's own
+    format (constructed here: NICn → mlx5_n, as on a node whose RDMA devices enumerate in PCI
+    order), the export lists the eight GPU-near devices and leaves the front-end mlx5_0 out."""
+    topo = parse_topo(_text("nccl/topo-h100-9nic.txt").splitlines())
+    bare = derive(topo)
+    assert "NCCL_IB_HCA" not in bare.env
+    assert any("NIC1, NIC2" in p and "aliases" in p for p in bare.problems)
+    named = derive(topo, {f"NIC{i}": f"mlx5_{i}" for i in range(9)})
+    assert named.env["NCCL_IB_HCA"] == "=" + ",".join(f"mlx5_{i}" for i in range(1, 9))
+    assert not named.problems and any("mlx5_0" in n for n in named.notes)
+    listed = _text("nccl/topo-h100-9nic.txt") + "\nNIC Legend:\n\n" + "".join(
+        f"  NIC{i}: mlx5_{i}\n" for i in range(9))
+    assert derive(parse_topo(listed.splitlines())).env == named.env
 
 
 def test_a_gpu_whose_nearest_nic_is_across_the_cpu_is_a_half_bandwidth_pair():

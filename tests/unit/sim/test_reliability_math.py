@@ -109,3 +109,34 @@ def test_the_finite_source_spare_tail_of_one_node_and_one_spare_is_two_p_over_on
     assert no_spare_probability_finite(1, 1, 1.0, 1.0) == pytest.approx(2 / 3)
     assert no_spare_probability_finite(1, 1, 0.1, 1.0) == pytest.approx(1 / 6)
     assert no_spare_probability_finite(5, 0, 0.1, 1.0) == 1.0
+
+
+@pytest.mark.parametrize(("delta", "mtti", "daly"),
+                         [(5.0, 1440.0, 116.69), (5.0, 15.0, 9.14), (60.0, 17820.0, 1422.6)],
+                         ids=["paper, M = 24 h", "paper, M = 15 min", "cadence study, M = 4.95 h"])
+def test_daly_exact_optimum_solves_its_first_order_condition_and_matches_the_higher_order_estimate(
+        delta, mtti, daly):
+    """Minimising (e^{(τ+δ)/M} − 1)/τ gives e^{(τ+δ)/M}(1 − τ/M) = 1, root τ = M[1 + W₀(−e^{−1−δ/M})].
+    Daly's higher-order estimate is its series: 116.69 vs 116.69 (M = 24 h), 9.14 vs 9.17 (15 min,
+    where δ/M = 1/3 is no longer small), 1,422.6 vs 1,422.6 s; Young's √(2δM) says 120, 12.2, 1,462."""
+    from gpufleet.sim.reliability import daly_exact_interval_s, daly_interval_s
+
+    tau = daly_exact_interval_s(delta, mtti)
+    assert math.exp((tau + delta) / mtti) * (1 - tau / mtti) == pytest.approx(1.0, abs=1e-12)
+    assert daly_interval_s(delta, mtti) == pytest.approx(daly, abs=0.01)
+    assert tau == pytest.approx(daly, rel=0.003)
+
+
+def test_the_exact_spot_share_of_a_64_node_gang_is_nothing_at_one_hour_and_a_third_at_ten_minutes():
+    """λ = 64/day (1/λ = 1,350 s), δ = R = 300 s. τ = 1 h: τ' = 3,900, λτ' = 2.889,
+    W = 1,350 − 3,900 × e^{−2.889}/(1 − e^{−2.889}) + 300 = 1,350 − 229.5 + 300 = 1,420.5 s, λW = 1.052 > 1:
+    no useful work (first order said the same with τ/2 + R = 2,250 s). τ = 600 s: τ' = 900, λτ' = 2/3,
+    W = 1,350 − 900 × 0.5134/0.4866 + 300 = 700.4 s, share = ⅔ × (1 − 0.5188) = 0.3208. The best τ
+    is near 10 min with a share a little above that."""
+    from gpufleet.sim.reliability import best_spot_interval, spot_useful_share_exact
+
+    lam = 64 / DAY
+    assert spot_useful_share_exact(3600.0, 300.0, 300.0, lam) == 0.0
+    assert spot_useful_share_exact(600.0, 300.0, 300.0, lam) == pytest.approx(0.3208, abs=2e-4)
+    tau, share = best_spot_interval(300.0, 300.0, lam)
+    assert 500 < tau < 700 and share >= 0.3208
