@@ -55,3 +55,31 @@ class Health:
     def as_dict(self) -> dict:
         return {"healthy": self.healthy, "consecutive_failures": self.consecutive_failures,
                 "failures": self.failures, "last_error": self.last_error, "last_ok": self.last_ok}
+
+
+def serve_health(health: Health, port: int, host: str = "0.0.0.0"):  # noqa: ANN201 - http.server type
+    """``GET /healthz``: 200 with the health as JSON while healthy, 503 with the same JSON while
+    not (before the first cycle, or after a failed one). A daemon thread; returns the server (its
+    ``server_address`` has the port when ``port`` is 0)."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?")[0] not in ("/healthz", "/livez", "/readyz"):
+                self.send_error(404)
+                return
+            body = json.dumps(health.as_dict()).encode()
+            self.send_response(200 if health.healthy else 503)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass  # probes every few seconds would flood the log
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

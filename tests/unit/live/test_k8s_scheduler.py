@@ -362,3 +362,29 @@ def test_the_backoff_is_capped_at_a_minute():
     from gpufleet.live.health import backoff_s
 
     assert [backoff_s(5.0, n) for n in (1, 4, 5, 10)] == [5.0, 40.0, 60.0, 60.0]
+
+
+def test_the_health_endpoint_says_503_until_a_cycle_works_and_after_a_failed_one():
+    import urllib.error
+    import urllib.request
+
+    from gpufleet.live.health import Health, serve_health
+
+    health = Health()
+    server = serve_health(health, 0, host="127.0.0.1")
+    url = f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as before:
+            urllib.request.urlopen(url, timeout=5)
+        assert before.value.code == 503
+        health.ok(NOW)
+        with urllib.request.urlopen(url, timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read())["healthy"] is True
+        health.failed(ConnectionRefusedError(111, "Connection refused"))
+        with pytest.raises(urllib.error.HTTPError) as after:
+            urllib.request.urlopen(url, timeout=5)
+        assert after.value.code == 503
+        assert "ConnectionRefusedError" in json.loads(after.value.read())["last_error"]
+    finally:
+        server.shutdown()
+        server.server_close()
