@@ -22,6 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from gpufleet.model.errors import InputError
 from gpufleet.report.jsonsafe import dumps
@@ -39,12 +40,14 @@ class Output(StrEnum):
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True, markup=True)
+    """The one error line. ``message`` is text, not Rich markup: an install hint such as
+    ``pip install 'gpufleet[ray]'`` or a field path ``groups[0]`` keeps its brackets."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True, markup=True)
     return typer.Exit(code)
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[bold yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold yellow]warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def one_line_errors(fn: Callable[P, R]) -> Callable[P, R]:
@@ -139,7 +142,8 @@ def _one_line_usage_error(self: Any) -> None:
     ctx = getattr(self, "ctx", None)
     where = ctx.command_path if ctx is not None else "gpufleet"
     message = " ".join(self.format_message().split())
-    err_console.print(f"[bold red]error:[/] {where}: {message} (see '{where} --help')",
+    where = escape(where)
+    err_console.print(f"[bold red]error:[/] {where}: {escape(message)} (see '{where} --help')",
                       highlight=False, soft_wrap=True, markup=True)
 
 

@@ -134,6 +134,9 @@ def scheduler_cmd(
     assume_runtime_h: Annotated[float, typer.Option(
         "--assume-runtime-h", help="hours a pod runs, for start estimates")] = 24.0,
     metrics_port: Annotated[int, typer.Option(help="port for /metrics (0: none)")] = 0,
+    health_port: Annotated[int, typer.Option(
+        help="port for /healthz: 200 while cycles succeed, 503 after an API or connection error (0: none)")]
+    = 0,
     once: Annotated[bool, typer.Option("--once", help="run one cycle, print what it did, exit")] = False,
 ) -> None:
     """Run gpufleet as a secondary scheduler: bind whole gangs of pods with schedulerName NAME,
@@ -142,8 +145,9 @@ def scheduler_cmd(
         raise fail(f"--interval-s: expected seconds in [0.1, 3600], got {interval_s}")
     if not math.isfinite(assume_runtime_h) or not 0 < assume_runtime_h <= 24 * 365:
         raise fail(f"--assume-runtime-h: expected hours in (0, 8760], got {assume_runtime_h}")
-    if not 0 <= metrics_port <= 65535:
-        raise fail(f"--metrics-port: expected 0..65535, got {metrics_port}")
+    for flag, port in (("--metrics-port", metrics_port), ("--health-port", health_port)):
+        if not 0 <= port <= 65535:
+            raise fail(f"{flag}: expected 0..65535, got {port}")
     try:
         from gpufleet.live.k8s_scheduler import KubeScheduler, SchedulerConfig
         from gpufleet.live.kube_api import OfficialKubeApi
@@ -158,6 +162,9 @@ def scheduler_cmd(
     if metrics_port and sched.metrics.registry is not None:
         from prometheus_client import start_http_server
         start_http_server(metrics_port, registry=sched.metrics.registry)
+    if health_port:
+        from gpufleet.live.health import serve_health
+        serve_health(sched.health, health_port)
     if once:
         r = sched.tick()
         console.print(f"leader: {r.leader}; bound {len(r.bound)} pod(s); {len(r.waiting)} waiting; "

@@ -1,24 +1,35 @@
 """`gpufleet preflight`: the gate a node passes before it joins the pool or a gang starts on it.
 
 ``preflight run`` runs the checks (``--quick``: the two-minute gate; ``--long``: plus DCGM level 3)
-and exits 1 when any check fails; checks that cannot run here say ``skipped: why``.
+and exits 0 only when every check ran and passed; a check that cannot run here (``skipped: why``)
+holds the gate (exit 1) unless ``--waive NAME`` says it does not apply, and the waiver is recorded
+in the result.
 ``preflight plan`` shows which checks fit the gate and the payoff arithmetic.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.common import Output, console, emit_json, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan
-from gpufleet.ops.preflight import CATALOG, Options, as_dicts, run_preflight
+from gpufleet.ops.preflight import (
+    CATALOG,
+    LONG,
+    QUICK,
+    CheckResult,
+    GateVerdict,
+    Options,
+    as_dicts,
+    gate_verdict,
+    run_preflight,
+)
 
 preflight_app = typer.Typer(
     help="Pre-flight gate: check a node before work lands on it.", no_args_is_help=True
@@ -42,11 +53,19 @@ def run_cmd(
     min_nic_gbps: Annotated[
         float | None, typer.Option(help="Slowest acceptable RDMA port rate, Gb/s.")
     ] = None,
+    waive: Annotated[list[str] | None, typer.Option(
+        "--waive", metavar="CHECK",
+        help="A check that cannot run on this node and does not apply to it (repeatable), e.g. nvlink "
+        "on a PCIe node; without it a check that cannot run fails the gate.")] = None,
     output: Annotated[Output, typer.Option("--output", "-o", help="text or json")] = Output.TEXT,
 ) -> None:
-    """Run the pre-flight checks on this node; exit 1 if any check fails."""
+    """Run the pre-flight checks on this node; exit 0 only if every check ran (or was waived) and passed."""
     if quick and long:
         raise InputError("--quick/--long", "", "expected one of them, not both")
+    names = LONG if long else QUICK
+    for w in waive or []:
+        if w not in names:
+            raise InputError("--waive", "", f"{w!r} is not a check of this gate ({', '.join(names)})")
     for name, v in (
         ("--min-busbw", min_busbw),
         ("--fleet-tflops", fleet_tflops),
@@ -57,13 +76,12 @@ def run_cmd(
             raise InputError(name, "", f"expected a positive number below 1e6 (got {v})")
     opts = Options(list(storage or []), min_busbw, fleet_tflops, fleet_hbm, min_nic_gbps)
     results = run_preflight(long=long, opts=opts)
-    failed = [r for r in results if r.status == "fail"]
-    ran = [r for r in results if r.status != "skipped"]
-    # a gate where every check was skipped measured nothing: no verdict (null), not "passed"
-    passed = (not failed) if ran else None
+    verdict = gate_verdict(results, waive or [])
     if output == "json":
-        doc = {"passed": passed, "checks_run": len(ran), "checks": as_dicts(results)}
-        console.print_json(json.dumps(doc))
+        checks = as_dicts(results)
+        for c in checks:
+            c["waived"] = c["name"] in verdict.waived
+        emit_json({**verdict.as_dict(), "checks": checks})
     else:
         t = Table(title=f"pre-flight ({'long' if long else 'quick'})")
         for col in ("check", "status", "value", "threshold", "seconds", "detail"):
@@ -74,15 +92,26 @@ def run_cmd(
             thr = f"{r.threshold:g} {r.unit}" if r.threshold is not None else ""
             t.add_row(r.name, f"[{colour[r.status]}]{r.status}[/]", val, thr, f"{r.seconds:g}", r.detail)
         console.print(t)
-        if failed:
-            summary = "FAILED: " + ", ".join(r.name for r in failed)
-        elif not ran:
-            summary = f"no verdict: all {len(results)} checks were skipped (nothing here was measured)"
-        else:
-            summary = f"gate passed ({len(ran)} of {len(results)} checks ran, the rest skipped)"
-        console.print(summary, highlight=False, soft_wrap=True)
-    if failed:
+        console.print(gate_summary(verdict, results), highlight=False, soft_wrap=True, markup=False)
+    if not verdict.passed:
         raise typer.Exit(1)
+
+
+def gate_summary(v: GateVerdict, results: list[CheckResult]) -> str:
+    why = {r.name: r.detail.removeprefix("skipped: ") for r in results}
+    parts = []
+    if v.failed:
+        parts.append("FAILED: " + ", ".join(v.failed))
+    if v.not_run:
+        parts.append("NOT RUN (fails the gate; --waive CHECK if it does not apply here): "
+                     + "; ".join(f"{n} ({why[n]})" for n in v.not_run))
+    if not parts and v.ran == 0:
+        parts.append(f"no verdict: none of the {len(results)} checks ran (nothing here was measured)")
+    head = "gate FAILED: " if parts else f"gate passed: {v.ran} of {len(results)} checks ran and passed"
+    tail = [f"waived: {', '.join(v.waived)}"] if v.waived else []
+    if v.unused_waivers:
+        tail.append(f"unused waiver(s): {', '.join(v.unused_waivers)} ran, their results stand")
+    return head + "; ".join(parts) + ("; " if tail else "") + "; ".join(tail)
 
 
 @preflight_app.command("plan")
@@ -102,7 +131,7 @@ def plan_cmd(
     """Which checks fit the two-minute gate, and what the gate and the long diagnostic save."""
     p = plan(bad_node_rate, nodes, gpus_per_node, failed_start_hours, gate_seconds)
     if output == "json":
-        console.print_json(json.dumps(p.to_dict()))
+        emit_json(p.to_dict())
         return
     t = Table(title="checks (catch = assumed share of bad nodes each detects)")
     for col in ("check", "seconds", "catch", "catch/s", "in gate", "what"):

@@ -33,6 +33,7 @@ from gpufleet.adapters.kubernetes.analyze import GangReport, analyze
 from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.live.cache import AssumeCache
+from gpufleet.live.health import TRANSIENT, Health, backoff_s
 from gpufleet.live.kube_api import KINDS, ApiError, Gone, KubeApi
 from gpufleet.live.metrics import Metrics
 
@@ -73,6 +74,7 @@ class KubeScheduler:
         self.store: dict[str, dict[str, dict]] = {k: {} for k in KINDS}
         self.rv: dict[str, str | None] = dict.fromkeys(KINDS)
         self.said: dict[str, str] = {}
+        self.health = Health()
 
     # 1. reader -----------------------------------------------------------------------------
     def relist(self, kind: str) -> None:
@@ -240,12 +242,23 @@ class KubeScheduler:
         with contextlib.suppress(ApiError):   # events are best effort, as in kube-scheduler
             self.api.create_event(ns, body)
 
+    def step(self, interval_s: float) -> float:
+        """One cycle that never ends the process on an API or transport failure (live/health.py):
+        the failure is counted and kept for the health endpoint, the watches start again from a
+        fresh list, and the seconds to wait before the next step come back (a backoff after a
+        failure, the rest of the interval after a cycle that worked)."""
+        t0 = self.clock()
+        try:
+            self.tick()
+        except TRANSIENT as e:
+            self.health.failed(e)
+            self.metrics.inc("api_errors")
+            for kind in KINDS:
+                self.rv[kind] = None
+            return backoff_s(interval_s, self.health.consecutive_failures)
+        self.health.ok(self.clock())
+        return max(0.0, interval_s - (self.clock() - t0))
+
     def run(self, interval_s: float, stop: Callable[[], bool]) -> None:  # pragma: no cover - loop
         while not stop():
-            t0 = self.clock()
-            try:
-                self.tick()
-            except ApiError:
-                for kind in KINDS:   # the API server went away: start from a fresh list
-                    self.rv[kind] = None
-            time.sleep(max(0.0, interval_s - (self.clock() - t0)))
+            time.sleep(self.step(interval_s))

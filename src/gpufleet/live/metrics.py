@@ -16,6 +16,7 @@ COUNTERS = {
     "gang_rollbacks": "Gangs whose partial binding was rolled back",
     "watch_restarts": "Watches restarted after the resource version expired (410 Gone)",
     "cycles": "Scheduling cycles run as leader",
+    "api_errors": "Cycles abandoned on an API or connection error (refused, DNS, timeout, TLS), retried",
 }
 
 

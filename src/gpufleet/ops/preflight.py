@@ -1,9 +1,11 @@
 """The pre-flight gate: real checks on a GPU node, each with a time budget and a threshold.
 
 Every check decides for itself whether it can run here; when it cannot (no GPU, tool not installed,
-no RDMA device) it reports ``skipped`` with the reason, never a failure: a gate that fails nodes for
-lacking a tool it was never given would drain the fleet. Tools run as child processes with the
-check's budget as a hard timeout.
+no RDMA device) it reports ``skipped`` with the reason, not a failed measurement. The gate's verdict
+(``gate_verdict``) does not pass such a node either: a check that did not run proved nothing, so it
+holds the gate with its reason until the operator waives it by name for nodes where it does not
+apply (a PCIe node has no NVLink to check). Tools run as child processes with the check's budget as
+a hard timeout.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -280,3 +283,36 @@ def run_preflight(long: bool = False, opts: Options | None = None) -> list[Check
 
 def as_dicts(results: list[CheckResult]) -> list[dict]:
     return [asdict(r) for r in results]
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """What a gate run decides. It passes only when every check it requires ran and passed (a
+    ``warn`` passes), or could not run and was waived by name: a check that cannot run (no driver,
+    no tool, no device) measured nothing, so it fails the gate with its reason unless the operator
+    says it does not apply here (``--waive nvlink`` on a PCIe node). A gate in which nothing ran
+    never passes, waived or not. A waiver names a check that could not run; one for a check that
+    ran changes nothing (its result stands) and is reported as unused."""
+
+    passed: bool
+    failed: tuple[str, ...]
+    not_run: tuple[str, ...]
+    waived: tuple[str, ...]
+    unused_waivers: tuple[str, ...]
+    ran: int
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "checks_run": self.ran, "failed": list(self.failed),
+                "not_run": list(self.not_run), "waived": list(self.waived),
+                "unused_waivers": list(self.unused_waivers)}
+
+
+def gate_verdict(results: list[CheckResult], waive: Iterable[str] = ()) -> GateVerdict:
+    waivers = set(waive)
+    failed = tuple(r.name for r in results if r.status == "fail")
+    skipped = [r.name for r in results if r.status == "skipped"]
+    ran = len(results) - len(skipped)
+    waived = tuple(n for n in skipped if n in waivers)
+    not_run = tuple(n for n in skipped if n not in waivers)
+    unused = tuple(sorted(waivers - set(waived)))
+    return GateVerdict(not failed and not not_run and ran > 0, failed, not_run, waived, unused, ran)

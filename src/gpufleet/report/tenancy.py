@@ -57,9 +57,24 @@ def _bar_chart(groups: list[str], series: Mapping[str, list[float]], title: str,
     return to_png_b64(fig)
 
 
+#: How each pooling policy decides, said only for the policies the run has.
+POOLING_PROSE = {
+    "static-partitions": "<em>Static partitions</em>: each tenant runs only inside its nominal quota.",
+    "free-for-all": "<em>Free-for-all</em>: no quotas, first come first served.",
+    "tenancy": "<em>Four-layer</em> (<code>tenancy</code>): guaranteed quota, borrowing of unused cohort "
+               "capacity within limits, weighted dominant-share fair share with decayed usage, and "
+               "checkpoint-aware reclaim preemption.",
+}
+
+
 def pooling_section(results: Mapping[str, SimResult], summaries: Mapping[str, dict], tenancy: Tenancy,
-                    window: float) -> Section:
+                    window: float) -> Section | None:
+    """The pooling comparison, or None when the run has fewer than two of its policies (one row
+    compares nothing: the kueue scenario runs ``tenancy`` beside ``kueue``, which has its own
+    section)."""
     names = [n for n in POOLING if n in results]
+    if len(names) < 2:
+        return None
     tenants = sorted(t.name for t in tenancy.tenants)
     smallest = min(tenancy.tenants, key=lambda t: (t.nominal_gpus, t.name)).name
     rows: list[list[object]] = []
@@ -79,9 +94,11 @@ def pooling_section(results: Mapping[str, SimResult], summaries: Mapping[str, di
                                           for n in names]])
     tenant_table = table(["tenant", "entitlement", *[f"{n}: wait p50 / p95 / share" for n in names]],
                          per_tenant)
-    chart = _bar_chart(tenants, {n: [(summaries[n]["tenants"][t]["wait_p95_s"] or 0.0) / 3600
-                                     for t in tenants] for n in names},
-                       "Queue wait p95 per tenant (hours, lower is better)", "hours", log=True)
+    waits = {n: [(summaries[n]["tenants"][t]["wait_p95_s"] or 0.0) / 3600 for t in tenants] for n in names}
+    chart = (img(_bar_chart(tenants, waits, "Queue wait p95 per tenant (hours, lower is better)", "hours",
+                            log=True), "wait p95 per tenant")
+             if any(v > 0 for vals in waits.values() for v in vals)
+             else "<p>No tenant's jobs waited under these policies (every wait p95 is 0): no chart.</p>")
     s = {n: summaries[n] for n in names}
     static, ffa, ours = (s.get(p) for p in POOLING)
     arith = ""
@@ -106,12 +123,9 @@ def pooling_section(results: Mapping[str, SimResult], summaries: Mapping[str, di
             f"work = {100 * ours['lost_gpu_hours'] * 3600 / (fleet * window):.2f}% of the window"
         )
     html = (
-        "<p>The same jobs under three tenancy policies. <em>Static partitions</em>: each tenant runs "
-        "only inside its nominal quota. <em>Free-for-all</em>: no quotas, first come first served. "
-        "<em>Four-layer</em> (<code>tenancy</code>): guaranteed quota, borrowing of unused cohort "
-        "capacity within limits, weighted dominant-share fair share with decayed usage, and "
-        "checkpoint-aware reclaim preemption.</p>"
-        + head + f'<div class="arith">{arith}</div>' + img(chart, "wait p95 per tenant") + tenant_table
+        f"<p>The same jobs under {len(names)} tenancy policies. "
+        + " ".join(POOLING_PROSE[n] for n in names) + "</p>"
+        + head + (f'<div class="arith">{arith}</div>' if arith else "") + chart + tenant_table
     )
     return Section("Tenancy: the pooling arithmetic", html)
 
@@ -195,7 +209,8 @@ def gaming_section(results: list[GamingResult] | None = None) -> Section:
 
 def tenancy_sections(results: Mapping[str, SimResult], summaries: Mapping[str, dict], tenancy: Tenancy,
                      window: float) -> list[Section]:
-    out = [pooling_section(results, summaries, tenancy, window)]
+    pooling = pooling_section(results, summaries, tenancy, window)
+    out = [pooling] if pooling is not None else []
     v = victim_section(summaries)
     if v is not None:
         out.append(v)

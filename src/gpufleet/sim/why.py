@@ -3,6 +3,12 @@
 Each ``wait`` event (sim/decisions.py) opens a span that lasts until the job's next wait event,
 start, or the end of the log; the spans, grouped by reason (numbers aside), say where the waiting
 time went. Reservations, backfill, preemptions and failures are listed in time order.
+
+A job waits in the queue from its submission to its first start and again from each eviction
+(``preempt``; ``failed``, whose interval includes detection and teardown) to its next start:
+``waited_s`` is the sum of those intervals (a job
+that started at once and was then evicted for 48 minutes waited 48 minutes, not 0 s), and
+``waited_before_first_start_s`` the first of them.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from gpufleet.model.errors import InputError
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 #: Events about a job that are worth telling besides its waits.
+#: Events after which a started job is back in the queue.
+REQUEUE = ("preempt", "failed")
 NOTABLE = ("reserve", "backfill", "preempt-notice", "preempt", "failed", "restart", "finish", "start")
 
 
@@ -38,11 +46,15 @@ class JobStory:
     submitted: float
     first_start: float | None
     finished: float | None
+    #: Every interval the job was queued: submit → first start, each eviction → next start.
     waited_s: float
     #: Still pending when the log ends (waited_s then runs to the log's last event).
     never_started: bool
     spans: list[WaitSpan] = field(default_factory=list)
     events: list[dict] = field(default_factory=list)
+    waited_before_first_start_s: float = 0.0
+    #: Evictions (preemptions, failures) that sent it back to the queue.
+    requeues: int = 0
 
     def by_reason(self) -> list[tuple[str, float]]:
         """Waiting seconds per reason (numbers in the text masked), largest first."""
@@ -115,7 +127,17 @@ def story(policy: str, events: list[dict], job: str) -> JobStory | None:
     if open_span is not None:
         open_span.end = end_of_log
         spans.append(open_span)
-    waited = (first_start if first_start is not None else end_of_log) - submitted
+    queued_since: float | None = submitted
+    waited, requeues = 0.0, 0
+    for e in mine:
+        if e["event"] == "start" and queued_since is not None:
+            waited += e["t"] - queued_since
+            queued_since = None
+        elif e["event"] in REQUEUE and queued_since is None:
+            queued_since, requeues = e["t"], requeues + 1
+    if queued_since is not None:
+        waited += end_of_log - queued_since
+    first_wait = (first_start if first_start is not None else end_of_log) - submitted
     return JobStory(policy, job, submitted, first_start, finished, waited, first_start is None,
                     [s for s in spans if s.seconds > 0],
-                    [e for e in mine if e["event"] in NOTABLE])
+                    [e for e in mine if e["event"] in NOTABLE], first_wait, requeues)

@@ -114,3 +114,15 @@ def test_an_unknown_flag_is_one_line():
 
 def test_a_negative_seed_is_one_line():
     one_line_error(run("simulate", "--seed", "-1"), "--seed")
+
+
+def test_an_error_line_keeps_its_brackets_as_text(capsys):
+    """Rich read "[ray]" in "pip install 'gpufleet[ray]'" as markup and printed 'gpufleet'."""
+    from gpufleet.cli.common import fail, warn
+
+    fail("the sweep needs Ray: pip install 'gpufleet[ray]'; groups[0].gpu is wrong")
+    warn("CEL needs pip install 'gpufleet[k8s]'")
+    err = capsys.readouterr().err
+    assert "pip install 'gpufleet[ray]'; groups[0].gpu is wrong" in err
+    assert "pip install 'gpufleet[k8s]'" in err
+

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from gpufleet.live.k8s_scheduler import KubeScheduler, SchedulerConfig
 
 from .api_double import ApiServerDouble
@@ -289,3 +291,100 @@ def test_an_upstream_podgroup_waits_with_its_condition_then_binds_whole():
     api.add(eight_gpu_node("d"))
     s.tick()
     assert sorted(n for _, n in api.binds) == ["a", "b", "c", "d"]
+
+
+class Unreachable:
+    """The double behind a network that fails: the next ``failures`` calls of ``method`` raise
+    ``error`` (as the official client's transport raises it), then calls go through."""
+
+    def __init__(self, api, method: str, error: BaseException, failures: int) -> None:
+        self._api, self._method, self._error, self.left = api, method, error, failures
+
+    def __getattr__(self, name):
+        real = getattr(self._api, name)
+        if name != self._method:
+            return real
+
+        def call(*a, **kw):
+            if self.left > 0:
+                self.left -= 1
+                raise self._error
+            return real(*a, **kw)
+        return call
+
+
+def _transport_errors():
+    import socket
+    import ssl
+
+    from urllib3.exceptions import MaxRetryError, ProtocolError
+
+    return [
+        pytest.param("acquire_lease", ConnectionRefusedError(111, "Connection refused"),
+                     id="connection refused"),
+        pytest.param("list", socket.gaierror(-2, "Name or service not known"), id="DNS failure"),
+        pytest.param("watch", TimeoutError("timed out"), id="a timeout"),
+        pytest.param("list", ssl.SSLError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+                     id="a TLS error"),
+        pytest.param("list", MaxRetryError(None, "/api/v1/pods", "NewConnectionError"), id="urllib3 retries"),
+        pytest.param("watch", ProtocolError("Connection aborted."), id="a connection cut mid-watch"),
+    ]
+
+
+@pytest.mark.parametrize(("method", "error"), _transport_errors())
+def test_a_network_failure_is_retried_with_backoff_reported_and_survived(method, error):
+    """A list or lease call failing three times: the cycles wait 1, 2, 4 × the 5 s interval
+    (live/health.py's backoff), each is counted, and the health endpoint says unhealthy with the
+    error. A watch that fails makes the next cycle list afresh, which works at once. Then the pod
+    is bound and the scheduler is healthy again."""
+    api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p", gpus=8)])
+    if method == "watch":       # a watch needs a first list to resume from
+        s = scheduler(api)
+        for kind in s.rv:
+            s.relist(kind)
+        s.api = Unreachable(api, method, error, failures=3)
+        expected = [5.0]
+    else:
+        s = scheduler(Unreachable(api, method, error, failures=3))
+        expected = [5.0, 10.0, 20.0]
+    waits = [s.step(5.0) for _ in expected]
+    assert waits == expected
+    assert s.metrics.values["api_errors"] == len(expected)
+    health = s.health.as_dict()
+    assert health["healthy"] is False and health["consecutive_failures"] == len(expected)
+    assert type(error).__name__ in health["last_error"]
+    assert s.step(5.0) <= 5.0
+    assert api.binds == [("default/p", "a")]
+    assert s.health.as_dict()["healthy"] is True
+
+
+def test_the_backoff_is_capped_at_a_minute():
+    from gpufleet.live.health import backoff_s
+
+    assert [backoff_s(5.0, n) for n in (1, 4, 5, 10)] == [5.0, 40.0, 60.0, 60.0]
+
+
+def test_the_health_endpoint_says_503_until_a_cycle_works_and_after_a_failed_one():
+    import urllib.error
+    import urllib.request
+
+    from gpufleet.live.health import Health, serve_health
+
+    health = Health()
+    server = serve_health(health, 0, host="127.0.0.1")
+    url = f"http://127.0.0.1:{server.server_address[1]}/healthz"
+    try:
+        with pytest.raises(urllib.error.HTTPError) as before:
+            urllib.request.urlopen(url, timeout=5)
+        assert before.value.code == 503
+        health.ok(NOW)
+        with urllib.request.urlopen(url, timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read())["healthy"] is True
+        health.failed(ConnectionRefusedError(111, "Connection refused"))
+        with pytest.raises(urllib.error.HTTPError) as after:
+            urllib.request.urlopen(url, timeout=5)
+        assert after.value.code == 503
+        assert "ConnectionRefusedError" in json.loads(after.value.read())["last_error"]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -26,6 +26,8 @@ try:  # optional extra: pip install 'gpufleet[k8s]'
 except ImportError:  # pragma: no cover - exercised only without the extra
     celpy = None
 
+NEEDS_EXTRA = ("DRA device selectors are CEL expressions, read with the optional extra: "
+               "pip install 'gpufleet[k8s]' (cel-python)")
 VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -75,7 +77,7 @@ def _functions() -> dict[str, Any]:
 @lru_cache(maxsize=512)
 def _program(expression: str):
     if celpy is None:
-        raise SelectorError("CEL selectors need the optional extra: pip install 'gpufleet[k8s]'")
+        raise SelectorError(NEEDS_EXTRA)
     env = celpy.Environment()
     try:
         ast = env.compile(expression)
@@ -87,6 +89,8 @@ def _program(expression: str):
 def device_activation(driver: str, attributes: dict[str, dict[str, Any]],
                       capacity: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The ``device`` variable: attributes and capacity grouped by domain (already encoded)."""
+    if celpy is None:  # the base install: say which extra reads DRA selectors, not AttributeError
+        raise SelectorError(NEEDS_EXTRA)
     return {"device": celpy.json_to_cel({"driver": driver, "attributes": attributes, "capacity": capacity})}
 
 

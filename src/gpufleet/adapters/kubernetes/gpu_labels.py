@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpufleet.adapters.kubernetes.quantity import QuantityError, parse_quantity
+from gpufleet.adapters.kubernetes.quantity import device_count
 from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -65,10 +65,9 @@ def catalog_model(product: str) -> str:
 
 
 def _count(resources: dict, name: str) -> int:
-    try:
-        return int(parse_quantity(resources.get(name, 0)))
-    except QuantityError:
-        return 0
+    """A node's count of one device resource; a value that is not a whole count raises
+    QuantityError (read_node names the node and field), never a silent 0."""
+    return device_count(resources.get(name, 0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,10 @@ def read_node(obj: dict, topo: TopologyLabels, source: str = "snapshot", dra_gpu
         mem = memory_gb(allocatable.get("memory", capacity.get("memory", 0)))
     except QuantityError as e:
         raise InputError(source, f"{where}.status.allocatable", str(e)) from None
-    gpu = gpu_facts(labels, capacity, allocatable)
+    try:
+        gpu = gpu_facts(labels, capacity, allocatable)
+    except QuantityError as e:
+        raise InputError(source, f"{where}.status.capacity/allocatable", str(e)) from None
     unschedulable = bool(spec.get("unschedulable"))
     layers = readiness(labels, status.get("conditions") or [], unschedulable, gpu, dra_gpus)
     taints = tuple(Taint(str(t.get("key", "")), str(t.get("value", "") or ""), str(t.get("effect", "")))

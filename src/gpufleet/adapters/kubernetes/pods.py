@@ -33,7 +33,12 @@ from datetime import datetime
 
 from gpufleet.adapters.kubernetes.affinity import Term, read_terms
 from gpufleet.adapters.kubernetes.gpu_labels import GPU_RESOURCE, MIG_RESOURCE, catalog_model
-from gpufleet.adapters.kubernetes.quantity import QuantityError, cpu_cores, memory_gb, parse_quantity
+from gpufleet.adapters.kubernetes.quantity import (
+    QuantityError,
+    cpu_cores,
+    device_count,
+    memory_gb,
+)
 from gpufleet.model.errors import InputError
 
 GANG_LABELS = (
@@ -192,9 +197,9 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
     try:
         cpus = _total(containers, inits, "cpu", cpu_cores)
         mem = _total(containers, inits, "memory", memory_gb)
-        gpus = int(_total(containers, inits, GPU_RESOURCE, parse_quantity))
+        gpus = int(_total(containers, inits, GPU_RESOURCE, device_count))
         names = {n for c in containers + inits for n in _resources(c)}
-        mig = {m.group(1): int(_total(containers, inits, n, parse_quantity))
+        mig = {m.group(1): int(_total(containers, inits, n, device_count))
                for n in sorted(names) if (m := MIG_RESOURCE.match(n))}
     except QuantityError as e:
         raise InputError(source, f"Pod {ns}/{name}.spec.containers[].resources", str(e)) from None

@@ -54,6 +54,29 @@ def cpu_cores(text: str | int | float) -> float:
     return parse_quantity(text)
 
 
+#: More devices of one kind than any node or pod has (NVL72 racks are 72 GPUs; a node's device plugin
+#: advertises at most a few hundred shared replicas): above it the text is a slip ("8Gi" is
+#: 8,589,934,592), not a count.
+MAX_DEVICES = 4096
+
+
+def device_count(text: str | int | float) -> int:
+    """An extended-resource count (``nvidia.com/gpu``, a MIG profile): Kubernetes requires whole
+    numbers for extended resources, so "1.5" and "500m" are refused as it refuses them, and so is a
+    count above MAX_DEVICES ("8Gi"), instead of being truncated to 1 or believed.
+
+    >>> device_count("8"), device_count(8), device_count("1e1")
+    (8, 8, 10)
+    """
+    value = parse_quantity(text)
+    if value != int(value):
+        raise QuantityError(f"not a device count: {text!r} (extended resources are whole numbers)")
+    if value > MAX_DEVICES:
+        raise QuantityError(f"not a device count: {text!r} is {value:,.0f} devices "
+                            f"(at most {MAX_DEVICES:,} on one node or pod)")
+    return int(value)
+
+
 def memory_gb(text: str | int | float) -> float:
     """Memory in GiB (our ``memory_gb`` unit): bytes / 2^30."""
     return parse_quantity(text) / GIB

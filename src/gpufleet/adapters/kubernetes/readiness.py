@@ -3,8 +3,10 @@
 driver → container toolkit → device plugin → allocatable, read from what a Node object shows:
 
 1. **driver**: GFD writes ``nvidia.com/cuda.driver-version.*`` (or the older
-   ``cuda.driver.major``) only when it could load NVML, so their absence on a GPU node means no
-   working driver; the GPU Operator's ``nvidia.com/gpu.deploy.driver`` paused for an upgrade or
+   ``cuda.driver.major``) only when it could load NVML, so their absence beside GFD's other labels
+   means no working driver; with no GFD label at all GFD is not deployed, which says nothing about
+   the driver (unknown, not down; a registered device plugin shows it is loaded); the GPU
+   Operator's ``nvidia.com/gpu.deploy.driver`` paused for an upgrade or
    ``nvidia.com/gpu-driver-upgrade-state=upgrade-failed`` name the operator's view.
 2. **container toolkit**: ``nvidia.com/gpu.deploy.container-toolkit`` set to ``false`` or a
    ``paused-*`` value means the operator is not running the toolkit there.
@@ -24,6 +26,10 @@ from dataclasses import dataclass
 from gpufleet.adapters.kubernetes.gpu_labels import GpuFacts
 
 LAYERS = ("node", "driver", "container-toolkit", "device-plugin", "allocatable")
+#: Labels GPU Feature Discovery writes whether or not NVML loaded: one of them shows GFD ran here,
+#: so missing driver-version labels beside it mean NVML failed; with none, GFD is not deployed.
+GFD_LABELS = ("nvidia.com/gfd.timestamp", "nvidia.com/gpu.product", "nvidia.com/gpu.count",
+              "nvidia.com/gpu.memory", "nvidia.com/gpu.family", "nvidia.com/gpu.machine")
 DRIVER_LABELS = ("nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver-version.major",
                  "nvidia.com/cuda.driver.major")
 
@@ -67,6 +73,13 @@ def readiness(labels: dict[str, str], conditions: list[dict], unschedulable: boo
         layers.append(Layer("driver", False, f"nvidia.com/gpu.deploy.driver={deploy}"))
     elif upgrade == "upgrade-failed":
         layers.append(Layer("driver", False, "nvidia.com/gpu-driver-upgrade-state=upgrade-failed"))
+    elif not version and not any(k in labels for k in GFD_LABELS):
+        # no GFD on this node: absent labels are no evidence either way; a registered device
+        # plugin is (it enumerates GPUs through NVML, so the driver is loaded)
+        registered_now = gpu.capacity + sum(c for c, _ in gpu.mig.values())
+        layers.append(Layer("driver", True, f"driver not reported (no GPU Feature Discovery labels); the "
+                            f"device plugin registered {registered_now} GPU(s), which needs a loaded driver"
+                            if registered_now else "unknown: no GPU Feature Discovery labels on this node"))
     elif not version:
         layers.append(Layer("driver", False, "no nvidia.com/cuda.driver-version labels: GPU feature "
                             "discovery could not load the driver (NVML)"))

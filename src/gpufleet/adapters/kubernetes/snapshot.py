@@ -33,6 +33,9 @@ class Snapshot:
     objects: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
     sources: list[str] = field(default_factory=list)
+    #: (kind, API group, namespace, name) -> (the object, where it was read): one object per name.
+    _seen: dict[tuple[str, str, str, str], tuple[dict[str, Any], str]] = field(
+        default_factory=dict, repr=False)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return self.objects.get(kind, [])
@@ -43,10 +46,35 @@ class Snapshot:
             raise InputError(source, "kind", "every object needs a kind (is this kubectl -o json output?)")
         if kind in KNOWN_KINDS:
             shapes.check(obj, kind)
+            if self._duplicate(obj, kind, source):
+                return
             self.objects.setdefault(kind, []).append(obj)
         else:
             api = obj.get("apiVersion", "")
             self.skipped[f"{kind} ({api})" if api else kind] += 1
+
+
+    def _duplicate(self, obj: dict[str, Any], kind: str, source: str) -> bool:
+        """True for a second copy of an object already read (two files of one folder listing the
+        same Pod): kept once. Two different objects under one name are refused: the API server
+        holds one object per kind, namespace and name, so one of them is stale or edited, and
+        counting both would count its GPUs twice."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return False  # the readers refuse a nameless object with its own message
+        group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+        key = (kind, group, str(meta.get("namespace") or ""), name)
+        seen = self._seen.get(key)
+        if seen is None:
+            self._seen[key] = (obj, source)
+            return False
+        if seen[0] == obj:
+            return True
+        where = f"{key[2]}/{name}" if key[2] else name
+        also = f" (also in {seen[1]})" if seen[1] != source else " (twice in this file)"
+        raise InputError(source, f"{kind} {where}", f"two different objects with one name{also}; "
+                         "a snapshot holds each object once")
 
 
 def _items(doc: Any, source: str) -> list[Any]:

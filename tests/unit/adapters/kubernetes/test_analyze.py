@@ -353,3 +353,29 @@ def test_a_defrag_plan_never_starts_more_gpus_than_are_free_and_moves_a_gang_onc
         assert m is not None and m.started_gpus >= g.started_gpus
         if m.started_gpus == g.started_gpus:
             assert m.displaced_gpu_h <= g.displaced_gpu_h + 0.01
+
+
+def test_dra_objects_without_the_cel_extra_are_one_line_naming_the_extra(nori, tmp_path, monkeypatch):
+    """The base install has no cel-python: a snapshot whose DeviceClass selects by CEL must say
+    which extra reads it, in one line with exit 2, not fail deep inside the analysis."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import gpufleet.adapters.kubernetes.cel as cel
+    from gpufleet.cli.main import app
+
+    n = copy.deepcopy(nori)
+    n["metadata"]["name"] = "ipp1-0033"
+    del n["status"]["capacity"]["nvidia.com/gpu"], n["status"]["allocatable"]["nvidia.com/gpu"]
+    objs = [n, *real("dra/deviceclasses.json")["items"], *real("dra/resourceslice-nvidia.json")["items"],
+            *real("dra/claimtemplates.json")["items"], *real("dra/pods.json")["items"]]
+    path = tmp_path / "snapshot.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    monkeypatch.setattr(cel, "celpy", None)
+    cel._program.cache_clear()
+    res = CliRunner().invoke(app, ["k8s", "analyze", str(path)])
+    cel._program.cache_clear()
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert "pip install 'gpufleet[k8s]'" in res.output

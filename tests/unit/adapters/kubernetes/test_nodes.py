@@ -89,3 +89,32 @@ def test_rack_block_and_clique_labels_become_leaf_spine_and_nvlink_domain(nori):
 ], ids=lambda v: v)
 def test_gfd_product_names_map_to_our_catalog_or_stay_as_written(product, model):
     assert catalog_model(product) == model
+
+
+def _without_gfd(nori):
+    """nori with every label GPU Feature Discovery writes removed (GFD not deployed): nvidia.com/
+    labels other than the operator's gpu.deploy.* ones, and NFD's list of them."""
+    labels = nori["metadata"]["labels"]
+    for k in [k for k in labels if k.startswith("nvidia.com/") and not k.startswith("nvidia.com/gpu.deploy")]:
+        del labels[k]
+    labels.pop("nfd.node.kubernetes.io/feature-labels", None)
+    (nori["metadata"].get("annotations") or {}).pop("nfd.node.kubernetes.io/feature-labels", None)
+    return nori
+
+
+def test_a_node_without_gfd_labels_whose_plugin_registered_gpus_is_not_driver_down(nori):
+    """No GFD labels is absent evidence, not a fault: the device plugin registered nori's GPU,
+    which it can only do through a loaded driver, so the node's GPU is usable."""
+    n = read_node(_without_gfd(nori), TopologyLabels())
+    assert layer(n, "driver").ok and "no GPU Feature Discovery labels" in layer(n, "driver").detail
+    assert n.blocker is None and n.node.gpus == 1
+
+
+def test_a_node_without_gfd_labels_and_no_registered_gpu_names_the_device_plugin_not_the_driver(nori):
+    nori = _without_gfd(nori)
+    nori["metadata"]["labels"]["feature.node.kubernetes.io/pci-10de.present"] = "true"
+    for k in ("capacity", "allocatable"):
+        nori["status"][k].pop("nvidia.com/gpu", None)
+    n = read_node(nori, TopologyLabels())
+    assert layer(n, "driver").detail == "unknown: no GPU Feature Discovery labels on this node"
+    assert n.blocker is not None and n.blocker.name == "device-plugin"

@@ -51,3 +51,25 @@ def test_a_missing_path_and_an_empty_folder_are_named(tmp_path):
         load(tmp_path / "nope.json")
     with pytest.raises(InputError, match="no .json files"):
         load(tmp_path)
+
+
+def test_two_different_objects_with_one_name_are_refused_naming_both_files(tmp_path):
+    """A Pod listed in two files of a folder with different requests would have its GPUs counted
+    twice; the same object twice (overlapping kubectl commands) is kept once."""
+    import json
+
+    from gpufleet.adapters.kubernetes.snapshot import load
+    from gpufleet.model.errors import InputError
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"containers": [{"name": "c"}]}}
+    (tmp_path / "a.json").write_text(json.dumps({"kind": "List", "items": [pod]}))
+    (tmp_path / "b.json").write_text(json.dumps({"kind": "List", "items": [pod]}))
+    assert len(load(tmp_path).of("Pod")) == 1
+    gpus = {"limits": {"nvidia.com/gpu": "8"}}
+    changed = {**pod, "spec": {"containers": [{"name": "c", "resources": gpus}]}}
+    (tmp_path / "b.json").write_text(json.dumps({"kind": "List", "items": [changed]}))
+    with pytest.raises(InputError) as err:
+        load(tmp_path)
+    assert "Pod ml/p" in str(err.value) and "two different objects with one name (also in" in str(err.value)
+    assert str(tmp_path / "a.json") in str(err.value) and str(tmp_path / "b.json") in str(err.value)
