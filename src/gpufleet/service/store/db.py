@@ -222,13 +222,10 @@ class Store:
     # --- jobs ---------------------------------------------------------------------------------
     def add_job(self, rec: JobRecord, audit: dict[str, Any] | None = None) -> tuple[JobRecord, bool]:
         """Insert a job (and its audit row, in the same transaction). With an idempotency key
-        already used: the first job's row and False. A job id already taken (without a matching
+        already used (the caller looked it up first; this catches a concurrent retry): the first
+        job's row and False. A job id already taken (without a matching
         key) raises ``KeyError``."""
         key = rec.idempotency_key
-        if key is not None:
-            found = self.job_by_key(key)
-            if found is not None:
-                return found, False
         row = {k: getattr(rec, k) for k in JobRecord.__slots__}
         row["seq"] = self._next_seq()
         ok = self._commits.put(row, audit) if self._commits is not None else self._insert([(row, audit)])[0]
