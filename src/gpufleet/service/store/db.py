@@ -222,8 +222,8 @@ class Store:
     # --- jobs ---------------------------------------------------------------------------------
     def add_job(self, rec: JobRecord, audit: dict[str, Any] | None = None) -> tuple[JobRecord, bool]:
         """Insert a job (and its audit row, in the same transaction). With an idempotency key
-        already used (the caller looked it up first; this catches a concurrent retry): the first
-        job's row and False. A job id already taken (without a matching
+        already used: the first job's row and False (found after the unique index refused the
+        insert, so a first submission costs no lookup). A job id already taken (without a matching
         key) raises ``KeyError``."""
         key = rec.idempotency_key
         row = {k: getattr(rec, k) for k in JobRecord.__slots__}
