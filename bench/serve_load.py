@@ -53,7 +53,7 @@ def pct(xs: list[float], p: float) -> float:
 def prepare(data: Path, nodes: int, pending: int) -> Path:
     from gpufleet.service.jobs import parse_submission, stored_body
     from gpufleet.service.store import Store
-    from gpufleet.service.store.db import JobRecord, body_hash
+    from gpufleet.service.store.db import body_hash
     fleet = data / "fleet.yaml"
     fleet.write_text(f"fleet:\n  name: bench\n  groups:\n    - {{nodes: {nodes}, gpu: H100-80GB, "
                      "gpus_per_node: 8, leaf_size: 32}\n")
@@ -157,7 +157,6 @@ def main() -> None:
         start_s = time.perf_counter() - t
         summary = httpx.get(f"{base}/api/v1/summary", headers=h, timeout=60).json()
         sub = asyncio.run(submissions(base, token, a.rate, a.seconds))
-        ids = [f"p{random.Random(1).randrange(a.pending):06d}" for _ in range(1)]
         rng = random.Random(3)
         ids = [f"p{rng.randrange(a.pending):06d}" for _ in range(a.explains)]
         lat = []
@@ -176,7 +175,8 @@ def main() -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     print(json.dumps({
-        "nodes": a.nodes, "pending_at_start": summary["pending_jobs"], "running_at_start": summary["running_jobs"],
+        "nodes": a.nodes, "pending_at_start": summary["pending_jobs"],
+        "running_at_start": summary["running_jobs"],
         "prepare_s": round(prep_s, 1), "start_to_first_cycle_s": round(start_s, 1),
         "submit": sub, "explain": {"n": len(lat), "p50_ms": round(pct(lat, 50) * 1e3, 2),
                                    "p99_ms": round(pct(lat, 99) * 1e3, 2)},
