@@ -40,7 +40,7 @@ class ServiceConfig:
 
     @property
     def db_url(self) -> str:
-        return self.db or f"sqlite:///{self.data_dir / 'gpufleet.db'}"
+        return self.db or f"sqlite:///{Path(self.data_dir) / 'gpufleet.db'}"
 
     @property
     def profile_name(self) -> str:

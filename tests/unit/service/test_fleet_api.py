@@ -160,3 +160,20 @@ def test_the_openapi_document_lists_every_route(served):
     for path in ("/api/v1/jobs", "/api/v1/jobs/{job_id}", "/api/v1/jobs/{job_id}/explain",
                  "/api/v1/summary", "/api/v1/nodes", "/api/v1/queues", "/api/v1/audit", "/api/v1/events"):
         assert path in doc["paths"], path
+
+
+def test_history_sums_waits_jct_and_gpu_hours_per_tenant(served):
+    """Tenant x's "all" takes the 64 GPUs for an hour (64 GPU-h, wait 0); tenant t's "second"
+    (8 GPUs, an hour) starts when it ends: wait 3600 s, JCT 7200 s, 8 GPU-h."""
+    served.post_job(job_body("all", gpus=8, replicas=8, run_time=3600, tenant="x"))
+    served.tick()
+    served.post_job(job_body("second", gpus=8, run_time=3600, tenant="t"))
+    served.tick(3600)
+    served.tick(3600)
+    served.tick(1)
+    h = {r["tenant"]: r for r in served.client.get("/api/v1/history", headers=served.viewer).json()}
+    assert h["x"]["finished"] == 1 and abs(h["x"]["gpu_hours"] - 64) < 1e-6
+    assert h["t"]["finished"] == 1
+    assert abs(h["t"]["wait_mean_s"] - 3600) < 1
+    assert abs(h["t"]["jct_mean_s"] - 7200) < 1
+    assert abs(h["t"]["gpu_hours"] - 8) < 1e-6

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from gpufleet.service.routes.deps import Admin, Caller, Svc, caller
+from gpufleet.service.routes.deps import Admin, Caller, Svc, check_caller
 
 router = APIRouter(tags=["ops"])
 
@@ -78,6 +78,36 @@ metrics_router = APIRouter(tags=["ops"])
 
 @metrics_router.get("/metrics", response_class=Response)
 def metrics(request: Request, svc: Svc) -> Response:
-    if not svc.config.metrics_public:
-        caller(request)
+    if not svc.config.metrics_public and svc.auth.cached(request.headers.get("authorization")) is None:
+        check_caller(request)
     return Response(svc.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+class TenantHistory(BaseModel):
+    tenant: str
+    finished: int
+    #: Source seconds from submission to start, and from submission to end (JCT).
+    wait_mean_s: float
+    wait_p50_s: float
+    wait_p90_s: float
+    jct_mean_s: float
+    gpu_hours: float
+
+
+@router.get("/history")
+def history(svc: Svc, who: Caller,
+            since: Annotated[float, Query(ge=0, le=1e12, allow_inf_nan=False)] = 0.0) -> list[TenantHistory]:
+    """Finished jobs per tenant since ``since`` (source time): waits, JCT, GPU-hours."""
+    by: dict[str, list] = {}
+    for r in svc.store.history(since):
+        if r.start_time is not None and r.end_time is not None:
+            by.setdefault(r.tenant, []).append(r)
+    out = []
+    for tenant, rows in sorted(by.items()):
+        waits = sorted(r.start_time - r.submit_time for r in rows)
+        out.append(TenantHistory(
+            tenant=tenant, finished=len(rows), wait_mean_s=sum(waits) / len(waits),
+            wait_p50_s=waits[len(waits) // 2], wait_p90_s=waits[min(len(waits) - 1, int(0.9 * len(waits)))],
+            jct_mean_s=sum(r.end_time - r.submit_time for r in rows) / len(rows),
+            gpu_hours=sum(r.gpus * (r.end_time - r.start_time) for r in rows) / 3600.0))
+    return out
