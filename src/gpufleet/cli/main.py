@@ -10,7 +10,7 @@ from typer.core import TyperCommand, TyperGroup
 import gpufleet.cli.common  # noqa: F401  (help text: Click-style type names, see common.py)
 
 COMMAND_MODULES = ("simulate", "fragbench", "slurm", "topology", "node", "preflight", "k8s", "plan",
-                   "explain", "sweep", "ray", "schema", "kueue")
+                   "explain", "sweep", "ray", "schema", "kueue", "serve")
 
 
 class LazyCommandGroup(TyperGroup):

@@ -51,6 +51,8 @@ class LiveLoop:
     clock: Callable[[], float] = time.monotonic
     #: Called on the loop's thread with each tick's events (the store records them).
     sinks: list[EventSink] = field(default_factory=list)
+    #: Called on the loop's thread before each tick (a generated load posts its arrivals).
+    before_tick: list[Callable[[], object]] = field(default_factory=list)
     #: Called with each cycle's duration in seconds (metrics).
     cycle_observers: list[Callable[[float], None]] = field(default_factory=list)
     cycles: int = 0
@@ -82,6 +84,8 @@ class LiveLoop:
 
     def tick(self) -> list[LiveEvent]:
         """One turn: apply posted commands, let the world move, decide if due, publish."""
+        for hook in self.before_tick:
+            hook()
         now = self.now()
         events: list[LiveEvent] = []
         changed = False

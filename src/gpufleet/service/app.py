@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from gpufleet.service.config import ServiceConfig
 from gpufleet.service.errors import install_error_handlers
-from gpufleet.service.routes import fleet, health, jobs, ops
+from gpufleet.service.routes import fleet, health, jobs, ops, whatif
 from gpufleet.service.runtime import Service
 
 API = "/api/v1"
@@ -42,6 +42,7 @@ def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI
     app.include_router(fleet.router, prefix=API)
     app.include_router(jobs.router, prefix=API)
     app.include_router(ops.router, prefix=API)
+    app.include_router(whatif.router, prefix=API)
 
     # --- dashboard mount point (issue 25): the dashboard adds its routes and static files here.
     # from gpufleet.service.dashboard import mount

@@ -60,9 +60,9 @@ class AuthError(Exception):
 
 
 class Auth:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, time_cost: int = 3, memory_kib: int = 65536) -> None:
         self.store = store
-        self.hasher = PasswordHasher()
+        self.hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib)
         self._cache: dict[str, tuple[float, TokenRecord]] = {}
         self._lock = threading.Lock()
 

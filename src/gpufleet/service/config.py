@@ -32,11 +32,15 @@ class ServiceConfig:
     #: Serve /metrics without a token (Prometheus scrapers often have none).
     metrics_public: bool = False
     seed: int = 0
+    #: argon2id cost of token hashes (argon2-cffi's defaults; RFC 9106's second profile). Tests
+    #: lower them: the same algorithm, faster to check.
+    argon2_time_cost: int = 3
+    argon2_memory_kib: int = 65536
     extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def db_url(self) -> str:
-        return self.db or f"sqlite:///{self.data_dir / 'gpufleet.db'}"
+        return self.db or f"sqlite:///{Path(self.data_dir) / 'gpufleet.db'}"
 
     @property
     def profile_name(self) -> str:

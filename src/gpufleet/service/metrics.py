@@ -112,10 +112,11 @@ class ServiceMetrics:
                 job = running[ev.job].job
                 self.admitted.labels(job.tenant).inc()
                 self.wait.labels(job.tenant).observe(max(0.0, ev.t - job.submit_time))
-            elif ev.kind == "preempt":
+            elif ev.kind in ("preempt", "requeue"):
                 job = pending.get(ev.job)
                 if job is not None:
-                    self.preempted.labels(job.tenant, "preemption").inc()
+                    reason = "preemption" if ev.kind == "preempt" else "node_failure"
+                    self.preempted.labels(job.tenant, reason).inc()
 
     def observe_cycle(self, seconds: float) -> None:
         self.cycle.observe(seconds)

@@ -65,7 +65,7 @@ class Service:
     def __init__(self, config: ServiceConfig, store: Store | None = None) -> None:
         self.config = config
         self.store = store or Store(config.db_url)
-        self.auth = Auth(self.store)
+        self.auth = Auth(self.store, config.argon2_time_cost, config.argon2_memory_kib)
         self.source = make_source(config)
         clock = self.store.get_meta("clock")
         epoch = float(clock) if clock is not None else 0.0
@@ -134,8 +134,8 @@ class Service:
                 ups.append((ev.job, {"state": "running", "start_time": ev.t}))
             elif ev.kind == "finish":
                 ups.append((ev.job, {"state": "finished", "end_time": ev.t}))
-            elif ev.kind == "preempt":
-                ups.append((ev.job, {"state": "pending"}))
+            elif ev.kind in ("preempt", "requeue"):
+                ups.append((ev.job, {"state": "pending", "start_time": None}))
         self.store.apply_job_updates(ups, clock=self.loop.now())
 
     # --- jobs ---------------------------------------------------------------------------------
@@ -265,7 +265,8 @@ class Service:
             if state == "fail" and isinstance(src, VirtualSource):
                 hit = src.fail_node(node, now)
                 src.out_of_service[node] = "fail"
-                return [LiveEvent(now, "fail", node=node, detail=",".join(hit))]
+                return [LiveEvent(now, "fail", node=node)] + [
+                    LiveEvent(now, "requeue", jid, node, "its node failed") for jid in hit]
             src.set_schedulable(node, ok)
             if ok:
                 src.out_of_service.pop(node, None)

@@ -1,0 +1,166 @@
+"""`gpufleet serve`: the fleet's control plane as a service; `gpufleet serve token …`: its tokens.
+
+With no arguments: 127.0.0.1:8080, a SQLite store under ./gpufleet-data/, the default scenario's
+fleet as a virtual fleet on the wall clock. The first start prints an admin token (kept nowhere
+but in the store, as an argon2 hash: keep it).
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.main import app
+
+serve_app = typer.Typer(help="Run the fleet's control plane: REST API, store, live loop, metrics.",
+                        invoke_without_command=True, no_args_is_help=False)
+token_app = typer.Typer(help="API tokens: create, list, revoke.", no_args_is_help=True)
+serve_app.add_typer(token_app, name="token")
+app.add_typer(serve_app, name="serve")
+
+DataDir = Annotated[Path, typer.Option("--data-dir", help="Where the SQLite store lives.")]
+Db = Annotated[str | None, typer.Option(
+    "--db", help="A database URL (postgresql://user@host/db); default: SQLite under --data-dir.")]
+
+
+def _store(data_dir: Path, db: str | None):  # noqa: ANN202
+    from gpufleet.service.store import Store, StoreError
+    if db is None and data_dir.exists() and not data_dir.is_dir():
+        raise fail(f"--data-dir {data_dir}: is a file; expected a directory (created if missing)")
+    try:
+        return Store(db or f"sqlite:///{data_dir / 'gpufleet.db'}")
+    except StoreError as e:
+        raise fail(str(e)) from None
+
+
+def _check_port(host: str, port: int) -> None:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise fail(f"--host {host!r}: cannot resolve ({e.strerror})") from None
+    fam, _, _, _, addr = infos[0]
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(addr)
+    except OSError as e:
+        raise fail(f"--host {host} --port {port}: cannot listen there ({e.strerror})") from None
+    finally:
+        s.close()
+
+
+@serve_app.callback()
+@one_line_errors
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.", min=1, max=65535)] = 8080,
+    data_dir: DataDir = Path("gpufleet-data"),
+    db: Db = None,
+    fleet: Annotated[Path | None, typer.Option(
+        help="Fleet file (YAML, `gpufleet schema fleet`); default: the default scenario's fleet.")] = None,
+    tenancy: Annotated[Path | None, typer.Option(
+        help="Tenancy file (YAML with a tenancy: section, `gpufleet schema tenancy`).")] = None,
+    speed: Annotated[float, typer.Option(
+        help="Simulated seconds per wall second (virtual source).")] = 1.0,
+    demo_load: Annotated[bool, typer.Option(
+        "--demo-load", help="Keep a generated workload arriving (virtual source).")] = False,
+    source: Annotated[str, typer.Option(help="Source of truth: virtual.")] = "virtual",
+    policy: Annotated[str | None, typer.Option(
+        help="Engine profile (default gang-easy; tenancy-easy with --tenancy).")] = None,
+    metrics_public: Annotated[bool, typer.Option(
+        "--metrics-public", help="Serve /metrics without a token.")] = False,
+) -> None:
+    """Start the service (with no sub-command)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not math.isfinite(speed) or not 0 < speed <= 1e6:
+        raise fail(f"--speed: expected a finite number in (0, 1e6], got {speed}")
+    from gpufleet.model.fleet_config import load_fleet
+    from gpufleet.sim.scenario import bundled
+    the_fleet = load_fleet(fleet) if fleet is not None else bundled("default").fleet
+    ten = None
+    if tenancy is not None:
+        from gpufleet.cli.kueue import load_tenancy
+        ten = load_tenancy(tenancy)[0].build()
+    if source != "virtual":
+        raise fail(f"--source {source!r}: expected virtual (slurm and kubernetes are not built yet)")
+    if policy is not None:
+        from gpufleet.policies.registry import PROFILES
+        if policy not in PROFILES:
+            raise fail(f"--policy {policy!r}: expected one of {', '.join(PROFILES)}")
+    _check_port(host, port)
+    store = _store(data_dir, db)
+    import uvicorn
+
+    from gpufleet.service.app import create_app
+    from gpufleet.service.config import ServiceConfig
+    from gpufleet.service.runtime import Service
+    cfg = ServiceConfig(fleet=the_fleet, tenancy=ten, data_dir=data_dir, db=db, source=source,
+                        policy=policy, speed=speed, demo_load=demo_load, metrics_public=metrics_public)
+    svc = Service(cfg, store)
+    first = not store.tokens()
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    console.print(f"gpufleet serve: {url}  (API {url}/api/v1, docs {url}/api/v1/docs); store {store.url}; "
+                  f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs; "
+                  f"{svc.restored} job(s) restored",
+                  highlight=False, soft_wrap=True)
+    if first:
+        token, _ = svc.auth.create("admin", name="first admin")
+        console.print("first start: an admin token (shown once; `gpufleet serve token create` makes more):",
+                      highlight=False, soft_wrap=True)
+        print(token, flush=True)
+    uvicorn.run(create_app(cfg, svc), host=host, port=port, log_level="warning", access_log=False)
+
+
+@token_app.command("create")
+@one_line_errors
+def token_create(
+    role: Annotated[str, typer.Option(help="viewer, member or admin.")],
+    tenant: Annotated[str | None, typer.Option(help="The tenant a member token acts for.")] = None,
+    name: Annotated[str, typer.Option(help="A name to recognise it by.")] = "",
+    expires_h: Annotated[float | None, typer.Option(
+        "--expires-h", help="Hours until it expires (default: never).")] = None,
+    data_dir: DataDir = Path("gpufleet-data"),
+    db: Db = None,
+) -> None:
+    """Create a token; the token alone is on the last line."""
+    from gpufleet.service.auth import Auth
+    if expires_h is not None and (not math.isfinite(expires_h) or expires_h <= 0):
+        raise fail(f"--expires-h: expected a finite number of hours above 0, got {expires_h}")
+    auth = Auth(_store(data_dir, db))
+    token, rec = auth.create(role, tenant, name, expires_h * 3600 if expires_h is not None else None)
+    of = f" of {rec.tenant}" if rec.tenant else ""
+    err_console.print(f"token {rec.id}: {rec.role}{of}", highlight=False)
+    print(token)
+
+
+@token_app.command("list")
+@one_line_errors
+def token_list(data_dir: DataDir = Path("gpufleet-data"), db: Db = None) -> None:
+    """List tokens (never their secrets)."""
+    import time
+    now = time.time()
+    for t in _store(data_dir, db).tokens():
+        state = ("revoked" if t.revoked_at is not None
+                 else "expired" if t.expires_at is not None and t.expires_at <= now else "active")
+        print(f"{t.id}  {t.role:<6}  {t.tenant or '-':<16}  {state:<7}  {t.name}")
+
+
+@token_app.command("revoke")
+@one_line_errors
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(help="The token's id (first column of `token list`).")],
+    data_dir: DataDir = Path("gpufleet-data"),
+    db: Db = None,
+) -> None:
+    """Revoke a token: every later call with it is refused."""
+    from gpufleet.service.auth import Auth
+    if not Auth(_store(data_dir, db)).revoke(token_id):
+        raise fail(f"{token_id}: no such active token")
+    err_console.print(f"revoked {token_id}", highlight=False)

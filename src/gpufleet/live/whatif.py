@@ -1,0 +1,115 @@
+"""What if: the simulator forked from the live snapshot and run forward.
+
+The fork holds the live world as it is: every running job on its own nodes with the work it has
+left, every pending job queued now, nodes out of service kept out; then the change asked about
+(nodes drained, a quota, another policy) and the probe job (a shape: "when would 64 H100s
+start?"). The simulator (sim/handlers.py, sim/step.py: the same engine cycles the live loop runs)
+plays it forward until the probe starts or the horizon ends.
+
+The spread over seeds: seed 0 takes every run time as stated; seed k > 0 draws each job's
+remaining run time as stated × U(1 − jitter, 1), since jobs often end before their stated
+time (the bundled workload's estimates are 1–3× the true run time, sim/workload.py) and a start
+estimate inherits that error. The answer is the probe's start per seed, and its spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpufleet.engine.checkpoints import remaining_run_s
+from gpufleet.engine.profile import Profile
+from gpufleet.live.snapshot import LiveSnapshot
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.sim.cluster import SimulatedCluster, set_schedulable
+from gpufleet.sim.fragmentation import FragmentationSamples
+from gpufleet.sim.handlers import HANDLERS
+from gpufleet.sim.kernel import EventKind, Outcome
+from gpufleet.sim.state import SimConfig, SimState
+from gpufleet.sim.step import after_instant
+from gpufleet.sim.usage import UsageTracker
+
+
+@dataclass(frozen=True)
+class Change:
+    drain: tuple[str, ...] = ()
+    tenancy: Tenancy | None = None
+    profile: Profile | None = None
+
+
+@dataclass(frozen=True)
+class Fork:
+    seed: int
+    #: The probe's start (source time), None when it did not start within the horizon.
+    probe_start: float | None
+    #: Of the jobs pending now: how many started within the horizon, and their mean wait from now.
+    started: int
+    mean_wait_s: float | None
+    events: int
+
+
+def _scaled(job: Job, remaining: float, factor: float, done: float) -> Job:
+    return replace(job, run_time=done + remaining * factor)
+
+
+def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None, *, seed: int = 0,
+         horizon_s: float = 7 * 86400.0, jitter: float = 0.5) -> Fork:
+    now = snap.now
+    tenancy = change.tenancy if change.tenancy is not None else snap.tenancy
+    prof = change.profile or profile
+    cfg = SimConfig(profile=prof, seed=seed, tenancy=tenancy,
+                    usage_tracker=UsageTracker(tenancy.half_life_s) if tenancy is not None else None)
+    cluster = SimulatedCluster(snap.fleet)
+    jobs_now = list(snap.pending.values()) + ([probe] if probe is not None else [])
+    st = SimState(cfg=cfg, cluster=cluster, frag=FragmentationSamples.for_workload(jobs_now))
+    st.decisions = None
+    st.t = now
+    st.next_stranded = float("inf")
+    idx = {n: i for i, n in enumerate(cluster.table.names)}
+    for name in sorted(set(snap.out_of_service) | set(change.drain)):
+        if name in idx:
+            set_schedulable(cluster.table, idx[name], False)
+    rng = np.random.default_rng(seed)
+
+    def factor() -> float:
+        return 1.0 if seed == 0 else float(rng.uniform(1.0 - jitter, 1.0))
+
+    for jid in sorted(snap.running):
+        rj = snap.running[jid]
+        left = max(0.0, remaining_run_s(rj) - (now - rj.start_time))
+        done = rj.job.run_time - left
+        job = _scaled(rj.job, left, factor(), done)
+        cluster.submit(job)
+        for b in rj.bindings:
+            cluster.bind(b)
+        started = cluster.start(job.id, now)
+        st.q.push(now + max(0.0, job.run_time - done - started.progress_before), EventKind.FINISH,
+                  (job.id, st.gen(job.id)))
+    for jid in sorted(snap.pending):
+        job = snap.pending[jid]
+        job = _scaled(job, job.run_time, factor(), 0.0)
+        st.submit_times[job.id] = job.submit_time
+        st.q.push(now, EventKind.ARRIVAL, job)
+    if probe is not None:
+        st.submit_times[probe.id] = now
+        st.q.push(now, EventKind.ARRIVAL, replace(probe, submit_time=now))
+    end = now + horizon_s
+    q = st.q
+    while q:
+        t = q.peek_time()
+        if t > end:
+            break
+        st.t = t
+        outcome = Outcome.NOTHING
+        while q and q.peek_time() == t:
+            ev = q.pop()
+            st.events += 1
+            outcome |= HANDLERS[ev.kind](st, ev)
+        after_instant(st, outcome)
+        if probe is not None and probe.id in st.starts:
+            break
+    waits = [st.starts[j] - now for j in snap.pending if j in st.starts]
+    return Fork(seed, st.starts.get(probe.id) if probe is not None else None, len(waits),
+                sum(waits) / len(waits) if waits else None, st.events)

@@ -1,0 +1,54 @@
+"""What-if from the live state: the simulator forked and run forward."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.service.conftest import job_body
+
+
+def probe(replicas: int) -> dict:
+    return {"run_time": 600, "pod_sets": [{"replicas": replicas, "gpus": 8}]}
+
+
+def test_a_shape_that_fits_only_after_a_running_job_ends_starts_when_it_ends(served):
+    """All 8 nodes run "big" for 3600 s; a 2-node probe starts at its end (seed 0: stated times)."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.tick()
+    r = served.client.post("/api/v1/whatif", json={"job": probe(2), "seeds": 1}, headers=served.viewer)
+    assert r.status_code == 200, r.text
+    assert r.json()["runs"][0]["wait_s"] == pytest.approx(3600, abs=1)
+
+
+def test_jobs_that_end_early_on_later_seeds_spread_the_answer_earlier(served):
+    """Seeds > 0 draw remaining run × U(0.5, 1): the probe waits between 1800 and 3600 s."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.tick()
+    out = served.client.post("/api/v1/whatif", json={"job": probe(2), "seeds": 4},
+                             headers=served.viewer).json()
+    assert out["started_in"] == 4
+    assert 1800 - 1 <= out["wait_min_s"] <= out["wait_median_s"] <= out["wait_max_s"] <= 3600 + 1
+    assert out["wait_min_s"] < 3600
+
+
+def test_draining_nodes_in_the_what_if_leaves_the_live_fleet_alone(served):
+    """Draining 7 of 8 nodes: a 2-node probe can never start; the live nodes stay in service."""
+    names = list(served.svc.source.table.names)
+    out = served.client.post("/api/v1/whatif", json={"job": probe(2), "drain": names[:7], "seeds": 1,
+                                                      "horizon_s": 86400}, headers=served.viewer).json()
+    assert out["started_in"] == 0
+    assert served.client.get("/api/v1/summary", headers=served.viewer).json()["nodes_out_of_service"] == 0
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"job": {"run_time": 1, "pod_sets": []}}, "job.pod_sets"),
+    ({"drain": ["no-such-node"]}, "drain.0"),
+    ({"policy": "nope"}, "policy"),
+    ({"horizon_s": 1e12}, "horizon_s"),
+    ({"seeds": 0}, "seeds"),
+], ids=["a job with no pod sets", "an unknown node", "an unknown policy", "a horizon past 30 days",
+        "no seeds"])
+def test_a_bad_what_if_is_a_422_naming_the_field(served, body, field):
+    r = served.client.post("/api/v1/whatif", json=body, headers=served.viewer)
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == field
