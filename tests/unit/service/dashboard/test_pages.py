@@ -1,0 +1,162 @@
+"""The dashboard's pages over a real service (real SQLite store, the loop ticked by hand).
+
+The fleet is the service tests' (tests/unit/service/conftest.py): 2 leaves × 4 nodes × 8 H100s =
+64 GPUs; tenants ``a`` (nominal 32) and ``b`` (16) in cohort ``org``.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+
+import pytest
+
+ORIGIN = {"Origin": "http://testserver"}
+
+
+def token(headers: dict[str, str]) -> str:
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
+def sign_in(s, headers: dict[str, str]) -> None:
+    s.client.cookies.clear()
+    r = s.client.get(f"/?token={token(headers)}", follow_redirects=False)
+    assert r.status_code == 303
+
+
+def submit(s, jid: str, gpus: int = 8, replicas: int = 1, tenant: str = "a") -> None:
+    body = {"id": jid, "tenant": tenant, "run_time": 3600.0,
+            "pod_sets": [{"replicas": replicas, "gpus": gpus}]}
+    assert s.post_job(body).status_code == 201
+
+
+def text(html: str) -> str:
+    return html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)))
+
+
+def test_a_page_without_a_session_sends_the_browser_to_sign_in(served_tenancy) -> None:
+    r = served_tenancy.client.get("/jobs?state=pending", follow_redirects=False)
+    assert r.status_code == 303
+    assert r.headers["location"] == "/login?next=%2Fjobs%3Fstate%3Dpending"
+
+
+def test_a_token_link_sets_an_http_only_same_site_cookie_and_drops_the_token(served_tenancy) -> None:
+    s = served_tenancy
+    r = s.client.get(f"/queues?token={token(s.viewer)}&x=1", follow_redirects=False)
+    assert r.status_code == 303
+    assert r.headers["location"] == "/queues?x=1"
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie
+    assert s.client.get("/queues").status_code == 200
+
+
+def test_a_refused_token_is_told_so_and_audited(served_tenancy) -> None:
+    s = served_tenancy
+    r = s.client.get("/?token=gf_nosuch_secret", follow_redirects=False)
+    assert r.status_code == 401 and "That token was refused" in r.text
+    refusals = [e for e in s.svc.store.audit_log(limit=50) if e["outcome"] == "refused"]
+    assert any("(dashboard)" in e["target"] for e in refusals)
+
+
+def test_the_login_form_signs_in_and_never_redirects_off_the_site(served_tenancy) -> None:
+    s = served_tenancy
+    r = s.client.post("/login", data={"token": token(s.viewer), "next": "//evil.example/x"},
+                      headers=ORIGIN, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/"
+
+
+def test_the_overview_puts_a_blocked_gang_on_the_first_screen(served_tenancy) -> None:
+    """Tenant a (nominal 32 of a 64-GPU cohort) submits six 16-GPU gangs: the cohort's 48 GPUs
+    it may use take three of them (48 = 3 × 16), the other three are refused by quota."""
+    s = served_tenancy
+    for i in range(6):
+        submit(s, f"g{i}", gpus=8, replicas=2)
+    s.tick()
+    sign_in(s, s.viewer)
+    page = text(s.client.get("/").text)
+    assert "3 jobs blocked" in page
+    assert "Biggest waiting gang" in page and "(16 GPUs, 2 pods, tenant a)" in page
+    assert 'data-tone="ok"' not in s.client.get("/").text
+
+
+def test_an_idle_fleet_says_nothing_is_waiting(served_tenancy) -> None:
+    s = served_tenancy
+    s.tick()
+    sign_in(s, s.viewer)
+    html = s.client.get("/").text
+    assert 'data-tone="ok"' in html and "No job is waiting" in text(html)
+
+
+def test_the_jobs_table_filters_sorts_and_pages_on_the_server(served_tenancy) -> None:
+    """60 one-GPU jobs of tenant b and one 8-GPU job of tenant a: 61 jobs, 50 a page → 2 pages."""
+    s = served_tenancy
+    for i in range(60):
+        submit(s, f"b{i:02d}", gpus=1, tenant="b")
+    submit(s, "big", gpus=8, tenant="a")
+    s.tick()
+    sign_in(s, s.viewer)
+    assert "61 jobs match; page 1 of 2" in text(s.client.get("/jobs").text)
+    first = s.client.get("/jobs?sort=gpus&dir=desc").text
+    rows = re.findall(r'<td><a href="/jobs/([^"]+)">', first)
+    assert rows[0] == "big" and len(rows) == 50
+    assert "1 job match" in text(s.client.get("/jobs?tenant=a").text)
+    assert "10 jobs match" in text(s.client.get("/jobs?q=B0").text), "b00…b09, case-insensitive"
+    assert "page 2 of 2" in text(s.client.get("/jobs?page=99").text)
+
+
+def test_a_job_page_gives_the_engines_reason_chain_and_ranked_fixes(served_tenancy) -> None:
+    s = served_tenancy
+    for i in range(4):
+        submit(s, f"g{i}", gpus=8, replicas=2)
+    s.tick()
+    sign_in(s, s.viewer)
+    page = text(s.client.get("/jobs/g3").text)
+    assert "Why it waits" in page and "nominal" in page
+    assert "What would let it start sooner" in page and "raise tenant 'a'" in page
+    assert s.client.get("/jobs/nope").status_code == 404
+
+
+def test_a_viewer_sees_no_admin_controls_and_a_forged_drain_is_refused_and_audited(served_tenancy) -> None:
+    s = served_tenancy
+    s.tick()
+    node = s.svc.snapshot().table.names[0]
+    sign_in(s, s.viewer)
+    assert "btn-drain" not in s.client.get(f"/nodes/{node}").text
+    r = s.client.post(f"/nodes/{node}/drain", headers={**ORIGIN, "HX-Request": "true"})
+    assert r.status_code == 403
+    assert s.svc.store.node_states().get(node) is None
+    audit = s.svc.store.audit_log(limit=50)
+    assert any(e["action"] == "node.drain" and e["outcome"] == "refused" for e in audit)
+
+
+def test_an_admin_drains_a_node_from_its_page(served_tenancy) -> None:
+    s = served_tenancy
+    s.tick()
+    node = s.svc.snapshot().table.names[0]
+    sign_in(s, s.admin)
+    assert "btn-drain" in s.client.get(f"/nodes/{node}").text
+    r = s.client.post(f"/nodes/{node}/drain", headers={**ORIGIN, "HX-Request": "true"})
+    assert r.status_code == 200 and "drain done" in r.text
+    assert s.svc.store.node_states()[node] == "drain"
+
+
+def test_a_post_from_another_site_is_refused_even_with_the_cookie(served_tenancy) -> None:
+    s = served_tenancy
+    s.tick()
+    node = s.svc.snapshot().table.names[0]
+    sign_in(s, s.admin)
+    r = s.client.post(f"/nodes/{node}/drain", headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and node not in s.svc.store.node_states()
+
+
+@pytest.mark.parametrize("path", ["/", "/queues", "/jobs", "/nodes", "/ui/overview", "/ui/jobs", "/ui/nodes",
+                                  "/ui/queues"])
+def test_every_page_renders_for_a_member_with_its_team_first(served_tenancy, path: str) -> None:
+    s = served_tenancy
+    submit(s, "x", tenant="b")
+    s.tick()
+    sign_in(s, s.member_b)
+    r = s.client.get(path)
+    assert r.status_code == 200
+    if path == "/queues":
+        assert text(r.text).index("b your team") < text(r.text).index(" a ")
