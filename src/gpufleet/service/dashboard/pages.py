@@ -23,6 +23,7 @@ from gpufleet.live import views
 from gpufleet.live.explain import explain
 from gpufleet.service.auth import Principal
 from gpufleet.service.dashboard import jobs_table, present, session
+from gpufleet.service.dashboard.format import plural
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
 
@@ -38,6 +39,7 @@ class Dashboard:
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.globals.update(static=lambda p: f"/static/{p}", reason_words=present.REASON_WORDS,
                                           node_class=present.node_class)
+        self.templates.env.filters["plural"] = plural
         self.jobs = jobs_table.ColumnCache()
 
     def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
