@@ -64,6 +64,7 @@ class Auth:
         self.store = store
         self.hasher = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib)
         self._cache: dict[str, tuple[float, TokenRecord]] = {}
+        self._gates: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def create(self, role: str, tenant: str | None = None, name: str = "",
@@ -105,9 +106,25 @@ class Auth:
         now = time.time()
         with self._lock:
             hit = self._cache.get(digest)
-        if hit is not None and now - hit[0] < CACHE_S:
-            rec = hit[1]
-        else:
+        fresh = hit is not None and now - hit[0] < CACHE_S
+        rec = hit[1] if hit is not None and fresh else self._verify(digest, tid, secret, now)
+        if rec.revoked_at is not None:
+            raise AuthError("token revoked", rec.id)
+        if rec.expires_at is not None and rec.expires_at <= now:
+            raise AuthError("token expired", rec.id)
+        return Principal(rec.id, rec.role, rec.tenant, rec.name)
+
+    def _verify(self, digest: str, tid: str, secret: str, now: float) -> TokenRecord:
+        """Check a token against its hash, once per token at a time: concurrent first calls with
+        one token wait for the one check (64 clients at once would otherwise run 64 argon2
+        checks of 64 MiB each) and then read the cache."""
+        with self._lock:
+            gate = self._gates.setdefault(digest, threading.Lock())
+        with gate:
+            with self._lock:
+                hit = self._cache.get(digest)
+            if hit is not None and time.time() - hit[0] < CACHE_S:
+                return hit[1]
             found = self.store.token(tid)
             if found is None:
                 raise AuthError("unknown token", tid if tid.isalnum() else "anonymous")
@@ -115,13 +132,9 @@ class Auth:
                 self.hasher.verify(found.secret_hash, secret)
             except (VerificationError, InvalidHashError):
                 raise AuthError("wrong token secret", tid) from None
-            rec = found
             with self._lock:
                 if len(self._cache) > 10_000:
                     self._cache.clear()
-                self._cache[digest] = (now, rec)
-        if rec.revoked_at is not None:
-            raise AuthError("token revoked", rec.id)
-        if rec.expires_at is not None and rec.expires_at <= now:
-            raise AuthError("token expired", rec.id)
-        return Principal(rec.id, rec.role, rec.tenant, rec.name)
+                    self._gates.clear()
+                self._cache[digest] = (now, found)
+            return found

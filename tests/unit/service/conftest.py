@@ -73,8 +73,9 @@ class ManualClock:
         return self.t
 
 
-def make_service(data_dir: Path, tenancy: Tenancy | None = None) -> tuple[Service, ManualClock]:
-    cfg = ServiceConfig(fleet=FLEET, tenancy=tenancy, data_dir=data_dir, run_loop=False,
+def make_service(data_dir: Path, tenancy: Tenancy | None = None,
+                 db: str | None = None) -> tuple[Service, ManualClock]:
+    cfg = ServiceConfig(fleet=FLEET, tenancy=tenancy, data_dir=data_dir, db=db, run_loop=False,
                         argon2_time_cost=1, argon2_memory_kib=1024)
     svc = Service(cfg)
     clock = ManualClock()
@@ -82,8 +83,8 @@ def make_service(data_dir: Path, tenancy: Tenancy | None = None) -> tuple[Servic
     return svc, clock
 
 
-def serve(data_dir: Path, tenancy: Tenancy | None = None) -> Served:
-    svc, clock = make_service(data_dir, tenancy)
+def serve(data_dir: Path, tenancy: Tenancy | None = None, db: str | None = None) -> Served:
+    svc, clock = make_service(data_dir, tenancy, db)
     client = TestClient(create_app(svc.config, svc))
     tokens = {"admin": svc.auth.create("admin")[0], "viewer": svc.auth.create("viewer")[0]}
     tokens["a"] = svc.auth.create("member", "a")[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from tests.unit.service.conftest import job_body
 
 
