@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,12 +19,14 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
 
 from gpufleet.live import views
 from gpufleet.live.explain import explain
+from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
-from gpufleet.service.dashboard import jobs_table, present, session
-from gpufleet.service.dashboard.format import plural
+from gpufleet.service.dashboard import history, jobs_table, present, session, whatif_form
+from gpufleet.service.dashboard.format import duration_words, plural
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
 
@@ -40,7 +43,9 @@ class Dashboard:
         self.templates.env.globals.update(static=lambda p: f"/static/{p}", reason_words=present.REASON_WORDS,
                                           node_class=present.node_class)
         self.templates.env.filters["plural"] = plural
+        self.templates.env.globals["duration_words"] = duration_words
         self.jobs = jobs_table.ColumnCache()
+        self.sampler = history.AllocationSampler(svc)
 
     def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
                **ctx: Any) -> HTMLResponse:
@@ -102,6 +107,19 @@ def router(d: Dashboard) -> APIRouter:
     page("/jobs", "jobs.html", jobs_ctx)
     page("/nodes", "nodes.html", nodes_ctx)
 
+    def history_ctx(request: Request, who: Principal) -> dict:
+        h = history.history(d.svc, d.sampler, time.time())
+        charts = {name: {"x": getattr(h, name).x, "lines": getattr(h, name).lines}
+                  for name in ("waits", "jct", "gpu_hours", "preemptions", "allocation")}
+        return {"title": "History", "h": h, "charts": charts}
+
+    def studies_ctx(request: Request, who: Principal) -> dict:
+        return {"title": "Studies", "policies": sorted(PROFILES),
+                "today": d.svc.config.profile_name}
+
+    page("/history", "history.html", history_ctx)
+    page("/studies", "studies.html", studies_ctx)
+
     # fragments: the live parts of pages, re-fetched on each decision event
     def fragment(path: str, template: str, build: Any) -> None:
         @r.get(path, response_class=HTMLResponse, name="fragment:" + template)
@@ -131,7 +149,37 @@ def router(d: Dashboard) -> APIRouter:
         events = [ev for _, ev in d.svc.events.after(0, limit=10_000)[0] if ev.get("job") == job_id]
         may_change = rec is not None and who.may_write_tenant(rec.tenant)
         return d.render(request, "job.html", who, title=f"Job {job_id}", active="/jobs", job=view, rec=rec,
-                        why=why, events=events, may_change=may_change)
+                        why=why, events=events, may_change=may_change, policies=sorted(PROFILES),
+                        pending_job=snap.pending.get(job_id))
+
+    @r.post("/jobs/{job_id}/whatif", response_class=HTMLResponse)
+    async def job_whatif(job_id: str, request: Request) -> Response:
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        form = await _form(request)
+        try:
+            cmp = await run_in_threadpool(whatif_form.compare, d.svc, d.svc.snapshot(), job_id, form)
+        except ApiError as e:
+            return d.render(request, "whatif_result.html", who, e.status, error=e.message, cmp=None)
+        return d.render(request, "whatif_result.html", who, cmp=cmp, error="")
+
+    @r.post("/studies/policy", response_class=HTMLResponse)
+    async def study_policy(request: Request) -> Response:
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        form = await _form(request)
+        snap = d.svc.snapshot()
+        try:
+            rows = await run_in_threadpool(whatif_form.compare_policies, d.svc, snap, form.get("policy", ""))
+        except ApiError as e:
+            return d.render(request, "study_result.html", who, e.status, error=e.message)
+        return d.render(request, "study_result.html", who, rows=rows, pending=len(snap.pending), error="")
 
     @r.get("/nodes/{name}", response_class=HTMLResponse)
     def node_page(name: str, request: Request) -> Response:
@@ -226,5 +274,6 @@ def _node(d: Dashboard, request: Request, who: Principal, name: str, *, error: s
 def mount(app: FastAPI, svc: Service) -> None:
     """Add the dashboard's pages and static files to the service's app."""
     d = Dashboard(svc)
+    svc.loop.sinks.append(d.sampler.observe)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
     app.include_router(router(d))

@@ -149,8 +149,8 @@ def test_a_post_from_another_site_is_refused_even_with_the_cookie(served_tenancy
     assert r.status_code == 403 and node not in s.svc.store.node_states()
 
 
-@pytest.mark.parametrize("path", ["/", "/queues", "/jobs", "/nodes", "/ui/overview", "/ui/jobs", "/ui/nodes",
-                                  "/ui/queues"])
+@pytest.mark.parametrize("path", ["/", "/queues", "/jobs", "/nodes", "/history", "/studies", "/ui/overview",
+                                  "/ui/jobs", "/ui/nodes", "/ui/queues"])
 def test_every_page_renders_for_a_member_with_its_team_first(served_tenancy, path: str) -> None:
     s = served_tenancy
     submit(s, "x", tenant="b")
@@ -160,3 +160,40 @@ def test_every_page_renders_for_a_member_with_its_team_first(served_tenancy, pat
     assert r.status_code == 200
     if path == "/queues":
         assert text(r.text).index("b your team") < text(r.text).index(" a ")
+
+
+def test_a_what_if_puts_the_changed_answer_beside_todays(served_tenancy) -> None:
+    """Four 16-GPU gangs of tenant a: three run (48 GPUs, what cohort org's nominals 32 + 16 allow),
+    g3 is refused by quota. Today it starts when the first gang ends: its stated run is 3,600 s
+    (seed 0), or 3,600 × U(0.5, 1) s on the jittered seeds, so its wait lies in [1,800, 3,600] s.
+    With a's nominal at 64 the cohort holds 80 ≥ 64 GPUs, and the 16 free GPUs take g3 now: 0 s."""
+    s = served_tenancy
+    for i in range(4):
+        submit(s, f"g{i}", gpus=8, replicas=2)
+    s.tick()
+    sign_in(s, s.viewer)
+    assert 'id="whatif-form"' in s.client.get("/jobs/g3").text
+    from gpufleet.service.dashboard.whatif_form import compare
+    cmp = compare(s.svc, s.svc.snapshot(), "g3", {"nominal": "64"})
+    assert cmp.changed.wait_median_s == 0
+    assert cmp.today.started_in == 3 and 1800 <= cmp.today.wait_min_s <= cmp.today.wait_max_s <= 3600
+    r = s.client.post("/jobs/g3/whatif", data={"nominal": "64"}, headers=ORIGIN)
+    assert r.status_code == 200 and "waits 0 s" in text(r.text)
+
+
+@pytest.mark.parametrize(("form", "starts"), [
+    pytest.param({"pods": "nan"}, "pods: expected a whole number", id="NaN pods"),
+    pytest.param({"gpus": "1e30"}, "gpus: expected a whole number", id="a huge GPU count"),
+    pytest.param({"pods": "0"}, "pods: at least 1", id="zero pods"),
+    pytest.param({"policy": "nope"}, "policy: expected one of", id="an unknown policy"),
+    pytest.param({}, "change something", id="no change at all"),
+])
+def test_a_bad_what_if_gets_one_line_naming_the_field(served_tenancy, form: dict, starts: str) -> None:
+    s = served_tenancy
+    for i in range(4):
+        submit(s, f"g{i}", gpus=8, replicas=2)
+    s.tick()
+    sign_in(s, s.viewer)
+    r = s.client.post("/jobs/g3/whatif", data=form, headers=ORIGIN)
+    assert r.status_code == 422
+    assert f'id="whatif-error">{starts}' in r.text
