@@ -16,8 +16,10 @@ from gpufleet.service.dashboard.format import duration_words
 
 
 def sign_in_as(browser, server, token: str) -> None:
+    """Sign in afresh (and forget the console of earlier tests: reading the log empties it)."""
     browser.delete_all_cookies()
     browser.get(f"{server.url}/?token={token}")
+    console_errors(browser)
 
 
 def wait(browser, timeout: float = 15) -> WebDriverWait:
@@ -59,6 +61,8 @@ PAGES = [
     pytest.param("/jobs/research-0", "job-running", id="a running job's page"),
     pytest.param("/nodes", "nodes", id="the fleet map"),
     pytest.param("/nodes/{first_node}", "node", id="a node's page"),
+    pytest.param("/history", "history", id="the history charts"),
+    pytest.param("/studies", "studies", id="the studies"),
 ]
 
 
@@ -146,3 +150,27 @@ def test_a_submitted_job_appears_in_the_table_without_a_reload(browser, server) 
     server.submit("arrives-live", "interns", pods=1, gpus=1, run_time=60)
     wait(browser).until(lambda b: "arrives-live" in b.find_element(By.ID, "jobs-table").text)
     assert browser.execute_script("return window.__noReload") is True
+
+
+def test_a_what_if_on_the_blocked_gang_shows_the_answer_beside_todays(browser, server, artifacts) -> None:
+    """product-big (256 GPUs) is refused by product's 64 + 64 borrowable; with a nominal of 256 the
+    cohort (96 + 256 + 64 + 32 = 448 GPUs of quota) holds it next to research's 96 running, and the
+    fleet has 512 − 96 = 416 GPUs free, so it starts at once on every seed: "waits 0 s"."""
+    sign_in_as(browser, server, server.member)
+    browser.get(server.url + "/jobs/product-big")
+    browser.find_element(By.ID, "w-nominal").send_keys("256")
+    browser.find_element(By.ID, "whatif-run").click()
+    answer = wait(browser, 60).until(EC.visibility_of_element_located((By.ID, "whatif-answer")))
+    today, changed = answer.find_elements(By.CSS_SELECTOR, "[data-column]")
+    assert "waits 0 s (median of 3 of 3 runs" in changed.text
+    assert "waits 0 s" not in today.text
+    screenshot(browser, artifacts, "whatif")
+    assert console_errors(browser) == []
+
+
+def test_a_study_compares_another_policy_with_todays(browser, server) -> None:
+    sign_in_as(browser, server, server.viewer)
+    browser.get(server.url + "/studies")
+    browser.find_element(By.ID, "study-run").click()
+    table = wait(browser, 60).until(EC.visibility_of_element_located((By.ID, "study-table")))
+    assert "(today)" in table.text and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
