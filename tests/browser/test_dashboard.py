@@ -148,7 +148,8 @@ def test_a_submitted_job_appears_in_the_table_without_a_reload(browser, server) 
     browser.execute_script("window.__noReload = true")
     assert "0 jobs match" in browser.find_element(By.ID, "job-count").text
     server.submit("arrives-live", "interns", pods=1, gpus=1, run_time=60)
-    wait(browser).until(lambda b: "arrives-live" in b.find_element(By.ID, "jobs-table").text)
+    wait(browser).until(lambda b: "arrives-live" in b.execute_script(
+        "return document.getElementById('jobs-table').textContent"))
     assert browser.execute_script("return window.__noReload") is True
 
 
