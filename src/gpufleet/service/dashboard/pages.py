@@ -34,6 +34,7 @@ HERE = Path(__file__).parent
 NAV = (("/", "Overview"), ("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"),
        ("/history", "History"), ("/studies", "Studies"))
 NODE_ACTIONS = ("drain", "cordon", "uncordon")
+JOB_ACTIONS = ("hold", "release", "cancel")
 
 
 class Dashboard:
@@ -165,6 +166,24 @@ def router(d: Dashboard) -> APIRouter:
         except ApiError as e:
             return d.render(request, "whatif_result.html", who, e.status, error=e.message, cmp=None)
         return d.render(request, "whatif_result.html", who, cmp=cmp, error="")
+
+    @r.post("/jobs/{job_id}/{action}", response_class=HTMLResponse)
+    async def job_action(job_id: str, action: str, request: Request) -> Response:
+        """hold / release / cancel: the service's own call, so a member may touch its tenant's
+        jobs only and every refusal is audited."""
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        if action not in JOB_ACTIONS:
+            return Response(f"Unknown action {action!r}.", status_code=404)
+        try:
+            d.svc.change_job(who, job_id, action)
+        except ApiError as e:
+            return d.render(request, "missing.html", who, e.status, title="Refused", active="/jobs",
+                            what=e.message)
+        return RedirectResponse(f"/jobs/{job_id}", 303)
 
     @r.post("/studies/policy", response_class=HTMLResponse)
     async def study_policy(request: Request) -> Response:

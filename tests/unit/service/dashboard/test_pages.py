@@ -197,3 +197,18 @@ def test_a_bad_what_if_gets_one_line_naming_the_field(served_tenancy, form: dict
     r = s.client.post("/jobs/g3/whatif", data=form, headers=ORIGIN)
     assert r.status_code == 422
     assert f'id="whatif-error">{starts}' in r.text
+
+
+def test_a_member_holds_its_own_job_but_gets_no_buttons_on_another_tenants(served_tenancy) -> None:
+    s = served_tenancy
+    for i in range(4):
+        submit(s, f"g{i}", gpus=8, replicas=2)
+    submit(s, "theirs", tenant="b")
+    s.tick()
+    sign_in(s, s.member_a)
+    assert "btn-hold" in s.client.get("/jobs/g3").text
+    assert "job-actions" not in s.client.get("/jobs/theirs").text
+    r = s.client.post("/jobs/g3/hold", headers=ORIGIN, follow_redirects=False)
+    assert r.status_code == 303 and s.svc.store.job("g3").state == "held"
+    assert s.client.post("/jobs/theirs/cancel", headers=ORIGIN).status_code == 403
+    assert s.svc.store.job("theirs").state != "cancelled"
