@@ -91,6 +91,22 @@ class Auth:
                 del self._cache[k]
         return ok
 
+    def cached(self, header: str | None) -> Principal | None:
+        """The caller when its token verified within ``CACHE_S`` and is still valid, without I/O;
+        None when ``check`` must look (an async route calls ``check`` in a thread then)."""
+        if not header or not header.startswith("Bearer "):
+            return None
+        digest = hashlib.sha256(header[7:].strip().encode()).hexdigest()
+        now = time.time()
+        with self._lock:
+            hit = self._cache.get(digest)
+        if hit is None or now - hit[0] >= CACHE_S:
+            return None
+        rec = hit[1]
+        if rec.revoked_at is not None or (rec.expires_at is not None and rec.expires_at <= now):
+            return None
+        return Principal(rec.id, rec.role, rec.tenant, rec.name)
+
     def check(self, header: str | None) -> Principal:
         """The caller of a request with this Authorization header; AuthError when refused."""
         if not header:

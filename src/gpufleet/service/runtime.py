@@ -157,10 +157,6 @@ class Service:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
         digest = body_hash(body)
-        if key is not None:
-            found = self.store.job_by_key(key)
-            if found is not None:
-                return self._replay(found, digest, key)
         jid = sub.id or new_job_id()
         t = sub.submit_time if sub.submit_time is not None else self.loop.now()
         job = build_job(sub, jid, t)

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import yaml
-
 from tests.unit.service.conftest import job_body
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
@@ -22,7 +21,8 @@ def test_every_metric_the_grafana_dashboard_queries_is_exported(served_tenancy):
     exported = set(re.findall(r"^(gpufleet_\w+?)(?:\{| )", text, re.M))
     exported |= set(re.findall(r"^# TYPE (gpufleet_\w+) counter", text, re.M))
     dash = json.loads((DEPLOY / "grafana" / "gpufleet.json").read_text())
-    queried = {m for p in dash["panels"] for t in p["targets"] for m in re.findall(r"gpufleet_\w+", t["expr"])}
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    queried = {m for e in exprs for m in re.findall(r"gpufleet_\w+", e)}
     assert queried and queried <= exported, queried - exported
 
 

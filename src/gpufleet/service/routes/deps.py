@@ -9,17 +9,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from gpufleet.service.auth import AuthError, Principal
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
 
 
-def service(request: Request) -> Service:
+async def service(request: Request) -> Service:
+    """(async: a plain function would cost every request a hop to the thread pool)"""
     return request.app.state.service
 
 
-def caller(request: Request) -> Principal:
+async def caller(request: Request) -> Principal:
+    """The caller: from the token cache without I/O, else checked (argon2, the store) in a thread."""
+    svc: Service = request.app.state.service
+    who = svc.auth.cached(request.headers.get("authorization"))
+    return who if who is not None else await run_in_threadpool(check_caller, request)
+
+
+def check_caller(request: Request) -> Principal:
     svc: Service = request.app.state.service
     try:
         return svc.auth.check(request.headers.get("authorization"))
@@ -29,11 +38,12 @@ def caller(request: Request) -> Principal:
         raise ApiError(401, e.reason, "Authorization", headers={"WWW-Authenticate": "Bearer"}) from None
 
 
-def admin(who: Annotated[Principal, Depends(caller)], request: Request) -> Principal:
+async def admin(who: Annotated[Principal, Depends(caller)], request: Request) -> Principal:
     if who.role != "admin":
         svc: Service = request.app.state.service
-        svc.store.audit(actor=who.actor, role=who.role, action="admin", outcome="refused",
-                        target=f"{request.method} {request.url.path}", detail="admin only")
+        await run_in_threadpool(svc.store.audit, actor=who.actor, role=who.role, action="admin",
+                                outcome="refused", target=f"{request.method} {request.url.path}",
+                                detail="admin only")
         raise ApiError(403, f"{who.role} tokens may not do this; admin only")
     return who
 

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
-from gpufleet.service.routes.deps import Admin, Caller, Svc, caller
+from gpufleet.service.routes.deps import Admin, Caller, Svc, check_caller
 
 router = APIRouter(tags=["ops"])
 
@@ -78,6 +78,6 @@ metrics_router = APIRouter(tags=["ops"])
 
 @metrics_router.get("/metrics", response_class=Response)
 def metrics(request: Request, svc: Svc) -> Response:
-    if not svc.config.metrics_public:
-        caller(request)
+    if not svc.config.metrics_public and svc.auth.cached(request.headers.get("authorization")) is None:
+        check_caller(request)
     return Response(svc.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")

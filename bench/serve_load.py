@@ -1,0 +1,189 @@
+"""Load on a real `gpufleet serve` over loopback: submissions/s and their p99, explain p99, and
+one what-if's latency, with a large fleet and a deep queue.
+
+    python bench/serve_load.py [--nodes 2000] [--pending 100000] [--rate 1000] [--seconds 60]
+
+Steps: write a fleet file (NODES × 8 H100, leaves of 32); put PENDING jobs of 4–64 GPUs straight
+into a fresh SQLite store (the service's own Store, as acknowledged submissions), all bigger than
+the fleet's free room once the first ones start so they stay pending; start `gpufleet serve` on
+it (it restores them); then, over HTTP with one token:
+1. submissions: RATE per second for SECONDS (open loop: each sent at its time, at most 256 in
+   flight), each 1-GPU job with its own Idempotency-Key; achieved rate, p50/p99 latency;
+2. explain: 500 GETs of /jobs/{id}/explain for random pending jobs, one at a time; p50/p99;
+3. what-if: POST /whatif for one 64-GPU shape a week ahead, one seed; its wall time.
+A benchmark, not a test: it prints figures and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def positive(kind):
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (v > 0) or v != v or v in (float("inf"),):
+            raise argparse.ArgumentTypeError(f"expected a finite number above 0, got {text}")
+        return v
+    return parse
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
+
+
+def prepare(data: Path, nodes: int, pending: int) -> Path:
+    from gpufleet.service.jobs import parse_submission, stored_body
+    from gpufleet.service.store import Store
+    from gpufleet.service.store.db import JobRecord, body_hash
+    fleet = data / "fleet.yaml"
+    fleet.write_text(f"fleet:\n  name: bench\n  groups:\n    - {{nodes: {nodes}, gpu: H100-80GB, "
+                     "gpus_per_node: 8, leaf_size: 32}\n")
+    store = Store(f"sqlite:///{data / 'gpufleet.db'}")
+    rng = random.Random(7)
+    now = time.time()
+    rows = []
+    for i in range(pending):
+        gpus = rng.choice((4, 8, 16, 32, 64))
+        body = {"id": f"p{i:06d}", "tenant": rng.choice(("research", "product", "vision")),
+                "run_time": rng.choice((3600, 7200, 14400)),
+                "pod_sets": [{"replicas": max(1, gpus // 8), "gpus": min(gpus, 8)}]}
+        sub = parse_submission(body)
+        rows.append(dict(id=body["id"], seq=i + 1, tenant=body["tenant"], state="pending", priority=0,
+                         gpus=gpus, body=stored_body(sub, body["id"], 0.0), submit_time=0.0,
+                         start_time=None, end_time=None, idempotency_key=None,
+                         body_hash=body_hash(body), submitted_by="bench", created_at=now, updated_at=now))
+    from gpufleet.service.store.schema import jobs
+    with store.writing() as c:
+        for k in range(0, len(rows), 5000):
+            c.execute(jobs.insert(), rows[k:k + 5000])
+    from gpufleet.service.auth import Auth
+    token, _ = Auth(store).create("admin", name="bench")
+    store.close()
+    (data / "token").write_text(token)
+    return fleet
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def submissions(base: str, token: str, rate: float, seconds: float) -> dict:
+    import httpx
+    lat: list[float] = []
+    errors = 0
+    sem = asyncio.Semaphore(256)
+    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"},
+                                 limits=httpx.Limits(max_connections=256), timeout=30) as client:
+        async def one(i: int) -> None:
+            nonlocal errors
+            async with sem:
+                t = time.perf_counter()
+                try:
+                    r = await client.post("/api/v1/jobs", headers={"Idempotency-Key": f"bench-{i}"},
+                                          json={"id": f"s{i:07d}", "run_time": 60,
+                                                "pod_sets": [{"replicas": 1, "gpus": 1}]})
+                    ok = r.status_code == 201
+                except httpx.HTTPError:
+                    ok = False
+                lat.append(time.perf_counter() - t)
+                errors += not ok
+        t0 = time.perf_counter()
+        tasks = []
+        for i in range(int(rate * seconds)):
+            due = t0 + i / rate
+            d = due - time.perf_counter()
+            if d > 0:
+                await asyncio.sleep(d)
+            tasks.append(asyncio.create_task(one(i)))
+        await asyncio.gather(*tasks)
+        took = time.perf_counter() - t0
+    return {"sent": len(lat), "errors": errors, "achieved_per_s": round(len(lat) / took, 1),
+            "p50_ms": round(pct(lat, 50) * 1e3, 2), "p99_ms": round(pct(lat, 99) * 1e3, 2)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=positive(int), default=2000)
+    ap.add_argument("--pending", type=positive(int), default=100_000)
+    ap.add_argument("--rate", type=positive(float), default=1000.0)
+    ap.add_argument("--seconds", type=positive(float), default=60.0)
+    ap.add_argument("--explains", type=positive(int), default=500)
+    a = ap.parse_args()
+    import httpx
+    data = Path(tempfile.mkdtemp(prefix="serve-bench-"))
+    t = time.perf_counter()
+    fleet = prepare(data, a.nodes, a.pending)
+    prep_s = time.perf_counter() - t
+    token = (data / "token").read_text()
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", "from gpufleet.cli.main import app; app()", "serve",
+                             "--port", str(port), "--data-dir", str(data), "--fleet", str(fleet)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    h = {"Authorization": f"Bearer {token}"}
+    try:
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).json()["cycles"] > 0:
+                    break
+            except (httpx.HTTPError, ValueError):
+                pass
+            if proc.poll() is not None:
+                sys.exit("serve exited during start-up")
+            time.sleep(0.5)
+        start_s = time.perf_counter() - t
+        summary = httpx.get(f"{base}/api/v1/summary", headers=h, timeout=60).json()
+        sub = asyncio.run(submissions(base, token, a.rate, a.seconds))
+        ids = [f"p{random.Random(1).randrange(a.pending):06d}" for _ in range(1)]
+        rng = random.Random(3)
+        ids = [f"p{rng.randrange(a.pending):06d}" for _ in range(a.explains)]
+        lat = []
+        with httpx.Client(base_url=base, headers=h, timeout=60) as c:
+            for jid in ids:
+                t = time.perf_counter()
+                c.get(f"/api/v1/jobs/{jid}/explain")
+                lat.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            w = c.post("/api/v1/whatif", json={"job": {"run_time": 3600, "pod_sets": [
+                {"replicas": 8, "gpus": 8}]}, "seeds": 1, "horizon_s": 7 * 86400})
+            whatif_s = time.perf_counter() - t
+            last = c.get("/healthz").json()
+            cycle = c.get("/api/v1/summary").json()["last_cycle_s"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    print(json.dumps({
+        "nodes": a.nodes, "pending_at_start": summary["pending_jobs"], "running_at_start": summary["running_jobs"],
+        "prepare_s": round(prep_s, 1), "start_to_first_cycle_s": round(start_s, 1),
+        "submit": sub, "explain": {"n": len(lat), "p50_ms": round(pct(lat, 50) * 1e3, 2),
+                                   "p99_ms": round(pct(lat, 99) * 1e3, 2)},
+        "whatif": {"status": w.status_code, "wall_s": round(whatif_s, 2),
+                   "wait_s": w.json().get("wait_median_s") if w.status_code == 200 else None},
+        "cycles": last["cycles"], "last_cycle_s": round(cycle, 3)}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
