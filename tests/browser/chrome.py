@@ -89,3 +89,21 @@ def screenshot(driver: webdriver.Chrome, directory: Path, name: str) -> Path:
     driver.save_screenshot(str(path))
     driver.set_window_size(1400, 1000)
     return path
+
+
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
+
+
+def axe_violations(driver: webdriver.Chrome, impacts: tuple[str, ...] = ("serious", "critical")) -> list[str]:
+    """axe-core's violations of the given impacts on the current page, one line each
+    (rule id, impact, how many elements, the first element's selector)."""
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE.read_text(encoding="utf-8"))
+    driver.set_script_timeout(60)
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {resultTypes: ['violations']}).then(r => done(JSON.stringify(r.violations)),"
+        " e => done(JSON.stringify([{id: 'axe-error', impact: 'critical', nodes: [], help: String(e)}])));")
+    return [f"{v['id']} ({v['impact']}, {len(v['nodes'])} element(s), "
+            f"{v['nodes'][0]['target'] if v['nodes'] else v.get('help', '')})"
+            for v in json.loads(result) if v.get("impact") in impacts]

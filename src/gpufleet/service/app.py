@@ -45,7 +45,7 @@ def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI
     app.include_router(whatif.router, prefix=API)
 
     # --- dashboard mount point (issue 25): the dashboard adds its routes and static files here.
-    # from gpufleet.service.dashboard import mount
-    # mount(app, svc)
+    from gpufleet.service.dashboard import mount
+    mount(app, svc)
     # ---
     return app

@@ -1,0 +1,141 @@
+"""The dashboard's first paint with 2,000 nodes and 100,000 pending jobs, in headless Chromium.
+
+    python bench/dashboard_paint.py                       # 2,000 nodes × 8 H100, 100,000 pending
+    python bench/dashboard_paint.py --nodes 200 --jobs 10000
+
+Builds a real service in-process (SQLite store in a temporary folder, the virtual source, the
+default gang-easy profile), fills the fleet ~90 % with running 8-GPU jobs through one engine cycle,
+then queues the pending jobs (1–8 pods of 8 GPUs, 8 tenants) straight into the live source — the
+store does not need them to draw pages, and 100,000 API submissions would measure the API, not the
+pages — runs one more cycle so every pending job has the engine's status, and serves the app with
+uvicorn on a thread. Chromium (tests/browser/chrome.py: Debian's, headless) then opens each page
+``--repeat`` times; per page the median of:
+- ``fcp_ms``: first-contentful-paint (Paint Timing API);
+- ``response_ms``: navigation start → last byte of the HTML (the server's share);
+Then the live update: a job is submitted through the API while /jobs?q=<its id> is open; the time
+from the POST's answer until its row is on screen (the loop's next tick, its cycle over 100,000
+pending jobs, the event, the fragment fetch). The loop's cycle time over the queue is printed
+beside it, since it is most of that figure. Last line: one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+from chrome import paint_timings, start_chrome  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from gpufleet.live.source import LiveEvent  # noqa: E402
+from gpufleet.service.app import create_app  # noqa: E402
+from gpufleet.service.config import ServiceConfig  # noqa: E402
+from gpufleet.service.runtime import Service  # noqa: E402
+from gpufleet.testing.builders import fleet, job  # noqa: E402
+
+PAGES = ("/", "/queues", "/jobs", "/jobs?state=pending&sort=gpus&dir=desc", "/jobs?q=p0999",
+         "/nodes", "/history", "/studies")
+
+
+def build(nodes: int, jobs: int, data: Path) -> tuple[Service, float]:
+    leaves = max(1, nodes // 16)
+    cfg = ServiceConfig(fleet=fleet().leaves(leaves, nodes=16, gpus=8).build(), data_dir=data,
+                        run_loop=False, tick_s=0.5)
+    svc = Service(cfg)
+    running = int(leaves * 16 * 0.9)
+    fill = [job(f"r{i:05d}").tenant(f"t{i % 8}").gpus(8).runs(86400.0 + i).build() for i in range(running)]
+    pend = [job(f"p{i:06d}").tenant(f"t{i % 8}").gpus(8).gang(1 + i % 8).runs(3600.0 + i).build()
+            for i in range(jobs)]
+
+    def put(batch):  # noqa: ANN001, ANN202
+        def cmd(src, now):  # noqa: ANN001, ANN202
+            for j in batch:
+                src.submit(j, now)
+            return [LiveEvent(now, "submit", detail=f"{len(batch)} jobs")]
+        return cmd
+    svc.loop.post(put(fill))
+    svc.tick()
+    svc.loop.post(put(pend))
+    t0 = time.perf_counter()
+    svc.tick()
+    return svc, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=2000)
+    ap.add_argument("--jobs", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    if not (1 <= a.nodes <= 100_000 and 0 <= a.jobs <= 1_000_000 and 1 <= a.repeat <= 50):
+        ap.error("--nodes 1..100000, --jobs 0..1000000, --repeat 1..50")
+    with tempfile.TemporaryDirectory() as tmp:
+        t_build = time.perf_counter()
+        svc, cycle_s = build(a.nodes, a.jobs, Path(tmp))
+        t_build = time.perf_counter() - t_build
+        token, _ = svc.auth.create("admin", name="bench")
+        app = create_app(svc.config, svc)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+        th = threading.Thread(target=server.run, daemon=True)
+        th.start()
+        while not server.started:
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        driver = start_chrome()
+        try:
+            driver.get(f"{url}/?token={token}")
+            rows = {}
+            for page in PAGES:
+                fcp, resp = [], []
+                for _ in range(a.repeat):
+                    driver.get(url + page)
+                    WebDriverWait(driver, 60).until(lambda d: d.execute_script(
+                        "return performance.getEntriesByType('paint').length > 1"))
+                    fcp.append(paint_timings(driver)["first-contentful-paint"])
+                    resp.append(driver.execute_script(
+                        "const n = performance.getEntriesByType('navigation')[0]; return n.responseEnd"))
+                row = rows[page] = {"fcp_ms": round(statistics.median(fcp)),
+                                    "response_ms": round(statistics.median(resp))}
+                print(f"{page:45s} first paint {row['fcp_ms']:6d} ms   HTML {row['response_ms']:6d} ms",
+                      flush=True)
+            svc.loop.start()
+            driver.get(url + "/jobs?q=live-probe")
+            WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "live-status")
+                                            .get_attribute("data-state") == "live")
+            body = {"id": "live-probe", "tenant": "t0", "run_time": 60,
+                    "pod_sets": [{"replicas": 1, "gpus": 1}]}
+            r = httpx.post(url + "/api/v1/jobs", json=body, headers={"Authorization": f"Bearer {token}"},
+                           timeout=60)
+            assert r.status_code == 201, r.text
+            t_post = time.perf_counter()
+            WebDriverWait(driver, 120, poll_frequency=0.02).until(
+                lambda d: d.execute_script("return document.getElementById('jobs-table').textContent")
+                .find("live-probe") >= 0)
+            update_s = time.perf_counter() - t_post
+            loop_cycle_s = svc.loop.last.duration_s
+        finally:
+            driver.quit()
+            svc.stop()
+            server.should_exit = True
+            th.join(timeout=30)
+    print(f"update on screen {update_s * 1000:.0f} ms after the submission's 201 "
+          f"(the loop's last cycle over the queue: {loop_cycle_s * 1000:.0f} ms); build {t_build:.1f} s, "
+          f"first cycle over {a.jobs:,} pending {cycle_s:.1f} s")
+    print(json.dumps({"nodes": a.nodes, "jobs": a.jobs, "pages": rows, "update_ms": round(update_s * 1000),
+                      "loop_cycle_ms": round(loop_cycle_s * 1000), "first_cycle_s": round(cycle_s, 2)}))
+
+
+if __name__ == "__main__":
+    main()

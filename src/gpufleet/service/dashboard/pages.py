@@ -1,0 +1,298 @@
+"""The dashboard's routes: pages (full HTML), fragments (what htmx swaps in live) and actions.
+
+Every page needs a signed-in browser (session.py); ``?token=`` on any page signs in and
+redirects to the same page without it. Actions are the service's own calls (``Service.change_node``
+and friends), so the role checks and the audit are the API's: a viewer who forges a drain from the
+page is refused and audited exactly as over the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.concurrency import run_in_threadpool
+
+from gpufleet.live import views
+from gpufleet.live.explain import explain
+from gpufleet.policies.registry import PROFILES
+from gpufleet.service.auth import Principal
+from gpufleet.service.dashboard import history, jobs_table, present, session, whatif_form
+from gpufleet.service.dashboard.format import duration_words, plural
+from gpufleet.service.errors import ApiError
+from gpufleet.service.runtime import Service
+
+HERE = Path(__file__).parent
+NAV = (("/", "Overview"), ("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"),
+       ("/history", "History"), ("/studies", "Studies"))
+NODE_ACTIONS = ("drain", "cordon", "uncordon")
+JOB_ACTIONS = ("hold", "release", "cancel")
+
+
+class Dashboard:
+    def __init__(self, svc: Service) -> None:
+        self.svc = svc
+        self.templates = Jinja2Templates(directory=str(HERE / "templates"))
+        self.templates.env.globals.update(static=lambda p: f"/static/{p}", reason_words=present.REASON_WORDS,
+                                          node_class=present.node_class)
+        self.templates.env.filters["plural"] = plural
+        self.templates.env.globals["duration_words"] = duration_words
+        self.jobs = jobs_table.ColumnCache()
+        self.sampler = history.AllocationSampler(svc)
+
+    def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
+               **ctx: Any) -> HTMLResponse:
+        snap = self.svc.snapshot()
+        base = {"nav": NAV, "principal": who, "who_label": session.label(who) if who else "",
+                "stream_url": "/ui/events", "clock": present.Clock(snap), "snap": snap,
+                "is_admin": who is not None and who.role == "admin"}
+        return self.templates.TemplateResponse(request, name, {**base, **ctx}, status_code=status)
+
+
+def _guard(d: Dashboard, request: Request) -> Principal | Response:
+    """The signed-in principal, or the response that signs in (``?token=``) or asks to."""
+    token = request.query_params.get("token")
+    if token is not None:
+        who = session.check_token(d.svc, token, request)
+        if who is None:
+            return d.render(request, "login.html", None, 401, error="That token was refused.",
+                            next=session.without_token(request))
+        return session.sign_in(RedirectResponse(session.without_token(request), 303), request, token)
+    who = session.current(d.svc, request)
+    return who if who is not None else session.login_redirect(request)
+
+
+def router(d: Dashboard) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    def page(path: str, template: str, build: Any, active: str | None = None) -> None:
+        @r.get(path, response_class=HTMLResponse, name=template)
+        def _page(request: Request) -> Response:
+            who = _guard(d, request)
+            if isinstance(who, Response):
+                return who
+            ctx = build(request, who)
+            if isinstance(ctx, Response):
+                return ctx
+            return d.render(request, template, who, active=active or path, **ctx)
+
+    def overview_ctx(request: Request, who: Principal) -> dict:
+        return {"title": "Overview", "o": present.overview(d.svc.snapshot())}
+
+    def queues_ctx(request: Request, who: Principal) -> dict:
+        mine = who.tenant if who.role == "member" else None
+        return {"title": "Queues", "tree": present.queue_tree(d.svc.snapshot(), mine), "mine": mine}
+
+    def jobs_ctx(request: Request, who: Principal) -> dict:
+        q = jobs_table.Query.parse(dict(request.query_params))
+        snap = d.svc.snapshot()
+        tenants = sorted({j.tenant for j in snap.pending.values()}
+                         | {r.job.tenant for r in snap.running.values()})
+        return {"title": "Jobs", "p": jobs_table.page(snap, d.jobs, q), "tenants": tenants,
+                "states": jobs_table.STATES, "reasons": views.REASONS}
+
+    def nodes_ctx(request: Request, who: Principal) -> dict:
+        tree, fits = present.fleet_map(d.svc.snapshot())
+        return {"title": "Nodes", "tree": tree, "fits": fits}
+
+    page("/", "overview.html", overview_ctx)
+    page("/queues", "queues.html", queues_ctx)
+    page("/jobs", "jobs.html", jobs_ctx)
+    page("/nodes", "nodes.html", nodes_ctx)
+
+    def history_ctx(request: Request, who: Principal) -> dict:
+        h = history.history(d.svc, d.sampler, time.time())
+        charts = {name: {"x": getattr(h, name).x, "lines": getattr(h, name).lines}
+                  for name in ("waits", "jct", "gpu_hours", "preemptions", "allocation")}
+        return {"title": "History", "h": h, "charts": charts}
+
+    def studies_ctx(request: Request, who: Principal) -> dict:
+        return {"title": "Studies", "policies": sorted(PROFILES),
+                "today": d.svc.config.profile_name}
+
+    page("/history", "history.html", history_ctx)
+    page("/studies", "studies.html", studies_ctx)
+
+    # fragments: the live parts of pages, re-fetched on each decision event
+    def fragment(path: str, template: str, build: Any) -> None:
+        @r.get(path, response_class=HTMLResponse, name="fragment:" + template)
+        def _fragment(request: Request) -> Response:
+            who = session.current(d.svc, request)
+            if who is None:
+                return Response(status_code=401, headers={"HX-Redirect": "/login"})
+            return d.render(request, template, who, **build(request, who))
+
+    fragment("/ui/overview", "overview_live.html", overview_ctx)
+    fragment("/ui/queues", "queues_live.html", queues_ctx)
+    fragment("/ui/jobs", "jobs_live.html", jobs_ctx)
+    fragment("/ui/nodes", "nodes_live.html", nodes_ctx)
+
+    @r.get("/jobs/{job_id}", response_class=HTMLResponse)
+    def job_page(job_id: str, request: Request) -> Response:
+        who = _guard(d, request)
+        if isinstance(who, Response):
+            return who
+        snap = d.svc.snapshot()
+        view = views.job_view(snap, job_id)
+        rec = d.svc.store.job(job_id)
+        if view is None and rec is None:
+            return d.render(request, "missing.html", who, 404, title="No such job", active="/jobs",
+                            what=f"No job {job_id!r} is live or stored.")
+        why = explain(snap, job_id)
+        events = [ev for _, ev in d.svc.events.after(0, limit=10_000)[0] if ev.get("job") == job_id]
+        may_change = rec is not None and who.may_write_tenant(rec.tenant)
+        return d.render(request, "job.html", who, title=f"Job {job_id}", active="/jobs", job=view, rec=rec,
+                        why=why, events=events, may_change=may_change, policies=sorted(PROFILES),
+                        pending_job=snap.pending.get(job_id))
+
+    @r.post("/jobs/{job_id}/whatif", response_class=HTMLResponse)
+    async def job_whatif(job_id: str, request: Request) -> Response:
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        form = await _form(request)
+        try:
+            cmp = await run_in_threadpool(whatif_form.compare, d.svc, d.svc.snapshot(), job_id, form)
+        except ApiError as e:
+            return d.render(request, "whatif_result.html", who, e.status, error=e.message, cmp=None)
+        return d.render(request, "whatif_result.html", who, cmp=cmp, error="")
+
+    @r.post("/jobs/{job_id}/{action}", response_class=HTMLResponse)
+    async def job_action(job_id: str, action: str, request: Request) -> Response:
+        """hold / release / cancel: the service's own call, so a member may touch its tenant's
+        jobs only and every refusal is audited."""
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        if action not in JOB_ACTIONS:
+            return Response(f"Unknown action {action!r}.", status_code=404)
+        try:
+            d.svc.change_job(who, job_id, action)
+        except ApiError as e:
+            return d.render(request, "missing.html", who, e.status, title="Refused", active="/jobs",
+                            what=e.message)
+        return RedirectResponse(f"/jobs/{job_id}", 303)
+
+    @r.post("/studies/policy", response_class=HTMLResponse)
+    async def study_policy(request: Request) -> Response:
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        form = await _form(request)
+        snap = d.svc.snapshot()
+        try:
+            rows = await run_in_threadpool(whatif_form.compare_policies, d.svc, snap, form.get("policy", ""))
+        except ApiError as e:
+            return d.render(request, "study_result.html", who, e.status, error=e.message)
+        return d.render(request, "study_result.html", who, rows=rows, pending=len(snap.pending), error="")
+
+    @r.get("/nodes/{name}", response_class=HTMLResponse)
+    def node_page(name: str, request: Request) -> Response:
+        who = _guard(d, request)
+        if isinstance(who, Response):
+            return who
+        return _node(d, request, who, name)
+
+    @r.post("/nodes/{name}/{action}", response_class=HTMLResponse)
+    async def node_action(name: str, action: str, request: Request) -> Response:
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response("Sign in first.", status_code=401)
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        if action not in NODE_ACTIONS:
+            return Response(f"Unknown action {action!r}.", status_code=404)
+        try:
+            state = d.svc.change_node(who, name, action)
+        except ApiError as e:
+            return _node(d, request, who, name, error=e.message, status=e.status)
+        return _node(d, request, who, name, done=f"{name}: {action} done; the node is now {state}.")
+
+    @r.get("/ui/events")
+    async def events(request: Request) -> Response:
+        """The decision stream for a signed-in browser (EventSource sends the cookie, not a
+        bearer header): one ``message`` per batch of decisions, numbered as the API's stream."""
+        who = session.current(d.svc, request)
+        if who is None:
+            return Response(status_code=401)
+        ring = d.svc.events
+        seq = ring.last
+
+        async def stream():  # noqa: ANN202
+            nonlocal seq
+            yield "retry: 2000\n\n"
+            while not await request.is_disconnected():
+                batch, _ = ring.after(seq)
+                if batch:
+                    seq = batch[-1][0]
+                    kinds = sorted({ev["kind"] for _, ev in batch})
+                    yield f"id: {seq}\ndata: {json.dumps({'kinds': kinds, 'n': len(batch)})}\n\n"
+                await asyncio.sleep(0.1)
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
+
+    @r.get("/login", response_class=HTMLResponse)
+    def login_page(request: Request, next: str = "/") -> Response:
+        return d.render(request, "login.html", None, next=session.safe_next(next))
+
+    @r.post("/login", response_class=HTMLResponse)
+    async def login(request: Request) -> Response:
+        form = await _form(request)
+        token, nxt = form.get("token", "").strip(), session.safe_next(form.get("next", "/"))
+        if not session.same_origin(request):
+            return d.render(request, "login.html", None, 403, error="Sign in from this page.", next=nxt)
+        who = session.check_token(d.svc, token, request) if token else None
+        if who is None:
+            return d.render(request, "login.html", None, 401, error="That token was refused.", next=nxt)
+        return session.sign_in(RedirectResponse(nxt, 303), request, token)
+
+    @r.get("/logout")
+    def logout() -> Response:
+        return session.sign_out(RedirectResponse("/login", 303))
+
+    return r
+
+
+async def _form(request: Request, limit: int = 16_384) -> dict[str, str]:
+    """A small urlencoded form (the login's), without python-multipart: first value per field."""
+    raw = await request.body()
+    if len(raw) > limit:
+        return {}
+    return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
+
+
+def _node(d: Dashboard, request: Request, who: Principal, name: str, *, error: str = "", done: str = "",
+          status: int = 200) -> Response:
+    snap = d.svc.snapshot()
+    node = views.node(snap, name)
+    if node is None:
+        return d.render(request, "missing.html", who, 404, title="No such node", active="/nodes",
+                        what=f"No node {name!r} in this fleet.")
+    i = snap.table.names.index(name)
+    planned = sorted(r.job for r in snap.reservations if i in r.nodes)
+    template = "node_panel.html" if request.headers.get("hx-request") else "node.html"
+    return d.render(request, template, who, status, title=f"Node {name}", active="/nodes", node=node,
+                    planned=planned, error=error, done=done)
+
+
+def mount(app: FastAPI, svc: Service) -> None:
+    """Add the dashboard's pages and static files to the service's app."""
+    d = Dashboard(svc)
+    svc.loop.sinks.append(d.sampler.observe)
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
+    app.include_router(router(d))
