@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from gpufleet.service.config import ServiceConfig
+from gpufleet.service.dashboard import mount as mount_dashboard
 from gpufleet.service.errors import install_error_handlers
 from gpufleet.service.routes import fleet, health, jobs, ops, whatif
 from gpufleet.service.runtime import Service
@@ -44,8 +45,5 @@ def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI
     app.include_router(ops.router, prefix=API)
     app.include_router(whatif.router, prefix=API)
 
-    # --- dashboard mount point (issue 25): the dashboard adds its routes and static files here.
-    from gpufleet.service.dashboard import mount
-    mount(app, svc)
-    # ---
+    mount_dashboard(app, svc)   # the dashboard (issue 25): its pages and static files at /
     return app
