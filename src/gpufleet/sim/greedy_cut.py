@@ -1,6 +1,7 @@
 """The greedy cycle cut: hand the engine only the jobs that could change what a cycle decides.
 
-Applies to greedy gang best-fit in priority-FIFO order (``gang-bestfit``, Tiresias's ``fjf``):
+Applies where the profile's policies declare it (``CycleReuse.cut``, engine/reuse.py): greedy
+gang best-fit in priority-FIFO order (``gang-bestfit``, Tiresias's ``fjf``), every other step inert:
 no admission, reservation, backfill or preemption, so a cycle tries every waiting job in order
 and binds each whole gang that fits. On a congested queue (thousands waiting, a few GPUs freed)
 nearly every job fails, and the engine's per-job cost (order, fit or known failure, status) is
@@ -32,9 +33,7 @@ the pass did not stop inside the included jobs (unresolvable jobs do not stop it
 rerun uncut.
 
 A strict-FIFO cycle whose only news is arrivals queued behind the job the last cycle stopped at
-is skipped (``fifo_idle``): nothing freed capacity, so the pass would try the same jobs on the same
-table, stop at the same job with the same status, and give every job behind it - the new ones
-included - the status past the stop; the skip logs exactly that status for the new jobs.
+is answered by the engine without a pass (engine/incremental.py, rule 2, "behind the stop").
 
 Jobs with no whole GPUs (fractional, CPU-only) are never cut (every job of such a class is
 included). A cycle with partially placed gangs is not cut. If a cut cycle ever came back with a
