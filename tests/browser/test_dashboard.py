@@ -134,7 +134,9 @@ def test_an_admin_drains_a_node_after_confirming_and_the_map_shows_it_without_a_
     assert "drain done" in done.text
     with server.api() as c:
         server.wait_for(lambda: c.get(f"/api/v1/nodes/{node}").json()["state"] == "drain", "the drain")
-    wait(browser).until(lambda b: b.find_element(By.CSS_SELECTOR, "[data-k=state]").text == "drain")
+    wait(browser, 30).until(lambda b: b.execute_script(
+        "const e = document.querySelector('#node-panel [data-k=state]'); return e ? e.textContent : ''")
+        == "drain")
     assert browser.execute_script("return window.__noReload") is True
     browser.find_element(By.ID, "btn-uncordon").click()
     browser.find_element(By.ID, "do-uncordon").click()
@@ -175,3 +177,33 @@ def test_a_study_compares_another_policy_with_todays(browser, server) -> None:
     browser.find_element(By.ID, "study-run").click()
     table = wait(browser, 60).until(EC.visibility_of_element_located((By.ID, "study-table")))
     assert "(today)" in table.text and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
+
+
+#: The job page's one-line state, '' until the loop has seen the job (the page then refreshes live).
+SUMMARY = "const e = document.getElementById('job-summary'); return e ? e.textContent : ''"
+
+
+def test_a_submitted_job_pends_with_its_reason_and_starts_when_room_frees(browser, server, artifacts) -> None:
+    """product may use 64 nominal + 64 borrowed = 128 GPUs (product-big, 256, is never admitted and
+    holds nothing). product-a takes all 128 (16 pods × 8; the 64 borrowed come from vision's
+    lending limit 48 and interns' 32 unused); product-b (8 GPUs) would make 136 > 128, so admission
+    refuses it. Cancelling product-a frees the quota and the next cycle starts product-b; its page
+    turns to running without a reload."""
+    server.submit("product-a", "product", pods=16)
+    with server.api() as c:
+        server.wait_for(lambda: c.get("/api/v1/jobs/product-a").json()["state"] == "running",
+                        "product-a to run")
+    server.submit("product-b", "product", pods=1)
+    sign_in_as(browser, server, server.viewer)
+    browser.get(server.url + "/jobs/product-b")
+    live(browser)
+    wait(browser).until(lambda b: "quota" in b.execute_script(
+        SUMMARY))
+    assert browser.find_element(By.ID, "reason-chain").text
+    screenshot(browser, artifacts, "job-pending-quota")
+    browser.execute_script("window.__noReload = true")
+    with server.api() as c:
+        assert c.post("/api/v1/jobs/product-a/cancel").status_code == 200
+    wait(browser, 30).until(lambda b: "running" in b.execute_script(
+        SUMMARY))
+    assert browser.execute_script("return window.__noReload") is True

@@ -52,7 +52,10 @@ class Dashboard:
                **ctx: Any) -> HTMLResponse:
         snap = self.svc.snapshot()
         base = {"nav": NAV, "principal": who, "who_label": session.label(who) if who else "",
-                "stream_url": "/ui/events", "clock": present.Clock(snap), "snap": snap,
+                # the stream resumes after the last decision this page was drawn with, so one made
+                # between the render and the browser's connection is not missed
+                "stream_url": f"/ui/events?after={self.svc.events.last}", "clock": present.Clock(snap),
+                "snap": snap,
                 "is_admin": who is not None and who.role == "admin"}
         return self.templates.TemplateResponse(request, name, {**base, **ctx}, status_code=status)
 
@@ -230,7 +233,8 @@ def router(d: Dashboard) -> APIRouter:
         if who is None:
             return Response(status_code=401)
         ring = d.svc.events
-        seq = ring.last
+        after = request.query_params.get("after", "")
+        seq = min(int(after), ring.last) if after.isdigit() and len(after) < 19 else ring.last
 
         async def stream():  # noqa: ANN202
             nonlocal seq
