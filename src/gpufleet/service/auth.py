@@ -51,6 +51,8 @@ class Principal:
 
 #: Who is recorded for a call that carried no valid token.
 ANONYMOUS = Principal("anonymous", "none")
+#: The principal the service itself acts as (demo load, restart).
+SYSTEM = Principal("system", "admin", name="gpufleet")
 
 
 class AuthError(Exception):

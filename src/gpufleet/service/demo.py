@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpufleet.sim.workload import WorkloadSpec, generate
+from gpufleet.service.auth import SYSTEM
+from gpufleet.sim.workload import TenantMix, WorkloadSpec, generate
 from gpufleet.traces.jsonl import job_row
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ class DemoLoad:
         tenants = svc.config.tenancy.tenants if svc.config.tenancy is not None else None
         spec = WorkloadSpec(days=1.0, offered_load=offered_load, max_gpus=min(256, total), gpus_per_node=gpn)
         if tenants:
-            from gpufleet.sim.workload import TenantMix
             spec = WorkloadSpec(days=1.0, offered_load=offered_load, max_gpus=min(256, total),
                                 gpus_per_node=gpn, tenants=tuple(TenantMix(t.name, 1.0) for t in tenants))
         self.spec = spec
@@ -48,7 +48,6 @@ class DemoLoad:
 
     def feed(self) -> int:
         """Submit every demo job whose arrival time has come; how many."""
-        from gpufleet.service.runtime import SYSTEM
         now = self.svc.loop.now()
         n = 0
         while True:

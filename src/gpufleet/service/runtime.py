@@ -26,6 +26,7 @@ from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import UnknownPolicy, profile
 from gpufleet.service.auth import Auth, Principal
 from gpufleet.service.config import ServiceConfig
+from gpufleet.service.demo import DemoLoad
 from gpufleet.service.errors import ApiError
 from gpufleet.service.events import EventRing
 from gpufleet.service.jobs import (
@@ -36,13 +37,12 @@ from gpufleet.service.jobs import (
     parse_submission,
     stored_body,
 )
+from gpufleet.service.metrics import ServiceMetrics
 from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
 
 SOURCES = ("virtual",)
 NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
-#: The principal the service itself acts as (demo load, restart).
-SYSTEM = Principal("system", "admin", name="gpufleet")
 
 
 def make_source(config: ServiceConfig) -> Source:
@@ -74,13 +74,11 @@ class Service:
         self.events = EventRing()
         self.loop.sinks.append(self._persist)
         self.loop.sinks.append(self.events.extend)
-        from gpufleet.service.metrics import ServiceMetrics
         self.metrics = ServiceMetrics(self)
         self.loop.sinks.append(self.metrics.observe_events)
         self.loop.cycle_observers.append(self.metrics.observe_cycle)
         self.demo = None
         if config.demo_load:
-            from gpufleet.service.demo import DemoLoad
             self.demo = DemoLoad(self, seed=config.seed)
             self.loop.before_tick.append(self.demo.feed)
         self.restored = self._restore()
