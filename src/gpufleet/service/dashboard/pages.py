@@ -73,6 +73,17 @@ def _guard(d: Dashboard, request: Request) -> Principal | Response:
     return who if who is not None else session.login_redirect(request)
 
 
+def _guard_post(d: Dashboard, request: Request) -> Principal | Response:
+    """The signed-in principal of a dashboard POST, or its refusal: 401 without a session, 403 when
+    the request did not come from one of our pages (a cross-site form cannot act with the cookie)."""
+    who = session.current(d.svc, request)
+    if who is None:
+        return Response("Sign in first.", status_code=401)
+    if not session.same_origin(request):
+        return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+    return who
+
+
 def router(d: Dashboard) -> APIRouter:
     r = APIRouter(include_in_schema=False)
 
@@ -158,11 +169,9 @@ def router(d: Dashboard) -> APIRouter:
 
     @r.post("/jobs/{job_id}/whatif", response_class=HTMLResponse)
     async def job_whatif(job_id: str, request: Request) -> Response:
-        who = session.current(d.svc, request)
-        if who is None:
-            return Response("Sign in first.", status_code=401)
-        if not session.same_origin(request):
-            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        who = _guard_post(d, request)
+        if isinstance(who, Response):
+            return who
         form = await _form(request)
         try:
             cmp = await run_in_threadpool(whatif_form.compare, d.svc, d.svc.snapshot(), job_id, form)
@@ -174,11 +183,9 @@ def router(d: Dashboard) -> APIRouter:
     async def job_action(job_id: str, action: str, request: Request) -> Response:
         """hold / release / cancel: the service's own call, so a member may touch its tenant's
         jobs only and every refusal is audited."""
-        who = session.current(d.svc, request)
-        if who is None:
-            return Response("Sign in first.", status_code=401)
-        if not session.same_origin(request):
-            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        who = _guard_post(d, request)
+        if isinstance(who, Response):
+            return who
         if action not in JOB_ACTIONS:
             return Response(f"Unknown action {action!r}.", status_code=404)
         try:
@@ -190,11 +197,9 @@ def router(d: Dashboard) -> APIRouter:
 
     @r.post("/studies/policy", response_class=HTMLResponse)
     async def study_policy(request: Request) -> Response:
-        who = session.current(d.svc, request)
-        if who is None:
-            return Response("Sign in first.", status_code=401)
-        if not session.same_origin(request):
-            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        who = _guard_post(d, request)
+        if isinstance(who, Response):
+            return who
         form = await _form(request)
         snap = d.svc.snapshot()
         try:
@@ -212,11 +217,9 @@ def router(d: Dashboard) -> APIRouter:
 
     @r.post("/nodes/{name}/{action}", response_class=HTMLResponse)
     async def node_action(name: str, action: str, request: Request) -> Response:
-        who = session.current(d.svc, request)
-        if who is None:
-            return Response("Sign in first.", status_code=401)
-        if not session.same_origin(request):
-            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
+        who = _guard_post(d, request)
+        if isinstance(who, Response):
+            return who
         if action not in NODE_ACTIONS:
             return Response(f"Unknown action {action!r}.", status_code=404)
         try:
