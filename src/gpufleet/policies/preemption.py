@@ -25,7 +25,9 @@ Search, per beneficiary in admission order, on the Plan (nothing leaves the engi
 
 1. order candidates as above (within each group, by the victim rule);
 2. release candidates one whole gang at a time (Plan.release of every binding) until J passes
-   quota and fits (fit_gang); if it never does, undo and preempt nothing for J;
+   quota and fits (the profile's own placer's ``fit``: topology, fractional and one-task-per-node
+   rules judge the freed room as they will when J is placed); if it never does, undo and preempt
+   nothing for J;
 3. reprieve: try putting back each chosen victim, most expensive first; keep it running when J
    still fits (and a reclaim stays justified) without it;
 4. leave the chosen victims released and bind J on the room they free, so a later beneficiary
@@ -59,7 +61,6 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.quota import (
     EXCEEDS_BORROWING,
     EXCEEDS_NOMINAL,
@@ -153,7 +154,7 @@ class TenancyPreemptor:
             same = (job.tenant, job.shape_key, rec.admitted, job.priority)
             if same in hopeless:
                 continue
-            fitted = fit_gang(job, plan.table, ctx, self.name)
+            fitted = ctx.profile.placer.fit(job, plan.table, ctx)
             once_evicted = None if rec.admitted else ledger.decide(job)[0]
             if once_evicted is not None and not isinstance(fitted, Status):
                 # Refused only for quota that jobs under notice still hold: it starts once they
@@ -262,7 +263,7 @@ class TenancyPreemptor:
             return admitted or trial.decide(job)[0] is not None
 
         def fits() -> tuple[PodBinding, ...] | None:
-            fitted = fit_gang(job, plan.table, ctx, self.name)
+            fitted = ctx.profile.placer.fit(job, plan.table, ctx)
             return None if isinstance(fitted, Status) else fitted
 
         search = VictimSearch(plan, fits, allowed)
