@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gpufleet.engine.fit import bindings_fit
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
@@ -74,31 +75,6 @@ def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
         return None
     return (f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
             "whole GPUs only (use gang-fractional or gang-defrag)")
-
-
-def pods_need(bindings: tuple[PodBinding, ...]) -> dict[int, list[float]]:
-    """Per node, the [GPUs, CPUs, memory] these pods ask, summed in binding order."""
-    need: dict[int, list[float]] = {}
-    for b in bindings:
-        acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
-        acc[0] += b.request.gpus
-        acc[1] += b.request.cpus
-        acc[2] += b.request.memory_gb
-    return need
-
-
-def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
-    """Do these exact pods fit on ``table`` now (summed per node)?"""
-    need = pods_need(bindings)
-    if len(need) <= 2:
-        return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
-                   and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
-    # Many nodes: one gather per column, then plain Python numbers (a numpy scalar per node and
-    # column costs more than the gather).
-    nodes = np.fromiter(need, np.int64, len(need))  # one index array (a list converts per gather)
-    return all(ok and gf >= g and cf >= c - 1e-9 and mf >= m - 1e-9 for ok, gf, cf, mf, (g, c, m) in zip(
-        table.schedulable[nodes].tolist(), table.gpu_free[nodes].tolist(),
-        table.cpu_free[nodes].tolist(), table.mem_free[nodes].tolist(), need.values(), strict=True))
 
 
 def place_in_order(placer: Placer, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext,

@@ -54,6 +54,7 @@ import numpy as np
 
 from gpufleet.engine.capacity import Releases
 from gpufleet.engine.checkpoints import eviction_cost
+from gpufleet.engine.fit import node_need
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
@@ -329,13 +330,10 @@ def _reclaim_justified(victims: list[RunningJob], kinds: dict[JobId, str], flavo
 def _claims(fitted: tuple[PodBinding, ...], plan: Plan, evicting_room: np.ndarray) -> bool:
     """Does this fit use GPUs that jobs under notice will free? Claims them (decrements
     ``evicting_room``) when it does. A node's free GPUs beyond its evicting room are free now."""
-    need: dict[int, int] = {}
-    for b in fitted:
-        need[b.node] = need.get(b.node, 0) + b.request.gpus
     used = False
-    for node, gpus in need.items():
+    for node, (gpus, _, _) in node_need(fitted).items():
         free_now = int(plan.table.gpu_free[node]) - int(evicting_room[node])
-        from_evicting = min(int(evicting_room[node]), max(0, gpus - free_now))
+        from_evicting = min(int(evicting_room[node]), max(0, int(gpus) - free_now))
         if from_evicting > 0:
             evicting_room[node] -= from_evicting
             used = True
