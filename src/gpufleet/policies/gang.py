@@ -27,16 +27,11 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest, PodSet
-from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang_search import (
-    Short,
-    best_fit_order,
-    fill_in_order,
-    gang_search,
-    tightest_leaves,
-)
+from gpufleet.policies.filters import for_job, tightest_leaves
+from gpufleet.policies.gang_search import Short, fill_in_order, gang_search
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
+from gpufleet.policies.scorers import best_fit_order
 from gpufleet.policies.shapes import Dominance
 
 
@@ -62,15 +57,17 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
     """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not:
     the shared gang search (policies/gang_search.py) with best fit within a leaf, whole GPUs only.
     """
-    return gang_search(job, table, ctx, policy, _best_fit_leaf,
-                       refuse=lambda ps: _whole_gpus_only(ps, policy))
+    return gang_search(job, table, ctx, policy, best_fit_leaf,
+                       refuse=lambda ps: whole_gpus_only(ps, policy))
 
 
-def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+def best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+    """Gang best fit's chooser (``ChooseNodes``): the tightest leaf, best fit inside."""
     return _choose(table, ps.request, ps.replicas)
 
 
-def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+def whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+    """The refusal of a whole-GPU placer (``Refuse``) for a MIG or soft-share pod set."""
     if not ps.request.is_fractional:
         return None
     return (f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
