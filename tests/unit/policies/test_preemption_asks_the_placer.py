@@ -54,6 +54,15 @@ def cycle(run: list[RunningJob], pending: list[Job], prof: Profile, flt):
                                 running=run, tenancy=TEN))
 
 
+def two_leaves_three_victims(placer):
+    """The cycle of the first test below, under a tenancy profile with ``placer``."""
+    flt = fleet().leaves(2, nodes=2).build()
+    run = [running("v1", 0, 100), running("v2", 2, 200), running("v3", 1, 300),
+           running("keep", 3, 50, priority=10)]
+    hi = replace(job("hi").tenant("a").gpus(8).gang(2).priority(10).build(), topology_required="leaf")
+    return cycle(run, [hi], tenancy_with(placer), flt)
+
+
 def test_victims_are_chosen_so_that_the_topology_placer_can_use_the_freed_gpus():
     """Two leaves of two 8-GPU nodes: leaf 0 = nodes 0, 1; leaf 1 = nodes 2, 3. Tenant a (nominal
     32, the whole fleet) runs v1 on node 0 (age 100 s: costs 800 GPU-s), v2 on node 2 (age 200 s:
@@ -66,11 +75,7 @@ def test_victims_are_chosen_so_that_the_topology_placer_can_use_the_freed_gpus()
     most expensive first: without v3 the gang has no leaf, so v3 stays chosen; without v2 leaf 0 is
     still free, so v2 is spared. The topology placer's answer: evict v1 and v3 (3,200 GPU-s), never
     v2. Plain best fit would have evicted v1 and v2, after which ``hi`` still could not start."""
-    flt = fleet().leaves(2, nodes=2).build()
-    run = [running("v1", 0, 100), running("v2", 2, 200), running("v3", 1, 300),
-           running("keep", 3, 50, priority=10)]
-    hi = replace(job("hi").tenant("a").gpus(8).gang(2).priority(10).build(), topology_required="leaf")
-    r = cycle(run, [hi], tenancy_with(TopologyAware()), flt)
+    r = two_leaves_three_victims(TopologyAware())
     assert sorted(p.job for p in r.preemptions) == ["v1", "v3"]
     assert r.statuses["hi"].code is StatusCode.WAIT
 
@@ -78,11 +83,7 @@ def test_victims_are_chosen_so_that_the_topology_placer_can_use_the_freed_gpus()
 def test_the_same_fleet_under_gang_best_fit_evicts_the_two_cheapest():
     """The control: with plain gang best fit as the profile's placer, nodes 0 and 2 are enough
     (the gang may span leaves), so the two cheapest, v1 and v2, are the victims."""
-    flt = fleet().leaves(2, nodes=2).build()
-    run = [running("v1", 0, 100), running("v2", 2, 200), running("v3", 1, 300),
-           running("keep", 3, 50, priority=10)]
-    hi = replace(job("hi").tenant("a").gpus(8).gang(2).priority(10).build(), topology_required="leaf")
-    r = cycle(run, [hi], tenancy_with(GangBestFit()), flt)
+    r = two_leaves_three_victims(GangBestFit())
     assert sorted(p.job for p in r.preemptions) == ["v1", "v2"]
 
 
