@@ -17,7 +17,7 @@ check). "How many pods of a shape could go where" is a different question, answe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -36,10 +36,10 @@ def node_need(bindings: Sequence[PodBinding]) -> dict[int, list[float]]:
     return acc_by_node
 
 
-def need_met(needs: Sequence[list[float]], sched: Sequence[bool], gpu: Sequence[float],
-             cpu: Sequence[float], mem: Sequence[float]) -> bool:
-    """The predicate: ``needs[i]`` against the capacity ``(sched, gpu, cpu, mem)[i]`` of the same
-    node, for every i. Plain Python numbers in, so a few nodes cost no numpy scalar per column."""
+def need_met(needs: Iterable[list[float]], sched: Iterable[bool], gpu: Iterable[float],
+             cpu: Iterable[float], mem: Iterable[float]) -> bool:
+    """The predicate: each need against the capacity ``(sched, gpu, cpu, mem)`` of its node, in
+    step. Plain Python numbers (or numpy scalars for a node or two) in: no array per column."""
     return all(ok and gf >= g and cf >= c - 1e-9 and mf >= m - 1e-9 for ok, gf, cf, mf, (g, c, m) in zip(
         sched, gpu, cpu, mem, needs, strict=True))
 
@@ -47,13 +47,12 @@ def need_met(needs: Sequence[list[float]], sched: Sequence[bool], gpu: Sequence[
 def bindings_fit(table: NodeTable, bindings: Sequence[PodBinding]) -> bool:
     """Do these exact pods fit on ``table`` now? ``need_met`` on the table's free columns."""
     per_node = node_need(bindings)
-    if len(per_node) <= 2:
-        ns = list(per_node)
-        return need_met(list(per_node.values()), [table.schedulable[n] for n in ns],
-                        [table.gpu_free[n] for n in ns], [table.cpu_free[n] for n in ns],
-                        [table.mem_free[n] for n in ns])
-    # Many nodes: one gather per column (an index array: a list converts per gather).
+    if len(per_node) == 1:  # most promises: one node, read in place
+        ((n, need),) = per_node.items()
+        return need_met((need,), (table.schedulable[n],), (table.gpu_free[n],), (table.cpu_free[n],),
+                        (table.mem_free[n],))
+    # Several nodes: one gather per column (an index array: a list converts per gather).
     nodes = np.fromiter(per_node, np.int64, len(per_node))
-    return need_met(list(per_node.values()), table.schedulable[nodes].tolist(),
+    return need_met(per_node.values(), table.schedulable[nodes].tolist(),
                     table.gpu_free[nodes].tolist(), table.cpu_free[nodes].tolist(),
                     table.mem_free[nodes].tolist())

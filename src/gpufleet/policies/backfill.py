@@ -92,7 +92,7 @@ def bindings_fit_throughout(avail: CapacityTimeline, holds: list[Hold], start: f
     per_node = node_need(bindings)
     nodes = np.fromiter(per_node, np.int64, len(per_node))
     gpu, cpu, mem = avail.free_throughout_on(holds, start, end, nodes)
-    return need_met(list(per_node.values()), avail.table.schedulable[nodes].tolist(), gpu.tolist(),
+    return need_met(per_node.values(), avail.table.schedulable[nodes].tolist(), gpu.tolist(),
                     cpu.tolist(), mem.tolist())
 
 

@@ -74,9 +74,9 @@ def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.nd
     # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
     # ``table.n_leaves`` is a reduction over every node, twice per search).
     leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
-    leaves = tightest_else_largest(leaf_slots, replicas, tight_remainder=False)
-    if len(leaves) == 1:
-        return table.leaf_idx == leaves[0][0]
+    leaves = tightest_else_largest(leaf_slots, replicas, tight_remainder=False)[0]
+    if leaves.size == 1:
+        return table.leaf_idx == leaves[0]
     lookup = np.zeros(leaf_slots.size, bool)
-    lookup[[leaf for leaf, _ in leaves]] = True
+    lookup[leaves] = True
     return lookup[table.leaf_idx]

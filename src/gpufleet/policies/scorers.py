@@ -62,29 +62,29 @@ def best_of(nodes: np.ndarray, scores: np.ndarray) -> int | None:
 
 
 def tightest_else_largest(caps: np.ndarray, need: int, *, tight_remainder: bool = True
-                          ) -> list[tuple[int, int]]:
-    """(group, amount) pairs that hold ``need`` among groups of capacity ``caps``: the tightest
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """(groups, amounts) that hold ``need`` among groups of capacity ``caps``: the tightest
     group that holds it alone (``tightest``); else the largest groups first (fewest groups
     crossed), the last one taking the remainder — with ``tight_remainder`` the tightest of the
     groups not yet taken that holds the remainder, else simply the next largest. Every group
     when even all of them hold less (the caller has counted that they do not)."""
     one = tightest(caps, need)
     if one is not None:
-        return [(one, need)]
+        return np.array([one]), np.array([need])
     order = np.argsort(-caps, kind="stable")
     cum = np.cumsum(caps[order])
     count = int(np.searchsorted(cum, need)) + 1  # fewest groups that hold the job
+    groups = order[:count].copy()
+    amounts = caps[groups].astype(np.int64)
     if count > order.size:
-        return [(int(i), int(caps[i])) for i in order.tolist()]
-    taken = [(int(i), int(caps[i])) for i in order[: count - 1].tolist()]
-    rest = need - sum(a for _, a in taken)
-    last = int(order[count - 1])
+        return groups, amounts
+    amounts[-1] = need - (int(cum[count - 2]) if count > 1 else 0)
     if tight_remainder:
         remaining = order[count - 1:]
-        pick = tightest(caps[remaining], rest)
+        pick = tightest(caps[remaining], int(amounts[-1]))
         assert pick is not None  # the count-th largest holds the remainder by construction
-        last = int(remaining[pick])
-    return [*taken, (last, rest)]
+        groups[-1] = remaining[pick]
+    return groups, amounts
 
 
 def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:

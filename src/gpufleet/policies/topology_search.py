@@ -90,7 +90,8 @@ def _group_of_domain(cap: _Capacity, level: str) -> np.ndarray:
 def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[int, int]]:
     """(child, atoms) to take ``need`` atoms from children with capacities ``caps``: the one
     group rule (``scorers.tightest_else_largest``, the remainder in the tightest child)."""
-    return [(int(ids[i]), a) for i, a in tightest_else_largest(caps, need)]
+    groups, atoms = tightest_else_largest(caps, need)
+    return list(zip(ids[groups].tolist(), atoms.tolist(), strict=True))
 
 
 def _fill(table: NodeTable, mask: np.ndarray, per_node: np.ndarray, units: int, k: int) -> list[int]:
