@@ -18,6 +18,15 @@ from gpufleet.testing.builders import fleet, job
 SHAPES = [(1, 1), (2, 4), (8, 1), (8, 2), (8, 3), (4, 5), (8, 9)]
 
 
+#: Slurm's one task per node, with our node choice and with select/cons_tres's (the chooser of
+#: the same gang search).
+SLURM = {
+    "slurm-like-easy": lambda: slurm_like_profile(SlurmPriority(nodes=4, cpus=224), "easy"),
+    "slurm-like-easy-cons-tres": lambda: slurm_like_profile(SlurmPriority(nodes=4, cpus=224), "easy",
+                                                            slurm_nodes=True),
+}
+
+
 def partly_used_table() -> NodeTable:
     """Two leaves of 2 nodes × 8 GPUs; node 0 has 2 GPUs free, node 1 has 5, nodes 2-3 are empty."""
     plan = Plan(NodeTable.from_fleet(fleet().leaves(2, nodes=2).build()))
@@ -26,11 +35,10 @@ def partly_used_table() -> NodeTable:
     return plan.table
 
 
-@pytest.mark.parametrize("name", [*PROFILES, "slurm-like-easy"])
+@pytest.mark.parametrize("name", [*PROFILES, *SLURM])
 @pytest.mark.parametrize(("gpus", "pods"), SHAPES)
 def test_feasible_never_contradicts_fit(name, gpus, pods):
-    prof = (slurm_like_profile(SlurmPriority(nodes=4, cpus=224), "easy") if name == "slurm-like-easy"
-            else profile(name))
+    prof = SLURM[name]() if name in SLURM else profile(name)
     placer = prof.placer
     table = partly_used_table()
     j = job("j").gpus(gpus).gang(pods).build()
@@ -59,7 +67,7 @@ def test_one_task_per_node_gives_every_pod_a_node_of_its_own():
     assert int(one.slots(PodRequest(1))[0]) == 8, "the capped view must not change the table it reads"
 
 
-@pytest.mark.parametrize("name", [*PROFILES, "slurm-like-easy"])
+@pytest.mark.parametrize("name", [*PROFILES, *SLURM])
 @pytest.mark.parametrize(("gpus", "pods"), [(1, 1), (2, 4), (8, 1), (8, 2), (4, 3)])
 @pytest.mark.parametrize("eligible", [(0,), (0, 1), (1, 3), (2, 3)])
 def test_every_placer_fits_a_job_only_on_its_eligible_nodes(name, gpus, pods, eligible):
@@ -67,15 +75,14 @@ def test_every_placer_fits_a_job_only_on_its_eligible_nodes(name, gpus, pods, el
     nodes in ``eligible`` is placed there or not at all, and ``feasible`` agrees with ``fit``:
     e.g. 2 pods × 8 GPUs on nodes (1, 3) need two nodes with 8 free, but node 1 has 5, so no fit,
     while on (2, 3) each node takes one pod."""
-    prof = (slurm_like_profile(SlurmPriority(nodes=4, cpus=224), "easy") if name == "slurm-like-easy"
-            else profile(name))
+    prof = SLURM[name]() if name in SLURM else profile(name)
     table = partly_used_table()
     names = frozenset(table.names[i] for i in eligible)
     j = replace(job("j").gpus(gpus).gang(pods).build(), eligible_nodes=names)
     answer = prof.placer.feasible(j, table, CycleContext(now=0.0, profile=prof, rng=np.random.default_rng(0)))
     fitted = prof.placer.fit(j, table, CycleContext(now=0.0, profile=prof, rng=np.random.default_rng(0)))
     free = {0: 2, 1: 5, 2: 8, 3: 8}
-    per_node_cap = 1 if name == "slurm-like-easy" else None
+    per_node_cap = 1 if name in SLURM else None
     room = sum(min(free[n] // gpus, per_node_cap or pods) for n in eligible)
     assert isinstance(fitted, Status) is (room < pods), (fitted, room)
     if not isinstance(fitted, Status):
