@@ -41,17 +41,26 @@ def fit_counts(table: NodeTable, reqs: Sequence[Plain], parts: int = 1) -> tuple
     """Per (request, replicas) and per block of rows (the table's rows cut in ``parts`` equal
     blocks): Σ over the block of min(pods of the request a row takes, replicas), by the whole
     request and by GPUs alone; two arrays of shape (requests, parts). The pods a row takes are
-    ``NodeTable.slots``' count, the engine's one rule, asked once per distinct request."""
-    whole = np.empty((len(reqs), parts), np.int64)
-    by_gpus = np.empty((len(reqs), parts), np.int64)
-    counted: dict[PodRequest, np.ndarray] = {}
-    for i, (q, replicas) in enumerate(reqs):
-        for out, ask in ((whole, q), (by_gpus, PodRequest(q.gpus, gpu_models=q.gpu_models))):
-            s = counted.get(ask)
-            if s is None:
-                s = counted[ask] = table.slots(ask)
-            out[i] = np.minimum(s, replicas).reshape(parts, -1).sum(axis=1)
-    return whole, by_gpus
+    ``NodeTable.slots``' count, the engine's one rule, asked once per distinct request; the
+    sums are one array operation over all requests."""
+    row_of: dict[tuple, int] = {}  # (GPUs, CPUs, memory, models): all a plain request's slots read
+    asks: list[PodRequest] = []
+    whole_row, gpus_row = [], []
+    for q, _ in reqs:
+        for rows, key in ((whole_row, (q.gpus, q.cpus, q.memory_gb, q.gpu_models)),
+                          (gpus_row, (q.gpus, 0.0, 0.0, q.gpu_models))):
+            i = row_of.get(key)
+            if i is None:
+                i = row_of[key] = len(asks)
+                asks.append(PodRequest(*key))
+            rows.append(i)
+    slots = np.stack([table.slots(ask) for ask in asks])
+    reps = np.array([r for _, r in reqs], np.int64)[:, None]
+
+    def summed(rows: list[int]) -> np.ndarray:
+        return np.minimum(slots[rows], reps).reshape(len(reqs), parts, -1).sum(axis=2)
+
+    return summed(whole_row), summed(gpus_row)
 
 
 class Delta:
