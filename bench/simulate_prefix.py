@@ -59,9 +59,9 @@ def main() -> None:
     state: dict = {}
     cycle = step.engine_cycle
 
-    def engine_cycle(st) -> None:  # keep a handle on the state (simulate() returns only at the end)
+    def engine_cycle(st, delta) -> None:  # keep a handle on the state (simulate() returns only at the end)
         state["st"] = st
-        cycle(st)
+        cycle(st, delta)
 
     step.engine_cycle = engine_cycle
     prof = cProfile.Profile()
