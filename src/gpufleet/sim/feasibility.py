@@ -35,26 +35,29 @@ class Unschedulable:
     reason: str
 
 
-def _empty_table(fleet: Fleet, job: Job) -> NodeTable | str:
-    """The fleet's table as if empty and every node healthy, restricted to the job's node filter;
-    or the clause saying that filter leaves no node."""
+def _empty_table(fleet: Fleet) -> NodeTable:
+    """The fleet's table as if empty and every node healthy."""
     table = NodeTable.from_fleet(fleet)
     table.schedulable[:] = True
-    if job.eligible_nodes is None:
-        return table
-    mask = np.isin(np.array(table.names, dtype=object), list(job.eligible_nodes))
-    if not mask.any():
-        return "none of its eligible nodes is in the fleet"
-    return table.restricted(job.eligible_nodes, mask)
+    return table
 
 
 def why_never(job: Job, fleet: Fleet) -> str | None:
     """Why ``job`` can never run on ``fleet`` (one clause), or None when it might. A job with a
     node filter (``Job.eligible_nodes``) is checked against its eligible nodes only. Pods per
     node are the engine's own count (``NodeTable.slots``) on the empty, all-healthy table."""
-    table = _empty_table(fleet, job)
-    if isinstance(table, str):
-        return table
+    return _why_never(job, _empty_table(fleet))
+
+
+def _why_never(job: Job, empty: NodeTable) -> str | None:
+    """``why_never`` on the fleet's empty table (read only: a job of several pod sets, whose
+    GPUs are taken in turn, works on a copy)."""
+    table = empty.copy() if len(job.pod_sets) > 1 else empty
+    if job.eligible_nodes is not None:
+        mask = np.isin(np.array(table.names, dtype=object), list(job.eligible_nodes))
+        if not mask.any():
+            return "none of its eligible nodes is in the fleet"
+        table = table.restricted(job.eligible_nodes, mask)
     on = table.schedulable  # the eligible nodes
     models = np.array(table.gpu_models)[table.model_idx[on]]
     for ps in job.pod_sets:
@@ -81,7 +84,7 @@ def why_never(job: Job, fleet: Fleet) -> str | None:
                         f"({int(table.gpu_total[allowed].sum())} allowed GPUs)")
             return (f"needs {ps.replicas} pods at once; the fleet holds at most "
                     f"{int(per_node.sum())} such pods")
-        if r.gpus:
+        if r.gpus and ps is not job.pod_sets[-1]:
             # Later pod sets of the same job compete for the same GPUs: take the largest nodes first.
             left = ps.replicas
             for i in np.argsort(-per_node, kind="stable").tolist():
@@ -97,10 +100,11 @@ def unschedulable_jobs(jobs: list[Job], fleet: Fleet) -> list[Unschedulable]:
     """Every job that can never run on ``fleet``, with its reason; jobs of one shape share a check."""
     seen: dict[tuple, str | None] = {}
     out: list[Unschedulable] = []
+    empty = _empty_table(fleet)
     for j in jobs:
         key = j.shape_key
         if key not in seen:
-            seen[key] = why_never(j, fleet)
+            seen[key] = _why_never(j, empty)
         if seen[key] is not None:
             out.append(Unschedulable(j.id, seen[key]))  # type: ignore[arg-type]
     return out

@@ -69,3 +69,13 @@ def test_more_mig_slices_than_the_empty_fleet_holds_is_unschedulable():
     assert why_never(job("m", replicas=112, gpus=0, mig="1g.10gb"), FLEET) is None
     reason = why_never(job("m", replicas=113, gpus=0, mig="1g.10gb"), FLEET)
     assert reason is not None and "112 such pods" in reason
+
+
+def test_one_check_leaves_the_next_ones_unchanged():
+    """The empty table is shared across a load's checks: after a 2 × 8-GPU job (the whole fleet)
+    passes, the same job passes again, and a two-pod-set job taking 8 + 8 GPUs in turn does not
+    change what the next job sees."""
+    two_sets = Job(JobId("p"), TenantId("t"), (PodSet("a", 1, PodRequest(8)), PodSet("b", 1, PodRequest(8))),
+                   0.0, 60.0)
+    jobs = [job("x", replicas=2, gpus=8), two_sets, job("y", replicas=2, gpus=8)]
+    assert unschedulable_jobs(jobs, FLEET) == []
