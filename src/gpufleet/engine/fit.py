@@ -1,18 +1,13 @@
 """The one exact-pods predicate: do these pods, on these nodes, fit that capacity?
 
-Every check of *given* pods (a reservation's, a promise's, a fit the preemptor claims) reduces to
-one per-node requirement vector and one comparison:
-
-- ``node_need(bindings)``: per node, [GPUs, CPUs, memory] of the pods bound there, summed in binding
-  order (so two checks of the same pods add the same floats);
-- ``need_met``: every such node is schedulable and has free GPUs ≥ g, CPUs ≥ c − 1e-9 and
-  memory ≥ m − 1e-9 (the tolerance absorbs the float sums of fractional CPU and memory asks; GPUs
-  are whole numbers and compare exactly).
-
-The capacity compared with is whatever the caller holds for those nodes: the table's free columns
-now (``bindings_fit``), or what is free throughout a window (policies/backfill.py's promise
-check). "How many pods of a shape could go where" is a different question, answered by
-``NodeTable.slots``; both agree on a single pod of one request (a test checks it).
+Every check of *given* pods (a reservation's, a promise's, a fit the preemptor claims) is one
+per-node requirement vector, ``node_need`` ([GPUs, CPUs, memory] per node, summed in binding
+order, so two checks of the same pods add the same floats), and one comparison, ``need_met``:
+each node schedulable, free GPUs ≥ g, CPUs ≥ c − 1e-9, memory ≥ m − 1e-9 (the tolerance absorbs
+float sums of fractional asks; GPUs are whole and compare exactly), against the capacity the
+caller holds: free now (``bindings_fit``) or free throughout a window (the promise check in
+policies/backfill.py). "How many pods of a shape fit where" is ``NodeTable.slots``; the two
+agree on a single pod (tests/unit/engine/test_fit.py).
 """
 
 from __future__ import annotations
