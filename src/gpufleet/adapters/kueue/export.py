@@ -11,8 +11,12 @@
 * one Cohort per cohort (parent, own quota, weight); the LocalQueues import recorded, else one
   per tenant in a namespace named after it; one WorkloadPriorityClass per priority class.
 
+* Kueue's Configuration (config.kueue.x-k8s.io, last) when the tenancy turns on fair sharing or
+  admission fair sharing: ``fairSharing`` with its preemption strategies, ``admissionFairSharing``
+  with the half-life and sampling interval (``configuration``).
+
 What Kueue has no field for (``priority_budget_gpus``, preemptible classes, the decayed-usage
-half-life) is returned as notes.
+half-life without admission fair sharing) is returned as notes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from gpufleet.adapters.kueue.quantity import format_quantity
 from gpufleet.model.tenancy_config import QuotaSpec, ResourceQuotaSpec, TenancySpec
 
 API = "kueue.x-k8s.io"
+CONFIG_API = "config.kueue.x-k8s.io"
 GPU = "nvidia.com/gpu"
 
 
@@ -72,6 +77,37 @@ def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, Resourc
         rs += [_res(r, resources.get(m, {}).get(r), r, closed) for r in others]
         flavors.append({"name": flavor_name(m), "resources": rs})
     return [{"coveredResources": covered, "flavors": flavors}]
+
+
+def configuration(spec: TenancySpec, version: str) -> dict[str, Any] | None:
+    """Kueue's Configuration for what the tenancy sets cluster-wide, or None: ``fairSharing``
+    (v1beta1 spells "on" as ``enable: true``; v1beta2 dropped the field, the block's presence
+    turns it on: Kueue's apis/config/v1beta1/configuration_conversion.go) with the preemption
+    strategies in order, and ``admissionFairSharing`` (half-life, sampling interval)."""
+    body: dict[str, Any] = {}
+    if spec.fair_sharing is not None:
+        fs: dict[str, Any] = {"enable": True} if version == "v1beta1" else {}
+        fs["preemptionStrategies"] = list(spec.fair_sharing.preemption_strategies)
+        body["fairSharing"] = fs
+    if spec.admission_fair_sharing is not None:
+        body["admissionFairSharing"] = {
+            "usageHalfLifeTime": _duration(spec.half_life_h * 3600.0),
+            "usageSamplingInterval": _duration(spec.admission_fair_sharing.sampling_interval_s)}
+    if not body:
+        return None
+    return {"apiVersion": f"{CONFIG_API}/{version}", "kind": "Configuration", **body}
+
+
+def _duration(seconds: float) -> str:
+    """A Go duration that parses back to ``seconds`` exactly when it is a whole number of
+    milliseconds (168h, 5m, 1h30m, 1.5s)."""
+    ms = round(seconds * 1000)
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s, milli = divmod(rest, 1000)
+    parts = [f"{h}h" if h else "", f"{m}m" if m else "",
+             (f"{s}.{milli:03d}".rstrip("0") + "s") if milli else (f"{s}s" if s else "")]
+    return "".join(parts) or "0s"
 
 
 def _fungibility(value: str, version: str) -> str:
@@ -147,12 +183,10 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
                     "value": p.value})
         if not p.preemptible:
             notes.append(f"priority class {p.name!r}: 'preemptible: false' has no Kueue field; not exported")
-    if spec.admission_fair_sharing is not None:
-        notes.append("admission fair sharing's half-life and sampling interval are set in Kueue's "
-                     f"Configuration (admissionFairSharing.usageHalfLifeTime {spec.half_life_h:g}h, "
-                     f"usageSamplingInterval {spec.admission_fair_sharing.sampling_interval_s:g}s), "
-                     "not in these objects")
-    if spec.fair_sharing is not None:
-        notes.append("fair sharing is set in Kueue's Configuration (fairSharing.enable, "
-                     f"preemptionStrategies {spec.fair_sharing.preemption_strategies}), not in these objects")
+    config = configuration(spec, version)
+    if config is not None:
+        out.append(config)
+        notes.append("the last object, Kueue's Configuration (config.kueue.x-k8s.io), is not applied "
+                     "with kubectl: merge its fields into the manager's config (ConfigMap "
+                     "kueue-manager-config, key controller_manager_config.yaml) and restart Kueue")
     return out, notes

@@ -268,11 +268,17 @@ def _admission_fair_sharing(m: Manifest, tr: Translation) -> dict:
 
 
 def _configuration(m: Manifest, tr: Translation) -> dict | None:
-    """Kueue's Configuration: only ``fairSharing`` bears on quota decisions."""
+    """Kueue's Configuration: only ``fairSharing`` bears on quota decisions. v1beta1 turns it on
+    with ``enable: true``; v1beta2 has no ``enable``: a ``fairSharing`` block turns it on (Kueue's
+    apis/config/v1beta1/configuration_conversion.go drops a disabled block on the way up)."""
     tr.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing"}, "")
-    fs = m.body.get("fairSharing") or {}
-    tr.leftovers(m, fs, {"enable", "preemptionStrategies"}, "fairSharing")
-    if not fs.get("enable"):
+    fs = m.body.get("fairSharing")
+    if fs is not None and not isinstance(fs, dict):
+        raise m.error("fairSharing", "a mapping (preemptionStrategies, and enable in v1beta1)")
+    fs = fs or {}
+    v1 = m.version == "v1beta1"
+    tr.leftovers(m, fs, {"enable", "preemptionStrategies"} if v1 else {"preemptionStrategies"}, "fairSharing")
+    if not (fs.get("enable") if v1 else "fairSharing" in m.body):
         return None
     strategies = fs.get("preemptionStrategies") or list(ENUMS["preemptionStrategies"])
     if not isinstance(strategies, list):
