@@ -9,7 +9,7 @@ test_kueue_rules).
 import math
 
 import pytest
-from tests.scenarios.test_kueue_rules import A100, F, cycle, on, w
+from tests.scenarios.test_kueue_rules import A100, F, cq, cycle, on, preempted, w
 
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.policies.kueue_share import Drs, drs
@@ -75,3 +75,31 @@ def test_a_zero_weight_borrower_ranks_above_every_other_share():
     assert Drs(0.0, 10.0, True).key() > Drs(1.0, 1e9, True).key()
     assert Drs(0.0, 20.0, True).key() > Drs(0.0, 10.0, True).key()
     assert Drs(0.0, 0.0).value == 0.0
+
+
+@pytest.mark.parametrize("strategies, expected", [
+    (("LessThanOrEqualToFinalShare",), []),
+    (("LessThanInitialShare",), [("x", "InCohortFairSharing")]),
+    (("LessThanOrEqualToFinalShare", "LessThanInitialShare"), [("z", "InCohortFairSharing")]),
+])
+def test_rule_s2b_picks_its_queue_after_what_rule_s2a_evicted(strategies, expected):
+    """Kueue's fairPreemptions: rule S2-a (the first strategy) over every candidate, then rule
+    S2-b (``runSecondFsStrategy``: LessThanInitialShare over the candidates S2-a refused, target
+    queues re-ordered by their share *after* S2-a's evictions, each queue's first candidate, one
+    per queue). Five 8-GPU nodes, lendable 40 (1 GPU borrowed = 25). a (nominal 8, running 8),
+    c (nominal 32, running 14 of it), b and d (nominal 0) borrowing; every GPU in use.
+    b runs x (6, newest) and y (4): borrows 10 → 250. d runs z (8) → 200. a-w asks 5: a's share
+    with it 125; nothing is free, so 5 must be freed.
+    S2-a (LessThanOrEqualToFinalShare), b first (250): x leaves b at 100, 125 ≤ 100 no; y leaves
+    b at 150, 125 ≤ 150 yes: y goes, 4 free, not enough. d: z leaves it at 0, no.
+    S2-b over {x, z}: the queues now stand d 200, b 150: d first, 125 < 200: z goes, 12 free, a-w
+    fits; fill-back then spares y (z alone frees 8 ≥ 5). Victim: z.
+    LessThanInitialShare alone takes b's first candidate at b's initial 250: x. S2-a alone frees 4
+    of 5: nothing. So the pair's answer is S2-b's own: ordered on S2-a's result, not the start."""
+    run = [on(w("a0", "a", 8), 0), on(w("x", "b", 6), 1, start=9_900.0), on(w("c1", "c", 2), 1),
+           on(w("y", "b", 4), 2, start=9_800.0), on(w("c2", "c", 4), 2), on(w("z", "d", 8), 3),
+           on(w("c0", "c", 8), 4)]
+    t = Tenancy(tenants=(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 0), cq("c", 32), cq("d", 0)),
+                cohorts=(Cohort("c"),), fair_sharing=True, fair_sharing_strategies=strategies)
+    r = cycle(run, [w("a-w", "a", 5, prio=1)], t, nodes=5)
+    assert preempted(r) == expected
