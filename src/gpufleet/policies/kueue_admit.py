@@ -65,6 +65,7 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
 )
 from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import share_ledger
 from gpufleet.policies.kueue_targets import possibility
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
@@ -93,8 +94,9 @@ class KueueAdmitter:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return list(pending)
-        ledger = QuotaLedger.from_running(tenancy, ctx.running)
         res = ResourceLedger.from_running(tenancy, ctx.running)
+        # With fair sharing and cpu or memory quota, the shares count those too (kueue_share.py).
+        ledger = share_ledger(QuotaLedger.from_running(tenancy, ctx.running), res)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
         state = ctx.admission
