@@ -50,6 +50,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
+from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_fair import Entry, entry, tournament
 from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
@@ -100,12 +101,15 @@ class KueueAdmitter:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return list(pending)
-        res = ResourceLedger.from_running(tenancy, ctx.running)
+        state = ctx.admission
+        # Group flavors of running workloads and kept reservations (a pending one is assigned anew).
+        keep = {rj.job.id for rj in ctx.running} | set(state.reserved)
+        res = ResourceLedger.from_running(tenancy, ctx.running, assigned={
+            j: fl for j, fl in state.group_flavors.items() if j in keep} if state.group_flavors else None)
         # With fair sharing and cpu or memory quota, the shares count those too (kueue_share.py).
         ledger = share_ledger(QuotaLedger.from_running(tenancy, ctx.running), res)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
-        state = ctx.admission
         kept: list[tuple[PendingJob, QuotaReservation]] = []
         for pj in pending:
             r = state.reserved.get(pj.job.id) if state.reserved else None
@@ -263,6 +267,9 @@ class KueueAdmitter:
                 cands = ledger.candidate_flavors(job)
                 why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
+                other = self._other_resource(ledger, res, job, cands)
+                if other is not None:  # the GPUs fit: cpu or memory is what is missing
+                    why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: {other}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 # The flavor the assigner chose is where the preemptor looks for targets.
                 records.append(AdmissionRecord(target, False, chosen or (cands[0] if cands else ""),
@@ -315,6 +322,8 @@ class KueueAdmitter:
         ctx.handoff.quota_reserved = reserved
         ctx.handoff.sticky = sticky
         ctx.handoff.flavor_scan = scan_out
+        if res.assigned:
+            ctx.handoff.group_flavors = dict(res.assigned)
         position = {pj.job.id: i for i, pj in enumerate(pending)}
         return sorted(admitted, key=lambda p: position[p.job.id])  # who, not in which order
 
@@ -341,6 +350,18 @@ class KueueAdmitter:
             rank += 1
             heads[tenant] += 1
         return rank
+
+    @staticmethod
+    def _other_resource(ledger: QuotaLedger, res: ResourceLedger, job: Job,
+                        cands: tuple[str, ...]) -> str | None:
+        """Why cpu or memory refuse ``job`` on the first flavor where its GPUs fit, or None."""
+        t = ledger.tenancy.tenant(job.tenant)
+        if t is None or not t.resources:
+            return None
+        for f in cands or ("",):
+            if not job.total_gpus or quota_fits(ledger, ledger.tenancy, job, f, borrow=True):
+                return res.refusal(job, f, not ledger.within_nominal(job.tenant, f, job.total_gpus))
+        return None
 
     @staticmethod
     def _afs(tenancy: Tenancy, name: str) -> bool:

@@ -73,7 +73,8 @@ class KueuePreemptor:
         carried = ctx.admission.reserved
         waiting = {pj.job.id for pj in blocked} if carried else set()
         quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
-        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True,
+                                          assigned=ctx.handoff.group_flavors or ctx.admission.group_flavors)
         ledger = share_ledger(ledger, res)  # fair shares over cpu and memory too (kueue_share.py)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
