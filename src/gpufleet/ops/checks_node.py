@@ -27,7 +27,24 @@ def _ev(src: Source, line: int) -> Evidence:
 def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]) -> None:
     if not ports:
         return
-    down = [p for p in ports if not p.active]
+    # "Physical state: Disabled" is a port switched off on purpose (ibportstate disable, a spare
+    # HCA port left unused): the link is not trying to train, so it is a state, not a fault.
+    # "Polling" is the opposite — the port wants a link and finds no partner (cable, switch port).
+    disabled = [p for p in ports if not p.active and "DISABLED" in p.phys_state.upper()]
+    for p in disabled:
+        out.append(
+            Finding(
+                "network_rdma",
+                f"{p.device} port {p.port} is {p.state or '?'} / {p.phys_state}: disabled on purpose, "
+                "not a fault (enable it with ibportstate if it should carry traffic)",
+                "none",
+                "",
+                [_ev(src, p.phys_line or p.line)],
+                "ib-disabled",
+                normal=True,
+            )
+        )
+    down = [p for p in ports if not p.active and p not in disabled]
     for p in down:
         out.append(
             Finding(
@@ -59,7 +76,7 @@ def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]
                 "ib-slow",
             )
         )
-    if not down and not slow:
+    if not down and not slow and len(disabled) < len(ports):
         now.add("network_rdma")
 
 

@@ -22,6 +22,7 @@ from gpufleet.ops.nccl_env import single_node_loopback
 from gpufleet.ops.rules import NCCL_LOOPBACK_EXPLAINS, NCCL_LOOPBACK_NOTE
 from gpufleet.ops.scan import restarts as scan_restarts
 from gpufleet.ops.scan import scan
+from gpufleet.ops.timeline import boot_lines, escalate_recurrent, supersede
 
 MAX_EVIDENCE = 6
 NOTHING = "nothing found in these files"
@@ -102,8 +103,12 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     findings: list[Finding] = list(structured)
     for src in bundle.sources:
         restarts, boots = scan_restarts(src)
+        if src.kind == "dmesg":
+            boots = boot_lines(src, boots)
+            restarts = sorted(set(restarts) | set(boots))
         loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
-        for f, line in scan(src):
+        found = supersede(scan(src))
+        for f, line in found:
             if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
                 f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
             later = [r for r in restarts if r > line]
@@ -111,6 +116,7 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
             if later and (later_boot or f.layer in healthy_now):
                 f.history = True
             findings.append(f)
+        escalate_recurrent(found, boots)
     findings = _merge(findings)
 
     current = [f for f in findings if not f.normal and not f.history]

@@ -71,6 +71,7 @@ class IbPort:
     rate_gbps: float | None = None
     link_layer: str = ""
     line: int = 0
+    phys_line: int = 0
 
     @property
     def active(self) -> bool:
@@ -93,7 +94,7 @@ def parse_ibstat(lines: list[str]) -> list[IbPort]:
             if k == "State":
                 p.state, p.line = v, i
             elif k == "Physical state":
-                p.phys_state = v
+                p.phys_state, p.phys_line = v, i
             elif k == "Rate":
                 p.rate_gbps = _float(v)
             elif k == "Link layer":
@@ -116,7 +117,7 @@ def parse_sysfs_ib(lines: list[str]) -> list[IbPort]:
         if key == "state":
             p.state, p.line = val, i
         elif key == "phys_state":
-            p.phys_state = val
+            p.phys_state, p.phys_line = val, i
         elif key == "rate":
             p.rate_gbps = _float(val.split()[0]) if val else None
         else:

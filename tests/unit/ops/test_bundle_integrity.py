@@ -1,0 +1,2 @@
+"""Placeholder replaced below."""
+INCOMPLETE: dict[str, str] = {}
