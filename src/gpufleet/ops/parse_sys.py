@@ -156,16 +156,22 @@ def parse_node_json(lines: list[str]) -> list[K8sNode]:
             raise ValueError(f"neither valid JSON (line {e.lineno}: {e.msg}) nor YAML") from None
     if not isinstance(doc, dict):
         raise ValueError("expected a Kubernetes Node object or List")
-    items = doc.get("items", [doc])
+    items = _typed(doc.get("items", [doc]), list, "items")
     out = []
     for it in items:
         if not isinstance(it, dict):
             continue
-        spec, status, meta = it.get("spec") or {}, it.get("status") or {}, it.get("metadata") or {}
-        n = K8sNode(name=str(meta.get("name", "")), labels=dict(meta.get("labels") or {}))
-        n.capacity = {k: str(v) for k, v in (status.get("capacity") or {}).items()}
-        n.allocatable = {k: str(v) for k, v in (status.get("allocatable") or {}).items()}
-        for t in spec.get("taints") or []:
+        spec = _typed(it.get("spec") or {}, dict, "spec")
+        status = _typed(it.get("status") or {}, dict, "status")
+        meta = _typed(it.get("metadata") or {}, dict, "metadata")
+        labels = _typed(meta.get("labels") or {}, dict, "metadata.labels")
+        n = K8sNode(name=str(meta.get("name", "")), labels={str(k): str(v) for k, v in labels.items()})
+        n.capacity = {str(k): str(v) for k, v in _typed(status.get("capacity") or {}, dict,
+                                                         "status.capacity").items()}
+        n.allocatable = {str(k): str(v) for k, v in _typed(status.get("allocatable") or {}, dict,
+                                                            "status.allocatable").items()}
+        for t in _typed(spec.get("taints") or [], list, "spec.taints"):
+            t = _typed(t, dict, "spec.taints[]")
             key = str(t.get("key", ""))
             rendered = (
                 f"{key}={t.get('value', '')}:{t.get('effect', '')}"
@@ -177,6 +183,14 @@ def parse_node_json(lines: list[str]) -> list[K8sNode]:
         n.unschedulable_line = _line_of(lines, '"unschedulable"')
         out.append(n)
     return out
+
+
+def _typed(value: object, kind: type, field: str):  # noqa: ANN202 - returns value, narrowed
+    """``value`` if it is a ``kind`` (dict or list), else one line naming the field."""
+    if not isinstance(value, kind):
+        want = "a mapping" if kind is dict else "a list"
+        raise ValueError(f"field {field} is {type(value).__name__}, expected {want}")
+    return value
 
 
 def _line_of(lines: list[str], needle: str) -> int:
