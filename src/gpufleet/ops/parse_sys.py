@@ -178,9 +178,10 @@ def parse_node_json(lines: list[str]) -> list[K8sNode]:
                 if t.get("value")
                 else f"{key}:{t.get('effect', '')}"
             )
-            n.taints.append((rendered, _line_of(lines, f'"{key}"')))
-        n.unschedulable = bool(spec.get("unschedulable"))
-        n.unschedulable_line = _line_of(lines, '"unschedulable"')
+            key_line = rf'^\s*(?:-\s*)?"?key"?\s*:\s*"?{re.escape(key)}"?\s*,?\s*$'
+            n.taints.append((rendered, _line_in(lines, "taints", key_line)))
+        n.unschedulable = spec.get("unschedulable") is True
+        n.unschedulable_line = _line_in(lines, "", r'^\s*"?unschedulable"?\s*:\s*true\b')
         out.append(n)
     return out
 
@@ -193,8 +194,13 @@ def _typed(value: object, kind: type, field: str):  # noqa: ANN202 - returns val
     return value
 
 
-def _line_of(lines: list[str], needle: str) -> int:
-    return next((i for i, ln in enumerate(lines, 1) if needle in ln), 0)
+def _line_in(lines: list[str], after: str, pattern: str) -> int:
+    """The line of a field as JSON (``"key": "nvidia.com/gpu",``) or YAML (``- key: nvidia.com/gpu``)
+    writes it, looked for after the first line naming ``after`` (the ``taints`` list) — the line the
+    evidence must quote, not the first mention of the word; 0 when absent."""
+    start = next((i for i, ln in enumerate(lines) if after in ln), 0) if after else 0
+    rx = re.compile(pattern)
+    return next((i for i, ln in enumerate(lines[start:], start + 1) if rx.search(ln)), 0)
 
 
 def parse_describe_node(lines: list[str]) -> K8sNode:

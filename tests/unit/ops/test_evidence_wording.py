@@ -50,6 +50,10 @@ WORDINGS = {
     "mig-manager-mode-change-pending": (
         "gpu_xid", "reset_gpu", "mig-manager.log:7:", "Mode change pending: true"),
     "xid62-then-recovery-action": ("gpu_xid", "reset_gpu", "dmesg.txt:3:", "to 0x1 (GPU Reset Required)"),
+    # k8s-device-plugin #68: the node shows kubelet's old built-in GPU resource, not the plugin's
+    "describe-node-alpha-gpu-resource": (
+        "device_plugin", "restart_device_plugin", "kubectl-describe-node.txt:2:",
+        "alpha.kubernetes.io/nvidia-gpu"),
     "xid79-recurs-after-reboot": (
         "hardware_pci", "drain_and_rma", "dmesg.txt:16:", "NVIDIA GPU 0000:b3:00.0"),
 }
@@ -128,3 +132,13 @@ def test_kernel_timestamps_jumping_back_mark_a_new_boot(tmp_path):
     text = (DATA / "xid79-fallen-off-bus" / "dmesg.txt").read_text()
     (tmp_path / "dmesg.txt").write_text(text + text)
     assert diagnose(tmp_path).action == "reboot"
+
+
+def test_taints_in_a_yaml_node_cite_their_own_line(tmp_path):
+    """The `taints:` list of gpu-operator #1316 (as published, under the node's spec; the `spec:` line
+    that holds it is added here). The taint used to be cited as line 0: the lookup searched for the
+    JSON spelling `"nvidia.com/gpu"` only. Not a fixture."""
+    excerpt = ["  taints:", "  - effect: NoSchedule", "    key: nvidia.com/gpu", "    value: present"]
+    (tmp_path / "node.yaml").write_text("\n".join(["spec:", *excerpt]) + "\n")
+    d = diagnose(tmp_path)
+    assert any("nvidia.com/gpu=present:NoSchedule" in n and "node.yaml:4:" in n for n in d.notes), d.notes
