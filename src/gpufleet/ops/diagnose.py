@@ -186,8 +186,10 @@ def _incomplete(failure: str, cut: list[str]) -> str:
     "no fault" on the node."""
     if not cut:
         return failure
-    return f"incomplete bundle: {cut[0]}" + (f" (and {len(cut) - 1} more)" if len(cut) > 1 else "") + \
-        f" — {failure} in what was read"
+    below = f"{len(cut)} warning{'s' if len(cut) > 1 else ''} below"
+    if failure.startswith(NOTHING):
+        return f"incomplete bundle: nothing found in the files that could be read ({below})"
+    return f"incomplete bundle: {failure} in what was read ({below})"
 
 
 def diagnose(path: Path) -> Diagnosis:

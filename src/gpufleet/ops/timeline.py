@@ -97,7 +97,9 @@ def escalate_recurrent(found: list[tuple[Finding, int]], boots: list[int]) -> No
         segments.setdefault((f.rule or f.failure, f.subject), set()).add(bisect_right(boots, line))
     for f, line in found:
         seen = segments.get((f.rule or f.failure, f.subject), set())
-        if len(seen) >= 2 and bisect_right(boots, line) == max(seen):
+        if len(seen) >= 2 and bisect_right(boots, line) < max(seen):
+            f.failure += " — it came back in a later boot"
+        elif len(seen) >= 2:
             f.action = "drain_and_rma"
             f.failure += f" — the same fault in {len(seen)} boots: a reboot does not clear it, replace it"
             f.confirm = (f.confirm + "; " if f.confirm else "") + "the earlier boot's lines are in the notes"
