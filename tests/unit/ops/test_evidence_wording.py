@@ -30,7 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.ops.bundle import Source
 from gpufleet.ops.diagnose import diagnose
+from gpufleet.ops.scan import scan
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "ops" / "bundles"
 
@@ -50,6 +52,9 @@ WORDINGS = {
     "mig-manager-mode-change-pending": (
         "gpu_xid", "reset_gpu", "mig-manager.log:7:", "Mode change pending: true"),
     "xid62-then-recovery-action": ("gpu_xid", "reset_gpu", "dmesg.txt:3:", "to 0x1 (GPU Reset Required)"),
+    # Bumblebee #554 (2014): the old single-line wording, no Xid
+    "fallen-off-bus-old-wording": (
+        "hardware_pci", "reboot", "dmesg.txt:1:", "GPU at 0000:01:00.0 has fallen off"),
     # k8s-device-plugin #68: the node shows kubelet's old built-in GPU resource, not the plugin's
     "describe-node-alpha-gpu-resource": (
         "device_plugin", "restart_device_plugin", "kubectl-describe-node.txt:2:",
@@ -143,3 +148,20 @@ def test_taints_in_a_yaml_node_cite_their_own_line(tmp_path):
     (tmp_path / "node.yaml").write_text("\n".join(["spec:", *excerpt]) + "\n")
     d = diagnose(tmp_path)
     assert any("nvidia.com/gpu=present:NoSchedule" in n and "node.yaml:4:" in n for n in d.notes), d.notes
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu", "code"),
+    [
+        # older drivers, without "PCI:" (ops-reference §1.3, from NVIDIA's Xid document via gpud's kmsg.go)
+        ("NVRM: Xid (0000:03:00): 14, Channel 00000001", "0000:03:00", 14),
+        # newer drivers, with pid and name (NVSentinel #155 comment)
+        ("NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus", "0000:44:00", 79),
+        # the first line of xid62-then-recovery-action (no pid/name)
+        ("NVRM: Xid (PCI:0000:01:00): 62, 323f0f30 0000c3d8 00000000 206dae68 206da022 206da190 206d85f6 "
+         "206d8d86", "0000:01:00", 62),
+    ],
+)
+def test_every_xid_line_format_gives_its_gpu_and_code(line, gpu, code):
+    found = [f for f, _ in scan(Source("dmesg.txt", "dmesg", [line]))]
+    assert [(f.rule, f.subject) for f in found if f.rule.startswith("xid-")] == [(f"xid-{code}", gpu)]
