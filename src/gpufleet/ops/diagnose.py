@@ -113,7 +113,8 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
                          skipped=bundle.skipped, incomplete=cut, confident=not cut)
 
     structured, healthy_now = run_checks(bundle)
-    if integrity.mixed_versions(bundle):
+    versions = integrity.mixed_versions(bundle)
+    if versions:
         healthy_now = set()  # another node's (or another day's) nvidia-smi cannot clear this log
     findings: list[Finding] = list(structured)
     for src in bundle.sources:
@@ -142,7 +143,7 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
         if f.history and not f.normal
     ]
     found_any = bool(findings)
-    cut = integrity.check(bundle, {f.rule for f in findings})
+    cut = integrity.check(bundle, {f.rule for f in findings}, versions)
 
     root_layer = next((layer for layer in LAYER_ORDER if any(f.layer == layer for f in current)), None)
     if root_layer is None:

@@ -24,35 +24,35 @@ and marks the verdict as not confident.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 
 from gpufleet.ops.bundle import Bundle, Source
+from gpufleet.ops.scan import indexed
 
 MISMATCH_RULES = frozenset({"api-mismatch", "nvml-mismatch"})
 _ATTACHED = re.compile(r"^Attached GPUs\s*:\s*(\d+)\s*$")
 _Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d\s*$")
-_Q_DRIVER = re.compile(r"^Driver Version\s*:\s*(\S+)\s*$")
 _TABLE_DRIVER = re.compile(r"NVIDIA-SMI \S+\s+Driver Version: (\S+)")
-_LOAD = re.compile(
-    r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for \S+|\S+ Kernel Module)\s+(\d+(?:\.\d+)+)"
-)
-_CTK = re.compile(r"^NVRM version:\s*(\S+)")
+#: per kind, where a file states the running driver's version (searched over the joined text)
+VERSION_AT: dict[str, re.Pattern[str]] = {
+    "nvidia-smi": _TABLE_DRIVER,
+    "nvidia-smi-q": re.compile(r"^Driver Version\s*:\s*(\S+)[ \t]*$", re.M),
+    "dmesg": re.compile(
+        r"NVRM: loading NVIDIA UNIX (?:Open Kernel Module for \S+|\S+ Kernel Module)\s+(\d+(?:\.\d+)+)"
+    ),
+    "nvidia-container-cli-info": re.compile(r"^NVRM version:[ \t]*(\S+)", re.M),
+}
 
 
 def driver_versions(src: Source) -> list[tuple[str, int]]:
     """(version, line) as this file reports the running driver; a kernel log reports its last load."""
-    pats = {
-        "nvidia-smi": _TABLE_DRIVER,
-        "nvidia-smi-q": _Q_DRIVER,
-        "dmesg": _LOAD,
-        "nvidia-container-cli-info": _CTK,
-    }
-    pat = pats.get(src.kind)
+    pat = VERSION_AT.get(src.kind)
     if pat is None:
         return []
-    hits = [(m.group(1), i) for i, ln in enumerate(src.lines, 1) if (m := pat.search(ln))]
-    if src.kind == "dmesg":
-        return hits[-1:]
-    return hits[:1]
+    text, starts = indexed(src)
+    # a kernel log: its load banners are a handful, keep the last; any other file: the first
+    m = next(reversed(list(pat.finditer(text))), None) if src.kind == "dmesg" else pat.search(text)
+    return [(m.group(1), bisect_right(starts, m.start()))] if m else []
 
 
 def _cut_smi_q(src: Source) -> str:
@@ -87,15 +87,18 @@ def mixed_versions(bundle: Bundle) -> dict[str, tuple[str, int]]:
     return versions if len(versions) > 1 else {}
 
 
-def check(bundle: Bundle, rules_found: set[str]) -> list[str]:
-    """Every reason the bundle is not one whole capture of one node (module doc), in file order."""
+def check(
+    bundle: Bundle, rules_found: set[str], versions: dict[str, tuple[str, int]] | None = None
+) -> list[str]:
+    """Every reason the bundle is not one whole capture of one node (module doc), in file order
+    (``versions``: ``mixed_versions(bundle)`` when the caller has it already)."""
     out = list(bundle.incomplete)
     for src in bundle.sources:
         if src.kind == "nvidia-smi-q" and (why := _cut_smi_q(src)):
             out.append(why)
         if src.kind == "nvidia-smi" and (why := _cut_table(src)):
             out.append(why)
-    versions = mixed_versions(bundle)
+    versions = mixed_versions(bundle) if versions is None else versions
     if versions and not rules_found & MISMATCH_RULES:
         seen = ", ".join(f"{v} ({f}:{ln})" for v, (f, ln) in versions.items())
         out.append(f"{len(versions)} driver versions, {seen}: a mixed bundle, files from different nodes "

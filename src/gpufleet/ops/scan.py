@@ -178,7 +178,7 @@ def _sxid(src: Source, i: int, line: str, m: re.Match[str]) -> Finding:
                    f"sxid-{code}", subject=switch)
 
 
-def _indexed(src: Source) -> tuple[str, list[int]]:
+def indexed(src: Source) -> tuple[str, list[int]]:
     """The lines joined by "\\n" and the offset each line starts at, computed once per file."""
     if src.index is None:
         starts = [0, *accumulate(map((1).__add__, map(len, src.lines)))]
@@ -191,7 +191,7 @@ def _hit_lines(needles: tuple[Needle, ...], src: Source) -> list[int]:
     with MULTILINE) may match, sorted. Each runs over the joined text in C, resuming after a hit at
     the start of the next line; one pass per branch is much faster than one alternation of them all,
     which Python's regex engine tries branch by branch at every character."""
-    text, starts = _indexed(src)  # starts[k]: offset of line k+1
+    text, starts = indexed(src)  # starts[k]: offset of line k+1
     end = len(text)
     hits: set[int] = set()
     for needle in needles:

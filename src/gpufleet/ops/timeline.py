@@ -23,11 +23,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+import numpy as np
+
 from gpufleet.ops.bundle import Source
 from gpufleet.ops.layers import Finding
+from gpufleet.ops.scan import indexed
 
 RECOVERY_RULE = "xid-154-action"
-_STAMP = re.compile(r"^(?:<\d+>)?\[\s*(\d+\.\d+)\]")
+_STAMP = re.compile(r"^(?:(?:<\d+>)?\[\s*(\d+\.\d+)\])?", re.MULTILINE)
 #: a jump back of more than this many seconds, to under half the previous stamp, is a new boot
 #: (printk stamps from different CPUs can be out of order by microseconds, never by seconds)
 BACKWARD_S = 5.0
@@ -72,18 +75,16 @@ def supersede(found: list[tuple[Finding, int]]) -> list[tuple[Finding, int]]:
 
 
 def boot_lines(src: Source, markers: list[int]) -> list[int]:
-    """Lines that start a new boot: the markers given plus the kernel-timestamp jumps back."""
-    starts = set(markers)
-    prev = None
-    for i, line in enumerate(src.lines, 1):
-        m = _STAMP.match(line)
-        if not m:
-            continue
-        t = float(m.group(1))
-        if prev is not None and prev - t > BACKWARD_S and t < prev / 2:
-            starts.add(i)
-        prev = t
-    return sorted(starts)
+    """Lines that start a new boot: the markers given plus the kernel-timestamp jumps back. One regex
+    pass over the joined text (``scan.indexed``) yields each line's stamp or "" (the pattern matches,
+    possibly empty, once at every line start); numpy compares each stamp with the one before it."""
+    text, _ = indexed(src)
+    stamps = np.array([v or "nan" for v in _STAMP.findall(text)], dtype=float)
+    lines = np.flatnonzero(~np.isnan(stamps))  # 0-based lines that carry a stamp
+    t = stamps[lines]
+    prev, cur = t[:-1], t[1:]
+    jumps = lines[1:][(prev - cur > BACKWARD_S) & (cur < prev / 2)]
+    return sorted(set(markers) | {int(i) + 1 for i in jumps})
 
 
 def escalate_recurrent(found: list[tuple[Finding, int]], boots: list[int]) -> None:
