@@ -238,7 +238,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         # `nvidia-smi -mig 1` when the reset it needs is refused (gpu-operator #1845), and mig-manager's
         # own debug line for the same state (gpu-operator #668)
-        "mig-pending",
+        "mig-pending-log",
         r"MIG mode is in pending (enable|disable) state|Mode change pending: true",
         "gpu_xid",
         "MIG mode change pending: it takes effect only after a GPU reset (or a reboot)",
@@ -426,10 +426,12 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- 10. thermal / power ----------------------------------------------------------------------
     _r(
-        # DCGM's health watch (nv-hostengine.log). DCGM 3.3+ says "clocks event", older releases said
-        # "clocks throttling" — the same NVML clock-event reasons under their old name
+        # DCGM's health watch (nv-hostengine.log): DCGM_FR_CLOCKS_EVENT_THERMAL "Detected clocks event
+        # due to thermal violation in GPU %u." (DCGM #270); before NVML renamed throttle reasons to
+        # clock-event reasons it was DCGM_FR_CLOCK_THROTTLE_THERMAL "Detected clock throttling due to
+        # thermal violation in GPU %u." (NVIDIA/DCGM dcgmlib/dcgm_errors.h) — power likewise
         "dcgm-clocks-event",
-        r"clocks (event|throttling) due to (thermal|power) violation",
+        r"clocks? (event|throttling) due to (thermal|power) violation",
         "thermal_power",
         "DCGM saw the clocks held down by a thermal or power violation",
         "none",

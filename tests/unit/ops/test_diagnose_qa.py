@@ -89,7 +89,7 @@ def test_every_fixture_bundle_has_a_verdict_test():
 
     covered = set(EVIDENCE_LINES) | set(NORMAL_NOTES)
     for module, tables in (("test_diagnose.py", ("EXPECTED", "HEALTHY")),
-                           ("test_evidence_wording.py", ("WORDINGS", "DELIBERATE")),
+                           ("test_evidence_wording.py", ("WORDINGS", "DELIBERATE", "OLD_HEALTHY")),
                            ("test_bundle_integrity.py", ("INCOMPLETE",))):
         spec = importlib.util.spec_from_file_location(f"_td_{module[:-3]}", Path(__file__).with_name(module))
         assert spec and spec.loader

@@ -66,6 +66,11 @@ WORDINGS = {
 DELIBERATE = {
     "ib-port-disabled": "mlx5_8 port 1 is Down / Disabled: disabled on purpose",
 }
+# bundles in an older wording that must read as healthy: (the layers they vouch for)
+OLD_HEALTHY = {
+    # kubeflow #68: `Clocks Throttle Reasons`, the pre-R530 name of `Clocks Event Reasons`, all clear
+    "clocks-throttle-reasons-old-name": ["thermal_power"],
+}
 
 
 @pytest.mark.parametrize("name", sorted(WORDINGS))
@@ -165,3 +170,38 @@ def test_taints_in_a_yaml_node_cite_their_own_line(tmp_path):
 def test_every_xid_line_format_gives_its_gpu_and_code(line, gpu, code):
     found = [f for f, _ in scan(Source("dmesg.txt", "dmesg", [line]))]
     assert [(f.rule, f.subject) for f in found if f.rule.startswith("xid-")] == [(f"xid-{code}", gpu)]
+
+
+@pytest.mark.parametrize("name", sorted(OLD_HEALTHY))
+def test_an_older_wording_of_a_healthy_state_reads_healthy(name):
+    d = diagnose(DATA / name)
+    assert (d.layer, d.action, d.failure) == ("none", "none", "no fault found"), d
+    assert set(OLD_HEALTHY[name]) <= set(d.healthy_layers)
+
+
+def test_the_old_throttle_name_reads_like_the_new_event_name(tmp_path):
+    """The same flag under both section names: HW Thermal Slowdown set Active in the kubeflow #68 block
+    reads as a thermal slowdown whichever name the driver printed. Not a fixture."""
+    old = (DATA / "clocks-throttle-reasons-old-name" / "nvidia-smi-q.txt").read_text()
+    hot = old.replace("HW Thermal Slowdown     : Not Active", "HW Thermal Slowdown     : Active")
+    for section in ("Clocks Throttle Reasons", "Clocks Event Reasons"):
+        (tmp_path / "nvidia-smi-q.txt").write_text(hot.replace("Clocks Throttle Reasons", section))
+        d = diagnose(tmp_path)
+        assert (d.layer, d.action) == ("thermal_power", "none"), (section, d)
+        assert "HW Thermal Slowdown     : Active" in d.evidence[0]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # DCGM #270 (DCGM_FR_CLOCKS_EVENT_THERMAL, newer)
+        "'Detected clocks event due to thermal violation in GPU 2. Verify that the cooling on this machine",
+        # DCGM_FR_CLOCK_THROTTLE_THERMAL / _POWER (older dcgm_errors.h), %u = 2 (PROVENANCE.md)
+        "Detected clock throttling due to thermal violation in GPU 2.",
+        "Detected clock throttling due to power violation in GPU 2.",
+    ],
+)
+def test_both_dcgm_clock_wordings_are_a_thermal_power_condition(tmp_path, line):
+    (tmp_path / "nv-hostengine.log").write_text(line + "\n")
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == ("thermal_power", "none"), d
