@@ -1,7 +1,7 @@
 """Reading one log in time order: a later line that supersedes an earlier one, and a fault that
 comes back after a reboot.
 
-Supersession. Since R555 the driver sums up what a GPU needs after an error in its own Xid 154 line,
+Supersession. Newer drivers sum up what a GPU needs after an error in an Xid 154 line,
 "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)" (NVIDIA Xid catalog; the
 nvidia-smi -q field "GPU Recovery Action" reads the same state). That line is the driver's verdict on
 every Xid it logged for that GPU before it, so it replaces them as the finding: its action is the

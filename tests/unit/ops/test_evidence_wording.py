@@ -68,7 +68,7 @@ DELIBERATE = {
 }
 # bundles in an older wording that must read as healthy: (the layers they vouch for)
 OLD_HEALTHY = {
-    # kubeflow #68: `Clocks Throttle Reasons`, the pre-R530 name of `Clocks Event Reasons`, all clear
+    # kubeflow #68: `Clocks Throttle Reasons`, the older name of `Clocks Event Reasons`, all clear
     "clocks-throttle-reasons-old-name": ["thermal_power"],
 }
 
