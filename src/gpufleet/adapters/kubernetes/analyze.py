@@ -37,6 +37,7 @@ from gpufleet.adapters.kubernetes.pods import (
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
 from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput
 from gpufleet.model.errors import InputError
 
 PROFILE = engine_run.PROFILE
@@ -92,6 +93,9 @@ class Analysis:
     #: Kueue Workloads waiting for quota with no pending pod in the snapshot (a suspended Job
     #: creates no pods until admitted): "namespace/name" -> the quota arithmetic
     queued: dict[str, QuotaVerdict] = field(default_factory=dict)
+    #: The engine cycle the gangs were decided by (None: no nodes); the live service's
+    #: Kubernetes source publishes its nodes, jobs and statuses.
+    engine_input: CycleInput | None = None
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> float:
@@ -176,7 +180,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                         and r.code not in ("SCHEDULED", *HELD)],
                        t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag, plan, queued)
+                    frag, plan, queued, decided.input)
 
 
 def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]:
