@@ -200,6 +200,12 @@ def rest_job(request: SbatchRequest, command: str, workdir: str = "/tmp") -> dic
     return {"script": f"#!/bin/sh\n{command}\n", "job": job}
 
 
+def _unreachable(errors: list[str]) -> bool:
+    """slurmrestd is up but slurmctld does not answer (its errors say so)."""
+    return any(w in e.lower() for e in errors for w in ("unable to contact", "connection refused",
+                                                       "socket timed out", "zero bytes"))
+
+
 def _errors(data: dict[str, Any]) -> list[str]:
     return [str(e.get("description") or e.get("error") or e) for e in data.get("errors") or []
             if isinstance(e, dict)]
@@ -235,8 +241,12 @@ class SlurmRest:
             bad_token = e.code == 500 and any("unable to load" in x for x in errs)
             hint = " (slurmrestd 22.05 answers 500 to a token it cannot verify: check the JWT)" \
                 if bad_token else ""
-            raise SlurmCommandError(f"slurmrestd {method} {path}: HTTP {e.code}: "
-                                    f"{'; '.join(errs) or 'no detail'}{hint}") from None
+            # Slurm's own refusals (an invalid account, an unknown job id) come as a 500 too,
+            # with Slurm's error; a broken token or an absent slurmctld is not the caller's fault
+            kind = SlurmRefused if errs and not bad_token and e.code < 502 and not _unreachable(errs) \
+                else SlurmCommandError
+            raise kind(f"slurmrestd {method} {path}: HTTP {e.code}: "
+                       f"{'; '.join(errs) or 'no detail'}{hint}") from None
         except (urllib.error.URLError, OSError) as e:
             why = getattr(e, "reason", None) or e
             raise SlurmCommandError(f"slurmrestd {self.url}: cannot connect ({why})") from None
