@@ -119,6 +119,14 @@ def test_serve_reads_slurm_submits_to_it_and_explains_a_waiting_job(slurm, serve
     assert set(e["blockers"]) <= set(fillers) and e["blockers"]
     assert e["estimated_start"] is not None and e["planned_nodes"]
 
+    # hold and release through our API are Slurm's hold and release
+    assert client.post(f"/api/v1/jobs/{jid}/hold").status_code == 200
+    assert slurm.run("squeue", "-h", "-j", jid, "-o", "%r").strip().startswith("JobHeld")
+    held = until(lambda: (x := client.get(f"/api/v1/jobs/{jid}/explain").json())["reason"] == "held" and x)
+    assert held["summary"].startswith("waiting in slurm (JobHeld")
+    assert client.post(f"/api/v1/jobs/{jid}/release").status_code == 200
+    assert not slurm.run("squeue", "-h", "-j", jid, "-o", "%r").strip().startswith("JobHeld")
+
     bad = client.post("/api/v1/jobs", json={**body, "tenant": "nosuchaccount"})
     assert bad.status_code == 422 and "slurm refused" in bad.json()["error"]["message"].lower(), bad.text
     assert "Invalid account" in bad.json()["error"]["message"]

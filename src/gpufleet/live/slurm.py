@@ -113,6 +113,15 @@ class SlurmSource:
     def running(self) -> dict[str, RunningJob]:
         return self._running
 
+    def waiting(self) -> dict[str, tuple[str, str]]:
+        """Pending jobs Slurm holds back for a reason no capacity resolves (held, a dependency,
+        a QOS or association limit): job id → (Slurm's reason, what it means)."""
+        q = self.view.queue if self.view is not None else None
+        if q is None:
+            return {}
+        return {j.job_id: (j.reason, j.wait_reason.explanation) for j in q.jobs
+                if j.pending and j.job_id not in self._pending}
+
     def usage(self, now: float) -> dict[str, float]:
         # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
         # beside the queue (``view.fairshare``), not fed to the engine a second time.

@@ -166,3 +166,20 @@ def test_a_submission_goes_to_slurm_with_the_tenant_as_account():
     assert src.send(j) == "101"
     (req,) = api.sent
     assert (req.nodes, req.gpus_per_node, req.account, req.time_minutes) == (2, 8, "research", 10)
+
+
+def test_a_job_slurm_holds_back_is_explained_in_slurms_words_not_planned():
+    """Job 2 held (``scontrol hold`` sets Reason=JobHeldAdmin): no capacity would start it, so
+    the engine does not plan it and the explanation says what Slurm says."""
+    api = Replay()
+    view = recorded_view()
+    jobs = tuple(replace(j, reason="JobHeldAdmin") if j.job_id == "2" else j for j in view.queue.jobs)
+    api.views = [replace(view, queue=replace(view.queue, jobs=jobs))]
+    src = SlurmSource(api)
+    loop = LiveLoop(src, epoch=src.wall())
+    loop.tick()
+    assert list(src.pending()) == ["1"]
+    e = explain(loop.snapshot(), "2")
+    assert e is not None and e.state == "pending" and e.reason == "held"
+    assert e.summary == ("waiting in slurm (JobHeldAdmin): it is held (by its user or an administrator) "
+                         "until released")
