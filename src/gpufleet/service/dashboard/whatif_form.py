@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.live.whatif import Change, fork
 from gpufleet.model.job import Job
+from gpufleet.model.tenancy import FlavorQuota
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.errors import ApiError
-from gpufleet.service.routes.whatif import QuotaChange, _tenancy
 from gpufleet.service.runtime import Service
 
 SEEDS = 3
@@ -96,7 +96,9 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
         flavor = form.get("flavor", "").strip() or flavors[0]
         if flavor not in flavors:
             raise ApiError(422, f"flavor: the fleet has {', '.join(flavors)}", "flavor")
-        tenancy = _tenancy(snap.tenancy, [QuotaChange(tenant=job.tenant, flavor=flavor, nominal=nominal)])
+        if snap.tenancy is None or snap.tenancy.tenant(job.tenant) is None:
+            raise ApiError(422, f"nominal: tenant {job.tenant!r} has no queue to change", "nominal")
+        tenancy = snap.tenancy.with_quota(job.tenant, flavor, FlavorQuota(nominal, None))
         words.append(f"tenant {job.tenant}'s {flavor} nominal quota {nominal}")
     if policy is not None:
         words.append(f"policy {policy}")
