@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
