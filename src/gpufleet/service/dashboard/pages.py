@@ -25,15 +25,14 @@ from gpufleet.live import views
 from gpufleet.live.explain import explain
 from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
-from gpufleet.service.dashboard import history, jobs_table, present, session, whatif_form
-from gpufleet.service.dashboard.format import duration_words, plural
+from gpufleet.service.dashboard import history, jobs_table, node_page, present, session, whatif_form
+from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
 
 HERE = Path(__file__).parent
 NAV = (("/", "Overview"), ("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"),
        ("/history", "History"), ("/studies", "Studies"))
-NODE_ACTIONS = ("drain", "cordon", "uncordon")
 JOB_ACTIONS = ("hold", "release", "cancel")
 
 
@@ -45,6 +44,7 @@ class Dashboard:
                                           node_class=present.node_class)
         self.templates.env.filters["plural"] = plural
         self.templates.env.globals["duration_words"] = duration_words
+        self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())
         self.jobs = jobs_table.ColumnCache()
         self.sampler = history.AllocationSampler(svc)
 
@@ -208,25 +208,7 @@ def router(d: Dashboard) -> APIRouter:
             return d.render(request, "study_result.html", who, e.status, error=e.message)
         return d.render(request, "study_result.html", who, rows=rows, pending=len(snap.pending), error="")
 
-    @r.get("/nodes/{name}", response_class=HTMLResponse)
-    def node_page(name: str, request: Request) -> Response:
-        who = _guard(d, request)
-        if isinstance(who, Response):
-            return who
-        return _node(d, request, who, name)
-
-    @r.post("/nodes/{name}/{action}", response_class=HTMLResponse)
-    async def node_action(name: str, action: str, request: Request) -> Response:
-        who = _guard_post(d, request)
-        if isinstance(who, Response):
-            return who
-        if action not in NODE_ACTIONS:
-            return Response(f"Unknown action {action!r}.", status_code=404)
-        try:
-            state = d.svc.change_node(who, name, action)
-        except ApiError as e:
-            return _node(d, request, who, name, error=e.message, status=e.status)
-        return _node(d, request, who, name, done=f"{name}: {action} done; the node is now {state}.")
+    node_page.add_routes(r, d, _guard, _guard_post, _form)
 
     @r.get("/ui/events")
     async def events(request: Request) -> Response:
@@ -281,20 +263,6 @@ async def _form(request: Request, limit: int = 16_384) -> dict[str, str]:
     if len(raw) > limit:
         return {}
     return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
-
-
-def _node(d: Dashboard, request: Request, who: Principal, name: str, *, error: str = "", done: str = "",
-          status: int = 200) -> Response:
-    snap = d.svc.snapshot()
-    node = views.node(snap, name)
-    if node is None:
-        return d.render(request, "missing.html", who, 404, title="No such node", active="/nodes",
-                        what=f"No node {name!r} in this fleet.")
-    i = snap.table.names.index(name)
-    planned = sorted(r.job for r in snap.reservations if i in r.nodes)
-    template = "node_panel.html" if request.headers.get("hx-request") else "node.html"
-    return d.render(request, template, who, status, title=f"Node {name}", active="/nodes", node=node,
-                    planned=planned, error=error, done=done)
 
 
 def mount(app: FastAPI, svc: Service) -> None:

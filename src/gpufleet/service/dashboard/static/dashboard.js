@@ -84,6 +84,20 @@
     });
   }
 
+  // <input type=file data-bundle-for=ID>: the chosen files become {name: text} JSON in the hidden
+  // field ID, so the form posts the bundle with the rest (the service diagnoses it: ops.diagnose).
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (!input.matches || !input.matches("input[type=file][data-bundle-for]")) return;
+    var hidden = document.getElementById(input.getAttribute("data-bundle-for"));
+    var files = Array.prototype.slice.call(input.files || []);
+    Promise.all(files.map(function (f) { return f.text(); })).then(function (texts) {
+      var bundle = {};
+      files.forEach(function (f, i) { bundle[f.name] = texts[i]; });
+      hidden.value = files.length ? JSON.stringify(bundle) : "";
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
     wireConfirmations(document);
