@@ -14,7 +14,8 @@ from test_dashboard import live, sign_in_as, wait
 BUNDLE = Path(__file__).resolve().parents[1] / "data" / "ops" / "bundles" / "xid79-fallen-off-bus"
 
 
-def test_an_admin_attaches_a_bundle_and_the_node_page_names_the_failed_layer(browser, server, artifacts) -> None:
+def test_an_admin_attaches_a_bundle_and_the_node_page_names_the_failed_layer(
+        browser, server, artifacts) -> None:
     sign_in_as(browser, server, server.admin)
     node = server.nodes[1]
     browser.get(f"{server.url}/nodes/{node}")
