@@ -8,8 +8,6 @@ page is refused and audited exactly as over the API.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,7 @@ from gpufleet.live import views
 from gpufleet.live.explain import explain
 from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
-from gpufleet.service.dashboard import history, jobs_table, node_page, present, session, whatif_form
+from gpufleet.service.dashboard import history, jobs_table, node_page, present, session, stream, whatif_form
 from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
@@ -47,6 +45,7 @@ class Dashboard:
         self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())
         self.jobs = jobs_table.ColumnCache()
         self.sampler = history.AllocationSampler(svc)
+        self.notifier = stream.Notifier(svc.snapshot)
 
     def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
                **ctx: Any) -> HTMLResponse:
@@ -220,19 +219,8 @@ def router(d: Dashboard) -> APIRouter:
         ring = d.svc.events
         after = request.query_params.get("after", "")
         seq = min(int(after), ring.last) if after.isdigit() and len(after) < 19 else ring.last
-
-        async def stream():  # noqa: ANN202
-            nonlocal seq
-            yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
-                batch, _ = ring.after(seq)
-                if batch:
-                    seq = batch[-1][0]
-                    kinds = sorted({ev["kind"] for _, ev in batch})
-                    yield f"id: {seq}\ndata: {json.dumps({'kinds': kinds, 'n': len(batch)})}\n\n"
-                await asyncio.sleep(0.1)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
+        body = stream.messages(ring, d.notifier, seq, request.is_disconnected)
+        return StreamingResponse(body, media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
     @r.get("/login", response_class=HTMLResponse)
@@ -269,5 +257,6 @@ def mount(app: FastAPI, svc: Service) -> None:
     """Add the dashboard's pages and static files to the service's app."""
     d = Dashboard(svc)
     svc.loop.sinks.append(d.sampler.observe)
+    svc.loop.sinks.append(d.notifier.observe)   # last: the ring has the events when streams wake
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
     app.include_router(router(d))
