@@ -23,7 +23,17 @@ from gpufleet.live import views
 from gpufleet.live.explain import explain
 from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
-from gpufleet.service.dashboard import history, jobs_table, node_page, present, session, stream, whatif_form
+from gpufleet.service.dashboard import (
+    history,
+    jobs_table,
+    node_page,
+    present,
+    session,
+    stream,
+    studies,
+    study_page,
+    whatif_form,
+)
 from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
@@ -46,6 +56,7 @@ class Dashboard:
         self.jobs = jobs_table.ColumnCache()
         self.sampler = history.AllocationSampler(svc)
         self.notifier = stream.Notifier(svc.snapshot)
+        self.studies = studies.Studies(lambda snap: whatif_form.today_profile(svc, snap))
 
     def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
                **ctx: Any) -> HTMLResponse:
@@ -127,12 +138,7 @@ def router(d: Dashboard) -> APIRouter:
                   for name in ("waits", "jct", "gpu_hours", "preemptions", "allocation")}
         return {"title": "History", "h": h, "charts": charts}
 
-    def studies_ctx(request: Request, who: Principal) -> dict:
-        return {"title": "Studies", "policies": sorted(PROFILES),
-                "today": d.svc.config.profile_name}
-
     page("/history", "history.html", history_ctx)
-    page("/studies", "studies.html", studies_ctx)
 
     # fragments: the live parts of pages, re-fetched on each decision event
     def fragment(path: str, template: str, build: Any) -> None:
@@ -194,19 +200,7 @@ def router(d: Dashboard) -> APIRouter:
                             what=e.message)
         return RedirectResponse(f"/jobs/{job_id}", 303)
 
-    @r.post("/studies/policy", response_class=HTMLResponse)
-    async def study_policy(request: Request) -> Response:
-        who = _guard_post(d, request)
-        if isinstance(who, Response):
-            return who
-        form = await _form(request)
-        snap = d.svc.snapshot()
-        try:
-            rows = await run_in_threadpool(whatif_form.compare_policies, d.svc, snap, form.get("policy", ""))
-        except ApiError as e:
-            return d.render(request, "study_result.html", who, e.status, error=e.message)
-        return d.render(request, "study_result.html", who, rows=rows, pending=len(snap.pending), error="")
-
+    study_page.add_routes(r, d, _guard, _guard_post, _form)
     node_page.add_routes(r, d, _guard, _guard_post, _form)
 
     @r.get("/ui/events")
@@ -246,16 +240,22 @@ def router(d: Dashboard) -> APIRouter:
 
 
 async def _form(request: Request, limit: int = 16_384) -> dict[str, str]:
-    """A small urlencoded form (the login's), without python-multipart: first value per field."""
+    """A small urlencoded form, without python-multipart: a field sent more than once (a multiple
+    select) has its values joined with commas; too big a body, or more than 40 fields, is empty."""
     raw = await request.body()
     if len(raw) > limit:
         return {}
-    return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
+    try:
+        fields = parse_qs(raw.decode("utf-8", "replace"), max_num_fields=40)
+    except ValueError:
+        return {}
+    return {k: ",".join(v) for k, v in fields.items()}
 
 
 def mount(app: FastAPI, svc: Service) -> None:
     """Add the dashboard's pages and static files to the service's app."""
     d = Dashboard(svc)
+    app.state.dashboard = d
     svc.loop.sinks.append(d.sampler.observe)
     svc.loop.sinks.append(d.notifier.observe)   # last: the ring has the events when streams wake
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
