@@ -60,8 +60,9 @@ ROWS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("device_plugin", "Device plugin", ("device_plugin", "kubernetes")),
 )
 EXTRA_ROWS = {"network_rdma": "Network (RDMA)", "thermal_power": "Thermal and power"}
-#: Out-of-service reasons that mean the node broke (the virtual fleet's fail, a source's down).
-FAILED = frozenset({"fail", "down"})
+#: Out-of-service reasons that mean the node broke: the virtual fleet's ``fail``; Slurm's DOWN,
+#: DOWN* (not responding), FAIL and FAILING (live/slurm.py keeps the state's last word, lowered).
+FAILED = ("fail", "down", "not_responding")
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 Short = Field(default="", max_length=4000)
@@ -170,7 +171,7 @@ def health(snap: LiveSnapshot, node: str, att: AttachedDiagnosis | None) -> Node
     n = snap.fleet.nodes[i]
     out = snap.out_of_service.get(node)
     down = not bool(snap.table.schedulable[i]) and str(n.health) == "down"
-    failed = out in FAILED or (out is None and down)
+    failed = (out or "").startswith(FAILED) or (out is None and down)
     state = HealthState.QUARANTINED if failed else machine_state(n.health)
     d = att.diagnosis if att is not None else None
     nxt: list[str] = []
@@ -220,9 +221,15 @@ def _allocatable(snap: LiveSnapshot, i: int, out: str | None) -> LayerRow:
     if bool(t.schedulable[i]):
         return LayerRow(key="allocatable", label="Allocatable", state="ok", basis=snap.source,
                         words=f"{total} of {total} GPUs ({free} free)")
-    why = {"drain": "drained by an admin: running jobs finish, no new work",
-           "cordon": "cordoned by an admin: no new work",
-           "fail": "failed: its jobs were requeued"}.get(out or "", f"out of service ({out or 'down'})")
+    reason = out or "down"
+    if reason.startswith("drain"):       # ours, or Slurm's DRAIN / DRAINING / DRAINED
+        why = "drained by an admin: running jobs finish, no new work"
+    elif reason == "cordon":
+        why = "cordoned by an admin: no new work"
+    elif reason == "fail":
+        why = "failed: its jobs were requeued"
+    else:
+        why = f"out of service ({reason})"
     return LayerRow(key="allocatable", label="Allocatable", state="out", basis=snap.source,
                     words=f"0 of {total} GPUs: {why}; {total - free} still held by running work")
 

@@ -10,11 +10,15 @@ and Xid checked healthy, no file speaks for the device plugin).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.main import app as cli
+from gpufleet.service import node_health as nh
+from gpufleet.sim.cluster import set_schedulable
 
 from .test_pages import ORIGIN, sign_in, submit, text
 
@@ -157,3 +161,27 @@ def test_an_admin_attaches_from_the_node_page_by_paste_and_by_files(served) -> N
     sign_in(s, s.viewer)
     assert 'id="diagnosis-form"' not in s.client.get(f"/nodes/{node}").text
     assert s.client.post(f"/nodes/{node}/diagnosis", data={"result": "{}"}, headers=h).status_code == 403
+
+
+@pytest.mark.parametrize(("reason", "driver", "allocatable"), [
+    pytest.param("down*", "fault", "0 of 8 GPUs: out of service (down*)", id="Slurm DOWN* (not responding)"),
+    pytest.param("fail", "fault", "0 of 8 GPUs: failed: its jobs were requeued", id="failed"),
+    pytest.param("drained", "ok", "0 of 8 GPUs: drained by an admin: running jobs finish, no new work",
+                 id="Slurm DRAINED"),
+    pytest.param("reservation maint", "ok", "0 of 8 GPUs: out of service (reservation maint)",
+                 id="held for a Slurm reservation"),
+])
+def test_a_sources_out_of_service_words_pick_the_layer(served, reason: str, driver: str,
+                                                        allocatable: str) -> None:
+    """The reasons live/slurm.py reports (the node state's last word, lowered) as the virtual
+    fleet's: a node that is down or failed broke below the scheduler; drained or reserved did not."""
+    s = served
+    s.tick()
+    snap = s.svc.snapshot()
+    table = snap.table.copy()
+    set_schedulable(table, 0, False)
+    node = table.names[0]
+    out = nh.health(replace(snap, table=table, out_of_service={node: reason}), node, None)
+    got = {row.key: (row.state, row.words) for row in out.layers}
+    assert got["driver"][0] == driver
+    assert got["allocatable"] == ("out", allocatable + "; 0 still held by running work")
