@@ -53,8 +53,24 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
         ctx.caches.empty_capacity[key] = cap
     if cap >= ps.replicas:
         return None
-    return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
-            f"even an empty fleet holds only {cap}{eligible_note(table)}")
+    req = ps.request
+    what = f"{req.gpus} GPU(s)" if req.gpus else "no GPU"
+    msg = (f"pod set {ps.name!r} needs {ps.replicas} pods of {what}; "
+           f"even an empty fleet holds only {cap}{eligible_note(table)}")
+    if req.cpus <= 0 and req.memory_gb <= 0:
+        return msg
+    # Say what binds: a CPU-only pod is not held back by GPUs, and "0 GPU(s)" alone read as if
+    # it were (issue 29 §3). Counted only on this rare path, so the cache key stays the shape.
+    gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models, req.gpu_milli, req.share,
+                          req.gpu_memory_gb, req.mig_profile)
+    by_gpus = int(np.minimum(table.slots(gpu_only, empty=True), ps.replicas).sum())
+    if by_gpus <= cap:
+        return msg
+    asks = ", ".join(x for x in (f"{req.cpus:g} CPU(s)" if req.cpus > 0 else "",
+                                 f"{req.memory_gb:.3g} GB memory" if req.memory_gb > 0 else "") if x)
+    fit = f"all {ps.replicas}" if by_gpus >= ps.replicas else f"{by_gpus}"
+    return (msg + f"; blocked by CPU or memory, not GPUs: by GPUs alone {fit} would fit, but the "
+            f"nodes lack the {asks} each pod asks")
 
 
 @dataclass(frozen=True, slots=True)
