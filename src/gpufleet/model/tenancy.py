@@ -28,7 +28,7 @@ Where we differ from Kueue, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +198,22 @@ class Tenancy:
             for f, _ in t.quotas:
                 seen.setdefault(f, None)
         return tuple(seen)
+
+    def with_quota(self, tenant: str, flavor: str, q: FlavorQuota) -> Tenancy:
+        """This tenancy with ``tenant``'s quota for ``flavor`` set to ``q`` (a flavor the tenant had
+        no quota for is added last, so the order flavors are tried in stays as it was). KeyError
+        when there is no such tenant. ``_by_name`` is rebuilt, never shared with ``self``."""
+        if self.tenant(tenant) is None:
+            raise KeyError(tenant)
+        tenants = []
+        for t in self.tenants:
+            if t.name == tenant:
+                quotas = tuple((f, q if f == flavor else old) for f, old in t.quotas)
+                if not any(f == flavor for f, _ in t.quotas):
+                    quotas += ((flavor, q),)
+                t = replace(t, quotas=quotas)
+            tenants.append(t)
+        return replace(self, tenants=tuple(tenants), _by_name={})
 
     def priority_class(self, value: int) -> PriorityClass | None:
         return next((p for p in self.priority_classes if p.value == value), None)

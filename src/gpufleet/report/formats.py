@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from gpufleet.model.fleet_config import FleetSpec
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.sim.scenario import ScenarioSpec
-from gpufleet.traces.jsonl import _JobRow
+from gpufleet.traces.jsonl import TraceRow
 
 #: What each field means, with its unit, by path ("[]" marks a list item, "{}" a mapping value).
 D = {
@@ -277,7 +277,7 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel], str, str]] = {
     "fleet": ("Fleet file", FleetSpec, "fleet",
               "`fleet:` in a scenario, or a file `gpufleet simulate --fleet` reads (top-level key `fleet`)."),
     "tenancy": ("Tenancy section", TenancySpec, "tenancy", "`tenancy:` in a scenario."),
-    "trace": ("Trace (JSON lines)", _JobRow, "trace",
+    "trace": ("Trace (JSON lines)", TraceRow, "trace",
               "One job per line; `gpufleet simulate --trace`, `workload: {trace: …}`."),
 }
 
