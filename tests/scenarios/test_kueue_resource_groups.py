@@ -143,3 +143,43 @@ def test_resource_groups_survive_export_and_import_and_decide_the_same(version, 
     back = TenancySpec.model_validate(config["tenancy"])
     assert back.build() == spec.build()
     assert cycle(back.build(), PENDING).started == cycle(spec.build(), PENDING).started == ("a-1", "a-2")
+
+
+COHORT = yaml.safe_load("""
+cohorts: [{name: c}]
+tenants:
+  - name: a
+    cohort: c
+    quotas: {H100-80GB: {nominal: 8}}
+    resources: {on-demand: {cpu: {nominal: 16}, memory_gb: {nominal: 64}}, spot: {cpu: {nominal: 32}}}
+    resource_groups: [[nvidia.com/gpu], [cpu, memory_gb]]
+  - name: b
+    cohort: c
+    quotas: {H100-80GB: {nominal: 8}}
+    resources: {spot: {cpu: {nominal: 64}, memory_gb: {nominal: 256}}}
+    resource_groups: [[nvidia.com/gpu], [cpu, memory_gb]]
+""")
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_a_group_flavor_without_some_resource_is_exported_closed(version, tmp_path):
+    """a has no memory quota on spot: our model refuses a's memory there. Kueue needs every
+    resource of a group on every flavor of it, so export writes memory on spot as nominal 0 with
+    borrowingLimit 0 (nominal 0 alone would let a borrow b's idle 256 GB on spot). A workload of a
+    with 8 cores and 100 GB: on-demand has 64 GB (100 > 64), spot none of its own: refused before
+    and after the round trip; with 32 GB it fits on-demand both times."""
+    spec = TenancySpec.model_validate(COHORT)
+    manifests, _ = export_manifests(spec, version)
+    cq = next(m for m in manifests if m["kind"] == "ClusterQueue" and m["metadata"]["name"] == "a")
+    spot = cq["spec"]["resourceGroups"][1]["flavors"][1]
+    assert spot == {"name": "spot", "resources": [{"name": "cpu", "nominalQuota": 32},
+                                                  {"name": "memory", "nominalQuota": 0, "borrowingLimit": 0}]}
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump_all(manifests))
+    config, _ = to_tenancy(read_manifests([f])[0])
+    back = TenancySpec.model_validate(config["tenancy"])
+    big, small = (replace(job("x").tenant("a").gpus(1).cpus(8).memory(gb).runs(9_000).build(), id=name)
+                  for name, gb in (("big", 100.0), ("small", 32.0)))
+    for t in (spec.build(), back.build()):
+        assert cycle(t, [big]).started == ()
+        assert cycle(t, [small]).started == ("small",)

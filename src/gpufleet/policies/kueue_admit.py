@@ -27,6 +27,12 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
   arrive in the same cycle. Kueue skips the hold when the head has no preemption targets and
   the queue can always reclaim (``CanAlwaysReclaim``: ``reclaimWithinCohort: Any``), whatever
   its other policies; so do we (the quota oracle decides "no targets").
+* Nomination (Kueue's ``nominate`` then ``processEntry``): a head is assigned its flavor on the
+  state when it becomes head (the cycle's start for the first heads; in our compressed cycles a
+  queue's next workload becomes head once the one before it is decided) and, when its turn
+  comes, is admitted on that flavor if it still fits; else it is skipped ("no longer fits after
+  processing another workload": no preemption, no hold) and next cycle its flavor scan starts
+  after that flavor (``FlavorFungibilityPreserveScanProgress``; ``AdmissionState.scan``).
 * Quota reserved stays reserved (``QuotaReserved``): a workload admitted in an earlier cycle
   whose pods have not started (no room on the nodes yet) keeps its quota, carried by the driver
   in ``CycleInput.admission`` (engine/types.py ``AdmissionState``), and is not re-decided.
@@ -50,7 +56,6 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
-from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_fair import Entry, entry, tournament
 from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
@@ -85,6 +90,9 @@ INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"
 #: Kueue's "Workload no longer fits after processing another workload": nominated on a flavor
 #: that a head admitted earlier in the same cycle took; requeued, no preemption, no hold.
 NO_LONGER_FITS = "NoLongerFitsAfterProcessingAnotherWorkload"
+#: A resumed flavor scan with no flavor of the workload left after the one it lost (Kueue: NoFit
+#: that cycle, the next scan from the first flavor).
+NO_FLAVOR_LEFT = "NoFlavorLeftToTry"
 STRICT_FIFO_BLOCKED = "StrictFIFOBlocked"
 
 
@@ -125,10 +133,10 @@ class KueueAdmitter:
             if start is not None:  # the flavor scan resumes where the last cycle's stopped
                 resumed = resume_scan(ledger, pj.job, start)
                 if resumed is None:
-                    why = (INSUFFICIENT_QUOTA, f"ClusterQueue {pj.job.tenant!r}: no flavor of {pj.job.id} "
+                    why = (NO_FLAVOR_LEFT, f"ClusterQueue {pj.job.tenant!r}: no flavor of {pj.job.id} "
                            "left after the one it was nominated on; the next scan starts from the first")
                     ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
-                    records.append(AdmissionRecord(pj, False, "", NO_LONGER_FITS))
+                    records.append(AdmissionRecord(pj, False, "", why[0]))
                     continue
                 pj = PendingJob(resumed, pj.bound)
             queues.setdefault(pj.job.tenant, []).append(pj)
@@ -267,7 +275,7 @@ class KueueAdmitter:
                 cands = ledger.candidate_flavors(job)
                 why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
-                other = self._other_resource(ledger, res, job, cands)
+                other = res.gpus_fit_but(ledger, job, cands)
                 if other is not None:  # the GPUs fit: cpu or memory is what is missing
                     why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: {other}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
@@ -350,18 +358,6 @@ class KueueAdmitter:
             rank += 1
             heads[tenant] += 1
         return rank
-
-    @staticmethod
-    def _other_resource(ledger: QuotaLedger, res: ResourceLedger, job: Job,
-                        cands: tuple[str, ...]) -> str | None:
-        """Why cpu or memory refuse ``job`` on the first flavor where its GPUs fit, or None."""
-        t = ledger.tenancy.tenant(job.tenant)
-        if t is None or not t.resources:
-            return None
-        for f in cands or ("",):
-            if not job.total_gpus or quota_fits(ledger, ledger.tenancy, job, f, borrow=True):
-                return res.refusal(job, f, not ledger.within_nominal(job.tenant, f, job.total_gpus))
-        return None
 
     @staticmethod
     def _afs(tenancy: Tenancy, name: str) -> bool:

@@ -34,7 +34,7 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import GPU_RESOURCE, Tenancy, TenantQueue
-from gpufleet.policies.quota import binding_flavor
+from gpufleet.policies.quota import QuotaLedger, binding_flavor
 
 RESOURCES = ("cpu", "memory_gb")
 
@@ -204,6 +204,20 @@ class ResourceLedger:
             if any(demand(job).get(r) for r in g) and self.group_flavor(t, job, g, flavors) is None:
                 return (f"{', '.join(r for r in g if demand(job).get(r))}: no flavor of its resource group "
                         f"({', '.join(flavors) or '-'}) has room")
+        return None
+
+    def gpus_fit_but(self, ledger: QuotaLedger, job: Job, cands: tuple[str, ...]) -> str | None:
+        """Why cpu or memory refuse ``job`` on the first flavor where its GPUs fit, or None."""
+        t = self.tenancy.tenant(job.tenant)
+        if t is None or not t.resources:
+            return None
+        for f in cands or ("",):
+            q = t.quota(f)
+            used, g = ledger.used(job.tenant, f), job.total_gpus
+            within_limit = q.borrowing_limit is None or used + g <= q.nominal + q.borrowing_limit
+            room = g <= ledger.available(("t", job.tenant), f) if t.cohort else used + g <= q.nominal
+            if not g or (within_limit and room):
+                return self.refusal(job, f, used + g > q.nominal)
         return None
 
     def _pool(self, t: TenantQueue, flavor: str, resource: str) -> float:
