@@ -68,6 +68,8 @@ DELIBERATE = {
 }
 # bundles in an older wording that must read as healthy: (the layers they vouch for)
 OLD_HEALTHY = {
+    # dra-driver-nvidia-gpu PR #852: `--query-gpu=uuid,mig.mode.current,mig.mode.pending`, all settled
+    "mig-mode-query-csv": ["gpu_xid"],
     # kubeflow #68: `Clocks Throttle Reasons`, the older name of `Clocks Event Reasons`, all clear
     "clocks-throttle-reasons-old-name": ["thermal_power"],
 }
@@ -205,3 +207,17 @@ def test_both_dcgm_clock_wordings_are_a_thermal_power_condition(tmp_path, line):
     (tmp_path / "nv-hostengine.log").write_text(line + "\n")
     d = diagnose(tmp_path)
     assert (d.layer, d.action) == ("thermal_power", "none"), d
+
+
+def test_a_pending_mig_mode_in_the_query_csv_needs_a_reset(tmp_path):
+    """gpu-operator PR #2603 describes the state: "the GPU then sits with mig.mode.pending=Enabled and
+    mig.mode.current not Enabled". Shown on the real PR #852 CSV with its second GPU's pending column
+    set to Enabled. Not a fixture."""
+    lines = (DATA / "mig-mode-query-csv" / "gpus.csv").read_text().splitlines()
+    assert lines[2].endswith("Disabled, Disabled")
+    lines[2] = lines[2].removesuffix("Disabled, Disabled") + "Disabled, Enabled"
+    (tmp_path / "gpus.csv").write_text("\n".join(lines) + "\n")
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == ("gpu_xid", "reset_gpu"), d
+    assert d.evidence == [f"gpus.csv:3: {lines[2]}"]
+    assert "MIG mode change pending (Disabled → Enabled)" in d.failure
