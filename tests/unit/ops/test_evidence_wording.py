@@ -221,3 +221,18 @@ def test_a_pending_mig_mode_in_the_query_csv_needs_a_reset(tmp_path):
     assert (d.layer, d.action) == ("gpu_xid", "reset_gpu"), d
     assert d.evidence == [f"gpus.csv:3: {lines[2]}"]
     assert "MIG mode change pending (Disabled → Enabled)" in d.failure
+
+
+def test_two_boots_with_different_gpus_off_the_bus_are_not_one_recurring_fault(tmp_path):
+    """Bumblebee #554's GPU 0000:01:00.0, a boot's first lines (gpud pstore), then NVSentinel #155's GPU
+    0000:b3:00.0: two boots, two GPUs — a reboot each, not a replacement. Assembled here from the
+    fixtures. Not a fixture."""
+    boot = (DATA.parent / "bench" / "dmesg-boot.txt").read_text().splitlines()[2:12]
+    first = (DATA / "fallen-off-bus-old-wording" / "dmesg.txt").read_text().splitlines()
+    second = (DATA / "xid79-fallen-off-bus" / "dmesg.txt").read_text().splitlines()
+    # 49.26 s (Bumblebee) → 2.61 s (pstore): back by more than 5 s, to under half — a new boot;
+    # then 1843.3 s (NVSentinel) goes forward again, the same boot as the pstore lines
+    (tmp_path / "dmesg.txt").write_text("\n".join(first + boot + second) + "\n")
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == ("hardware_pci", "reboot"), d
+    assert "0000:b3:00.0" in d.evidence[0]
