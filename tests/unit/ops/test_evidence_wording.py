@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.model.errors import InputError
 from gpufleet.ops.bundle import Source
 from gpufleet.ops.diagnose import diagnose
 from gpufleet.ops.scan import scan
@@ -236,3 +237,26 @@ def test_two_boots_with_different_gpus_off_the_bus_are_not_one_recurring_fault(t
     d = diagnose(tmp_path)
     assert (d.layer, d.action) == ("hardware_pci", "reboot"), d
     assert "0000:b3:00.0" in d.evidence[0]
+
+
+def test_a_fault_also_in_the_bundle_from_before_the_reboot_is_a_replacement(tmp_path):
+    """`--before-reboot`: NVSentinel #155's lines stand both for the bundle collected before the node
+    was rebooted and for the message coming back after it (copied to another folder)."""
+    now = tmp_path / "after"
+    now.mkdir()
+    shutil.copy(DATA / "xid79-fallen-off-bus" / "dmesg.txt", now / "dmesg.txt")
+    d = diagnose(now, [DATA / "xid79-fallen-off-bus"])
+    assert (d.layer, d.action) == ("hardware_pci", "drain_and_rma"), d
+    assert "also before the reboot (xid79-fallen-off-bus)" in d.failure
+    assert any(e.startswith("xid79-fallen-off-bus/dmesg.txt:3:") for e in d.evidence), d.evidence
+
+
+def test_a_different_gpu_before_the_reboot_is_not_a_recurrence():
+    """Before: Bumblebee #554's GPU 0000:01:00.0; now: NVSentinel's 0000:b3:00.0 — a reboot each."""
+    d = diagnose(DATA / "xid79-fallen-off-bus" / "dmesg.txt", [DATA / "fallen-off-bus-old-wording"])
+    assert d.action == "reboot"
+
+
+def test_the_bundle_itself_as_its_own_earlier_bundle_is_refused():
+    with pytest.raises(InputError, match="is the bundle being diagnosed"):
+        diagnose(DATA / "xid79-fallen-off-bus", [DATA / "xid79-fallen-off-bus"])
