@@ -83,9 +83,13 @@ def diagnose_cmd(
     node_state: Annotated[HealthState, typer.Option(
         "--node-state", help="The node's health state now; the verdict moves it along the health "
         "state machine from there.")] = HealthState.HEALTHY,
+    before_reboot: Annotated[list[Path] | None, typer.Option(
+        "--before-reboot", help="A bundle of the same node collected before its last reboot "
+        "(repeatable): a hardware fault found in both is not cleared by rebooting, and the verdict "
+        "becomes drain_and_rma.")] = None,
 ) -> None:
     """Name the root cause of a node's GPU trouble from the outputs of its tools."""
-    d = diagnose(bundle)
+    d = diagnose(bundle, before_reboot or [])
     if output == "json":
         doc = d.to_dict()
         path = _health_path(d, node_state)  # checks the walk first: one line on an illegal move

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufleet.model.errors import InputError
+from gpufleet.ops.parse_smi import QUERY_HEADER
 
 MAX_BYTES = 32 * 1024 * 1024  # a day of a noisy dmesg is a few MB; past this we read the tail
 MAX_FILES = 500
@@ -42,6 +43,7 @@ NAME_KINDS: dict[str, str] = {
     "nvidia-smi-nvlink-s": "nvidia-smi-nvlink-status",
     "nvidia-smi-mig": "nvidia-smi-mig",
     "nvidia-smi-topo-m": "nvidia-smi-topo-m",
+    "nvidia-smi-query": "nvidia-smi-query",
     "lspci-vvv": "lspci-vvv",
     "lspci-nn": "lspci-nn",
     "lsmod-grep-nvidia": "lsmod",
@@ -71,6 +73,7 @@ CONTENT_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("nvidia-smi-q", re.compile(r"=+NVSMI LOG=+")),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI \d.*Driver Version")),
     ("nvidia-smi-topo-m", re.compile(r"^\s*GPU0\s+.*CPU Affinity", re.M)),
+    ("nvidia-smi-query", QUERY_HEADER),
     ("nvidia-smi-nvlink-status", re.compile(r"^GPU \d+: .*\n\s+Link \d+: ", re.M)),
     ("nvidia-smi-L", re.compile(r"^GPU \d+: .*\(UUID: GPU-", re.M)),
     ("ibstat", re.compile(r"^CA '[^']+'\s*$", re.M)),

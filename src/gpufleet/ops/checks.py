@@ -12,6 +12,7 @@ import re
 
 from gpufleet.ops.bundle import Bundle, Source
 from gpufleet.ops.checks_node import check_ib, check_k8s
+from gpufleet.ops.checks_query import check_smi_query
 from gpufleet.ops.layers import Evidence, Finding
 from gpufleet.ops.parse_smi import (
     parse_mig_lgi,
@@ -381,6 +382,8 @@ def run_checks(bundle: Bundle) -> tuple[list[Finding], set[str]]:
         smi_count = n if n else smi_count
     for src in bundle.of("nvidia-smi-q"):
         check_smi_q(src, out, now)
+    for src in bundle.of("nvidia-smi-query"):
+        check_smi_query(src, out, now)
     for src in bundle.of("device-plugin"):
         check_plugin_log(src, out, now)
     for src in bundle.of("nvidia-smi-mig"):

@@ -14,9 +14,11 @@ trying again, not a recovery.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpufleet.model.errors import InputError
 from gpufleet.ops import integrity
 from gpufleet.ops.bundle import Bundle, load_bundle
 from gpufleet.ops.checks import run_checks
@@ -25,7 +27,7 @@ from gpufleet.ops.nccl_env import single_node_loopback
 from gpufleet.ops.rules import NCCL_LOOPBACK_EXPLAINS, NCCL_LOOPBACK_NOTE
 from gpufleet.ops.scan import restarts as scan_restarts
 from gpufleet.ops.scan import scan
-from gpufleet.ops.timeline import boot_lines, escalate_recurrent, supersede
+from gpufleet.ops.timeline import boot_lines, escalate_across, escalate_recurrent, supersede
 
 MAX_EVIDENCE = 6
 NOTHING = "nothing found in these files"
@@ -54,16 +56,16 @@ class Diagnosis:
 
 
 def _merge(findings: list[Finding]) -> list[Finding]:
-    """One finding per (rule, history) with its evidence lines joined: a GSP hang repeats every 6 s."""
-    merged: dict[tuple[str, str, bool, bool], Finding] = {}
+    """One finding per (rule, history, device) with its evidence lines joined: a GSP hang repeats every
+    6 s on the same GPU."""
+    merged: dict[tuple[str, str, bool, bool, str], Finding] = {}
     for f in findings:
-        key = (f.rule or f.failure, f.failure, f.history, f.normal)
+        key = (f.rule or f.failure, f.failure, f.history, f.normal, f.subject)
         if key in merged:
             merged[key].evidence.extend(f.evidence)
         else:
-            merged[key] = Finding(
-                f.layer, f.failure, f.action, f.confirm, list(f.evidence), f.rule, f.normal, f.history
-            )
+            merged[key] = Finding(f.layer, f.failure, f.action, f.confirm, list(f.evidence), f.rule, f.normal,
+                                  f.history, subject=f.subject)
     return list(merged.values())
 
 
@@ -99,7 +101,9 @@ def _speaking_kinds(bundle: Bundle) -> dict[str, set[str]]:
     return out
 
 
-def diagnose_bundle(bundle: Bundle) -> Diagnosis:
+def diagnose_bundle(bundle: Bundle, before_reboot: Sequence[Bundle] = ()) -> Diagnosis:
+    """The verdict on ``bundle``; ``before_reboot``: bundles of the same node collected before its last
+    reboot(s), whose faults make a current one that recurs a replacement (``timeline.escalate_across``)."""
     speaking = _speaking_kinds(bundle)
     checked = [layer for layer in LAYER_ORDER if speaking[layer]]
     sources = {
@@ -112,28 +116,11 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
         return Diagnosis("none", _incomplete(NOTHING, cut), "none", [], "", [], [], sources=sources,
                          skipped=bundle.skipped, incomplete=cut, confident=not cut)
 
-    structured, healthy_now = run_checks(bundle)
     versions = integrity.mixed_versions(bundle)
-    if versions:
-        healthy_now = set()  # another node's (or another day's) nvidia-smi cannot clear this log
-    findings: list[Finding] = list(structured)
-    for src in bundle.sources:
-        restarts, boots = scan_restarts(src)
-        if src.kind == "dmesg":
-            boots = boot_lines(src, boots)
-            restarts = sorted(set(restarts) | set(boots))
-        loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
-        found = supersede(scan(src))
-        for f, line in found:
-            if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
-                f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
-            later = [r for r in restarts if r > line]
-            later_boot = any(b > line for b in boots)
-            if later and (later_boot or f.layer in healthy_now):
-                f.history = True
-            findings.append(f)
-        escalate_recurrent(found, boots)
-    findings = _merge(findings)
+    findings = _findings(bundle, bool(versions))
+    for earlier in before_reboot:
+        escalate_across(findings, _findings(earlier, bool(integrity.mixed_versions(earlier))),
+                        earlier.root.name)
 
     current = [f for f in findings if not f.normal and not f.history]
     notes = [f"normal: {f.failure} [{f.evidence[0].render()}]" for f in findings if f.normal and f.evidence]
@@ -182,6 +169,32 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     )
 
 
+def _findings(bundle: Bundle, mixed: bool) -> list[Finding]:
+    """Every finding of the bundle — structured checks, then each file's lines in time order (module
+    doc) — merged per rule."""
+    structured, healthy_now = run_checks(bundle)
+    if mixed:
+        healthy_now = set()  # another node's (or another day's) nvidia-smi cannot clear this log
+    findings: list[Finding] = list(structured)
+    for src in bundle.sources:
+        restarts, boots = scan_restarts(src)
+        if src.kind == "dmesg":
+            boots = boot_lines(src, boots)
+            restarts = sorted(set(restarts) | set(boots))
+        loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
+        found = supersede(scan(src))
+        for f, line in found:
+            if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
+                f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
+            later = [r for r in restarts if r > line]
+            later_boot = any(b > line for b in boots)
+            if later and (later_boot or f.layer in healthy_now):
+                f.history = True
+            findings.append(f)
+        escalate_recurrent(found, boots)
+    return _merge(findings)
+
+
 def _incomplete(failure: str, cut: list[str]) -> str:
     """A no-fault verdict on a cut or mixed bundle says so first: "no fault" in half the files is not
     "no fault" on the node."""
@@ -193,5 +206,9 @@ def _incomplete(failure: str, cut: list[str]) -> str:
     return f"incomplete bundle: {failure} in what was read ({below})"
 
 
-def diagnose(path: Path) -> Diagnosis:
-    return diagnose_bundle(load_bundle(path))
+def diagnose(path: Path, before_reboot: Sequence[Path] = ()) -> Diagnosis:
+    for earlier in before_reboot:
+        if earlier.resolve() == path.resolve():
+            raise InputError(str(earlier), "--before-reboot", "is the bundle being diagnosed; give a bundle "
+                             "collected before the reboot")
+    return diagnose_bundle(load_bundle(path), [load_bundle(p) for p in before_reboot])

@@ -63,7 +63,9 @@ LAYER_SOURCES: dict[str, frozenset[str]] = {
         {"dmesg", "lspci-vvv", "lspci-nn", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-L"}
     ),
     "kernel_driver": frozenset({"dmesg", "lsmod", "modprobe", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-L"}),
-    "gpu_xid": frozenset({"dmesg", "nvidia-smi", "nvidia-smi-q", "nv-hostengine", "nvidia-smi-mig"}),
+    "gpu_xid": frozenset(
+        {"dmesg", "nvidia-smi", "nvidia-smi-q", "nv-hostengine", "nvidia-smi-mig", "nvidia-smi-query"}
+    ),
     "nvlink_fabric": frozenset(
         {"nvidia-smi-nvlink-status", "fabricmanager", "systemctl-fabricmanager", "nvidia-smi-q", "dmesg"}
     ),

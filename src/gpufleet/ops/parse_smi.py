@@ -230,3 +230,36 @@ def parse_mig_lgi(lines: list[str]) -> list[MigInstance]:
         for i, ln in enumerate(lines, 1)
         if (m := _MIG_ROW.match(ln))
     ]
+
+
+# `nvidia-smi --query-gpu=FIELD,… --format=csv`: a header of field names (units in brackets: "memory.used
+# [MiB]"), then one comma-separated row per GPU. Field names, old and new: clocks_throttle_reasons.* was
+# renamed clocks_event_reasons.*; both are read.
+_QUERY_FIELD = (
+    r"(?:index|uuid|name|serial|count|timestamp|driver_version|pstate|gpu_recovery_action"
+    r"|[a-z_]+\.[a-z_.]+)(?: \[[^\]]*\])?"
+)
+QUERY_HEADER = re.compile(rf"^{_QUERY_FIELD}(?:, {_QUERY_FIELD})+\s*$", re.M)
+
+
+@dataclass
+class QueryRow:
+    """One GPU's row of a ``--query-gpu`` CSV: field → value, and its line."""
+
+    values: dict[str, str]
+    line: int
+
+
+def parse_smi_query(lines: list[str]) -> list[QueryRow]:
+    """Rows under the last CSV header seen; a row with another number of cells than the header is a
+    cut or foreign line and is skipped."""
+    rows: list[QueryRow] = []
+    fields: list[str] = []
+    for i, line in enumerate(lines, 1):
+        if QUERY_HEADER.match(line):
+            fields = [re.sub(r"\s*\[.*\]$", "", f.strip()) for f in line.split(",")]
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if fields and len(cells) == len(fields) and line.strip():
+            rows.append(QueryRow(dict(zip(fields, cells, strict=True)), i))
+    return rows

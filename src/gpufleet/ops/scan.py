@@ -133,8 +133,9 @@ def _match_line(src: Source, i: int, line: str, rules: tuple[Rule, ...]) -> list
     out: list[tuple[Finding, int]] = []
     for rule in rules:
         if rule.pattern.search(line):
-            f = Finding(rule.layer, rule.failure, rule.action, rule.confirm, message(src, i), rule.id,
-                        normal=rule.normal)
+            ev = message(src, i)
+            f = Finding(rule.layer, rule.failure, rule.action, rule.confirm, ev, rule.id,
+                        normal=rule.normal, subject=_pci_in(ev))
             out.append((f, i))
     if m := SXID_RE.search(line):
         out.append((_sxid(src, i, line, m), i))
@@ -157,9 +158,22 @@ def _match_line(src: Source, i: int, line: str, rules: tuple[Rule, ...]) -> list
     return out
 
 
+_PCI = re.compile(r"\b([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.\d)?\b")
+
+
+def _pci_in(ev: list[Evidence]) -> str:
+    """The first PCI address a (possibly multi-line) message names, spelled as an Xid names its GPU
+    ("0000:b3:00"), or "" — so "GPU 0000:b3:00.0 … fallen off the bus" is about the same GPU as
+    "Xid (PCI:0000:b3:00): 79"."""
+    for e in ev:
+        if m := _PCI.search(e.text):
+            return m.group(1).lower()
+    return ""
+
+
 def gpu_id(pci: str) -> str:
     """One spelling of a GPU's PCI address: "PCI:0000:52:00" and "0000:52:00" are the same GPU."""
-    return pci.removeprefix("PCI:").lower()
+    return pci.removeprefix("PCI:").lower().split(".")[0]
 
 
 def _sxid(src: Source, i: int, line: str, m: re.Match[str]) -> Finding:

@@ -26,7 +26,7 @@ from bisect import bisect_right
 import numpy as np
 
 from gpufleet.ops.bundle import Source
-from gpufleet.ops.layers import Finding
+from gpufleet.ops.layers import Evidence, Finding
 from gpufleet.ops.scan import indexed
 
 RECOVERY_RULE = "xid-154-action"
@@ -104,3 +104,21 @@ def escalate_recurrent(found: list[tuple[Finding, int]], boots: list[int]) -> No
             f.action = "drain_and_rma"
             f.failure += f" — the same fault in {len(seen)} boots: a reboot does not clear it, replace it"
             f.confirm = (f.confirm + "; " if f.confirm else "") + "the earlier boot's lines are in the notes"
+
+
+def escalate_across(current: list[Finding], earlier: list[Finding], label: str) -> None:
+    """The same hardware fault in a bundle collected before a reboot (``label``: its folder) and
+    current in this one: the reboot did not fix it — replace the part, citing the earlier line too."""
+    before: dict[tuple[str, str], Finding] = {}
+    for f in earlier:
+        if not f.normal and f.layer in HARDWARE_LAYERS and f.action in REBOOT_FIXES | {"drain_and_rma"}:
+            before.setdefault((f.rule or f.failure, f.subject), f)
+    for f in current:
+        if f.normal or f.history or f.layer not in HARDWARE_LAYERS or f.action not in REBOOT_FIXES:
+            continue
+        prior = before.get((f.rule or f.failure, f.subject))
+        if prior is None:
+            continue
+        f.action = "drain_and_rma"
+        f.failure += f" — also before the reboot ({label}): a reboot does not clear it, replace it"
+        f.evidence.extend(Evidence(f"{label}/{e.file}", e.line, e.text) for e in prior.evidence[:3])

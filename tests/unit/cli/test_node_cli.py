@@ -233,3 +233,13 @@ def test_node_diagnose_says_incomplete_before_the_action():
     doc = json.loads(res.output)
     assert doc["confident"] is False
     assert doc["incomplete"][0].startswith("nvidia-smi-q.txt: 1 of 8 GPU blocks")
+
+
+def test_node_diagnose_before_reboot_escalates_a_recurring_fault(tmp_path):
+    (tmp_path / "dmesg.txt").write_text((DATA / "xid79-fallen-off-bus" / "dmesg.txt").read_text())
+    res = runner.invoke(app, ["node", "diagnose", str(tmp_path), "--before-reboot",
+                              str(DATA / "xid79-fallen-off-bus"), "-o", "json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["action"] == "drain_and_rma"
+    res = runner.invoke(app, ["node", "diagnose", str(tmp_path), "--before-reboot", str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "no such bundle folder" in res.output

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from gpufleet.model.errors import InputError
 from gpufleet.ops.bundle import Source
 from gpufleet.ops.diagnose import diagnose
 from gpufleet.ops.scan import scan
@@ -68,6 +69,8 @@ DELIBERATE = {
 }
 # bundles in an older wording that must read as healthy: (the layers they vouch for)
 OLD_HEALTHY = {
+    # dra-driver-nvidia-gpu PR #852: `--query-gpu=uuid,mig.mode.current,mig.mode.pending`, all settled
+    "mig-mode-query-csv": ["gpu_xid"],
     # kubeflow #68: `Clocks Throttle Reasons`, the older name of `Clocks Event Reasons`, all clear
     "clocks-throttle-reasons-old-name": ["thermal_power"],
 }
@@ -205,3 +208,55 @@ def test_both_dcgm_clock_wordings_are_a_thermal_power_condition(tmp_path, line):
     (tmp_path / "nv-hostengine.log").write_text(line + "\n")
     d = diagnose(tmp_path)
     assert (d.layer, d.action) == ("thermal_power", "none"), d
+
+
+def test_a_pending_mig_mode_in_the_query_csv_needs_a_reset(tmp_path):
+    """gpu-operator PR #2603 describes the state: "the GPU then sits with mig.mode.pending=Enabled and
+    mig.mode.current not Enabled". Shown on the real PR #852 CSV with its second GPU's pending column
+    set to Enabled. Not a fixture."""
+    lines = (DATA / "mig-mode-query-csv" / "gpus.csv").read_text().splitlines()
+    assert lines[2].endswith("Disabled, Disabled")
+    lines[2] = lines[2].removesuffix("Disabled, Disabled") + "Disabled, Enabled"
+    (tmp_path / "gpus.csv").write_text("\n".join(lines) + "\n")
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == ("gpu_xid", "reset_gpu"), d
+    assert d.evidence == [f"gpus.csv:3: {lines[2]}"]
+    assert "MIG mode change pending (Disabled → Enabled)" in d.failure
+
+
+def test_two_boots_with_different_gpus_off_the_bus_are_not_one_recurring_fault(tmp_path):
+    """Bumblebee #554's GPU 0000:01:00.0, a boot's first lines (gpud pstore), then NVSentinel #155's GPU
+    0000:b3:00.0: two boots, two GPUs — a reboot each, not a replacement. Assembled here from the
+    fixtures. Not a fixture."""
+    boot = (DATA.parent / "bench" / "dmesg-boot.txt").read_text().splitlines()[2:12]
+    first = (DATA / "fallen-off-bus-old-wording" / "dmesg.txt").read_text().splitlines()
+    second = (DATA / "xid79-fallen-off-bus" / "dmesg.txt").read_text().splitlines()
+    # 49.26 s (Bumblebee) → 2.61 s (pstore): back by more than 5 s, to under half — a new boot;
+    # then 1843.3 s (NVSentinel) goes forward again, the same boot as the pstore lines
+    (tmp_path / "dmesg.txt").write_text("\n".join(first + boot + second) + "\n")
+    d = diagnose(tmp_path)
+    assert (d.layer, d.action) == ("hardware_pci", "reboot"), d
+    assert "0000:b3:00.0" in d.evidence[0]
+
+
+def test_a_fault_also_in_the_bundle_from_before_the_reboot_is_a_replacement(tmp_path):
+    """`--before-reboot`: NVSentinel #155's lines stand both for the bundle collected before the node
+    was rebooted and for the message coming back after it (copied to another folder)."""
+    now = tmp_path / "after"
+    now.mkdir()
+    shutil.copy(DATA / "xid79-fallen-off-bus" / "dmesg.txt", now / "dmesg.txt")
+    d = diagnose(now, [DATA / "xid79-fallen-off-bus"])
+    assert (d.layer, d.action) == ("hardware_pci", "drain_and_rma"), d
+    assert "also before the reboot (xid79-fallen-off-bus)" in d.failure
+    assert any(e.startswith("xid79-fallen-off-bus/dmesg.txt:3:") for e in d.evidence), d.evidence
+
+
+def test_a_different_gpu_before_the_reboot_is_not_a_recurrence():
+    """Before: Bumblebee #554's GPU 0000:01:00.0; now: NVSentinel's 0000:b3:00.0 — a reboot each."""
+    d = diagnose(DATA / "xid79-fallen-off-bus" / "dmesg.txt", [DATA / "fallen-off-bus-old-wording"])
+    assert d.action == "reboot"
+
+
+def test_the_bundle_itself_as_its_own_earlier_bundle_is_refused():
+    with pytest.raises(InputError, match="is the bundle being diagnosed"):
+        diagnose(DATA / "xid79-fallen-off-bus", [DATA / "xid79-fallen-off-bus"])

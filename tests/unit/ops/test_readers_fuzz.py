@@ -174,3 +174,11 @@ def test_kind_and_driver_version(lines, name):
     assert content_kind(text)
     for version, line in driver_versions(Source(name, kind, lines)):
         assert version[0].isdigit() and 1 <= line <= len(lines)
+
+
+@FUZZ
+@given(texts("*.csv", "nvidia-smi.txt"))
+def test_smi_query_csv(lines):
+    header = next((ln for ln in lines if parse_smi.QUERY_HEADER.match(ln)), None)
+    for r in parse_smi.parse_smi_query(lines):
+        assert _in_range(r.line, lines) and header is not None and r.values
