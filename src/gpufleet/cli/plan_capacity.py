@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.common import Output, Table, console, one_line_errors
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.capacity import Prices, plan_capacity, rule_rows
 from gpufleet.econ.demand import load_demand

@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.common import Output, Table, console, one_line_errors
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.sandboxes import plan_sandboxes
 from gpufleet.model.errors import from_validation_error

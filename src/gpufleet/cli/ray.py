@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gpufleet.adapters.ray.simulated import raycluster_workload, simulate_pair
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import Table, console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.report.fmt import duration

@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.common import Table, console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.sweep.executors import default_workers
 from gpufleet.sweep.report import fmt_metric, group_rows
