@@ -3,9 +3,10 @@ error, every chart loaded and drawn with data, every table with rows. Screenshot
 dashboard's (build/browser-artifacts/report-*.png) for people to look at.
 
 The reports come from real runs of the CLI on small inputs (seconds each): the bundled deadlock
-scenario, the bundled tenancy and kueue scenarios cut to half a day at 150 % load (so jobs queue), the assembled Kubernetes
-snapshot of tests/data/k8s, a small hybrid run, the planners with their defaults (serving needs
-the Alibaba trace, present only with shared/data: skipped without it), and a 4-cell sweep.
+scenario, the bundled tenancy and kueue scenarios cut to half a day at 150 % load (so jobs
+queue), the assembled Kubernetes snapshot of tests/data/k8s, a small hybrid run, the planners
+with their defaults (serving needs the Alibaba trace, present only with shared/data: skipped
+without it), and a 4-cell sweep.
 
 "Drawn with data": the charts are PNGs (matplotlib) embedded as data: URIs, so the page can read
 their pixels; a chart counts as drawn when it has more than 400 saturated pixels (the series
@@ -33,13 +34,14 @@ name: tiny
 scenarios: [tiny.yaml]
 policies: [gang-bestfit, per-pod]
 seeds: 2
+metrics: [wait_p95_s, gpu_allocation_pct, gpu_busy_pct, jct_mean_s]
 """
 TINY = """
 name: tiny
 fleet:
   groups: [{nodes: 4, gpu: H100-80GB, gpus_per_node: 8, leaf_size: 2}]
 workload:
-  generator: {days: 0.2, offered_load: 1.1, max_gpus: 16}
+  generator: {days: 0.3, offered_load: 1.6, max_gpus: 16}
 """
 
 PIXELS = """

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import uuid
@@ -98,6 +99,15 @@ def finite_positive(value: float | None) -> float | None:
     if value is not None and (not math.isfinite(value) or value <= 0):
         raise typer.BadParameter(f"expected a finite number above 0, got {value}")
     return value
+
+
+def working(what: str) -> Any:
+    """A spinner on stderr naming ``what`` while a computation of several seconds runs, with the
+    seconds elapsed (Rich's status). Only at a terminal: piped or redirected stderr gets nothing,
+    so logs and ``-o json`` stay clean."""
+    if err_console.is_terminal:
+        return err_console.status(f"{what} …")
+    return contextlib.nullcontext()
 
 
 def emit_json(obj: Any) -> None:
