@@ -31,7 +31,6 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.filters import eligible_note, for_job
-from gpufleet.policies.scorers import tightest
 
 #: One pick of a chooser: (node, pods), or (node, 1, slot) for a fractional pod on one GPU.
 Pick = tuple[int, int] | tuple[int, int, GpuSlot]
@@ -101,32 +100,7 @@ def insufficiency_reason(table: NodeTable, ps: PodSet, counted: np.ndarray | Non
     return msg
 
 
-# ---- the parts: a node filter (mask), a scorer (order), and the fill ------------------------------
-
-
-def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
-    """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
-    lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
-    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
-    # ``table.n_leaves`` is a reduction over every node, twice per search).
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
-    leaf = tightest(leaf_slots, replicas)
-    if leaf is not None:
-        return table.leaf_idx == leaf
-    order = np.argsort(-leaf_slots, kind="stable")
-    cum = np.cumsum(leaf_slots[order])
-    lookup = np.zeros(leaf_slots.size, bool)
-    lookup[order[: int(np.searchsorted(cum, replicas)) + 1]] = True
-    return lookup[table.leaf_idx]
-
-
-def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
-    """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
-    empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
-    cand = np.flatnonzero(mask)
-    if tie is None:
-        return cand[np.argsort(table.gpu_free[cand], kind="stable")]
-    return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]
+# ---- the fill: pods onto nodes in a scorer's order (filters.py and scorers.py hold the rest) ----
 
 
 def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int

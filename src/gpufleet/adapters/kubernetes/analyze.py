@@ -46,6 +46,7 @@ from gpufleet.adapters.kubernetes.pods import (
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
 from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput
 from gpufleet.model.errors import InputError
 
 PROFILE = engine_run.PROFILE
@@ -96,6 +97,9 @@ class Analysis:
     now_source: str = ""
     #: nodes whose bound pods request more GPUs than they allocate (capacity.py)
     overcommitted: list[Overcommit] = field(default_factory=list)
+    #: The engine cycle the gangs were decided by (None: no nodes); the live service's
+    #: Kubernetes source publishes its nodes, jobs and statuses.
+    engine_input: CycleInput | None = None
 
 
 def _now(snap: Snapshot, pods: list[KubePod]) -> tuple[float, str]:
@@ -193,7 +197,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                         and r.code not in ("SCHEDULED", *HELD)],
                        t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag, plan, queued, now_source, over)
+                    frag, plan, queued, now_source, over, decided.input)
 
 
 @dataclass

@@ -55,6 +55,8 @@ class EngineRun:
     jobs: dict[str, Job] = field(default_factory=dict)
     runs: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The cycle's input (the live service's Kubernetes source reruns it for its statuses).
+    input: CycleInput | None = None
 
 
 def running_jobs(nodes: list[KubeNode], running: list[Gang], now: float, run_s: float) -> list[RunningJob]:
@@ -113,8 +115,9 @@ def run(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: fl
         out.jobs[g.key] = replace(to_job(minimum(g), run_s), eligible_nodes=out.eligible[g.key])
     jobs = [PendingJob(out.jobs[g.key]) for g in pending]
     table = _table(nodes, [b for rj in rjobs for b in rj.bindings], held)
-    result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
-                                  running=tuple(rjobs), seed=0))
+    inp = CycleInput(now=now, nodes=table, pending=jobs, profile=prof, running=tuple(rjobs), seed=0)
+    out.input = replace(inp, nodes=table.copy())
+    result = run_cycle(inp)
     out.runs = 1
     _collect(out, pending, jobs, result, table, rjobs)
     return out
