@@ -11,9 +11,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-import os
 import uuid
 from collections.abc import Callable
 from enum import StrEnum
@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table as RichTable
 
 from gpufleet.model.errors import InputError
 from gpufleet.report.jsonsafe import dumps
@@ -100,17 +101,36 @@ def finite_positive(value: float | None) -> float | None:
     return value
 
 
+def working(what: str) -> Any:
+    """A spinner on stderr naming ``what`` while a computation of several seconds runs, with the
+    seconds elapsed (Rich's status). Only at a terminal: piped or redirected stderr gets nothing,
+    so logs and ``-o json`` stay clean."""
+    if err_console.is_terminal:
+        return err_console.status(f"{what} …")
+    return contextlib.nullcontext()
+
+
 def emit_json(obj: Any) -> None:
     """One strict JSON document (no NaN/Infinity) on stdout."""
     typer.echo(dumps(obj, indent=2))
 
 
 def wide_console() -> Console:
-    """The stdout console; when stdout is not a terminal (a pipe, a file, CI) tables are not cut to
-    80 columns, so policy names in headers come out whole."""
-    if console.is_terminal:
-        return console
-    return Console(width=max(200, int(os.environ.get("COLUMNS", "0") or 0)))
+    """The console tables print on: stdout at the terminal's width, or, when stdout is a pipe or a
+    file, at ``$COLUMNS`` (80 when unset), as Rich sizes it. Tables fit that width by folding
+    their cells (``Table`` below), so nothing is cut: the earlier 200-column console for pipes
+    kept policy names whole but printed lines no 80-column reader or pager could show."""
+    return console
+
+
+class Table(RichTable):
+    """A Rich table whose columns fold (wrap, inside words where needed) instead of ending in
+    "…" when the console is narrower than the table: at 80 columns a policy name or a number
+    goes onto two lines, whole."""
+
+    def add_column(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("overflow", "fold")
+        super().add_column(*args, **kwargs)
 
 
 _LABELS = {"Path": "PATH", "int": "INTEGER", "float": "FLOAT", "str": "TEXT", "bool": None}

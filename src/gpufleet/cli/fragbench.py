@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import typer  # noqa: E402
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 from gpufleet.cli.common import (  # noqa: E402
     Output,
+    Table,  # noqa: E402
     emit_json,
     err_console,
     fail,

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from gpufleet.adapters.kubernetes.analyze import analyze as run_analysis
 from gpufleet.adapters.kubernetes.nodes import TopologyLabels
 from gpufleet.adapters.kubernetes.snapshot import load
-from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.common import console, err_console, fail, one_line_errors, working
 from gpufleet.cli.main import app
 from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.report.jsonsafe import dumps, write_json
@@ -80,8 +80,8 @@ def analyze(
         raise fail(f"{snapshot}: no Node objects; include nodes (kubectl get nodes,pods,... -o json)")
     from gpufleet.report.kubernetes import analysis_dict, html_report, text_lines
 
-    with err_console.status("analysing the snapshot (engine run, stranding, defrag plan)") \
-            if output is Output.TEXT and err_console.is_terminal else _nothing():
+    with working(f"analysing {len(snap.of('Node')):,} nodes and {len(snap.of('Pod')):,} pods "
+                 "(engine run, stranding, defrag plan)"):
         result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag,
                               defrag_method=defrag_method.value, now=t_now)
     data = analysis_dict(result)
@@ -110,14 +110,6 @@ def _iso_time(flag: str, text: str) -> float:
     if t.tzinfo is None:
         raise fail(f"{flag}: {text!r} has no time zone; add Z (UTC) or an offset such as +02:00")
     return t.timestamp()
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 @k8s_app.command("export-claims")
@@ -225,8 +217,7 @@ def hybrid_cmd(
 ) -> None:
     """Slurm partition for training gangs + Kubernetes pool for services on one fleet: static split,
     dynamic split (nodes lent on demand, each move drained) and all-Kubernetes, same workload."""
-    from rich.table import Table
-
+    from gpufleet.cli.common import Table
     from gpufleet.sim.hybrid import ARMS, HybridSpec, k8s_limits, run_arm, workload
 
     checks = [(1 <= nodes <= 512, f"--nodes: expected 1..512, got {nodes}"),
@@ -240,7 +231,8 @@ def hybrid_cmd(
               (math.isfinite(drain_min) and 0 <= drain_min <= 1440,
                f"--drain-min: expected 0..1440, got {drain_min}"),
               (math.isfinite(rebalance_min) and 1 <= rebalance_min <= 1440,
-               f"--rebalance-min: expected 1..1440, got {rebalance_min}")]
+               f"--rebalance-min: expected 1..1440, got {rebalance_min}"),
+              (0 <= seed < 2**32, f"--seed: expected 0..{2**32 - 1} (numpy's seed range), got {seed}")]
     for ok, msg in checks:
         if not ok:
             raise fail(msg)

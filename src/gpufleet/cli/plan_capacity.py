@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.common import Output, Table, console, one_line_errors, working
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.capacity import Prices, plan_capacity, rule_rows
 from gpufleet.econ.demand import load_demand
@@ -47,7 +46,8 @@ def capacity(
                     gpus_per_node=c.gpus_per_node, spot_effective=one.effective_price,
                     spot_by_nodes=tuple((n, spot_economics(*args, n, notice_min).effective_price)
                                         for n in sizes))
-    plan = plan_capacity(d, prices, use_blocks=not no_blocks, use_spot=not no_spot)
+    with working("solving the capacity mix (MILP)"):
+        plan = plan_capacity(d, prices, use_blocks=not no_blocks, use_spot=not no_spot)
     data = plan.as_dict()
     gangs = [spot_economics(*args, n, notice_min) for n in sorted({1, 2, 4, 8, 16, 32} | set(sizes))]
     against_c = largest_spot_gang(*args, against=c.committed_ratio, notice_min=notice_min)

@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, in_range, one_line_errors
+from gpufleet.cli.common import Output, Table, console, in_range, one_line_errors, working
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.coldstart import plan_coldstart
 from gpufleet.model.errors import from_validation_error
@@ -40,7 +39,8 @@ def coldstart(
     except ValidationError as e:
         raise from_validation_error("command line", e, "coldstart") from None
     c = cfg.figures
-    plan = plan_coldstart(c, seed, arrivals, seeds)
+    with working("timing the cold start and simulating the warm pool"):
+        plan = plan_coldstart(c, seed, arrivals, seeds)
     plan["target"] = c["target_cold_probability"]
 
     def tables() -> None:

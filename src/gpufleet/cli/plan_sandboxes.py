@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, one_line_errors
+from gpufleet.cli.common import Output, Table, console, one_line_errors, working
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.sandboxes import plan_sandboxes
 from gpufleet.model.errors import from_validation_error
@@ -30,7 +29,8 @@ def sandboxes(
             cfg = cfg.model_validate({**cfg.model_dump(), "sessions": sessions})
         except ValidationError as e:
             raise from_validation_error("command line", e, "sandboxes") from None
-    plan = plan_sandboxes(cfg)
+    with working("placing the session classes"):
+        plan = plan_sandboxes(cfg)
 
     def tables() -> None:
         t = Table(title="Sandbox tiers", header_style="bold")

@@ -12,9 +12,8 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, emit_json, err_console, one_line_errors
+from gpufleet.cli.common import Output, Table, console, emit_json, err_console, one_line_errors
 from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.cli.plan import InputsOpt, OutputOpt, emit, inputs, out_dir_opt, plan_app
 from gpufleet.econ.serving import default_trace, run_serving, setup_from

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, fail, in_range, one_line_errors
+from gpufleet.cli.common import Output, Table, console, fail, in_range, one_line_errors, working
 from gpufleet.cli.plan import emit, out_dir_opt, plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import reliability as R
@@ -86,12 +85,14 @@ def spares(
             raise fail("--simulate: at most 20,000 nodes and 2,000,000 simulated failures "
                        "(lower --years, --seeds or --nodes)")
         runs = range(seeds)
-        chk = spares_check(cfg, nodes, years, risk, runs, spares=s)
+        with working(f"simulating {seeds} seed(s) × {years:g} year(s) of failures"):
+            chk = spares_check(cfg, nodes, years, risk, runs, spares=s)
         out_data["simulated"] = {"years_per_seed": years, "failures_simulated": chk.failures_simulated,
                                  "p_no_spare": chk.p_sim.as_dict(),
                                  "agrees": chk.p_sim.contains(out_data["p_no_spare"])}
         if s > 0:
-            fewer = spares_check(cfg, nodes, years, risk, runs, spares=s - 1)
+            with working("the same with one spare fewer"):
+                fewer = spares_check(cfg, nodes, years, risk, runs, spares=s - 1)
             out_data["simulated"]["p_no_spare_one_fewer"] = fewer.p_sim.as_dict()
             out_data["simulated"]["one_fewer_agrees"] = fewer.p_sim.contains(out_data["p_no_spare_one_fewer"])
     rows = spares_rows(out_data)

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, fail, in_range, one_line_errors
+from gpufleet.cli.common import Output, Table, console, fail, in_range, one_line_errors
 from gpufleet.cli.plan import emit, out_dir_opt, plan_app
 from gpufleet.model.health import StepDurations
 from gpufleet.sim import upgrade_plan as P

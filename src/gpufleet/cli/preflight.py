@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, console, emit_json, one_line_errors
+from gpufleet.cli.common import Output, Table, console, emit_json, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gpufleet.adapters.ray.simulated import raycluster_workload, simulate_pair
-from gpufleet.cli.common import console, fail, one_line_errors
+from gpufleet.cli.common import Table, console, fail, one_line_errors, working
 from gpufleet.cli.main import app
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.report.fmt import duration
@@ -47,8 +46,9 @@ def compare(
     f = build_fleet([NodeGroup(nodes=nodes, gpu="H100-80GB", gpus_per_node=8, leaf_size=16)], name="ray")
     per_seed = {}
     for s in range(1, seeds + 1):
-        arrivals = raycluster_workload(f.total_gpus, days, load, s, worker_gpus=worker_gpus)
-        per_seed[s] = simulate_pair(f, arrivals, s, idle_timeout)
+        with working(f"simulating seed {s} of {seeds} (autoscaler and coordinated)"):
+            arrivals = raycluster_workload(f.total_gpus, days, load, s, worker_gpus=worker_gpus)
+            per_seed[s] = simulate_pair(f, arrivals, s, idle_timeout)
     sides = list(per_seed[1])
     t = Table(title=f"{f.total_gpus} GPUs, {days:g} days at load {load:g}, {seeds} seed(s): "
               "mean ± 95% t-interval", header_style="bold")

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from gpufleet.cli.common import (
     Output,
+    Table,
     console,
     emit_json,
     err_console,

@@ -260,9 +260,8 @@ def compare(
     import sys
     import time
 
-    from rich.table import Table
-
     from gpufleet.adapters.slurm.compare_run import compare_workload, read_cluster, replay, run_on_slurm
+    from gpufleet.cli.common import Table
     from gpufleet.report.slurm_compare import summary_rows, write_report
 
     if not slurm_conf:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.table import Table
-
-from gpufleet.cli.common import console, fail
+from gpufleet.cli.common import Table, console, fail
 from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.report.html import Section, table

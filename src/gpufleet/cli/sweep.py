@@ -7,12 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.common import Table, console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 from gpufleet.sweep.executors import default_workers
-from gpufleet.sweep.report import fmt_metric, group_rows
+from gpufleet.sweep.report import direction_text, fmt_metric, group_rows, wider_than_mean
 from gpufleet.sweep.run import run_sweep
 from gpufleet.sweep.spec import bundled_sweep, load_sweep
 from gpufleet.sweep.stats import t_interval
@@ -25,13 +24,18 @@ def print_summary(rows: list[dict], params: list[str], metric: str) -> None:
     t.add_column("setting")
     for p in policies:
         t.add_column(p, justify="right")
+    wide = False
     for label, by_policy in grouped.items():
         cells = []
         for p in policies:
             ci = t_interval([r.get(metric, float("nan")) for r in by_policy.get(p, [])])
+            mark = " †" if wider_than_mean(ci) else ""
+            wide = wide or bool(mark)
             cells.append(fmt_metric(metric, ci.mean) + (f" ± {fmt_metric(metric, ci.half_width)}"
-                                                        if ci.n > 1 else ""))
+                                                        if ci.n > 1 else "") + mark)
         t.add_row(label, *cells)
+    t.caption = direction_text(metric) + ("; † interval wider than the mean: too few seeds or a skewed "
+                                          "metric (read the report's paired tests)" if wide else "")
     console.print(t)
 
 

@@ -11,9 +11,8 @@ from dataclasses import asdict
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from gpufleet.cli.common import Output, emit_json, finite, finite_positive, wide_console
+from gpufleet.cli.common import Output, Table, emit_json, finite, finite_positive, wide_console
 from gpufleet.cli.main import app
 from gpufleet.model.catalog import UnknownGpuModel, gpu_model
 from gpufleet.model.fleet import Fabric, Node, NodeGroup, build_fleet

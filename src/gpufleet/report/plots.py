@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from gpufleet.report.fmt import duration  # noqa: E402
 
@@ -68,18 +69,48 @@ def time_series(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], e
     return to_png_b64(fig)
 
 
+def survival_steps(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The curve "fraction of jobs that waited longer than x" as step vertices (``where="post"``).
+
+    With k waits above 0 among n, sorted x_1 ≤ … ≤ x_k, the fraction is k/n left of x_1 and drops
+    by 1/n at each x_i. The curve starts a decade left of x_1 at k/n, so the last level (1/n on
+    [x_{k-1}, x_k)) and, with one wait, the only level (1/n from x_1/10 to x_1) are drawn: the
+    earlier version drew its steps from x_1 on, and a run with one waiting job (the deadlock
+    scenario's gang policy: one job waits 1 h) drew a single point — an empty chart."""
+    x = np.sort(w[w > 0])
+    if not x.size:
+        return np.zeros(0), np.zeros(0)
+    n = w.size
+    xs = np.concatenate(([x[0] / 10.0], x))
+    ys = (x.size - np.arange(x.size + 1)) / n
+    return xs, ys
+
+
 def wait_survival(waits: Mapping[str, np.ndarray], title: str = "Queue wait: who waits how long") -> str:
-    """Fraction of jobs that waited longer than x, log-log: the tail is where policies differ."""
+    """Fraction of jobs that waited longer than x, log-log: the tail is where policies differ. A
+    policy that started no job is named in the legend (a proxy line: an empty series on log axes
+    makes matplotlib refuse the autoscale)."""
     fig, ax = plt.subplots(figsize=(9, 3.4))
+    handles: list = []
+    drawn = False
     for i, (name, w) in enumerate(waits.items()):
+        color = COLORS[i % len(COLORS)]
         if not w.size:
+            handles.append(Line2D([], [], color=color, ls=":", label=f"{name} (no job started)"))
             continue
-        x = np.sort(w[w > 0])
-        immediate = 100.0 * (w.size - x.size) / w.size
-        if x.size:
-            y = 1.0 - np.arange(x.size) / w.size - (w.size - x.size) / w.size
-            ax.step(x, y, where="post", color=COLORS[i % len(COLORS)], lw=1.4,
-                    label=f"{name} ({immediate:.0f}% started at once)")
+        xs, ys = survival_steps(w)
+        immediate = 100.0 * (w.size - (xs.size - 1 if xs.size else 0)) / w.size
+        if xs.size:
+            (line,) = ax.step(xs, ys, where="post", color=color, lw=1.4,
+                              label=f"{name} ({immediate:.0f}% started at once)")
+            ax.plot(xs[1:], ys[:-1], "o", color=color, ms=3)   # each wait, on its level
+            handles.append(line)
+            drawn = True
+        else:
+            handles.append(Line2D([], [], color=color, label=f"{name} (all started at once)"))
+    if not drawn:
+        ax.set_xlim(1, 1e6)
+        ax.set_ylim(1e-3, 1)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("wait before start (seconds, log scale)")
@@ -90,9 +121,9 @@ def wait_survival(waits: Mapping[str, np.ndarray], title: str = "Queue wait: who
                 rotation=90, va="top", ha="right")
     ax.set_title(title, loc="left", fontsize=11)
     ax.grid(alpha=0.3, which="major")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(frameon=False, fontsize=9, loc="lower left")
-    else:
-        ax.text(0.5, 0.5, "every job started at once", transform=ax.transAxes, ha="center",
-                color="#57606a")
+    if handles:
+        ax.legend(handles=handles, frameon=False, fontsize=9, loc="lower left")
+    if not drawn:
+        ax.text(0.5, 0.5, "no job waited: every started job started at once", transform=ax.transAxes,
+                ha="center", color="#57606a")
     return to_png_b64(fig)

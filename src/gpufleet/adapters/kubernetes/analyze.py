@@ -233,7 +233,7 @@ def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]
         if not cq and obj is None and not lq:
             continue   # not a Kueue-managed gang
         demand, source = _guard("Kueue Workload", book.demand, obj, r.gang.pods)
-        r.quota = book.check(cq, demand, source)
+        r.quota = book.check(cq, demand, source, lq)
         if w is None:
             r.chain[1] = f"quota: LocalQueue {lq} (no Workload in the snapshot)"
         r.chain.insert(2, r.quota.line())
@@ -242,9 +242,9 @@ def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]
     for key, obj in raw.items() if book is not None else ():
         if key in seen or any(kueue_quota.is_true(obj, c) for c in ("Admitted", "QuotaReserved", "Finished")):
             continue
-        cq, _ = book.queue_of(obj, ())
+        cq, lq = book.queue_of(obj, ())
         demand, source = _guard("Kueue Workload", book.demand, obj, ())
-        queued[f"{key[0]}/{key[1]}"] = book.check(cq, demand, source)
+        queued[f"{key[0]}/{key[1]}"] = book.check(cq, demand, source, lq)
     return queued
 
 

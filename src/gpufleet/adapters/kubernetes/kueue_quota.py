@@ -95,7 +95,8 @@ class QuotaVerdict:
 
     def line(self) -> str:
         need = ", ".join(f"{r} {show(r, v)}" for r, v in sorted(self.demand.items()))
-        head = f"quota arithmetic ({self.source}): ClusterQueue {self.cluster_queue} needs {need}"
+        head = (f"quota arithmetic ({self.source}): ClusterQueue {self.cluster_queue or '(unknown)'} "
+                f"needs {need}")
         if self.admits:
             fl = ", ".join(sorted(set(self.flavors.values())))
             return f"{head}: fits in flavor {fl}" + (" by borrowing from its cohort" if self.borrows else "")
@@ -198,7 +199,8 @@ class KueueQuota:
 
     # -- demand ---------------------------------------------------------------------------
     def queue_of(self, workload: dict | None, pods: tuple[KubePod, ...]) -> tuple[str, str]:
-        """(ClusterQueue, LocalQueue) of a workload or of pods labelled with a queue name."""
+        """(ClusterQueue, LocalQueue as "namespace/name") of a workload or of pods labelled with
+        a queue name; the LocalQueue is "" when none is named."""
         ns = pods[0].namespace if pods else "default"
         lq = ""
         if workload is not None:
@@ -206,7 +208,7 @@ class KueueQuota:
             ns = str((workload.get("metadata") or {}).get("namespace") or ns)
         if not lq and pods:
             lq = dict(pods[0].labels).get(QUEUE_LABEL, "")
-        return self.local.get(f"{ns}/{lq}", ""), lq
+        return self.local.get(f"{ns}/{lq}", ""), f"{ns}/{lq}" if lq else ""
 
     @staticmethod
     def demand(workload: dict | None, pods: tuple[KubePod, ...]) -> tuple[dict[str, int], str]:
@@ -235,13 +237,23 @@ class KueueQuota:
         return out, "the gang's pods"
 
     # -- the check ------------------------------------------------------------------------
-    def check(self, cq: str, demand: dict[str, int], source: str = "") -> QuotaVerdict:
+    def check(self, cq: str, demand: dict[str, int], source: str = "", local_queue: str = "") -> QuotaVerdict:
+        """The quota arithmetic for ``demand`` in ClusterQueue ``cq``; ``local_queue``
+        ("namespace/name") is the queue the work was submitted to, named when ``cq`` is unknown."""
         v = QuotaVerdict(cq, {r: d for r, d in demand.items() if d > 0}, admits=True, source=source)
         t = self.tenancy.tenant(cq)
         if t is None:
             v.admits = False
-            v.blocks.append(QuotaBlock(cq, "", "", "", "",
-                                       f"ClusterQueue {cq or '?'} is not in the snapshot"))
+            if cq:
+                why = (f"ClusterQueue {cq}" + (f" (the clusterQueue of LocalQueue {local_queue})"
+                                               if local_queue else "") + " is not in the snapshot"
+                       + ("" if self.groups else
+                          " (it holds no ClusterQueue: kubectl get clusterqueues -o json)"))
+            elif local_queue:
+                why = f"LocalQueue {local_queue} is not in the snapshot, so its ClusterQueue is unknown"
+            else:
+                why = "no queue named: the Workload has no spec.queueName and the pods no queue-name label"
+            v.blocks.append(QuotaBlock(cq, "", "", "", "", why))
             return v
         covered = {r for g in self.groups[cq] for r in g.covered}
         for r in sorted(set(v.demand) - covered - {"pods"}):
@@ -319,7 +331,9 @@ def _res(container: dict) -> dict[str, Any]:
 
 
 def from_snapshot(objects: dict[str, list[dict]]) -> KueueQuota | None:
-    """The quota book of a snapshot's Kueue objects; None when it holds no ClusterQueue."""
+    """The quota book of a snapshot's Kueue objects; None when it holds none. A snapshot with
+    Workloads or LocalQueues but no ClusterQueue gets a book too, so that every check names the
+    ClusterQueue it cannot find instead of quietly skipping the quota step."""
     def kueue(kind: str) -> list[dict]:
         out = []
         for o in objects.get(kind, []):
@@ -333,6 +347,6 @@ def from_snapshot(objects: dict[str, list[dict]]) -> KueueQuota | None:
             out.append(o)
         return out
     cqs = kueue("ClusterQueue")
-    if not cqs:
+    if not cqs and not kueue("LocalQueue") and not kueue("Workload"):
         return None
     return KueueQuota(cqs, kueue("Cohort"), kueue("LocalQueue"), kueue("Workload"))

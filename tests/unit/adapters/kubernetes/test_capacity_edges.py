@@ -194,3 +194,29 @@ def test_a_4000_node_12000_pod_snapshot_is_analysed_in_seconds(nori):
     assert a.defrag is not None and a.defrag.steps
     assert took < 60, f"{took:.1f} s of CPU"
     assert json.dumps(a.totals)
+
+
+def _kueue_snapshot(aks_nodes, drop_kinds=(), lq_namespace="my-namespace"):
+    """The Kueue docs' pending Workload (namespace my-namespace, queue user-queue) with the docs'
+    single-ClusterQueue setup, its LocalQueue moved into my-namespace, minus ``drop_kinds``."""
+    setup = [o for o in real("kueue/single-clusterqueue-setup.json")["items"] if o["kind"] not in drop_kinds]
+    for o in setup:
+        if o["kind"] == "LocalQueue":
+            o["metadata"]["namespace"] = lq_namespace
+    return _snap(aks_nodes + setup + real("kueue/workloads.json")["items"])
+
+
+@pytest.mark.parametrize("drop, expected", [
+    (("ClusterQueue",), "ClusterQueue cluster-queue (the clusterQueue of LocalQueue my-namespace/user-queue) "
+                        "is not in the snapshot"),
+    (("ClusterQueue", "LocalQueue"), "LocalQueue my-namespace/user-queue is not in the snapshot, so its "
+                                     "ClusterQueue is unknown"),
+], ids=["no ClusterQueue", "no LocalQueue either"])
+def test_a_missing_cluster_queue_is_named(aks_nodes, drop, expected):
+    """Before, a snapshot without ClusterQueues skipped the quota step in silence (the Workload
+    did not appear at all), and an unknown LocalQueue read 'ClusterQueue ? is not in the
+    snapshot'."""
+    a = analyze(_kueue_snapshot(aks_nodes, drop))
+    v = a.queued["my-namespace/job-my-job-19797"]
+    assert not v.admits and expected in v.line()
+    assert "ClusterQueue  " not in v.line() and "?" not in v.line()
