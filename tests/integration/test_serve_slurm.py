@@ -96,6 +96,10 @@ def test_serve_reads_slurm_submits_to_it_and_explains_a_waiting_job(slurm, serve
     assert health["source"] == "slurm" and "slurmrestd" in health["source_detail"]
     nodes = client.get("/api/v1/nodes").json()
     assert len(nodes) == 8 and {n["gpus"] for n in nodes} == {8}
+    about = client.get("/api/v1/source").json()["about"]
+    assert about["via"] == "slurmrestd" and len(about["partitions"]["gpu"]) == 8
+    assert {"research", "prod"} <= set(about["accounts"])                 # slurmdbd, over JWT
+    assert {("research", "root"), ("prod", "root")} <= {(f["account"], f["user"]) for f in about["fairshare"]}
 
     fillers = fill(slurm)
     running = until(lambda: len(slurm.run("squeue", "-h", "-t", "R", "-o", "%i").split()) == 2)

@@ -96,6 +96,12 @@ class KubernetesSource:
     def running(self) -> dict[str, RunningJob]:
         return self._running
 
+    def about(self) -> dict[str, object]:
+        a = self.analysis
+        return {"mode": self.mode, "polls": self.polls, "failures": self.failures,
+                "notes": list(a.notes) if a is not None else [],
+                "stranded_gpus": sum(s.gpus for s in a.stranded) if a is not None else 0}
+
     def usage(self, now: float) -> dict[str, float]:
         return {}
 

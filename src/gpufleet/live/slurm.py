@@ -122,6 +122,26 @@ class SlurmSource:
         return {j.job_id: (j.reason, j.wait_reason.explanation) for j in q.jobs
                 if j.pending and j.job_id not in self._pending}
 
+    def about(self) -> dict[str, object]:
+        """What was read beside the queue: partitions, reservations, accounts, fair share."""
+        v = self.view
+        if v is None:
+            return {"via": self.api.name, "polls": self.polls, "failures": self.failures}
+        parts: dict[str, list[str]] = {}
+        for n in v.queue.nodes:
+            for p in n.partitions:
+                parts.setdefault(p, []).append(n.name)
+        return {
+            "via": self.api.name, "polls": self.polls, "failures": self.failures, "read_at": v.queue.taken_at,
+            "partitions": {p: sorted(ns) for p, ns in sorted(parts.items())},
+            "reservations": [{"name": r.name, "nodes": list(r.nodes), "start": r.start, "end": r.end,
+                              "active": r.active(v.queue.taken_at)} for r in v.reservations],
+            "accounts": list(v.accounts),
+            "fairshare": [{"account": f.account, "user": f.user, "norm_shares": f.norm_shares,
+                           "raw_usage": f.raw_usage, "effective_usage": f.effective_usage,
+                           "fairshare": f.fairshare} for f in v.fairshare],
+        }
+
     def usage(self, now: float) -> dict[str, float]:
         # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
         # beside the queue (``view.fairshare``), not fed to the engine a second time.

@@ -112,6 +112,11 @@ def test_one_read_gives_the_engine_every_pending_job_and_the_running_one_on_its_
     assert int(src.table.gpu_total.sum()) == 32 and int(src.table.gpu_free.sum()) == 8
     assert src.out_of_service == {"gpu004": "drain"}
     assert src.health().ok and "2 pending, 1 running" in src.health().detail
+    about = src.about()
+    assert about["partitions"] == {"gpu": ["gpu001", "gpu002", "gpu003", "gpu004"]}
+    assert about["accounts"] == ["prod", "research"]
+    assert [r["name"] for r in about["reservations"]] == ["maint"] and not about["reservations"][0]["active"]
+    assert {(f["account"], f["user"]) for f in about["fairshare"]} >= {("research", "root"), ("prod", "root")}
 
 
 def test_the_engine_explains_a_pending_slurm_job_with_its_reservation_behind_the_running_one():

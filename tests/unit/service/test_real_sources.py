@@ -33,6 +33,8 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
     with TestClient(create_app(cfg, svc)) as client:
         h = client.get("/healthz").json()
         assert h["status"] == "ok" and h["source_reachable"] is True and h["source"] == "kubernetes"
+        src_view = client.get("/api/v1/source", headers=admin).json()
+        assert src_view["name"] == "kubernetes" and src_view["about"]["mode"] == "observer"
         # a gang's id is namespace/name: the explain route takes it as it is
         e = client.get("/api/v1/jobs/default/train/explain", headers=admin).json()
         assert e["job"] == "default/train" and e["state"] == "pending", e
