@@ -50,6 +50,27 @@ API = "v0.0.38"
 SSHARE_FORMAT = "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare"
 
 
+#: Accounts and fair share change slowly and cost the most to read (slurmdbd: ~0.3 s of the
+#: ~0.34 s a whole read took through slurmrestd on the emulated cluster, bench/README.md): they
+#: are read at most this often, the queue and nodes every poll.
+SLOW_S = 30.0
+
+
+@dataclass
+class Every:
+    """A value computed again only when ``period_s`` has passed (or never computed yet)."""
+
+    period_s: float
+    clock: Callable[[], float] = time.monotonic
+    _at: float = float("-inf")
+    _value: Any = None
+
+    def get(self, compute: Callable[[], Any]) -> Any:
+        if self.clock() - self._at >= self.period_s:
+            self._value, self._at = compute(), self.clock()
+        return self._value
+
+
 class SlurmRefused(SlurmCommandError):
     """Slurm answered and said no (a bad account, a shape no node holds): the caller's fault."""
 
@@ -223,6 +244,7 @@ class SlurmRest:
     #: sshare (fair share) and the node/job control commands slurmrestd 22.05 lacks.
     cli: Runner | None = None
     name: str = "slurmrestd"
+    _slow: Every = field(default_factory=lambda: Every(SLOW_S))
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
@@ -267,12 +289,15 @@ class SlurmRest:
                                                           for x in jobs.get("jobs") or [])
                                               if j.pending or j.running), nodes_from_rest(nodes))
         res = reservations_from_rest(self.get("reservations"))
+        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares))
+
+    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
             assoc = self._call("GET", f"/slurmdb/{API}/associations")
             accounts = tuple(sorted({str(a["account"]) for a in assoc.get("associations") or []}))
         except SlurmCommandError:
             accounts = ()  # slurmdbd absent or not on JWT: the queue is still read
-        return SlurmView(queue, res, accounts, _sshare(self.cli))
+        return accounts, _sshare(self.cli)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         out = self._call("POST", f"/slurm/{API}/job/submit", rest_job(request, command))
@@ -312,6 +337,7 @@ class SlurmCommands:
     run: Runner
     name: str = "slurm commands"
     reader: SlurmReader = field(init=False)
+    _slow: Every = field(default_factory=lambda: Every(SLOW_S))
 
     def __post_init__(self) -> None:
         self.reader = SlurmReader(self.run)
@@ -321,12 +347,15 @@ class SlurmCommands:
         queue = build_snapshot(self.run(["squeue", "--json"]), self.run(["scontrol", "show", "node", "-o"]),
                                "", self.run(["scontrol", "show", "job", "-o"]), taken_at)
         res = parse_scontrol_reservations(self.run(["scontrol", "show", "reservation", "-o"]))
+        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares))
+
+    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
             assoc = self.run(["sacctmgr", "-n", "-P", "show", "assoc", "format=Account"])
             accounts = tuple(sorted({a.strip() for a in assoc.splitlines() if a.strip()}))
         except SlurmCommandError:
             accounts = ()
-        return SlurmView(queue, res, accounts, _sshare(self.run))
+        return accounts, _sshare(self.run)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         try:
