@@ -131,6 +131,13 @@ def test_serve_reads_slurm_submits_to_it_and_explains_a_waiting_job(slurm, serve
     assert client.post(f"/api/v1/jobs/{jid}/release").status_code == 200
     assert not slurm.run("squeue", "-h", "-j", jid, "-o", "%r").strip().startswith("JobHeld")
 
+    # cancel through our API is Slurm's cancel; the record stays cancelled once Slurm lists it so
+    assert client.post(f"/api/v1/jobs/{jid}/cancel").json()["state"] == "cancelled"
+    until(lambda: slurm.run("squeue", "-h", "-j", jid, "-o", "%T").strip() in ("CANCELLED", ""))
+    until(lambda: client.get(f"/api/v1/jobs/{jid}/explain").json()["state"] == "cancelled")
+    time.sleep(2.5)                                                      # two more reads
+    assert client.get(f"/api/v1/jobs/{jid}").json()["state"] == "cancelled"
+
     bad = client.post("/api/v1/jobs", json={**body, "tenant": "nosuchaccount"})
     assert bad.status_code == 422 and "slurm refused" in bad.json()["error"]["message"].lower(), bad.text
     assert "Invalid account" in bad.json()["error"]["message"]

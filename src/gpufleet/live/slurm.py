@@ -9,8 +9,9 @@ chain and estimate. The source is an observer: ``apply`` keeps the engine's rese
 the planned nodes and blockers) and binds nothing; Slurm starts jobs itself.
 
 Events come from the difference between two polls: a job first seen pending is ``submit``, one
-now running ``start``, one no longer listed ``finish`` (squeue keeps finished jobs only for
-MinJobAge), so the store's records of jobs submitted through our API follow Slurm.
+now running ``start``, one no longer pending or running ``cancel`` when Slurm lists it CANCELLED
+and ``finish`` otherwise (with its final state; squeue lists ended jobs only for MinJobAge), so
+the store's records of jobs submitted through our API follow Slurm.
 
 When Slurm cannot be read (slurmrestd stopped, slurmctld unreachable), the source keeps the last
 world it read, reports ``health().ok = False`` with the time it went away and the error, and
@@ -172,7 +173,8 @@ class SlurmSource:
         self.polls += 1
         try:
             view = self.api.view()
-        except (SlurmCommandError, ValueError) as e:
+        except (SlurmCommandError, InputError, ValueError, KeyError, TypeError) as e:
+            # unreachable, refused, or an answer we cannot read: the loop goes on, health says why
             self.failures += 1
             first = not self._ok and self._since is not None
             self._last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -208,8 +210,10 @@ class SlurmSource:
                 q = snap.job(jid)
                 started = q.start if q is not None and q.start is not None else now
                 events.append(LiveEvent(started, "start", jid, detail=",".join(q.node_list) if q else ""))
-        for jid in self._seen.keys() - state.keys():
-            events.append(LiveEvent(now, "finish", jid, detail="no longer in Slurm's queue"))
+        for jid in sorted(self._seen.keys() - state.keys()):
+            final = view.ended.get(jid)
+            events.append(LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
+                                    detail=final or "no longer in Slurm's queue"))
         self._seen = state
         return events
 

@@ -169,6 +169,8 @@ class Service:
                 ups.append((ev.job, {"state": "running", "start_time": ev.t}))
             elif ev.kind == "finish":
                 ups.append((ev.job, {"state": "finished", "end_time": ev.t}))
+            elif ev.kind == "cancel":  # cancelled in the source itself (scancel), or through us
+                ups.append((ev.job, {"state": "cancelled", "end_time": ev.t}))
             elif ev.kind in ("preempt", "requeue"):
                 ups.append((ev.job, {"state": "pending", "start_time": None}))
         self.store.apply_job_updates(ups, clock=self.loop.now())

@@ -188,3 +188,18 @@ def test_a_job_slurm_holds_back_is_explained_in_slurms_words_not_planned():
     assert e is not None and e.state == "pending" and e.reason == "held"
     assert e.summary == ("waiting in slurm (JobHeldAdmin): it is held (by its user or an administrator) "
                          "until released")
+
+
+def test_a_job_slurm_lists_as_cancelled_is_a_cancel_and_one_that_completed_a_finish():
+    """squeue keeps ended jobs for MinJobAge with their final state: job 3 CANCELLED (scancel,
+    or our API's cancel) and job 2 COMPLETED between two reads."""
+    api = Replay()
+    src = SlurmSource(api)
+    src.poll(0.0)
+    view = recorded_view()
+    api.views = [replace(view, queue=replace(view.queue, jobs=tuple(j for j in view.queue.jobs
+                                                                    if j.job_id == "1")),
+                         ended={"3": "CANCELLED", "2": "COMPLETED"})]
+    events = src.poll(1.0)
+    assert [(e.kind, e.job, e.detail) for e in events] == [("finish", "2", "COMPLETED"),
+                                                           ("cancel", "3", "CANCELLED")]

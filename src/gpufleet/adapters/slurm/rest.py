@@ -34,7 +34,7 @@ from typing import Any
 
 from gpufleet.adapters.slurm.hostlist import expand
 from gpufleet.adapters.slurm.mapping import SbatchRequest
-from gpufleet.adapters.slurm.queue import NodeState, QueueSnapshot
+from gpufleet.adapters.slurm.queue import NodeState, QueuedJob, QueueSnapshot
 from gpufleet.adapters.slurm.reader import (
     Runner,
     SlurmCommandError,
@@ -42,6 +42,7 @@ from gpufleet.adapters.slurm.reader import (
     build_snapshot,
     job_from_json,
     parse_scontrol_kv,
+    parse_squeue_json,
 )
 from gpufleet.adapters.slurm.writer import parse_job_id, sbatch_argv
 from gpufleet.traces.slurm_sacct import parse_tres
@@ -108,6 +109,9 @@ class SlurmView:
     reservations: tuple[SlurmReservation, ...] = ()
     accounts: tuple[str, ...] = ()
     fairshare: tuple[FairShare, ...] = ()
+    #: Jobs that ended and are still listed (for MinJobAge): job id -> final state (COMPLETED,
+    #: CANCELLED, FAILED, TIMEOUT, …).
+    ended: dict[str, str] = field(default_factory=dict)
 
 
 def _gpus_used(gres_used: str) -> int:
@@ -283,13 +287,11 @@ class SlurmRest:
 
     def view(self) -> SlurmView:
         taken_at = time.time()
-        jobs = self.get("jobs")
-        nodes = self.get("nodes")
-        queue = QueueSnapshot(taken_at, tuple(j for j in (job_from_json(x, "slurmrestd /jobs")
-                                                          for x in jobs.get("jobs") or [])
-                                              if j.pending or j.running), nodes_from_rest(nodes))
+        every = tuple(job_from_json(x, "slurmrestd /jobs") for x in self.get("jobs").get("jobs") or [])
+        queue = QueueSnapshot(taken_at, tuple(j for j in every if j.pending or j.running),
+                              nodes_from_rest(self.get("nodes")))
         res = reservations_from_rest(self.get("reservations"))
-        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares))
+        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares), ended=_ended(every))
 
     def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
@@ -320,6 +322,10 @@ class SlurmRest:
         self.get("ping")
 
 
+def _ended(jobs: tuple[QueuedJob, ...]) -> dict[str, str]:
+    return {j.job_id: j.state for j in jobs if not (j.pending or j.running)}
+
+
 def _sshare(cli: Runner | None) -> tuple[FairShare, ...]:
     if cli is None:
         return ()
@@ -344,10 +350,12 @@ class SlurmCommands:
 
     def view(self) -> SlurmView:
         taken_at = time.time()
-        queue = build_snapshot(self.run(["squeue", "--json"]), self.run(["scontrol", "show", "node", "-o"]),
+        squeue = self.run(["squeue", "--json"])
+        queue = build_snapshot(squeue, self.run(["scontrol", "show", "node", "-o"]),
                                "", self.run(["scontrol", "show", "job", "-o"]), taken_at)
         res = parse_scontrol_reservations(self.run(["scontrol", "show", "reservation", "-o"]))
-        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares))
+        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares),
+                         ended=_ended(parse_squeue_json(squeue)))
 
     def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
