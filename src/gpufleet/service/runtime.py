@@ -129,7 +129,9 @@ class Service:
             if node in self.source.table.names:
                 self.loop.post(self._node_command(node, state))
         recs = self.store.live_jobs()
-        jobs = [job_from_body(r.body) for r in recs]
+        # an external source holds its own jobs (and stamps them with epoch seconds, past what a
+        # trace's submit_time allows): nothing to rebuild, its next read shows them
+        jobs = [job_from_body(r.body) for r in recs] if not self.external else []
         # an external source still runs its jobs: they come back with the source's next read
         requeued = [r.id for r in recs if r.state == "running"] if not self.external else []
         if requeued:
@@ -142,7 +144,7 @@ class Service:
 
         if jobs:
             self.loop.post(submit_all)
-        return len(jobs)
+        return len(recs)
 
     def start(self) -> None:
         if self.config.run_loop:

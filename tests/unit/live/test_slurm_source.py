@@ -21,6 +21,7 @@ from gpufleet.adapters.slurm.mapping import SbatchRequest
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCommandError, job_from_json
 from gpufleet.adapters.slurm.rest import (
+    JwtToken,
     SlurmView,
     nodes_from_rest,
     parse_sshare,
@@ -203,3 +204,47 @@ def test_a_job_slurm_lists_as_cancelled_is_a_cancel_and_one_that_completed_a_fin
     events = src.poll(1.0)
     assert [(e.kind, e.job, e.detail) for e in events] == [("finish", "2", "COMPLETED"),
                                                            ("cancel", "3", "CANCELLED")]
+
+
+def test_the_jwt_is_minted_with_scontrol_token_and_renewed_after_80_percent_of_its_life():
+    """``scontrol token`` prints ``SLURM_JWT=<token>`` (what tools/slurm-emulated-cluster.sh's
+    ``token`` reads); with a 3600 s lifespan the next one is minted after 2880 s."""
+    minted: list[list[str]] = []
+
+    def scontrol(argv):  # noqa: ANN001, ANN202 (a Runner: argv in, stdout out)
+        minted.append(list(argv))
+        return f"SLURM_JWT=token{len(minted)}\n"
+    t = [0.0]
+    tok = JwtToken(run=scontrol, user="root", lifespan_s=3600, clock=lambda: t[0])
+    assert tok() == "token1" and minted == [["scontrol", "token", "username=root", "lifespan=3600"]]
+    t[0] = 2880.0
+    assert tok() == "token1"
+    t[0] = 2880.5
+    assert tok() == "token2" and len(minted) == 2
+    assert JwtToken(fixed="given")() == "given"
+
+
+def test_a_restart_over_slurm_sends_nothing_again_and_keeps_what_slurm_runs(tmp_path):
+    """The store holds a job submitted through the API (Slurm's id 101); a new service over the
+    same store and the same Slurm resubmits nothing and leaves the record as it was."""
+    from gpufleet.model.fleet import Fleet
+    from gpufleet.service.auth import SYSTEM
+    from gpufleet.service.config import ServiceConfig
+    from gpufleet.service.runtime import Service
+
+    api = Replay()
+    cfg = ServiceConfig(fleet=Fleet(()), data_dir=tmp_path, source="slurm", run_loop=False,
+                        argon2_time_cost=1, argon2_memory_kib=1024)
+    svc = Service(cfg, source=SlurmSource(api))
+    rec, created = svc.submit(SYSTEM, {"tenant": "research", "run_time": 600,
+                                       "pod_sets": [{"replicas": 2, "gpus": 8}]}, "key-1")
+    assert created and rec.id == "101" and len(api.sent) == 1
+    svc.store.apply_job_updates([("101", {"state": "running", "start_time": 5.0})])
+    svc.store.close()
+    again = Service(cfg, source=SlurmSource(api))
+    assert len(api.sent) == 1 and again.restored == 1
+    assert again.store.job("101").state == "running"
+    replay, created = again.submit(SYSTEM, {"tenant": "research", "run_time": 600,
+                                            "pod_sets": [{"replicas": 2, "gpus": 8}]}, "key-1")
+    assert not created and replay.id == "101" and len(api.sent) == 1
+    again.store.close()
