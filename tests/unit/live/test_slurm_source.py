@@ -248,3 +248,19 @@ def test_a_restart_over_slurm_sends_nothing_again_and_keeps_what_slurm_runs(tmp_
                                             "pod_sets": [{"replicas": 2, "gpus": 8}]}, "key-1")
     assert not created and replay.id == "101" and len(api.sent) == 1
     again.store.close()
+
+
+def test_an_overdue_estimate_does_not_rerun_the_cycle_until_slurm_is_read_again():
+    """Job 1's reservation starts when job 3's limit ends; past that time Slurm has not started it
+    yet, but the same input gives the same answer: five ticks without a read run one cycle (the
+    loop's idle cycle, every 60 s of source time), not five."""
+    t = [recorded_view().queue.taken_at]
+    src = SlurmSource(Replay(), poll_s=3.0, wall=lambda: t[0])
+    loop = LiveLoop(src, epoch=t[0], clock=lambda: t[0])
+    loop.tick()
+    assert loop.cycles == 1 and src.reservations
+    t[0] = max(r.start for r in src.reservations) + 1.0     # every reservation overdue
+    src._last_poll = t[0]                                     # read just now: nothing new
+    for _ in range(5):
+        loop.tick()
+    assert loop.cycles == 2
