@@ -55,6 +55,8 @@ class KubernetesSource:
     wall: Callable[[], float] = time.time
     name: str = "kubernetes"
     external: bool = True
+    #: Cordon and drain are kubectl's: the service does not take nodes out of service here.
+    node_actions: bool = False
     tenancy: Tenancy | None = None
     reservations: tuple[Reservation, ...] = ()
     out_of_service: dict[str, str] = field(default_factory=dict)

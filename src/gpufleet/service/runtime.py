@@ -355,6 +355,9 @@ class Service:
             self._refuse(who, f"node.{action}", node, f"{who.role} may not {action} nodes; admin only")
         if node not in self.source.table.names:
             raise ApiError(404, f"no node {node!r}", "name")
+        if not getattr(self.source, "node_actions", True):
+            raise ApiError(409, f"{self.source.name}: {action} {node} with the source's own tools "
+                           "(kubectl cordon / drain / uncordon); the next read shows it", "action")
         if action not in NODE_ACTIONS:
             raise ApiError(422, f"action must be one of {', '.join(NODE_ACTIONS)}", "action")
         before = self.store.node_states().get(node, "up")

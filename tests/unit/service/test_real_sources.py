@@ -39,6 +39,9 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
         e = client.get("/api/v1/jobs/default/train/explain", headers=admin).json()
         assert e["job"] == "default/train" and e["state"] == "pending", e
 
+        r = client.post("/api/v1/nodes/a/cordon", headers=admin)
+        assert r.status_code == 409 and "kubectl cordon" in r.json()["error"]["message"]
+
         net.down = True
         t[0] += 1
         svc.tick()
