@@ -305,5 +305,5 @@ def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | Non
     if rest_url:
         api = SlurmRest(rest_url, JwtToken(run=cli, fixed=jwt, user=user), user=user, cli=cli)
     else:
-        api = SlurmCommands(cli)
+        api = SlurmCommands(cli, slurm_conf=slurm_conf, check=True)
     return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s)

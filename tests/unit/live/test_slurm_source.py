@@ -12,6 +12,8 @@ tests/integration/test_serve_slurm.py.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,9 +21,10 @@ import pytest
 
 from gpufleet.adapters.slurm.mapping import SbatchRequest
 from gpufleet.adapters.slurm.queue import QueueSnapshot
-from gpufleet.adapters.slurm.reader import SlurmCommandError, job_from_json
+from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, job_from_json
 from gpufleet.adapters.slurm.rest import (
     JwtToken,
+    SlurmCommands,
     SlurmView,
     nodes_from_rest,
     parse_sshare,
@@ -31,6 +34,10 @@ from gpufleet.adapters.slurm.rest import (
 from gpufleet.live.explain import explain
 from gpufleet.live.loop import LiveLoop
 from gpufleet.live.slurm import SlurmSource
+from gpufleet.model.fleet import Fleet
+from gpufleet.service.auth import SYSTEM
+from gpufleet.service.config import ServiceConfig
+from gpufleet.service.runtime import Service
 from gpufleet.testing.builders import job
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurmrestd"
@@ -227,11 +234,6 @@ def test_the_jwt_is_minted_with_scontrol_token_and_renewed_after_80_percent_of_i
 def test_a_restart_over_slurm_sends_nothing_again_and_keeps_what_slurm_runs(tmp_path):
     """The store holds a job submitted through the API (Slurm's id 101); a new service over the
     same store and the same Slurm resubmits nothing and leaves the record as it was."""
-    from gpufleet.model.fleet import Fleet
-    from gpufleet.service.auth import SYSTEM
-    from gpufleet.service.config import ServiceConfig
-    from gpufleet.service.runtime import Service
-
     api = Replay()
     cfg = ServiceConfig(fleet=Fleet(()), data_dir=tmp_path, source="slurm", run_loop=False,
                         argon2_time_cost=1, argon2_memory_kib=1024)
@@ -264,3 +266,20 @@ def test_an_overdue_estimate_does_not_rerun_the_cycle_until_slurm_is_read_again(
     for _ in range(5):
         loop.tick()
     assert loop.cycles == 2
+
+
+def test_without_slurmrestd_a_gone_slurmctld_is_reported_within_seconds(tmp_path):
+    """The client commands would wait MessageTimeout × retries; the read checks the controller
+    slurm.conf names first (one TCP connection, 2 s at most): a port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]          # free once closed: nothing listens there
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(f"ClusterName=gone\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort={port}\n")
+    src = SlurmSource(SlurmCommands(SlurmCli(str(conf)), slurm_conf=str(conf), check=True))
+    t0 = time.monotonic()
+    events = src.poll(0.0)
+    assert time.monotonic() - t0 < 5
+    assert [e.kind for e in events] == ["source-down"]
+    err = src.health().last_error
+    assert "no slurmctld answers" in err and f"127.0.0.1:{port}" in err

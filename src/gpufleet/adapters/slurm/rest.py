@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.adapters.slurm.controller import NoController, check_controller
 from gpufleet.adapters.slurm.hostlist import expand
 from gpufleet.adapters.slurm.mapping import SbatchRequest
 from gpufleet.adapters.slurm.queue import NodeState, QueuedJob, QueueSnapshot
@@ -342,6 +343,11 @@ class SlurmCommands:
 
     run: Runner
     name: str = "slurm commands"
+    #: The slurm.conf the commands read: each read first opens one TCP connection to a
+    #: slurmctld it names (controller.py, 2 s), so a controller that is gone costs 2 s, not the
+    #: clients' MessageTimeout × retries (40 s measured in ``slurm compare``). None: no check.
+    slurm_conf: str | None = None
+    check: bool = False
     reader: SlurmReader = field(init=False)
     _slow: Every = field(default_factory=lambda: Every(SLOW_S))
 
@@ -349,6 +355,11 @@ class SlurmCommands:
         self.reader = SlurmReader(self.run)
 
     def view(self) -> SlurmView:
+        if self.check:
+            try:
+                check_controller(self.slurm_conf)
+            except NoController as e:
+                raise SlurmCommandError(str(e)) from None
         taken_at = time.time()
         squeue = self.run(["squeue", "--json"])
         queue = build_snapshot(squeue, self.run(["scontrol", "show", "node", "-o"]),
