@@ -51,6 +51,7 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
         assert "ConnectionRefusedError" in h.json()["source_last_error"]
         s = client.get("/api/v1/summary", headers=admin).json()
         assert s["source_reachable"] is False and s["pending_jobs"] == 1      # the last world read
+        assert 'gpufleet_source_up{source="kubernetes"} 0.0' in client.get("/metrics", headers=admin).text
 
         r = client.post("/api/v1/jobs", headers=admin,
                         json={"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 1}]})
