@@ -32,7 +32,7 @@ from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.controller import conf_path
 from gpufleet.adapters.slurm.engine_view import cycle_input, fleet_from_snapshot
 from gpufleet.adapters.slurm.fleet_conf import read_fleet
-from gpufleet.adapters.slurm.mapping import MappingError, to_sbatch
+from gpufleet.adapters.slurm.mapping import MappingError, SbatchRequest, to_sbatch
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError
 from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
@@ -54,7 +54,7 @@ class SlurmApi(Protocol):
     name: str
 
     def view(self) -> SlurmView: ...
-    def submit(self, request, command: str) -> str: ...  # noqa: ANN001 (an SbatchRequest)
+    def submit(self, request: SbatchRequest, command: str) -> str: ...
     def cancel(self, job_id: str) -> None: ...
     def control(self, argv: list[str]) -> None: ...
 

@@ -292,7 +292,8 @@ class SlurmRest:
         queue = QueueSnapshot(taken_at, tuple(j for j in every if j.pending or j.running),
                               nodes_from_rest(self.get("nodes")))
         res = reservations_from_rest(self.get("reservations"))
-        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares), ended=_ended(every))
+        accounts, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, accounts, shares, ended=_ended(every))
 
     def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
@@ -365,8 +366,8 @@ class SlurmCommands:
         queue = build_snapshot(squeue, self.run(["scontrol", "show", "node", "-o"]),
                                "", self.run(["scontrol", "show", "job", "-o"]), taken_at)
         res = parse_scontrol_reservations(self.run(["scontrol", "show", "reservation", "-o"]))
-        return SlurmView(queue, res, *self._slow.get(self._accounts_and_shares),
-                         ended=_ended(parse_squeue_json(squeue)))
+        accounts, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, accounts, shares, ended=_ended(parse_squeue_json(squeue)))
 
     def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
