@@ -195,6 +195,10 @@ D = {
                                    "the cohort itself (Kueue's resourceGroups).",
     "tenancy.tenants[].resources": "Flavor → resource (cpu, memory, any named resource) → quota of the "
                                    "queue beside its GPUs (Kueue's resourceGroups).",
+    "tenancy.tenants[].resource_groups": "Kueue's resourceGroups: the resources each group covers "
+                                         "(nvidia.com/gpu, cpu, memory_gb, named); one flavor per group. "
+                                         "Empty: one group over everything.",
+    "tenancy.cohorts[].resource_groups": "Resource groups of the cohort's own quota, as on a tenant.",
     "tenancy.tenants[].kueue": "The queue's Kueue rules, read by the `kueue` profile (ours ignores them).",
     "tenancy.tenants[].kueue.within_cluster_queue": "Kueue preemption.withinClusterQueue: which of the "
                                                     "queue's own workloads a pending one may evict.",
