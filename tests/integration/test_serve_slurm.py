@@ -96,6 +96,10 @@ def test_serve_reads_slurm_submits_to_it_and_explains_a_waiting_job(slurm, serve
     assert health["source"] == "slurm" and "slurmrestd" in health["source_detail"]
     nodes = client.get("/api/v1/nodes").json()
     assert len(nodes) == 8 and {n["gpus"] for n in nodes} == {8}
+    about = client.get("/api/v1/source").json()["about"]
+    assert about["via"] == "slurmrestd" and len(about["partitions"]["gpu"]) == 8
+    assert {"research", "prod"} <= set(about["accounts"])                 # slurmdbd, over JWT
+    assert {("research", "root"), ("prod", "root")} <= {(f["account"], f["user"]) for f in about["fairshare"]}
 
     fillers = fill(slurm)
     running = until(lambda: len(slurm.run("squeue", "-h", "-t", "R", "-o", "%i").split()) == 2)
@@ -126,6 +130,13 @@ def test_serve_reads_slurm_submits_to_it_and_explains_a_waiting_job(slurm, serve
     assert held["summary"].startswith("waiting in slurm (JobHeld")
     assert client.post(f"/api/v1/jobs/{jid}/release").status_code == 200
     assert not slurm.run("squeue", "-h", "-j", jid, "-o", "%r").strip().startswith("JobHeld")
+
+    # cancel through our API is Slurm's cancel; the record stays cancelled once Slurm lists it so
+    assert client.post(f"/api/v1/jobs/{jid}/cancel").json()["state"] == "cancelled"
+    until(lambda: slurm.run("squeue", "-h", "-j", jid, "-o", "%T").strip() in ("CANCELLED", ""))
+    until(lambda: client.get(f"/api/v1/jobs/{jid}/explain").json()["state"] == "cancelled")
+    time.sleep(2.5)                                                      # two more reads
+    assert client.get(f"/api/v1/jobs/{jid}").json()["state"] == "cancelled"
 
     bad = client.post("/api/v1/jobs", json={**body, "tenant": "nosuchaccount"})
     assert bad.status_code == 422 and "slurm refused" in bad.json()["error"]["message"].lower(), bad.text

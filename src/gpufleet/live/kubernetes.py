@@ -55,6 +55,8 @@ class KubernetesSource:
     wall: Callable[[], float] = time.time
     name: str = "kubernetes"
     external: bool = True
+    #: Cordon and drain are kubectl's: the service does not take nodes out of service here.
+    node_actions: bool = False
     tenancy: Tenancy | None = None
     reservations: tuple[Reservation, ...] = ()
     out_of_service: dict[str, str] = field(default_factory=dict)
@@ -95,6 +97,12 @@ class KubernetesSource:
 
     def running(self) -> dict[str, RunningJob]:
         return self._running
+
+    def about(self) -> dict[str, object]:
+        a = self.analysis
+        return {"mode": self.mode, "polls": self.polls, "failures": self.failures,
+                "notes": list(a.notes) if a is not None else [],
+                "stranded_gpus": sum(s.gpus for s in a.stranded) if a is not None else 0}
 
     def usage(self, now: float) -> dict[str, float]:
         return {}

@@ -98,7 +98,10 @@ class LiveLoop:
             changed = True
         moved = self.source.advance(now)
         events += moved
-        due = any(r.start <= now for r in self.source.reservations)
+        # a reservation's time coming makes a cycle due where the loop starts jobs itself; over
+        # an external source (Slurm, Kubernetes) nothing changes until its next read shows it
+        due = not getattr(self.source, "external", False) \
+            and any(r.start <= now for r in self.source.reservations)
         if (changed or moved or due or now - self._last_cycle_at >= self.idle_cycle_s) \
                 and self.source.pending():
             events += self._cycle(now)

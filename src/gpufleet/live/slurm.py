@@ -9,8 +9,9 @@ chain and estimate. The source is an observer: ``apply`` keeps the engine's rese
 the planned nodes and blockers) and binds nothing; Slurm starts jobs itself.
 
 Events come from the difference between two polls: a job first seen pending is ``submit``, one
-now running ``start``, one no longer listed ``finish`` (squeue keeps finished jobs only for
-MinJobAge), so the store's records of jobs submitted through our API follow Slurm.
+now running ``start``, one no longer pending or running ``cancel`` when Slurm lists it CANCELLED
+and ``finish`` otherwise (with its final state; squeue lists ended jobs only for MinJobAge), so
+the store's records of jobs submitted through our API follow Slurm.
 
 When Slurm cannot be read (slurmrestd stopped, slurmctld unreachable), the source keeps the last
 world it read, reports ``health().ok = False`` with the time it went away and the error, and
@@ -31,7 +32,7 @@ from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.controller import conf_path
 from gpufleet.adapters.slurm.engine_view import cycle_input, fleet_from_snapshot
 from gpufleet.adapters.slurm.fleet_conf import read_fleet
-from gpufleet.adapters.slurm.mapping import MappingError, to_sbatch
+from gpufleet.adapters.slurm.mapping import MappingError, SbatchRequest, to_sbatch
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError
 from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
@@ -53,7 +54,7 @@ class SlurmApi(Protocol):
     name: str
 
     def view(self) -> SlurmView: ...
-    def submit(self, request, command: str) -> str: ...  # noqa: ANN001 (an SbatchRequest)
+    def submit(self, request: SbatchRequest, command: str) -> str: ...
     def cancel(self, job_id: str) -> None: ...
     def control(self, argv: list[str]) -> None: ...
 
@@ -122,6 +123,26 @@ class SlurmSource:
         return {j.job_id: (j.reason, j.wait_reason.explanation) for j in q.jobs
                 if j.pending and j.job_id not in self._pending}
 
+    def about(self) -> dict[str, object]:
+        """What was read beside the queue: partitions, reservations, accounts, fair share."""
+        v = self.view
+        if v is None:
+            return {"via": self.api.name, "polls": self.polls, "failures": self.failures}
+        parts: dict[str, list[str]] = {}
+        for n in v.queue.nodes:
+            for p in n.partitions:
+                parts.setdefault(p, []).append(n.name)
+        return {
+            "via": self.api.name, "polls": self.polls, "failures": self.failures, "read_at": v.queue.taken_at,
+            "partitions": {p: sorted(ns) for p, ns in sorted(parts.items())},
+            "reservations": [{"name": r.name, "nodes": list(r.nodes), "start": r.start, "end": r.end,
+                              "active": r.active(v.queue.taken_at)} for r in v.reservations],
+            "accounts": list(v.accounts),
+            "fairshare": [{"account": f.account, "user": f.user, "norm_shares": f.norm_shares,
+                           "raw_usage": f.raw_usage, "effective_usage": f.effective_usage,
+                           "fairshare": f.fairshare} for f in v.fairshare],
+        }
+
     def usage(self, now: float) -> dict[str, float]:
         # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
         # beside the queue (``view.fairshare``), not fed to the engine a second time.
@@ -152,7 +173,8 @@ class SlurmSource:
         self.polls += 1
         try:
             view = self.api.view()
-        except (SlurmCommandError, ValueError) as e:
+        except (SlurmCommandError, InputError, ValueError, KeyError, TypeError) as e:
+            # unreachable, refused, or an answer we cannot read: the loop goes on, health says why
             self.failures += 1
             first = not self._ok and self._since is not None
             self._last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -188,8 +210,10 @@ class SlurmSource:
                 q = snap.job(jid)
                 started = q.start if q is not None and q.start is not None else now
                 events.append(LiveEvent(started, "start", jid, detail=",".join(q.node_list) if q else ""))
-        for jid in self._seen.keys() - state.keys():
-            events.append(LiveEvent(now, "finish", jid, detail="no longer in Slurm's queue"))
+        for jid in sorted(self._seen.keys() - state.keys()):
+            final = view.ended.get(jid)
+            events.append(LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
+                                    detail=final or "no longer in Slurm's queue"))
         self._seen = state
         return events
 
@@ -281,5 +305,5 @@ def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | Non
     if rest_url:
         api = SlurmRest(rest_url, JwtToken(run=cli, fixed=jwt, user=user), user=user, cli=cli)
     else:
-        api = SlurmCommands(cli)
+        api = SlurmCommands(cli, slurm_conf=slurm_conf, check=True)
     return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s)

@@ -77,6 +77,11 @@ def take_snapshot(source: Source, now: float, statuses: dict[str, Status], last:
 
 def _extra(source: Source) -> dict[str, object]:
     """What a real source knows beside its queue: ``waiting`` maps the jobs it holds back for a
-    reason of its own (a Slurm hold, a dependency) to that reason in its words and in plain ones."""
-    waiting = getattr(source, "waiting", None)
-    return {"waiting": waiting()} if callable(waiting) else {}
+    reason of its own (a Slurm hold, a dependency) to that reason in its words and in plain ones;
+    ``about`` is what it read beside (Slurm's partitions, reservations, accounts, fair share)."""
+    out: dict[str, object] = {}
+    for name in ("waiting", "about"):
+        fn = getattr(source, name, None)
+        if callable(fn):
+            out[name] = fn()
+    return out

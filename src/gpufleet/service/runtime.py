@@ -129,7 +129,9 @@ class Service:
             if node in self.source.table.names:
                 self.loop.post(self._node_command(node, state))
         recs = self.store.live_jobs()
-        jobs = [job_from_body(r.body) for r in recs]
+        # an external source holds its own jobs (and stamps them with epoch seconds, past what a
+        # trace's submit_time allows): nothing to rebuild, its next read shows them
+        jobs = [job_from_body(r.body) for r in recs] if not self.external else []
         # an external source still runs its jobs: they come back with the source's next read
         requeued = [r.id for r in recs if r.state == "running"] if not self.external else []
         if requeued:
@@ -142,7 +144,7 @@ class Service:
 
         if jobs:
             self.loop.post(submit_all)
-        return len(jobs)
+        return len(recs)
 
     def start(self) -> None:
         if self.config.run_loop:
@@ -169,6 +171,8 @@ class Service:
                 ups.append((ev.job, {"state": "running", "start_time": ev.t}))
             elif ev.kind == "finish":
                 ups.append((ev.job, {"state": "finished", "end_time": ev.t}))
+            elif ev.kind == "cancel":  # cancelled in the source itself (scancel), or through us
+                ups.append((ev.job, {"state": "cancelled", "end_time": ev.t}))
             elif ev.kind in ("preempt", "requeue"):
                 ups.append((ev.job, {"state": "pending", "start_time": None}))
         self.store.apply_job_updates(ups, clock=self.loop.now())
@@ -351,6 +355,9 @@ class Service:
             self._refuse(who, f"node.{action}", node, f"{who.role} may not {action} nodes; admin only")
         if node not in self.source.table.names:
             raise ApiError(404, f"no node {node!r}", "name")
+        if not getattr(self.source, "node_actions", True):
+            raise ApiError(409, f"{self.source.name}: {action} {node} with the source's own tools "
+                           "(kubectl cordon / drain / uncordon); the next read shows it", "action")
         if action not in NODE_ACTIONS:
             raise ApiError(422, f"action must be one of {', '.join(NODE_ACTIONS)}", "action")
         before = self.store.node_states().get(node, "up")

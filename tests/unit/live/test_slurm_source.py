@@ -12,6 +12,8 @@ tests/integration/test_serve_slurm.py.
 from __future__ import annotations
 
 import json
+import socket
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,8 +21,10 @@ import pytest
 
 from gpufleet.adapters.slurm.mapping import SbatchRequest
 from gpufleet.adapters.slurm.queue import QueueSnapshot
-from gpufleet.adapters.slurm.reader import SlurmCommandError, job_from_json
+from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, job_from_json
 from gpufleet.adapters.slurm.rest import (
+    JwtToken,
+    SlurmCommands,
     SlurmView,
     nodes_from_rest,
     parse_sshare,
@@ -30,6 +34,10 @@ from gpufleet.adapters.slurm.rest import (
 from gpufleet.live.explain import explain
 from gpufleet.live.loop import LiveLoop
 from gpufleet.live.slurm import SlurmSource
+from gpufleet.model.fleet import Fleet
+from gpufleet.service.auth import SYSTEM
+from gpufleet.service.config import ServiceConfig
+from gpufleet.service.runtime import Service
 from gpufleet.testing.builders import job
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "slurmrestd"
@@ -112,6 +120,11 @@ def test_one_read_gives_the_engine_every_pending_job_and_the_running_one_on_its_
     assert int(src.table.gpu_total.sum()) == 32 and int(src.table.gpu_free.sum()) == 8
     assert src.out_of_service == {"gpu004": "drain"}
     assert src.health().ok and "2 pending, 1 running" in src.health().detail
+    about = src.about()
+    assert about["partitions"] == {"gpu": ["gpu001", "gpu002", "gpu003", "gpu004"]}
+    assert about["accounts"] == ["prod", "research"]
+    assert [r["name"] for r in about["reservations"]] == ["maint"] and not about["reservations"][0]["active"]
+    assert {(f["account"], f["user"]) for f in about["fairshare"]} >= {("research", "root"), ("prod", "root")}
 
 
 def test_the_engine_explains_a_pending_slurm_job_with_its_reservation_behind_the_running_one():
@@ -183,3 +196,90 @@ def test_a_job_slurm_holds_back_is_explained_in_slurms_words_not_planned():
     assert e is not None and e.state == "pending" and e.reason == "held"
     assert e.summary == ("waiting in slurm (JobHeldAdmin): it is held (by its user or an administrator) "
                          "until released")
+
+
+def test_a_job_slurm_lists_as_cancelled_is_a_cancel_and_one_that_completed_a_finish():
+    """squeue keeps ended jobs for MinJobAge with their final state: job 3 CANCELLED (scancel,
+    or our API's cancel) and job 2 COMPLETED between two reads."""
+    api = Replay()
+    src = SlurmSource(api)
+    src.poll(0.0)
+    view = recorded_view()
+    api.views = [replace(view, queue=replace(view.queue, jobs=tuple(j for j in view.queue.jobs
+                                                                    if j.job_id == "1")),
+                         ended={"3": "CANCELLED", "2": "COMPLETED"})]
+    events = src.poll(1.0)
+    assert [(e.kind, e.job, e.detail) for e in events] == [("finish", "2", "COMPLETED"),
+                                                           ("cancel", "3", "CANCELLED")]
+
+
+def test_the_jwt_is_minted_with_scontrol_token_and_renewed_after_80_percent_of_its_life():
+    """``scontrol token`` prints ``SLURM_JWT=<token>`` (what tools/slurm-emulated-cluster.sh's
+    ``token`` reads); with a 3600 s lifespan the next one is minted after 2880 s."""
+    minted: list[list[str]] = []
+
+    def scontrol(argv):  # noqa: ANN001, ANN202 (a Runner: argv in, stdout out)
+        minted.append(list(argv))
+        return f"SLURM_JWT=token{len(minted)}\n"
+    t = [0.0]
+    tok = JwtToken(run=scontrol, user="root", lifespan_s=3600, clock=lambda: t[0])
+    assert tok() == "token1" and minted == [["scontrol", "token", "username=root", "lifespan=3600"]]
+    t[0] = 2880.0
+    assert tok() == "token1"
+    t[0] = 2880.5
+    assert tok() == "token2" and len(minted) == 2
+    assert JwtToken(fixed="given")() == "given"
+
+
+def test_a_restart_over_slurm_sends_nothing_again_and_keeps_what_slurm_runs(tmp_path):
+    """The store holds a job submitted through the API (Slurm's id 101); a new service over the
+    same store and the same Slurm resubmits nothing and leaves the record as it was."""
+    api = Replay()
+    cfg = ServiceConfig(fleet=Fleet(()), data_dir=tmp_path, source="slurm", run_loop=False,
+                        argon2_time_cost=1, argon2_memory_kib=1024)
+    svc = Service(cfg, source=SlurmSource(api))
+    rec, created = svc.submit(SYSTEM, {"tenant": "research", "run_time": 600,
+                                       "pod_sets": [{"replicas": 2, "gpus": 8}]}, "key-1")
+    assert created and rec.id == "101" and len(api.sent) == 1
+    svc.store.apply_job_updates([("101", {"state": "running", "start_time": 5.0})])
+    svc.store.close()
+    again = Service(cfg, source=SlurmSource(api))
+    assert len(api.sent) == 1 and again.restored == 1
+    assert again.store.job("101").state == "running"
+    replay, created = again.submit(SYSTEM, {"tenant": "research", "run_time": 600,
+                                            "pod_sets": [{"replicas": 2, "gpus": 8}]}, "key-1")
+    assert not created and replay.id == "101" and len(api.sent) == 1
+    again.store.close()
+
+
+def test_an_overdue_estimate_does_not_rerun_the_cycle_until_slurm_is_read_again():
+    """Job 1's reservation starts when job 3's limit ends; past that time Slurm has not started it
+    yet, but the same input gives the same answer: five ticks without a read run one cycle (the
+    loop's idle cycle, every 60 s of source time), not five."""
+    t = [recorded_view().queue.taken_at]
+    src = SlurmSource(Replay(), poll_s=3.0, wall=lambda: t[0])
+    loop = LiveLoop(src, epoch=t[0], clock=lambda: t[0])
+    loop.tick()
+    assert loop.cycles == 1 and src.reservations
+    t[0] = max(r.start for r in src.reservations) + 1.0     # every reservation overdue
+    src._last_poll = t[0]                                     # read just now: nothing new
+    for _ in range(5):
+        loop.tick()
+    assert loop.cycles == 2
+
+
+def test_without_slurmrestd_a_gone_slurmctld_is_reported_within_seconds(tmp_path):
+    """The client commands would wait MessageTimeout × retries; the read checks the controller
+    slurm.conf names first (one TCP connection, 2 s at most): a port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]          # free once closed: nothing listens there
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(f"ClusterName=gone\nSlurmctldHost=ctl(127.0.0.1)\nSlurmctldPort={port}\n")
+    src = SlurmSource(SlurmCommands(SlurmCli(str(conf)), slurm_conf=str(conf), check=True))
+    t0 = time.monotonic()
+    events = src.poll(0.0)
+    assert time.monotonic() - t0 < 5
+    assert [e.kind for e in events] == ["source-down"]
+    err = src.health().last_error
+    assert "no slurmctld answers" in err and f"127.0.0.1:{port}" in err

@@ -33,9 +33,14 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
     with TestClient(create_app(cfg, svc)) as client:
         h = client.get("/healthz").json()
         assert h["status"] == "ok" and h["source_reachable"] is True and h["source"] == "kubernetes"
+        src_view = client.get("/api/v1/source", headers=admin).json()
+        assert src_view["name"] == "kubernetes" and src_view["about"]["mode"] == "observer"
         # a gang's id is namespace/name: the explain route takes it as it is
         e = client.get("/api/v1/jobs/default/train/explain", headers=admin).json()
         assert e["job"] == "default/train" and e["state"] == "pending", e
+
+        r = client.post("/api/v1/nodes/a/cordon", headers=admin)
+        assert r.status_code == 409 and "kubectl cordon" in r.json()["error"]["message"]
 
         net.down = True
         t[0] += 1
@@ -46,6 +51,7 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
         assert "ConnectionRefusedError" in h.json()["source_last_error"]
         s = client.get("/api/v1/summary", headers=admin).json()
         assert s["source_reachable"] is False and s["pending_jobs"] == 1      # the last world read
+        assert 'gpufleet_source_up{source="kubernetes"} 0.0' in client.get("/metrics", headers=admin).text
 
         r = client.post("/api/v1/jobs", headers=admin,
                         json={"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 1}]})

@@ -32,9 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.adapters.slurm.controller import NoController, check_controller
 from gpufleet.adapters.slurm.hostlist import expand
 from gpufleet.adapters.slurm.mapping import SbatchRequest
-from gpufleet.adapters.slurm.queue import NodeState, QueueSnapshot
+from gpufleet.adapters.slurm.queue import NodeState, QueuedJob, QueueSnapshot
 from gpufleet.adapters.slurm.reader import (
     Runner,
     SlurmCommandError,
@@ -42,12 +43,34 @@ from gpufleet.adapters.slurm.reader import (
     build_snapshot,
     job_from_json,
     parse_scontrol_kv,
+    parse_squeue_json,
 )
 from gpufleet.adapters.slurm.writer import parse_job_id, sbatch_argv
 from gpufleet.traces.slurm_sacct import parse_tres
 
 API = "v0.0.38"
 SSHARE_FORMAT = "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare"
+
+
+#: Accounts and fair share change slowly and cost the most to read (slurmdbd: ~0.3 s of the
+#: ~0.34 s a whole read took through slurmrestd on the emulated cluster, bench/README.md): they
+#: are read at most this often, the queue and nodes every poll.
+SLOW_S = 30.0
+
+
+@dataclass
+class Every:
+    """A value computed again only when ``period_s`` has passed (or never computed yet)."""
+
+    period_s: float
+    clock: Callable[[], float] = time.monotonic
+    _at: float = float("-inf")
+    _value: Any = None
+
+    def get(self, compute: Callable[[], Any]) -> Any:
+        if self.clock() - self._at >= self.period_s:
+            self._value, self._at = compute(), self.clock()
+        return self._value
 
 
 class SlurmRefused(SlurmCommandError):
@@ -87,6 +110,9 @@ class SlurmView:
     reservations: tuple[SlurmReservation, ...] = ()
     accounts: tuple[str, ...] = ()
     fairshare: tuple[FairShare, ...] = ()
+    #: Jobs that ended and are still listed (for MinJobAge): job id -> final state (COMPLETED,
+    #: CANCELLED, FAILED, TIMEOUT, …).
+    ended: dict[str, str] = field(default_factory=dict)
 
 
 def _gpus_used(gres_used: str) -> int:
@@ -223,6 +249,7 @@ class SlurmRest:
     #: sshare (fair share) and the node/job control commands slurmrestd 22.05 lacks.
     cli: Runner | None = None
     name: str = "slurmrestd"
+    _slow: Every = field(default_factory=lambda: Every(SLOW_S))
 
     def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None
@@ -261,18 +288,20 @@ class SlurmRest:
 
     def view(self) -> SlurmView:
         taken_at = time.time()
-        jobs = self.get("jobs")
-        nodes = self.get("nodes")
-        queue = QueueSnapshot(taken_at, tuple(j for j in (job_from_json(x, "slurmrestd /jobs")
-                                                          for x in jobs.get("jobs") or [])
-                                              if j.pending or j.running), nodes_from_rest(nodes))
+        every = tuple(job_from_json(x, "slurmrestd /jobs") for x in self.get("jobs").get("jobs") or [])
+        queue = QueueSnapshot(taken_at, tuple(j for j in every if j.pending or j.running),
+                              nodes_from_rest(self.get("nodes")))
         res = reservations_from_rest(self.get("reservations"))
+        accounts, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, accounts, shares, ended=_ended(every))
+
+    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
             assoc = self._call("GET", f"/slurmdb/{API}/associations")
             accounts = tuple(sorted({str(a["account"]) for a in assoc.get("associations") or []}))
         except SlurmCommandError:
             accounts = ()  # slurmdbd absent or not on JWT: the queue is still read
-        return SlurmView(queue, res, accounts, _sshare(self.cli))
+        return accounts, _sshare(self.cli)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         out = self._call("POST", f"/slurm/{API}/job/submit", rest_job(request, command))
@@ -295,6 +324,10 @@ class SlurmRest:
         self.get("ping")
 
 
+def _ended(jobs: tuple[QueuedJob, ...]) -> dict[str, str]:
+    return {j.job_id: j.state for j in jobs if not (j.pending or j.running)}
+
+
 def _sshare(cli: Runner | None) -> tuple[FairShare, ...]:
     if cli is None:
         return ()
@@ -311,22 +344,38 @@ class SlurmCommands:
 
     run: Runner
     name: str = "slurm commands"
+    #: The slurm.conf the commands read: each read first opens one TCP connection to a
+    #: slurmctld it names (controller.py, 2 s), so a controller that is gone costs 2 s, not the
+    #: clients' MessageTimeout × retries (40 s measured in ``slurm compare``). None: no check.
+    slurm_conf: str | None = None
+    check: bool = False
     reader: SlurmReader = field(init=False)
+    _slow: Every = field(default_factory=lambda: Every(SLOW_S))
 
     def __post_init__(self) -> None:
         self.reader = SlurmReader(self.run)
 
     def view(self) -> SlurmView:
+        if self.check:
+            try:
+                check_controller(self.slurm_conf)
+            except NoController as e:
+                raise SlurmCommandError(str(e)) from None
         taken_at = time.time()
-        queue = build_snapshot(self.run(["squeue", "--json"]), self.run(["scontrol", "show", "node", "-o"]),
+        squeue = self.run(["squeue", "--json"])
+        queue = build_snapshot(squeue, self.run(["scontrol", "show", "node", "-o"]),
                                "", self.run(["scontrol", "show", "job", "-o"]), taken_at)
         res = parse_scontrol_reservations(self.run(["scontrol", "show", "reservation", "-o"]))
+        accounts, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, accounts, shares, ended=_ended(parse_squeue_json(squeue)))
+
+    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
         try:
             assoc = self.run(["sacctmgr", "-n", "-P", "show", "assoc", "format=Account"])
             accounts = tuple(sorted({a.strip() for a in assoc.splitlines() if a.strip()}))
         except SlurmCommandError:
             accounts = ()
-        return SlurmView(queue, res, accounts, _sshare(self.run))
+        return accounts, _sshare(self.run)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
 from pydantic import BaseModel, Field
@@ -65,6 +65,27 @@ def set_quota(tenant: Name, flavor: Name, body: QuotaIn, svc: Svc, who: Caller) 
     """Set a tenant queue's quota for one GPU flavor. Admin only."""
     svc.change_quota(who, tenant, flavor, FlavorQuota(body.nominal, body.borrowing_limit, body.lending_limit))
     return body
+
+
+class SourceView(BaseModel):
+    name: str
+    reachable: bool
+    detail: str
+    since: float | None
+    last_error: str
+    #: What the source read beside its queue (slurm: partitions, reservations, accounts, fair
+    #: share from sshare; kubernetes: mode, the analysis' notes); empty for virtual.
+    about: dict[str, Any] = {}
+
+
+@router.get("/source")
+def source(svc: Svc, who: Caller) -> SourceView:
+    """The source of truth: whether it answers, since when, and what it read beside the queue."""
+    snap = svc.snapshot()
+    about = snap.extra.get("about", {})
+    return SourceView(name=snap.source, reachable=snap.health.ok, detail=snap.health.detail,
+                      since=snap.health.since, last_error=snap.health.last_error,
+                      about=about if isinstance(about, dict) else {})
 
 
 @router.get("/jobs/{job_id:path}/explain")
