@@ -139,6 +139,25 @@ class Service:
     # --- jobs ---------------------------------------------------------------------------------
     def submit(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
         """Store a submission (durable on return) and post it to the loop: (record, created)."""
+        rec, job, audit_row = self._prepare(who, body, key)
+        try:
+            stored, created = self.store.add_job(rec, audit=audit_row)
+        except KeyError:
+            raise ApiError(409, f"id: job {rec.id!r} exists already", "id") from None
+        return self._accepted(stored, created, rec, job)
+
+    async def submit_async(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
+        """``submit`` for the web server's event loop: validation runs there (no I/O), the
+        store's group commit is awaited, no worker thread is held while the disk syncs."""
+        rec, job, audit_row = self._prepare(who, body, key)
+        try:
+            stored, created = await self.store.add_job_async(rec, audit=audit_row)
+        except KeyError:
+            raise ApiError(409, f"id: job {rec.id!r} exists already", "id") from None
+        return self._accepted(stored, created, rec, job)
+
+    def _prepare(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, Job, dict[str, Any]]:
+        """The checked submission: its record, its job and its audit row (ApiError otherwise)."""
         if key is not None and not (1 <= len(key) <= 256):
             raise ApiError(422, "Idempotency-Key: 1 to 256 characters", "Idempotency-Key")
         try:
@@ -161,13 +180,11 @@ class Service:
         now = time.time()
         rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
                         t, None, None, key, digest, who.actor, now, now)
-        try:
-            stored, created = self.store.add_job(rec, audit=self._audit_row(
-                who, "job.submit", jid, None, _record_view(rec)))
-        except KeyError:
-            raise ApiError(409, f"id: job {jid!r} exists already", "id") from None
+        return rec, job, self._audit_row(who, "job.submit", jid, None, _record_view(rec))
+
+    def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
         if not created:
-            return self._replay(stored, digest, key)
+            return self._replay(stored, rec.body_hash, rec.idempotency_key)
         self.metrics.submitted.labels(job.tenant).inc()
         self.loop.post(self._submit_command(job))
         return stored, True

@@ -68,10 +68,12 @@ def job_out(svc: Service, r: JobRecord) -> JobOut:
              responses={200: {"description": "a retry: the job first submitted with this key"},
                         409: {"description": "the job id exists"},
                         422: {"description": "bad input: the field and the reason"}})
-def submit(svc: Svc, who: Caller, body: Annotated[dict[str, Any], Body(
+async def submit(svc: Svc, who: Caller, body: Annotated[dict[str, Any], Body(
         description="One job of the trace format (gpufleet schema trace); submit_time and id optional")],
         idempotency_key: Annotated[str | None, Header(max_length=256)] = None) -> JSONResponse:
-    rec, created = svc.submit(who, body, idempotency_key)
+    """(async: validation is CPU only, and the store's group commit is awaited, so a submission
+    in flight holds no worker thread; a refusal's audit row, rare, is written inline)"""
+    rec, created = await svc.submit_async(who, body, idempotency_key)
     return JSONResponse(job_out(svc, rec).model_dump(mode="json"), 201 if created else 200,
                         headers={"Location": f"/api/v1/jobs/{rec.id}"})
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,68 +26,12 @@ from sqlalchemy import Connection, create_engine, event, func, insert, select, u
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
+from gpufleet.service.store.group import GroupCommit
 from gpufleet.service.store.schema import LIVE_STATES, audit, jobs, meta, node_state, quota, tokens
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: pg_advisory_lock key for migrations (any constant shared by all replicas): "gpuf" in ASCII.
 MIGRATION_LOCK = 0x67707566
-
-
-class GroupCommit:
-    """One thread commits every submission waiting, in one transaction, then wakes their callers.
-
-    With ``synchronous=FULL`` each SQLite commit waits for the disk (an fsync, milliseconds); a
-    commit per request bounds submissions at one per fsync however many threads ask. Grouped,
-    the k requests that arrived during one commit share the next, so the rate scales with k while
-    each caller still returns only after its own row is on disk (Gray & Reuter, *Transaction
-    Processing*, 1993, §9.4.7 on group commit)."""
-
-    def __init__(self, insert: Callable[[list[tuple[dict[str, Any], dict[str, Any] | None]]], list[bool]],
-                 most: int = 512) -> None:
-        self._insert = insert
-        self._most = most
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="gpufleet-group-commit", daemon=True)
-        self._stopped = False
-        self._thread.start()
-
-    def put(self, row: dict[str, Any], audit_row: dict[str, Any] | None) -> bool:
-        done = threading.Event()
-        box: list[object] = []
-        self._q.put((row, audit_row, done, box))
-        done.wait()
-        if isinstance(box[0], BaseException):
-            raise box[0]
-        return bool(box[0])
-
-    def _run(self) -> None:
-        while True:
-            first = self._q.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self._most:
-                try:
-                    item = self._q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._q.put(None)
-                    break
-                batch.append(item)
-            try:
-                results: list[object] = list(self._insert([(r, a) for r, a, _, _ in batch]))
-            except Exception as e:  # the store failed: every caller of this group learns it
-                results = [e] * len(batch)
-            for (_, _, done, box), res in zip(batch, results, strict=True):
-                box.append(res)
-                done.set()
-
-    def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._q.put(None)
-            self._thread.join(timeout=10)
 
 
 class StoreError(Exception):
@@ -137,6 +80,11 @@ def _job(row: Any) -> JobRecord:
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
+    # The sqlite3 module's own transaction handling is off (SQLAlchemy's pysqlite recipe): it
+    # opens a transaction only at the first INSERT/UPDATE, so a SAVEPOINT before it began one of
+    # its own and RELEASE committed it: each job of a group was its own commit and fsync (46
+    # submissions/s). ``_sqlite_begin`` emits BEGIN when SQLAlchemy begins.
+    dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
@@ -145,11 +93,21 @@ def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
     cur.close()
 
 
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN")
+
+
 def _normalise(url: str) -> str:
     """``postgresql://`` means psycopg 3 here (SQLAlchemy's default driver is psycopg2)."""
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
+
+
+def _audit_values(*, actor: str, role: str, action: str, target: str, outcome: str, detail: str = "",
+                  before: Any = None, after: Any = None) -> dict[str, Any]:
+    return dict(at=time.time(), actor=actor, role=role, action=action, target=target[:512],
+                outcome=outcome, detail=detail, before=before, after=after)
 
 
 class Store:
@@ -177,6 +135,7 @@ class Store:
             raise StoreError(f"--db: {e}") from None
         if self.sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
         self._write = threading.Lock() if self.sqlite else None
         self.url = parsed.render_as_string(hide_password=True)
         try:
@@ -186,8 +145,8 @@ class Store:
         with self.engine.connect() as c:
             self._seq = int(c.execute(select(func.coalesce(func.max(jobs.c.seq), 0))).scalar_one())
         self._seq_lock = threading.Lock()
-        #: SQLite: submissions are committed in groups by one thread (group commit).
-        self._commits = GroupCommit(self._insert) if self.sqlite else None
+        #: Submissions are committed in groups by one thread (store/group.py).
+        self._commits = GroupCommit(self._insert)
 
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
@@ -200,8 +159,7 @@ class Store:
             command.upgrade(cfg, "head")
 
     def close(self) -> None:
-        if self._commits is not None:
-            self._commits.stop()
+        self._commits.stop()
         self.engine.dispose()
 
     @contextmanager
@@ -225,21 +183,44 @@ class Store:
         already used: the first job's row and False (found after the unique index refused the
         insert, so a first submission costs no lookup). A job id already taken (without a matching
         key) raises ``KeyError``."""
-        key = rec.idempotency_key
+        row = self._job_row(rec)
+        return self._added(rec, row, self._commits.put(row, audit))
+
+    async def add_job_async(self, rec: JobRecord, audit: dict[str, Any] | None = None
+                            ) -> tuple[JobRecord, bool]:
+        """``add_job`` for a coroutine: it awaits the group commit instead of blocking a thread
+        (the lookup after a refused key, rare, blocks)."""
+        row = self._job_row(rec)
+        return self._added(rec, row, await self._commits.put_async(row, audit))
+
+    def _job_row(self, rec: JobRecord) -> dict[str, Any]:
         row = {k: getattr(rec, k) for k in JobRecord.__slots__}
         row["seq"] = self._next_seq()
-        ok = self._commits.put(row, audit) if self._commits is not None else self._insert([(row, audit)])[0]
+        return row
+
+    def _added(self, rec: JobRecord, row: dict[str, Any], ok: bool) -> tuple[JobRecord, bool]:
         if not ok:
-            if key is not None:
-                found = self.job_by_key(key)
+            if rec.idempotency_key is not None:
+                found = self.job_by_key(rec.idempotency_key)
                 if found is not None:  # a concurrent retry with the same key won the race
                     return found, False
             raise KeyError(rec.id)
         return JobRecord(**row), True
 
     def _insert(self, items: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> list[bool]:
-        """Insert jobs (each with its audit row) in one transaction, each in a savepoint of its
-        own: a duplicate id or key fails that one only. True per job stored."""
+        """Insert jobs (each with its audit row) in one transaction: one executemany per table
+        (a statement built per row cost more than the fsync). When the unique index refuses one
+        (a duplicate id or key), again one savepoint per job, so only that one fails. True per
+        job stored."""
+        audits = [_audit_values(**a) for _, a in items if a is not None]
+        try:
+            with self.writing() as c:
+                c.execute(insert(jobs), [r for r, _ in items])
+                if audits:
+                    c.execute(insert(audit), audits)
+            return [True] * len(items)
+        except IntegrityError:
+            pass
         out = []
         with self.writing() as c:
             for row, audit_row in items:
@@ -339,10 +320,9 @@ class Store:
         return n > 0
 
     # --- audit --------------------------------------------------------------------------------
-    def audit(self, *, actor: str, role: str, action: str, target: str, outcome: str, detail: str = "",
-              before: Any = None, after: Any = None, c: Connection | None = None) -> None:
-        row = dict(at=time.time(), actor=actor, role=role, action=action, target=target[:512],
-                   outcome=outcome, detail=detail, before=before, after=after)
+    def audit(self, *, c: Connection | None = None, **what: Any) -> None:
+        """One audit row: actor, role, action, target, outcome, and detail, before, after."""
+        row = _audit_values(**what)
         if c is not None:
             c.execute(insert(audit).values(**row))
             return
