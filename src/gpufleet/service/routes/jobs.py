@@ -54,8 +54,9 @@ def job_out(svc: Service, r: JobRecord) -> JobOut:
     out = JobOut(id=r.id, tenant=r.tenant, state=r.state, priority=r.priority, gpus=r.gpus,
                  submit_time=r.submit_time, start_time=r.start_time, end_time=r.end_time,
                  submitted_by=r.submitted_by, body=r.body)
-    if r.state in ("pending", "running"):
-        live = views.job_view(svc.snapshot(), r.id)
+    snap = svc.live() if r.state in ("pending", "running") else None
+    if snap is not None:
+        live = views.job_view(snap, r.id)
         if live is not None:
             out.reason, out.status, out.reasons = live.reason, live.status, live.reasons
             out.estimated_start, out.nodes = live.estimated_start, live.nodes

@@ -27,11 +27,16 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from gpufleet.service.store.group import GroupCommit
-from gpufleet.service.store.schema import LIVE_STATES, audit, jobs, meta, node_state, quota, tokens
+from gpufleet.service.store.schema import LIVE_STATES, audit, changes, jobs, meta, node_state, quota, tokens
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: pg_advisory_lock key for migrations (any constant shared by all replicas): "gpuf" in ASCII.
 MIGRATION_LOCK = 0x67707566
+#: pg_advisory_xact_lock key held while a transaction numbers its change-log rows ("gpuc"): the
+#: numbers are then handed out in commit order across replicas, so a reader that has seen
+#: number n has seen every change before it (with a sequence, a transaction that drew 10 could
+#: commit after one that drew 11, and a reader at 11 would skip it for good).
+CHANGES_LOCK = 0x67707563
 
 
 class StoreError(Exception):
@@ -55,6 +60,8 @@ class JobRecord:
     created_at: float
     updated_at: float
     seq: int = 0
+    placement: list | None = None
+    starts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,9 +149,6 @@ class Store:
             self.migrate()
         except OperationalError as e:
             raise StoreError(f"--db {self.url}: cannot open the store ({e.orig})") from None
-        with self.engine.connect() as c:
-            self._seq = int(c.execute(select(func.coalesce(func.max(jobs.c.seq), 0))).scalar_one())
-        self._seq_lock = threading.Lock()
         #: Submissions are committed in groups by one thread (store/group.py).
         self._commits = GroupCommit(self._insert)
 
@@ -172,10 +176,38 @@ class Store:
         with self._write, self.engine.begin() as c:
             yield c
 
-    def _next_seq(self) -> int:
-        with self._seq_lock:
-            self._seq += 1
-            return self._seq
+    def _first_seq(self, c: Connection) -> int:
+        """The next change-log number, inside a write transaction (which holds it until commit)."""
+        if not self.sqlite:
+            c.exec_driver_sql(f"SELECT pg_advisory_xact_lock({CHANGES_LOCK})")
+        return int(c.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one()) + 1
+
+    def log_change(self, c: Connection, kind: str, target: str, data: Any = None) -> int:
+        """Append one change in the caller's write transaction; its number."""
+        seq = self._first_seq(c)
+        c.execute(insert(changes).values(seq=seq, at=time.time(), kind=kind, target=target[:512], data=data))
+        return seq
+
+    def changes_after(self, seq: int, limit: int = 20_000) -> list[dict[str, Any]]:
+        """Changes numbered above ``seq``, in order (what the leader has not applied yet)."""
+        q = select(changes).where(changes.c.seq > seq).order_by(changes.c.seq).limit(limit)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q)]
+
+    def last_change(self) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one())
+
+    def bodies(self, ids: Sequence[str]) -> dict[str, JobRecord]:
+        """Job records by id (one query per 500 ids)."""
+        out: dict[str, JobRecord] = {}
+        ids = list(ids)
+        with self.engine.connect() as c:
+            for k in range(0, len(ids), 500):
+                for r in c.execute(select(jobs).where(jobs.c.id.in_(ids[k:k + 500]))):
+                    rec = _job(r)
+                    out[rec.id] = rec
+        return out
 
     # --- jobs ---------------------------------------------------------------------------------
     def add_job(self, rec: JobRecord, audit: dict[str, Any] | None = None) -> tuple[JobRecord, bool]:
@@ -194,9 +226,7 @@ class Store:
         return self._added(rec, row, await self._commits.put_async(row, audit))
 
     def _job_row(self, rec: JobRecord) -> dict[str, Any]:
-        row = {k: getattr(rec, k) for k in JobRecord.__slots__}
-        row["seq"] = self._next_seq()
-        return row
+        return {k: getattr(rec, k) for k in JobRecord.__slots__}
 
     def _added(self, rec: JobRecord, row: dict[str, Any], ok: bool) -> tuple[JobRecord, bool]:
         if not ok:
@@ -215,7 +245,13 @@ class Store:
         audits = [_audit_values(**a) for _, a in items if a is not None]
         try:
             with self.writing() as c:
+                first = self._first_seq(c)
+                now = time.time()
+                for k, (row, _) in enumerate(items):
+                    row["seq"] = first + k
                 c.execute(insert(jobs), [r for r, _ in items])
+                c.execute(insert(changes), [dict(seq=r["seq"], at=now, kind="submit", target=r["id"],
+                                                 data=None) for r, _ in items])
                 if audits:
                     c.execute(insert(audit), audits)
             return [True] * len(items)
@@ -223,13 +259,18 @@ class Store:
             pass
         out = []
         with self.writing() as c:
+            seq = self._first_seq(c)
             for row, audit_row in items:
+                row["seq"] = seq
                 try:
                     with c.begin_nested():
                         c.execute(insert(jobs).values(**row))
+                        c.execute(insert(changes).values(seq=seq, at=time.time(), kind="submit",
+                                                         target=row["id"], data=None))
                         if audit_row is not None:
                             self.audit(c=c, **audit_row)
                     out.append(True)
+                    seq += 1
                 except IntegrityError:
                     out.append(False)
         return out
