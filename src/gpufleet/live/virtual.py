@@ -45,6 +45,8 @@ class VirtualSource:
     out_of_service: dict[str, str] = field(default_factory=dict)
     preemptions: int = 0
     lost_gpu_s: float = 0.0
+    #: The last failed node's running jobs and the GPU-seconds each lost.
+    failed_lost: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster = SimulatedCluster(self.fleet_)
@@ -100,7 +102,8 @@ class VirtualSource:
                 self._gen[jid] = gen + 1
                 self.preemptions += 1
                 self.lost_gpu_s += cost.lost_gpu_s
-                out.append(LiveEvent(t, "preempt", jid, detail=f"lost {cost.lost_s:.0f}s of work"))
+                out.append(LiveEvent(t, "preempt", jid, detail=f"lost {cost.lost_s:.0f}s of work",
+                                     lost_gpu_s=cost.lost_gpu_s))
         return out
 
     def _grace(self) -> float:
@@ -193,6 +196,7 @@ class VirtualSource:
         i = self.node_index(node)
         self.set_schedulable(node, False)
         hit = []
+        self.failed_lost = {}
         for jid, rj in list(self.cluster.running.items()):
             if any(b.node == i for b in rj.bindings):
                 cost = eviction_cost(rj, now, 0.0)
@@ -200,6 +204,7 @@ class VirtualSource:
                 self.cluster.evict(jid, cost.saved_s)
                 self._gen[jid] = self._gen.get(jid, 0) + 1
                 self.lost_gpu_s += cost.lost_gpu_s
+                self.failed_lost[jid] = cost.lost_gpu_s
                 hit.append(jid)
         hit += self.cluster.unbind_on(i)
         return hit

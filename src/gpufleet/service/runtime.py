@@ -229,7 +229,10 @@ class Service:
             elif ev.kind == "finish":
                 ups.append((ev.job, {"state": "finished", "end_time": ev.t}))
             elif ev.kind in ("preempt", "requeue"):
-                ups.append((ev.job, {"state": "pending", "start_time": None, "placement": None}))
+                count = jobs_table.c.preemptions if ev.kind == "preempt" else jobs_table.c.requeues
+                ups.append((ev.job, {"state": "pending", "start_time": None, "placement": None,
+                                     count.name: count + 1,
+                                     "lost_gpu_s": jobs_table.c.lost_gpu_s + ev.lost_gpu_s}))
         self.store.apply_job_updates(ups, clock=self.loop.now())
 
     # --- jobs ---------------------------------------------------------------------------------
@@ -361,7 +364,8 @@ class Service:
                 hit = src.fail_node(node, now)
                 src.out_of_service[node] = "fail"
                 return [LiveEvent(now, "fail", node=node)] + [
-                    LiveEvent(now, "requeue", jid, node, "its node failed") for jid in hit]
+                    LiveEvent(now, "requeue", jid, node, "its node failed",
+                              lost_gpu_s=src.failed_lost.get(jid, 0.0)) for jid in hit]
             src.set_schedulable(node, ok)
             if ok:
                 src.out_of_service.pop(node, None)

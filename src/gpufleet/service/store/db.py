@@ -62,6 +62,9 @@ class JobRecord:
     seq: int = 0
     placement: list | None = None
     starts: int = 0
+    preemptions: int = 0
+    requeues: int = 0
+    lost_gpu_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,6 +341,16 @@ class Store:
         q = select(jobs).where(jobs.c.state == "finished", jobs.c.end_time >= since).order_by(jobs.c.end_time)
         with self.engine.connect() as c:
             return [_job(r) for r in c.execute(q)]
+
+    def evictions(self, since: float = 0.0) -> dict[str, tuple[int, int, float]]:
+        """Per tenant, over jobs submitted at or after ``since`` that were ever evicted:
+        (preemptions, node-failure requeues, GPU-seconds lost)."""
+        q = (select(jobs.c.tenant, func.sum(jobs.c.preemptions), func.sum(jobs.c.requeues),
+                    func.sum(jobs.c.lost_gpu_s))
+             .where(jobs.c.submit_time >= since, (jobs.c.preemptions + jobs.c.requeues) > 0)
+             .group_by(jobs.c.tenant))
+        with self.engine.connect() as c:
+            return {t: (int(p), int(r), float(g)) for t, p, r, g in c.execute(q)}
 
     # --- tokens -------------------------------------------------------------------------------
     def add_token(self, rec: TokenRecord) -> None:

@@ -57,6 +57,11 @@ jobs = Table(
     Column("placement", JSON),
     #: How many times the job was started (a preemption or a failed node restarts it).
     Column("starts", Integer, nullable=False, server_default="0"),
+    #: Evictions by the scheduler (preemption), requeues after a node failed, and the GPU-seconds
+    #: of work they lost (what ran since the last checkpoint, engine/checkpoints.py).
+    Column("preemptions", Integer, nullable=False, server_default="0"),
+    Column("requeues", Integer, nullable=False, server_default="0"),
+    Column("lost_gpu_s", Float, nullable=False, server_default="0"),
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_tenant", jobs.c.tenant)

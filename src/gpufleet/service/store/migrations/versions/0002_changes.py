@@ -1,4 +1,5 @@
-"""The change log (``changes``) the scheduler leader reads, and where a running job runs.
+"""The change log (``changes``) the scheduler leader reads; where a running job runs; how often a
+job was evicted and the work that cost.
 
 Revision ID: 0002
 Revises: 0001
@@ -27,10 +28,15 @@ def upgrade() -> None:
     with op.batch_alter_table("jobs") as b:
         b.add_column(sa.Column("placement", sa.JSON))
         b.add_column(sa.Column("starts", sa.Integer, nullable=False, server_default="0"))
+        b.add_column(sa.Column("preemptions", sa.Integer, nullable=False, server_default="0"))
+        b.add_column(sa.Column("requeues", sa.Integer, nullable=False, server_default="0"))
+        b.add_column(sa.Column("lost_gpu_s", sa.Float, nullable=False, server_default="0"))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("jobs") as b:
+        for c in ("lost_gpu_s", "requeues", "preemptions"):
+            b.drop_column(c)
         b.drop_column("starts")
         b.drop_column("placement")
     op.drop_table("changes")
