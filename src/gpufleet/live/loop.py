@@ -13,9 +13,10 @@ source time otherwise (estimates drift as running jobs age).
 The loop's own cost is bounded two ways, both measured at 2,000 nodes and 100,000 pending
 (bench/README.md, "scale"):
 
-- A cycle's statuses are the engine's lazy ``StatusBoard``, published as it is: settling 100,000
-  reasons cost 0.4 s of the loop's 0.55 s cycle, and most cycles are never asked about. The first
-  reader settles it (``Settled``), once.
+- A cycle's statuses are the engine's lazy ``StatusBoard``, settled once on the loop's thread
+  before the snapshot is published (``Settled``): copying them into a dict of 100,000 entries
+  cost as much again. (Settled by its first reader instead, the loop was cheaper, but that
+  reader, an explain, waited 0.4 s for it: the explain p99.)
 - Cycles keep a duty ratio: the next one runs no sooner than ``duty`` × the last one's duration
   after it ended (changes wait and are taken together). With a 0.5 s cycle and ``duty=2`` the loop
   holds the interpreter at most a third of the time, so the web server in the same process keeps
@@ -172,6 +173,7 @@ class LiveLoop:
         result = decide(inp)
         events = self.source.apply(result, now)
         self.statuses = Settled(result.statuses)
+        len(self.statuses)  # settled here, before it is published: no reader waits for it
         self._last_cycle_at = now
         self._dirty = False
         took = time.perf_counter() - t0

@@ -17,13 +17,18 @@ Who leads (``Leadership``):
   the kernel closing the socket). Followers try again every ``poll_s``, so one leads again within
   about a second of the leader's death. The leader checks its connection as often; if it broke,
   the lock may be someone else's, and it stops acting (its loop stops) before anything else.
-- SQLite: one process owns the file; it leads.
+- SQLite: the process holding a POSIX lock (``lockf``) on ``<database>.leader``; the kernel drops
+  it when the process dies. Replicas then share one machine and its disk (a leader and followers
+  that take the web traffic: bench/serve_load.py ``--replicas``). POSIX locks belong to the
+  process, so services opened one after another in one process (tests, a restart) all lead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -41,8 +46,9 @@ class Leadership:
     def __init__(self, store: Store, poll_s: float = 1.0) -> None:
         self.store = store
         self.poll_s = poll_s
-        self.leading = store.sqlite
+        self.leading = False
         self._conn: Connection | None = None
+        self._fd: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -50,6 +56,8 @@ class Leadership:
         """Take the lock if it is free; whether this replica leads now."""
         if self.leading:
             return True
+        if self.store.sqlite:
+            return self._lock_file()
         try:
             if self._conn is None:
                 self._conn = self.store.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -60,6 +68,20 @@ class Leadership:
             return False
         self.leading = got
         return got
+
+    def _lock_file(self) -> bool:
+        path = self.store.engine.url.database
+        if not path or path == ":memory:":
+            self.leading = True
+            return True
+        if self._fd is None:
+            self._fd = os.open(f"{path}.leader", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+        self.leading = True
+        return True
 
     def still_leading(self) -> bool:
         if self.store.sqlite:
@@ -99,6 +121,9 @@ class Leadership:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._drop()
+        if self._fd is not None:
+            os.close(self._fd)  # releases the lock
+            self._fd = None
 
 
 def commands_of(rows: list[dict[str, Any]], fresh: dict[str, Any], store: Store

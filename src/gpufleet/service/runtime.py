@@ -175,8 +175,7 @@ class Service:
         if self.leadership.leading:
             self._announce()
             self.loop.start()
-        if not self.store.sqlite:
-            self.leadership.watch(self._took_over, self.loop.stop)
+        self.leadership.watch(self._took_over, self.loop.stop)
 
     def _took_over(self) -> None:
         self.restored = self._restore()

@@ -104,7 +104,10 @@ def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    conn.exec_driver_sql("BEGIN")
+    # A write takes the database's write lock at BEGIN (IMMEDIATE): a deferred one would read
+    # the change log's last number, then fail to upgrade when another process wrote meanwhile.
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("gpufleet_write")
+                         else "BEGIN")
 
 
 def _normalise(url: str) -> str:
@@ -176,8 +179,10 @@ class Store:
             with self.engine.begin() as c:
                 yield c
             return
-        with self._write, self.engine.begin() as c:
-            yield c
+        with self._write, self.engine.connect() as conn:
+            conn.execution_options(gpufleet_write=True)
+            with conn.begin():
+                yield conn
 
     def _first_seq(self, c: Connection) -> int:
         """The next change-log number, inside a write transaction (which holds it until commit)."""
