@@ -33,10 +33,12 @@ from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 from typing import Any
 
+from gpufleet.engine.incremental import CycleDelta, CycleMemo
 from gpufleet.engine.status import Status
 from gpufleet.live.decide import decide
 from gpufleet.live.snapshot import LiveSnapshot, take_snapshot
 from gpufleet.live.source import LiveEvent, Source
+from gpufleet.model.job import Job
 
 #: A command runs on the loop's thread with the source and source time; it returns what happened.
 Command = Callable[[Source, float], list[LiveEvent]]
@@ -52,6 +54,8 @@ class CycleRecord:
     build_s: float = 0.0
     pending: int = 0
     started: int = 0
+    #: The engine's shortcut that answered it (engine/incremental.py), "" for a full cycle.
+    reused: str = ""
 
 
 class Settled(Mapping[str, Status]):
@@ -111,6 +115,12 @@ class LiveLoop:
     _dirty: bool = False
     _next_cycle_wall: float = float("-inf")
     _snapshot: LiveSnapshot | None = None
+    #: What changed since the last cycle, for the engine's incremental cycle: the jobs posted as
+    #: arrivals, in order, and whether anything else happened (a command, a run's end, a due
+    #: reservation, time passing for an idle cycle): then the cycle runs in full.
+    _arrived: list[Job] = field(default_factory=list)
+    _other: bool = False
+    _memo: CycleMemo = field(default_factory=CycleMemo)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -120,8 +130,11 @@ class LiveLoop:
             self._wall0 = self.clock()
         return self.epoch + (self.clock() - self._wall0) * self.speed
 
-    def post(self, command: Command) -> None:
-        self._commands.put(command)
+    def post(self, command: Command, arrival: Job | None = None) -> None:
+        """Run ``command`` at the next tick. ``arrival``: the command only submits this job (the
+        next cycle may then be answered from the engine's memo); any other command makes the next
+        cycle a full one."""
+        self._commands.put((command, arrival))
 
     def snapshot(self) -> LiveSnapshot:
         """The state published by the last tick (built on first use before the loop runs)."""
@@ -140,18 +153,25 @@ class LiveLoop:
         changed = False
         while True:
             try:
-                cmd = self._commands.get_nowait()
+                cmd, arrival = self._commands.get_nowait()
             except Empty:
                 break
-            events += cmd(self.source, now)
+            happened = cmd(self.source, now)
+            events += happened
+            if arrival is not None and happened:
+                self._arrived.append(arrival)
+            elif arrival is None:
+                self._other = True
             changed = True
         moved = self.source.advance(now)
         events += moved
         self._dirty = self._dirty or changed or bool(moved)
         due = any(r.start <= now for r in self.source.reservations)
         cycled = False
-        if (self._dirty or due or now - self._last_cycle_at >= self.idle_cycle_s) \
+        idle = now - self._last_cycle_at >= self.idle_cycle_s
+        if (self._dirty or due or idle) \
                 and self.source.pending() and time.monotonic() >= self._next_cycle_wall:
+            self._other = self._other or bool(moved) or due or idle or not self._arrived
             events += self._cycle(now)
             cycled = True
         for sink in self.sinks:
@@ -170,15 +190,23 @@ class LiveLoop:
         self.cycles += 1
         inp = self.source.cycle_input(now, self.seed + self.cycles)
         t1 = time.perf_counter()
-        result = decide(inp)
+        delta = CycleDelta.unknown() if self._other else CycleDelta(arrived=tuple(self._arrived))
+        self._arrived, self._other = [], False
+        result, self._memo = decide(inp, delta, self._memo)
         events = self.source.apply(result, now)
-        self.statuses = Settled(result.statuses)
-        len(self.statuses)  # settled here, before it is published: no reader waits for it
+        if result.stats.reused:  # statuses for the arrivals only: the others keep theirs
+            merged = dict(self.statuses)
+            merged.update(result.statuses)
+            self.statuses = merged
+        else:
+            self.statuses = Settled(result.statuses)
+            len(self.statuses)  # settled here, before it is published: no reader waits for it
         self._last_cycle_at = now
         self._dirty = False
         took = time.perf_counter() - t0
         self._next_cycle_wall = time.monotonic() + self.duty * took
-        self.last = CycleRecord(now, took, t1 - t0, result.stats.pending, len(result.started))
+        self.last = CycleRecord(now, took, t1 - t0, result.stats.pending, len(result.started),
+                                result.stats.reused)
         for obs in self.cycle_observers:
             obs(took)
         return events

@@ -139,9 +139,11 @@ class Service:
         rows = self.store.changes_after(self._cursor)
         for row, rec in commands_of(rows, self._fresh, self.store):
             self._cursor = row["seq"]
+            if row["kind"] == "submit" and rec is not None and not isinstance(rec, Job):
+                rec = job_from_body(rec.body)
             cmd = self._command(row, rec)
-            if cmd is not None:
-                self.loop.post(cmd)
+            if cmd is not None:  # a submission only adds a job: the engine may reuse its memo
+                self.loop.post(cmd, rec if row["kind"] == "submit" else None)
 
     def _command(self, row: dict[str, Any], rec: Job | JobRecord | None):  # noqa: ANN202 (a Command)
         kind, target, data = row["kind"], row["target"], row["data"] or {}

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import time
 
-from tests.unit.service.conftest import job_body, serve
+from tests.unit.service.conftest import FLEET, ManualClock, job_body, serve
 
+from gpufleet.service.auth import SYSTEM
+from gpufleet.service.config import ServiceConfig
 from gpufleet.service.jobs import parse_submission, stored_body
+from gpufleet.service.runtime import Service
 from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
 
@@ -68,3 +71,28 @@ def test_history_counts_a_node_failure_and_the_work_it_lost(served):
     assert h["t"]["finished"] == 0 and h["t"]["wait_mean_s"] is None
     assert (h["t"]["preemptions"], h["t"]["requeues"]) == (0, 1)
     assert abs(h["t"]["lost_gpu_hours"] - 4 / 3) < 1e-6
+
+
+def test_under_strict_fifo_an_arrival_behind_the_blocked_head_is_answered_from_the_memo(tmp_path):
+    """gang-fifo on 64 GPUs: "a" takes 56, "head" (16) cannot fit the 8 left and stops the pass.
+    "later" (1 GPU) arrives behind it: the engine's behind-stop rule answers without a cycle over
+    the queue; "later" waits although it would fit (strict FIFO), and "head" keeps its reason."""
+    cfg = ServiceConfig(fleet=FLEET, data_dir=tmp_path / "d", policy="gang-fifo", run_loop=False,
+                        argon2_time_cost=1, argon2_memory_kib=1024)
+    svc = Service(cfg)
+    svc.loop.clock = ManualClock()
+    try:
+        svc.submit(SYSTEM, job_body("a", gpus=8, replicas=7), None)
+        svc.submit(SYSTEM, job_body("head", gpus=8, replicas=2), None)
+        svc.tick()
+        assert svc.loop.last.reused == ""
+        svc.submit(SYSTEM, job_body("later", gpus=1), None)
+        svc.tick()
+        snap = svc.snapshot()
+        assert svc.loop.last.reused == "behind-stop"
+        assert set(snap.running) == {"a"} and {"head", "later"} <= set(snap.pending)
+        assert snap.statuses["head"].code == "UNSCHEDULABLE"
+        assert "later" in snap.statuses
+    finally:
+        svc.stop()
+        svc.store.close()
