@@ -171,12 +171,26 @@ def test_a_what_if_on_the_blocked_gang_shows_the_answer_beside_todays(browser, s
     assert console_errors(browser) == []
 
 
-def test_a_study_compares_another_policy_with_todays(browser, server) -> None:
+def test_a_study_runs_in_the_background_with_progress_and_shows_today_first(
+        browser, server, artifacts) -> None:
+    """Other policies on today's queue (the simulator forked from the live state): the card polls
+    itself until the table is there, today's policy in its first row."""
     sign_in_as(browser, server, server.viewer)
     browser.get(server.url + "/studies")
-    browser.find_element(By.ID, "study-run").click()
-    table = wait(browser, 60).until(EC.visibility_of_element_located((By.ID, "study-table")))
-    assert "(today)" in table.text and len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
+    live(browser)
+    browser.find_element(By.ID, "run-policies").click()
+    card = wait(browser).until(EC.presence_of_element_located(
+        (By.CSS_SELECTOR, "#studies-list article.study")))
+    assert card.get_attribute("data-state") in ("waiting", "running", "done")
+    table = wait(browser, 120).until(EC.visibility_of_element_located(
+        (By.CSS_SELECTOR, "#studies-list table")))
+    rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 2 and "(today)" in rows[0].text
+    browser.find_element(By.ID, "run-spares").click()
+    wait(browser, 60).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#studies-list table")) == 2)
+    screenshot(browser, artifacts, "studies-results")
+    assert console_errors(browser) == []
+    assert axe_violations(browser) == []
 
 
 #: The job page's one-line state, '' until the loop has seen the job (the page then refreshes live).

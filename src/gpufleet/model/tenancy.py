@@ -28,7 +28,7 @@ Where we differ from Kueue, and why:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,9 @@ class FlavorQuota:
 
 
 NO_QUOTA = FlavorQuota(0, 0, 0)
+
+#: The GPUs' name in ``resource_groups`` (Kueue's resource name; a named resource "gpu" is another).
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,11 @@ class TenantQueue:
     #: Quota on resources other than GPUs, (flavor, resource, quota): ``cpu`` (cores),
     #: ``memory_gb`` or any named resource. The ``kueue`` profile enforces cpu and memory.
     resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
+    #: Kueue's resource groups: the resources each covers (``nvidia.com/gpu``, ``cpu``,
+    #: ``memory_gb``, a named one); a workload takes one flavor per group. Empty: one group over
+    #: everything, the GPU flavors carrying every resource. A group without GPUs has its own
+    #: flavors (names in ``resources`` that need not be GPU models), assigned apart from them.
+    resource_groups: tuple[tuple[str, ...], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -137,6 +145,8 @@ class Cohort:
     resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
     #: Fair-sharing weight of the cohort inside its parent (Kueue's Cohort .spec.fairSharing).
     weight: float = 1.0
+    #: Resource groups, as on TenantQueue.
+    resource_groups: tuple[tuple[str, ...], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -188,6 +198,22 @@ class Tenancy:
             for f, _ in t.quotas:
                 seen.setdefault(f, None)
         return tuple(seen)
+
+    def with_quota(self, tenant: str, flavor: str, q: FlavorQuota) -> Tenancy:
+        """This tenancy with ``tenant``'s quota for ``flavor`` set to ``q`` (a flavor the tenant had
+        no quota for is added last, so the order flavors are tried in stays as it was). KeyError
+        when there is no such tenant. ``_by_name`` is rebuilt, never shared with ``self``."""
+        if self.tenant(tenant) is None:
+            raise KeyError(tenant)
+        tenants = []
+        for t in self.tenants:
+            if t.name == tenant:
+                quotas = tuple((f, q if f == flavor else old) for f, old in t.quotas)
+                if not any(f == flavor for f, _ in t.quotas):
+                    quotas += ((flavor, q),)
+                t = replace(t, quotas=quotas)
+            tenants.append(t)
+        return replace(self, tenants=tuple(tenants), _by_name={})
 
     def priority_class(self, value: int) -> PriorityClass | None:
         return next((p for p in self.priority_classes if p.value == value), None)

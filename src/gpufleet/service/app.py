@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from gpufleet.service.config import ServiceConfig
 from gpufleet.service.dashboard import mount as mount_dashboard
 from gpufleet.service.errors import install_error_handlers
-from gpufleet.service.routes import fleet, health, jobs, ops, whatif
+from gpufleet.service.routes import diagnosis, fleet, health, jobs, ops, whatif
 from gpufleet.service.runtime import Service
 
 API = "/api/v1"
@@ -40,6 +40,7 @@ def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(ops.metrics_router)
+    app.include_router(diagnosis.router, prefix=API)  # before fleet's POST /nodes/{name}/{action}
     app.include_router(fleet.router, prefix=API)
     app.include_router(jobs.router, prefix=API)
     app.include_router(ops.router, prefix=API)

@@ -14,15 +14,22 @@ edits are re-applied, and the source clock goes on from where it was.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from dataclasses import replace
 from typing import Any
 
+from gpufleet.live.kube_api import OfficialKubeApi
+from gpufleet.live.kubernetes import MODES as KUBE_MODES
+from gpufleet.live.kubernetes import kubernetes_source
 from gpufleet.live.loop import LiveLoop
+from gpufleet.live.slurm import slurm_source
 from gpufleet.live.snapshot import LiveSnapshot
-from gpufleet.live.source import LiveEvent, Source
+from gpufleet.live.source import LiveEvent, Source, SourceRefused, SourceUnavailable
 from gpufleet.live.virtual import VirtualSource
 from gpufleet.model.errors import InputError
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import UnknownPolicy, profile
@@ -45,7 +52,7 @@ from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
 from gpufleet.service.store.schema import jobs as jobs_table
 
-SOURCES = ("virtual",)
+SOURCES = ("virtual", "slurm", "kubernetes")
 NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
 
 
@@ -53,11 +60,33 @@ def make_source(config: ServiceConfig) -> Source:
     if config.source not in SOURCES:
         raise InputError("--source", "", f"unknown source {config.source!r}; expected one of "
                          f"{', '.join(SOURCES)}")
+    if config.source == "slurm":
+        return slurm_source(rest_url=config.slurm_rest, slurm_conf=config.slurm_conf, jwt=config.slurm_jwt,
+                            user=config.slurm_user, fleet=config.fleet if config.fleet.nodes else None,
+                            poll_s=config.poll_s)
+    if config.source == "kubernetes":
+        if config.kube_mode not in KUBE_MODES:
+            raise InputError("--kube-mode", "", f"expected one of {', '.join(KUBE_MODES)}, "
+                             f"got {config.kube_mode!r}")
+        try:
+            api = OfficialKubeApi(config.kubeconfig)
+        except ImportError:
+            raise InputError("--source", "kubernetes", "needs the kubernetes client: pip install "
+                             "'gpufleet[k8s-scheduler]'") from None
+        except Exception as e:  # the client's config errors (no kubeconfig, no in-cluster token)
+            raise InputError("--kubeconfig", config.kubeconfig or "", f"no cluster to talk to: {e}") from None
+        return kubernetes_source(api, mode=config.kube_mode, poll_s=config.poll_s)
     try:
         prof = profile(config.profile_name, config.fleet.fabric)
     except UnknownPolicy as e:
         raise InputError("--policy", "", str(e)) from None
     return VirtualSource(config.fleet, prof, config.tenancy)
+
+
+def is_external(source: Source) -> bool:
+    """A real world that holds its own jobs (Slurm, Kubernetes): jobs are submitted to it and
+    changed in it from the request's thread and read back; its clock is the wall clock."""
+    return bool(getattr(source, "external", False))
 
 
 def _record_view(r: JobRecord) -> dict[str, Any]:
@@ -66,15 +95,21 @@ def _record_view(r: JobRecord) -> dict[str, Any]:
 
 
 class Service:
-    def __init__(self, config: ServiceConfig, store: Store | None = None) -> None:
+    def __init__(self, config: ServiceConfig, store: Store | None = None,
+                 source: Source | None = None) -> None:
         self.config = config
         self.store = store or Store(config.db_url)
         self.auth = Auth(self.store, config.argon2_time_cost, config.argon2_memory_kib)
-        self.source = make_source(config)
+        self.source = source if source is not None else make_source(config)
+        self.external = is_external(self.source)
+        #: One submission at a time to an external source: the idempotency check and the
+        #: submission must not interleave, or two retries could both reach Slurm.
+        self._send_lock = threading.Lock()
         clock = self.store.get_meta("clock")
-        epoch = float(clock) if clock is not None else 0.0
-        self.loop = LiveLoop(self.source, speed=config.speed, tick_s=config.tick_s, seed=config.seed,
-                             epoch=epoch)
+        # A real source runs on the wall clock (Slurm's and Kubernetes' times are epoch seconds).
+        epoch = time.time() if self.external else float(clock) if clock is not None else 0.0
+        self.loop = LiveLoop(self.source, speed=1.0 if self.external else config.speed, tick_s=config.tick_s,
+                             seed=config.seed, epoch=epoch)
         self.events = EventRing()
         self.loop.sinks.append(self._persist)
         self.loop.sinks.append(self.events.extend)
@@ -92,6 +127,8 @@ class Service:
         self.loop.before_tick.append(self._pull)
         self.leadership = Leadership(self.store)
         self.restored = self._restore() if self.leadership.try_lead() else 0
+        if self.external and self.leadership.leading:
+            self.loop.tick()  # the first read before the first request: nodes and jobs at once
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _restore(self) -> int:
@@ -108,7 +145,7 @@ class Service:
                 self.loop.post(self._node_command(node, state))
         recs = self.store.live_jobs()
         adopt = getattr(self.source, "adopt", None)
-        store = self.store
+        store, external = self.store, self.external
 
         def submit_all(src: Source, now: float) -> list[LiveEvent]:
             requeued = []
@@ -116,7 +153,7 @@ class Service:
                 job = job_from_body(r.body)
                 if job.id in src.pending() or job.id in src.running():
                     continue
-                if r.state == "running":
+                if r.state == "running" and not external:  # an external source still runs it
                     if adopt is not None and r.placement and r.start_time is not None \
                             and adopt(job, r.start_time, r.placement, now):
                         continue
@@ -147,6 +184,8 @@ class Service:
 
     def _command(self, row: dict[str, Any], rec: Job | JobRecord | None):  # noqa: ANN202 (a Command)
         kind, target, data = row["kind"], row["target"], row["data"] or {}
+        if self.external and kind not in ("node", "quota"):
+            return None  # sent to the source on the request's thread; its next read shows it
         if kind in ("submit", "release", "priority"):
             if rec is None:
                 return None
@@ -238,7 +277,11 @@ class Service:
 
     # --- jobs ---------------------------------------------------------------------------------
     def submit(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
-        """Store a submission (durable on return) and post it to the loop: (record, created)."""
+        """Store a submission (durable on return; the leader's loop takes it from the change
+        log): (record, created). An external source gets it first (``_submit_external``)."""
+        if self.external:
+            sub, digest = self._check(who, body, key)
+            return self._submit_external(who, sub, body, key, digest)
         rec, job, audit_row = self._prepare(who, body, key)
         try:
             stored, created = self.store.add_job(rec, audit=audit_row)
@@ -249,6 +292,8 @@ class Service:
     async def submit_async(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
         """``submit`` for the web server's event loop: validation runs there (no I/O), the
         store's group commit is awaited, no worker thread is held while the disk syncs."""
+        if self.external:  # the source's client blocks: a thread
+            return await asyncio.to_thread(self.submit, who, body, key)
         rec, job, audit_row = self._prepare(who, body, key)
         try:
             stored, created = await self.store.add_job_async(rec, audit=audit_row)
@@ -258,6 +303,17 @@ class Service:
 
     def _prepare(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, Job, dict[str, Any]]:
         """The checked submission: its record, its job and its audit row (ApiError otherwise)."""
+        sub, digest = self._check(who, body, key)
+        jid = sub.id or new_job_id()
+        t = sub.submit_time if sub.submit_time is not None else self.loop.now()
+        job = build_job(sub, jid, t)
+        now = time.time()
+        rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
+                        t, None, None, key, digest, who.actor, now, now)
+        return rec, job, self._audit_row(who, "job.submit", jid, None, _record_view(rec))
+
+    def _check(self, who: Principal, body: Any, key: str | None) -> tuple[Any, str]:
+        """The parsed submission and its digest, once the caller may make it (ApiError otherwise)."""
         if key is not None and not (1 <= len(key) <= 256):
             raise ApiError(422, "Idempotency-Key: 1 to 256 characters", "Idempotency-Key")
         try:
@@ -273,14 +329,7 @@ class Service:
         if ten is not None and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
-        digest = body_hash(body)
-        jid = sub.id or new_job_id()
-        t = sub.submit_time if sub.submit_time is not None else self.loop.now()
-        job = build_job(sub, jid, t)
-        now = time.time()
-        rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
-                        t, None, None, key, digest, who.actor, now, now)
-        return rec, job, self._audit_row(who, "job.submit", jid, None, _record_view(rec))
+        return sub, body_hash(body)
 
     def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
         if not created:
@@ -289,6 +338,35 @@ class Service:
         if self.leadership.leading and len(self._fresh) < 200_000:
             self._fresh[job.id] = job
         return stored, True
+
+    def _submit_external(self, who: Principal, sub: Any, body: Any, key: str | None,
+                         digest: str) -> tuple[JobRecord, bool]:
+        """Submit to the source first (Slurm gives the job its id), then store it under that id.
+
+        A retry with the same Idempotency-Key finds the stored record and sends nothing again;
+        the lock makes check, send and store one step among concurrent retries. Slurm refusing
+        is a 422 with its words, Slurm unreachable a 503; nothing is stored in either case."""
+        with self._send_lock:
+            if key is not None:
+                found = self.store.job_by_key(key)
+                if found is not None:
+                    return self._replay(found, digest, key)
+            t = self.loop.now()
+            job = build_job(sub, sub.id or new_job_id(), t)
+            try:
+                jid = self.source.send(job)  # type: ignore[attr-defined]
+            except SourceRefused as e:
+                raise ApiError(422, f"{self.source.name} refused the job: {e}", "body") from None
+            except SourceUnavailable as e:
+                raise ApiError(503, f"{self.source.name} cannot take submissions now: {e}") from None
+            job = replace(job, id=JobId(jid))
+            now = time.time()
+            rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus,
+                            stored_body(sub, jid, t), t, None, None, key, digest, who.actor, now, now)
+            stored, created = self.store.add_job(rec, audit=self._audit_row(
+                who, "job.submit", jid, None, {**_record_view(rec), "source": self.source.name}))
+        self.metrics.submitted.labels(job.tenant).inc()
+        return stored, created
 
     @staticmethod
     def _submit_command(job: Job, kind: str = "submit"):  # noqa: ANN205 (a loop Command)
@@ -348,6 +426,13 @@ class Service:
             body["priority"] = priority
             values = {"priority": priority, "body": body}
         after = {**_record_view(rec), **{k: v for k, v in values.items() if k != "body"}}
+        if self.external:
+            try:
+                self.source.control(action, job_id, priority)  # type: ignore[attr-defined]
+            except SourceRefused as e:
+                raise ApiError(409, f"{self.source.name} refused {action}: {e}", "state") from None
+            except SourceUnavailable as e:
+                raise ApiError(503, f"{self.source.name} cannot {action} now: {e}") from None
         with self.store.writing() as c:
             self.store.set_job(job_id, c, **values)
             self.store.audit(c=c, **self._audit_row(who, f"job.{action}", job_id, _record_view(rec), after))

@@ -62,7 +62,11 @@ def columns(snap: LiveSnapshot) -> Columns:
 
 
 class ColumnCache:
-    """The columns of the last snapshot asked about (one at a time: the loop publishes often)."""
+    """The columns of the last snapshot asked about (one at a time: the loop publishes often).
+
+    One build at a time: a second request for the same new snapshot (the live refresh of every
+    open Jobs page arrives together) waits for the first one's columns instead of building a copy
+    beside it on the same core."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -71,12 +75,9 @@ class ColumnCache:
 
     def get(self, snap: LiveSnapshot) -> Columns:
         with self._lock:
-            if self._snap is snap and self._cols is not None:
-                return self._cols
-        cols = columns(snap)
-        with self._lock:
-            self._snap, self._cols = snap, cols
-        return cols
+            if self._snap is not snap or self._cols is None:
+                self._cols, self._snap = columns(snap), snap
+            return self._cols
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,6 @@ page is refused and audited exactly as over the API.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -25,15 +23,24 @@ from gpufleet.live import views
 from gpufleet.live.explain import explain
 from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
-from gpufleet.service.dashboard import history, jobs_table, present, session, whatif_form
-from gpufleet.service.dashboard.format import duration_words, plural
+from gpufleet.service.dashboard import (
+    history,
+    jobs_table,
+    node_page,
+    present,
+    session,
+    stream,
+    studies,
+    study_page,
+    whatif_form,
+)
+from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
 
 HERE = Path(__file__).parent
 NAV = (("/", "Overview"), ("/queues", "Queues"), ("/jobs", "Jobs"), ("/nodes", "Nodes"),
        ("/history", "History"), ("/studies", "Studies"))
-NODE_ACTIONS = ("drain", "cordon", "uncordon")
 JOB_ACTIONS = ("hold", "release", "cancel")
 
 
@@ -45,8 +52,11 @@ class Dashboard:
                                           node_class=present.node_class)
         self.templates.env.filters["plural"] = plural
         self.templates.env.globals["duration_words"] = duration_words
+        self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())
         self.jobs = jobs_table.ColumnCache()
         self.sampler = history.AllocationSampler(svc)
+        self.notifier = stream.Notifier(svc.snapshot)
+        self.studies = studies.Studies(lambda snap: whatif_form.today_profile(svc, snap))
 
     def render(self, request: Request, name: str, who: Principal | None, status: int = 200,
                **ctx: Any) -> HTMLResponse:
@@ -128,12 +138,7 @@ def router(d: Dashboard) -> APIRouter:
                   for name in ("waits", "jct", "gpu_hours", "preemptions", "allocation")}
         return {"title": "History", "h": h, "charts": charts}
 
-    def studies_ctx(request: Request, who: Principal) -> dict:
-        return {"title": "Studies", "policies": sorted(PROFILES),
-                "today": d.svc.config.profile_name}
-
     page("/history", "history.html", history_ctx)
-    page("/studies", "studies.html", studies_ctx)
 
     # fragments: the live parts of pages, re-fetched on each decision event
     def fragment(path: str, template: str, build: Any) -> None:
@@ -195,38 +200,8 @@ def router(d: Dashboard) -> APIRouter:
                             what=e.message)
         return RedirectResponse(f"/jobs/{job_id}", 303)
 
-    @r.post("/studies/policy", response_class=HTMLResponse)
-    async def study_policy(request: Request) -> Response:
-        who = _guard_post(d, request)
-        if isinstance(who, Response):
-            return who
-        form = await _form(request)
-        snap = d.svc.snapshot()
-        try:
-            rows = await run_in_threadpool(whatif_form.compare_policies, d.svc, snap, form.get("policy", ""))
-        except ApiError as e:
-            return d.render(request, "study_result.html", who, e.status, error=e.message)
-        return d.render(request, "study_result.html", who, rows=rows, pending=len(snap.pending), error="")
-
-    @r.get("/nodes/{name}", response_class=HTMLResponse)
-    def node_page(name: str, request: Request) -> Response:
-        who = _guard(d, request)
-        if isinstance(who, Response):
-            return who
-        return _node(d, request, who, name)
-
-    @r.post("/nodes/{name}/{action}", response_class=HTMLResponse)
-    async def node_action(name: str, action: str, request: Request) -> Response:
-        who = _guard_post(d, request)
-        if isinstance(who, Response):
-            return who
-        if action not in NODE_ACTIONS:
-            return Response(f"Unknown action {action!r}.", status_code=404)
-        try:
-            state = d.svc.change_node(who, name, action)
-        except ApiError as e:
-            return _node(d, request, who, name, error=e.message, status=e.status)
-        return _node(d, request, who, name, done=f"{name}: {action} done; the node is now {state}.")
+    study_page.add_routes(r, d, _guard, _guard_post, _form)
+    node_page.add_routes(r, d, _guard, _guard_post, _form)
 
     @r.get("/ui/events")
     async def events(request: Request) -> Response:
@@ -238,19 +213,8 @@ def router(d: Dashboard) -> APIRouter:
         ring = d.svc.events
         after = request.query_params.get("after", "")
         seq = min(int(after), ring.last) if after.isdigit() and len(after) < 19 else ring.last
-
-        async def stream():  # noqa: ANN202
-            nonlocal seq
-            yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
-                batch, _ = ring.after(seq)
-                if batch:
-                    seq = batch[-1][0]
-                    kinds = sorted({ev["kind"] for _, ev in batch})
-                    yield f"id: {seq}\ndata: {json.dumps({'kinds': kinds, 'n': len(batch)})}\n\n"
-                await asyncio.sleep(0.1)
-
-        return StreamingResponse(stream(), media_type="text/event-stream",
+        body = stream.messages(ring, d.notifier, seq, request.is_disconnected)
+        return StreamingResponse(body, media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache"})
 
     @r.get("/login", response_class=HTMLResponse)
@@ -276,30 +240,23 @@ def router(d: Dashboard) -> APIRouter:
 
 
 async def _form(request: Request, limit: int = 16_384) -> dict[str, str]:
-    """A small urlencoded form (the login's), without python-multipart: first value per field."""
+    """A small urlencoded form, without python-multipart: a field sent more than once (a multiple
+    select) has its values joined with commas; too big a body, or more than 40 fields, is empty."""
     raw = await request.body()
     if len(raw) > limit:
         return {}
-    return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), max_num_fields=20).items()}
-
-
-def _node(d: Dashboard, request: Request, who: Principal, name: str, *, error: str = "", done: str = "",
-          status: int = 200) -> Response:
-    snap = d.svc.snapshot()
-    node = views.node(snap, name)
-    if node is None:
-        return d.render(request, "missing.html", who, 404, title="No such node", active="/nodes",
-                        what=f"No node {name!r} in this fleet.")
-    i = snap.table.names.index(name)
-    planned = sorted(r.job for r in snap.reservations if i in r.nodes)
-    template = "node_panel.html" if request.headers.get("hx-request") else "node.html"
-    return d.render(request, template, who, status, title=f"Node {name}", active="/nodes", node=node,
-                    planned=planned, error=error, done=done)
+    try:
+        fields = parse_qs(raw.decode("utf-8", "replace"), max_num_fields=40)
+    except ValueError:
+        return {}
+    return {k: ",".join(v) for k, v in fields.items()}
 
 
 def mount(app: FastAPI, svc: Service) -> None:
     """Add the dashboard's pages and static files to the service's app."""
     d = Dashboard(svc)
+    app.state.dashboard = d
     svc.loop.sinks.append(d.sampler.observe)
+    svc.loop.sinks.append(d.notifier.observe)   # last: the ring has the events when streams wake
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
     app.include_router(router(d))

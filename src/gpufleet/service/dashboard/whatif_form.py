@@ -14,12 +14,13 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+from gpufleet.engine.profile import Profile
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.live.whatif import Change, fork
 from gpufleet.model.job import Job
+from gpufleet.model.tenancy import FlavorQuota
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.errors import ApiError
-from gpufleet.service.routes.whatif import QuotaChange, _tenancy
 from gpufleet.service.runtime import Service
 
 SEEDS = 3
@@ -59,8 +60,13 @@ def _int(form: dict[str, str], key: str) -> int | None:
     return int(v)
 
 
+def today_profile(svc: Service, snap: LiveSnapshot) -> Profile:
+    """The profile the loop runs (the source's own), or the configured one by name."""
+    return getattr(svc.source, "profile", None) or profile(svc.config.profile_name, snap.fleet.fabric)
+
+
 def _answer(label: str, snap: LiveSnapshot, svc: Service, change: Change, probe: Job) -> Answer:
-    base = getattr(svc.source, "profile", None) or profile(svc.config.profile_name, snap.fleet.fabric)
+    base = today_profile(svc, snap)
     starts = [fork(snap, base, change, probe, seed=s, horizon_s=HORIZON_S).probe_start for s in range(SEEDS)]
     waits = sorted(t - snap.now for t in starts if t is not None)
     med = statistics.median(waits) if waits else None
@@ -96,7 +102,9 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
         flavor = form.get("flavor", "").strip() or flavors[0]
         if flavor not in flavors:
             raise ApiError(422, f"flavor: the fleet has {', '.join(flavors)}", "flavor")
-        tenancy = _tenancy(snap.tenancy, [QuotaChange(tenant=job.tenant, flavor=flavor, nominal=nominal)])
+        if snap.tenancy is None or snap.tenancy.tenant(job.tenant) is None:
+            raise ApiError(422, f"nominal: tenant {job.tenant!r} has no queue to change", "nominal")
+        tenancy = snap.tenancy.with_quota(job.tenant, flavor, FlavorQuota(nominal, None))
         words.append(f"tenant {job.tenant}'s {flavor} nominal quota {nominal}")
     if policy is not None:
         words.append(f"policy {policy}")
@@ -110,15 +118,3 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
         change_words=", ".join(words),
         basis=f"the simulator forked from the live state, {SEEDS} seeds, up to {HORIZON_S / 86400:g} days "
               "ahead (seed 0: run times as stated; the others: each remaining run time × U(0.5, 1))")
-
-
-def compare_policies(svc: Service, snap: LiveSnapshot, policy: str) -> list[tuple[str, object]]:
-    """Today's policy and another one on the live queue, one day ahead (seed 0): each ``Fork``'s
-    count of pending jobs started and their mean wait."""
-    if policy not in PROFILES:
-        raise ApiError(422, f"policy: expected one of {', '.join(PROFILES)}", "policy")
-    base = getattr(svc.source, "profile", None) or profile(svc.config.profile_name, snap.fleet.fabric)
-    today = fork(snap, base, Change(), None, seed=0, horizon_s=86400.0)
-    other = fork(snap, base, Change(profile=profile(policy, snap.fleet.fabric)), None, seed=0,
-                 horizon_s=86400.0)
-    return [(f"{svc.config.profile_name} (today)", today), (policy, other)]

@@ -67,7 +67,7 @@ def set_quota(tenant: Name, flavor: Name, body: QuotaIn, svc: Svc, who: Caller) 
     return body
 
 
-@router.get("/jobs/{job_id}/explain")
+@router.get("/jobs/{job_id:path}/explain")
 async def job_explain(job_id: Name, svc: Svc, who: Caller) -> Explanation:
     """(async: it reads the published snapshot, a few milliseconds of CPU; a worker thread would
     add two interpreter hand-offs, each up to a switch interval behind the loop's cycle)"""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from dataclasses import replace
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
@@ -57,24 +56,19 @@ class WhatIfOut(BaseModel):
     basis: str
 
 
-def _tenancy(base: Tenancy | None, changes: list[QuotaChange]) -> Tenancy | None:
+def quota_changed(base: Tenancy | None, changes: list[QuotaChange]) -> Tenancy | None:
+    """``base`` with each change applied in order (``Tenancy.with_quota``); None for no change;
+    ApiError (422, naming the change) when there is no tenancy or no such queue."""
     if not changes:
         return None
     if base is None:
         raise ApiError(422, "quota: this service runs without a tenancy", "quota")
-    tenants = list(base.tenants)
+    out = base
     for i, c in enumerate(changes):
-        k = next((n for n, t in enumerate(tenants) if t.name == c.tenant), None)
-        if k is None:
+        if out.tenant(c.tenant) is None:
             raise ApiError(422, f"quota.{i}.tenant: no queue {c.tenant!r}", f"quota.{i}.tenant")
-        t = tenants[k]
-        q = FlavorQuota(c.nominal, c.borrowing_limit)
-        quotas = tuple((f, q if f == c.flavor else old) for f, old in t.quotas)
-        if not any(f == c.flavor for f, _ in t.quotas):
-            quotas += ((c.flavor, q),)
-        tenants[k] = replace(t, quotas=quotas)
-    rest = {f: getattr(base, f) for f in Tenancy.__dataclass_fields__ if f not in ("tenants", "_by_name")}
-    return Tenancy(tenants=tuple(tenants), **rest)
+        out = out.with_quota(c.tenant, c.flavor, FlavorQuota(c.nominal, c.borrowing_limit))
+    return out
 
 
 @router.post("/whatif")
@@ -94,7 +88,7 @@ def whatif(body: WhatIfIn, svc: Svc, who: Caller) -> WhatIfOut:
             raise ApiError(422, f"drain.{i}: no node {n!r}", f"drain.{i}")
     if body.policy is not None and body.policy not in PROFILES:
         raise ApiError(422, f"policy: expected one of {', '.join(PROFILES)}", "policy")
-    change = Change(tuple(body.drain), _tenancy(snap.tenancy, body.quota),
+    change = Change(tuple(body.drain), quota_changed(snap.tenancy, body.quota),
                     profile(body.policy, snap.fleet.fabric) if body.policy else None)
     base = svc.source.profile if hasattr(svc.source, "profile") else profile(svc.config.profile_name)
     runs = []

@@ -427,6 +427,10 @@ class Store:
         c.execute(meta.delete().where(meta.c.key == key))
         c.execute(insert(meta).values(key=key, value=value))
 
-    def set_meta(self, key: str, value: str) -> None:
-        with self.writing() as c:
+    def set_meta(self, key: str, value: str, c: Connection | None = None) -> None:
+        """Set ``key``; inside the caller's transaction when given ``c`` (with its audit row)."""
+        if c is not None:
             self._set_meta(c, key, value)
+            return
+        with self.writing() as conn:
+            self._set_meta(conn, key, value)

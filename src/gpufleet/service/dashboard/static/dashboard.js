@@ -40,8 +40,9 @@
     });
   }
 
-  // One EventSource for the page; each decision event asks the live panels to refresh once
-  // (coalesced over 200 ms so a burst of decisions is one round of requests).
+  // One EventSource for the page; a decision event asks the live panels to refresh at once, and
+  // the events of the next 200 ms are coalesced into one more refresh at its end (a burst of
+  // decisions is two rounds of requests, and the first decision is on screen without waiting).
   function connectStream() {
     var body = document.body;
     var url = body.getAttribute("data-stream");
@@ -56,13 +57,18 @@
     }
     source.onopen = function () { say("live", "live"); };
     source.onerror = function () { say("lost", "reconnecting…"); };
-    source.onmessage = function (event) {
-      body.setAttribute("data-last-event", event.lastEventId || String(Date.now()));
-      if (pending) return;
+    var again = false;
+    function refresh() {
+      htmx.trigger(body, "fleet-changed");
       pending = setTimeout(function () {
         pending = null;
-        htmx.trigger(body, "fleet-changed");
+        if (again) { again = false; refresh(); }
       }, 200);
+    }
+    source.onmessage = function (event) {
+      body.setAttribute("data-last-event", event.lastEventId || String(Date.now()));
+      if (pending) { again = true; return; }
+      refresh();
     };
     window.addEventListener("beforeunload", function () { source.close(); });
   }
@@ -83,6 +89,20 @@
       btn.addEventListener("click", function () { btn.closest("dialog").close(); });
     });
   }
+
+  // <input type=file data-bundle-for=ID>: the chosen files become {name: text} JSON in the hidden
+  // field ID, so the form posts the bundle with the rest (the service diagnoses it: ops.diagnose).
+  document.addEventListener("change", function (event) {
+    var input = event.target;
+    if (!input.matches || !input.matches("input[type=file][data-bundle-for]")) return;
+    var hidden = document.getElementById(input.getAttribute("data-bundle-for"));
+    var files = Array.prototype.slice.call(input.files || []);
+    Promise.all(files.map(function (f) { return f.text(); })).then(function (texts) {
+      var bundle = {};
+      files.forEach(function (f, i) { bundle[f.name] = texts[i]; });
+      hidden.value = files.length ? JSON.stringify(bundle) : "";
+    });
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     localizeTimes(document);
