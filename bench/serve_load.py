@@ -2,14 +2,18 @@
 one what-if's latency, with a large fleet and a deep queue.
 
     python bench/serve_load.py [--nodes 2000] [--pending 100000] [--rate 1000] [--seconds 60]
+                               [--replicas 1] [--conns 64] [--explains 500] [--profile FILE]
 
 Steps: write a fleet file (NODES × 8 H100, leaves of 32); put PENDING jobs of 4–64 GPUs straight
 into a fresh SQLite store (the service's own Store, as acknowledged submissions), all bigger than
 the fleet's free room once the first ones start so they stay pending; start `gpufleet serve` on
-it (it restores them); then, over HTTP with one token:
-1. submissions: RATE per second for SECONDS (open loop: each sent at its time, at most 256 in
-   flight), each 1-GPU job with its own Idempotency-Key; achieved rate, p50/p99 latency;
-2. explain: 500 GETs of /jobs/{id}/explain for random pending jobs, one at a time; p50/p99;
+it (it restores them and leads), and REPLICAS-1 more on the same store (followers); then, over
+HTTP with one token:
+1. submissions: RATE per second for SECONDS (open loop: request i is due at i/RATE and its
+   latency counts from then; CONNS keep-alive connections, spread over the followers when there
+   are any, else the leader), each a 1-GPU job with its own Idempotency-Key; achieved rate,
+   p50/p99 latency; meanwhile ten explains a second to the leader (p50/p99 under load);
+2. explain: EXPLAINS GETs of /jobs/{id}/explain for random pending jobs, one at a time; p50/p99;
 3. what-if: POST /whatif for one 64-GPU shape a week ahead, one seed; its wall time.
 A benchmark, not a test: it prints figures and asserts nothing.
 """
@@ -82,44 +86,124 @@ def prepare(data: Path, nodes: int, pending: int) -> Path:
     return fleet
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-async def submissions(base: str, token: str, rate: float, seconds: float) -> dict:
-    import httpx
+class Conn:
+    """One keep-alive HTTP/1.1 connection, requests written and responses read by hand: httpx's
+    async pool spends more CPU per request than the server does (measured: the server idled at
+    48 submissions/s while the client was saturated), so the generator would measure itself."""
+
+    def __init__(self, host: str, port: int, token: str, auth: str | None = None) -> None:
+        self.host, self.port, self.token = host, port, token
+        #: The authentication header lines (default: the bearer token).
+        self.auth = auth if auth is not None else f"Authorization: Bearer {token}\r\n"
+        self.r: asyncio.StreamReader | None = None
+        self.w: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes, key: str) -> int:
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{self.auth}"
+                f"Idempotency-Key: {key}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        return await self._send(head + body)
+
+    async def get(self, path: str) -> int:
+        return await self._send(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{self.auth}\r\n".encode())
+
+    async def _send(self, data: bytes) -> int:
+        if self.w is None:
+            self.r, self.w = await asyncio.open_connection(self.host, self.port)
+        self.w.write(data)
+        assert self.r is not None
+        status_line = await self.r.readline()
+        length = 0
+        while True:
+            line = await self.r.readline()
+            if line in (b"\r\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        if length:
+            await self.r.readexactly(length)
+        return int(status_line.split()[1])
+
+    def close(self) -> None:
+        if self.w is not None:
+            self.w.close()
+            self.w = None
+
+
+async def submissions(host: str, ports: list[int], token: str, rate: float, seconds: float,
+                      conns: int = 64, prefix: str = "s", explain: tuple[int, list[str]] | None = None
+                      ) -> dict:
+    """Open loop: request i is due at t0 + i/rate; a connection takes the next due one. Latency
+    counts from the due time, so time spent waiting for a free connection is charged to the
+    server (no coordinated omission)."""
+    n = int(rate * seconds)
     lat: list[float] = []
-    errors = 0
-    sem = asyncio.Semaphore(256)
-    async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {token}"},
-                                 limits=httpx.Limits(max_connections=256), timeout=30) as client:
-        async def one(i: int) -> None:
-            nonlocal errors
-            async with sem:
-                t = time.perf_counter()
+    codes: dict[int, int] = {}
+    nxt = 0
+    t0 = time.perf_counter() + 0.1
+
+    async def worker(k: int) -> None:
+        nonlocal nxt
+        c = Conn(host, ports[k % len(ports)], token)
+        try:
+            while nxt < n:
+                i = nxt
+                nxt += 1
+                due = t0 + i / rate
+                d = due - time.perf_counter()
+                if d > 0:
+                    await asyncio.sleep(d)
+                body = json.dumps({"id": f"{prefix}{i:07d}", "run_time": 60,
+                                   "pod_sets": [{"replicas": 1, "gpus": 1}]}).encode()
                 try:
-                    r = await client.post("/api/v1/jobs", headers={"Idempotency-Key": f"bench-{i}"},
-                                          json={"id": f"s{i:07d}", "run_time": 60,
-                                                "pod_sets": [{"replicas": 1, "gpus": 1}]})
-                    ok = r.status_code == 201
-                except httpx.HTTPError:
-                    ok = False
-                lat.append(time.perf_counter() - t)
-                errors += not ok
-        t0 = time.perf_counter()
-        tasks = []
-        for i in range(int(rate * seconds)):
-            due = t0 + i / rate
-            d = due - time.perf_counter()
-            if d > 0:
-                await asyncio.sleep(d)
-            tasks.append(asyncio.create_task(one(i)))
-        await asyncio.gather(*tasks)
-        took = time.perf_counter() - t0
-    return {"sent": len(lat), "errors": errors, "achieved_per_s": round(len(lat) / took, 1),
-            "p50_ms": round(pct(lat, 50) * 1e3, 2), "p99_ms": round(pct(lat, 99) * 1e3, 2)}
+                    code = await c.post("/api/v1/jobs", body, f"bench-{prefix}-{i}")
+                except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+                    code = 0
+                    c.close()
+                lat.append(time.perf_counter() - due)
+                codes[code] = codes.get(code, 0) + 1
+        finally:
+            c.close()
+
+    during: list[float] = []
+
+    async def explains() -> None:
+        """Ten explains a second, one at a time, while the submissions run (the leader's)."""
+        assert explain is not None
+        port, ids = explain
+        c = Conn(host, port, token)
+        k = 0
+        try:
+            while nxt < n:
+                t = time.perf_counter()
+                await c.get(f"/api/v1/jobs/{ids[k % len(ids)]}/explain")
+                during.append(time.perf_counter() - t)
+                k += 1
+                await asyncio.sleep(max(0.0, 0.1 - (time.perf_counter() - t)))
+        finally:
+            c.close()
+
+    await asyncio.gather(*(worker(k) for k in range(conns)), *([explains()] if explain else []))
+    took = time.perf_counter() - t0
+    return {"sent": len(lat), "created": codes.get(201, 0),
+            "explain_during": {"n": len(during), "p50_ms": round(pct(during, 50) * 1e3, 2),
+                               "p99_ms": round(pct(during, 99) * 1e3, 2)},
+            "errors": len(lat) - codes.get(201, 0), "achieved_per_s": round(len(lat) / took, 1),
+            "p50_ms": round(pct(lat, 50) * 1e3, 2), "p99_ms": round(pct(lat, 99) * 1e3, 2),
+            "client_cpu_s": round(time.process_time(), 1)}
 
 
 def main() -> None:
@@ -128,7 +212,13 @@ def main() -> None:
     ap.add_argument("--pending", type=positive(int), default=100_000)
     ap.add_argument("--rate", type=positive(float), default=1000.0)
     ap.add_argument("--seconds", type=positive(float), default=60.0)
+    ap.add_argument("--conns", type=positive(int), default=64, help="Client connections.")
+    ap.add_argument("--replicas", type=positive(int), default=1,
+                    help="serve processes on the store: the leader, and REPLICAS-1 followers that take "
+                         "the submissions (explains and the what-if go to the leader).")
     ap.add_argument("--explains", type=positive(int), default=500)
+    ap.add_argument("--profile", type=Path, default=None,
+                    help="Run the server under py-spy and write its collapsed stacks here.")
     a = ap.parse_args()
     import httpx
     data = Path(tempfile.mkdtemp(prefix="serve-bench-"))
@@ -139,26 +229,55 @@ def main() -> None:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", "from gpufleet.cli.main import app; app()", "serve",
-                             "--port", str(port), "--data-dir", str(data), "--fleet", str(fleet)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    h = {"Authorization": f"Bearer {token}"}
-    try:
+    spy = [str(Path(sys.executable).parent / "py-spy"), "record", "--format", "raw", "-r", "50",
+           "-o", str(a.profile), "--"] if a.profile is not None else []
+
+    def serve(p: int, wrap: list[str]) -> subprocess.Popen:
+        return subprocess.Popen([*wrap, sys.executable, "-c", "from gpufleet.cli.main import app; app()",
+                                 "serve", "--port", str(p), "--data-dir", str(data), "--fleet", str(fleet)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
+
+    def wait(p: int, proc: subprocess.Popen, cycled: bool) -> None:
         while True:
             try:
-                if httpx.get(f"{base}/healthz", timeout=2).json()["cycles"] > 0:
-                    break
+                hz = httpx.get(f"http://127.0.0.1:{p}/healthz", timeout=2).json()
+                if not cycled or hz["cycles"] > 0:
+                    return
             except (httpx.HTTPError, ValueError):
                 pass
             if proc.poll() is not None:
                 sys.exit("serve exited during start-up")
             time.sleep(0.5)
+
+    proc = serve(port, spy)
+    followers: list[tuple[int, subprocess.Popen]] = []
+    base = f"http://127.0.0.1:{port}"
+    h = {"Authorization": f"Bearer {token}"}
+    rng = random.Random(3)
+    ids = [f"p{rng.randrange(a.pending):06d}" for _ in range(a.explains)]
+    try:
+        wait(port, proc, True)
         start_s = time.perf_counter() - t
+        for _ in range(a.replicas - 1):  # followers: the web traffic, none of the loop
+            fp = free_port()
+            followers.append((fp, serve(fp, [])))
+            wait(fp, followers[-1][1], False)
         summary = httpx.get(f"{base}/api/v1/summary", headers=h, timeout=60).json()
-        sub = asyncio.run(submissions(base, token, a.rate, a.seconds))
-        rng = random.Random(3)
-        ids = [f"p{rng.randrange(a.pending):06d}" for _ in range(a.explains)]
+        targets = [fp for fp, _ in followers] or [port]
+        server = proc.pid
+        if spy:  # py-spy's child is the server
+            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            server = int(kids[0]) if kids else proc.pid
+        pids = [server] + [f.pid for _, f in followers]
+        cpu0 = [cpu_s(p) for p in pids]
+        load0 = os.getloadavg()[0]
+        sub = asyncio.run(submissions("127.0.0.1", targets, token, a.rate, a.seconds, a.conns,
+                                      explain=(port, ids)))
+        used = [cpu_s(p) - c for p, c in zip(pids, cpu0, strict=True)]
+        n = sub["created"] or 1
+        sub["server_cpu_s"] = {"leader": round(used[0], 1), "followers": [round(u, 1) for u in used[1:]]}
+        sub["server_cpu_ms_per_submission"] = round(1e3 * (sum(used[1:]) if followers else used[0]) / n, 3)
+        sub["load_average"] = [round(load0, 1), round(os.getloadavg()[0], 1)]
         lat = []
         with httpx.Client(base_url=base, headers=h, timeout=60) as c:
             for jid in ids:
@@ -172,10 +291,18 @@ def main() -> None:
             last = c.get("/healthz").json()
             cycle = c.get("/api/v1/summary").json()["last_cycle_s"]
     finally:
-        proc.send_signal(signal.SIGTERM)
+        server = proc.pid
+        if spy:  # py-spy writes its file when the server exits
+            kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+            server = int(kids[0]) if kids else proc.pid
+        os.kill(server, signal.SIGTERM)
+        for _, f in followers:
+            f.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+        for _, f in followers:
+            f.wait(timeout=60)
     print(json.dumps({
-        "nodes": a.nodes, "pending_at_start": summary["pending_jobs"],
+        "nodes": a.nodes, "replicas": a.replicas, "pending_at_start": summary["pending_jobs"],
         "running_at_start": summary["running_jobs"],
         "prepare_s": round(prep_s, 1), "start_to_first_cycle_s": round(start_s, 1),
         "submit": sub, "explain": {"n": len(lat), "p50_ms": round(pct(lat, 50) * 1e3, 2),

@@ -126,19 +126,20 @@ def serve(
     from gpufleet.service.app import create_app
     from gpufleet.service.config import ServiceConfig
     from gpufleet.service.runtime import Service
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     cfg = ServiceConfig(fleet=the_fleet, tenancy=ten, data_dir=data_dir, db=db, source=source,
                         policy=policy, speed=speed, demo_load=demo_load, metrics_public=metrics_public,
                         slurm_rest=slurmrestd, slurm_conf=slurm_conf, slurm_user=slurm_user,
                         slurm_jwt=os.environ.get("SLURM_JWT") or None, kube_mode=kube_mode,
-                        kubeconfig=kubeconfig, poll_s=poll_s)
+                        kubeconfig=kubeconfig, poll_s=poll_s, advertise_url=url)
     svc = Service(cfg, store)
     first = not store.tokens()
-    url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     world = (f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs" if source == "virtual"
              else f"source {source}: {svc.source.health().detail}")
     console.print(f"gpufleet serve: {url}  (API {url}/api/v1, docs {url}/api/v1/docs); store {store.url}; "
                   f"{world}; "
-                  f"{svc.restored} job(s) restored",
+                  f"{svc.restored} job(s) restored" + ("" if svc.leading else "; a follower (another "
+                  "replica leads the scheduler)"),
                   highlight=False, soft_wrap=True)
     if first:
         token, _ = svc.auth.create("admin", name="first admin")

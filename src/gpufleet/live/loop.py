@@ -9,20 +9,36 @@ Source time runs ``speed`` times the wall clock from ``epoch``: with ``speed=60`
 simulated work passes every second. A cycle runs after a tick in which something changed (a
 submission, a finish, a node), when a reservation's time has come, or every ``idle_cycle_s`` of
 source time otherwise (estimates drift as running jobs age).
+
+The loop's own cost is bounded two ways, both measured at 2,000 nodes and 100,000 pending
+(bench/README.md, "scale"):
+
+- A cycle's statuses are the engine's lazy ``StatusBoard``, settled once on the loop's thread
+  before the snapshot is published (``Settled``): copying them into a dict of 100,000 entries
+  cost as much again. (Settled by its first reader instead, the loop was cheaper, but that
+  reader, an explain, waited 0.4 s for it: the explain p99.)
+- Cycles keep a duty ratio: the next one runs no sooner than ``duty`` × the last one's duration
+  after it ended (changes wait and are taken together). With a 0.5 s cycle and ``duty=2`` the loop
+  holds the interpreter at most a third of the time, so the web server in the same process keeps
+  two thirds of a core while submissions stream in; at 2,000 nodes with 1,000 pending a cycle
+  takes 6 ms and the gap (12 ms) is below the tick.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
+from typing import Any
 
+from gpufleet.engine.incremental import CycleDelta, CycleMemo
 from gpufleet.engine.status import Status
 from gpufleet.live.decide import decide
 from gpufleet.live.snapshot import LiveSnapshot, take_snapshot
 from gpufleet.live.source import LiveEvent, Source
+from gpufleet.model.job import Job
 
 #: A command runs on the loop's thread with the source and source time; it returns what happened.
 Command = Callable[[Source, float], list[LiveEvent]]
@@ -38,6 +54,38 @@ class CycleRecord:
     build_s: float = 0.0
     pending: int = 0
     started: int = 0
+    #: The engine's shortcut that answered it (engine/incremental.py), "" for a full cycle.
+    reused: str = ""
+
+
+class Settled(Mapping[str, Status]):
+    """A cycle's statuses, settled by the first thread that reads them (under a lock: the
+    board's lazy writes must run once); afterwards a plain read-only mapping."""
+
+    __slots__ = ("_board", "_done", "_lock")
+
+    def __init__(self, board: Mapping[Any, Status]) -> None:  # keys: JobId (a str)
+        self._board, self._done, self._lock = board, False, threading.Lock()
+
+    def _ready(self) -> Mapping[Any, Status]:
+        if not self._done:
+            with self._lock:
+                if not self._done:
+                    len(self._board)  # applies the board's queued writes
+                    self._done = True
+        return self._board
+
+    def __getitem__(self, job: str) -> Status:
+        return self._ready()[job]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ready())
+
+    def __len__(self) -> int:
+        return len(self._ready())
+
+    def get(self, job: str, default: Status | None = None) -> Status | None:  # type: ignore[override]
+        return self._ready().get(job, default)
 
 
 @dataclass
@@ -47,6 +95,8 @@ class LiveLoop:
     epoch: float = 0.0
     tick_s: float = 0.5
     idle_cycle_s: float = 60.0
+    #: The next cycle waits at least ``duty`` × the last one's wall time after it ended.
+    duty: float = 2.0
     seed: int = 0
     clock: Callable[[], float] = time.monotonic
     #: Called on the loop's thread with each tick's events (the store records them).
@@ -57,11 +107,20 @@ class LiveLoop:
     cycle_observers: list[Callable[[float], None]] = field(default_factory=list)
     cycles: int = 0
     last: CycleRecord = field(default_factory=CycleRecord)
-    statuses: dict[str, Status] = field(default_factory=dict)
+    statuses: Mapping[str, Status] = field(default_factory=dict)
     _commands: SimpleQueue = field(default_factory=SimpleQueue)
     _wall0: float | None = None
     _last_cycle_at: float = float("-inf")
+    #: Something changed since the last cycle (kept while the duty gap defers it).
+    _dirty: bool = False
+    _next_cycle_wall: float = float("-inf")
     _snapshot: LiveSnapshot | None = None
+    #: What changed since the last cycle, for the engine's incremental cycle: the jobs posted as
+    #: arrivals, in order, and whether anything else happened (a command, a run's end, a due
+    #: reservation, time passing for an idle cycle): then the cycle runs in full.
+    _arrived: list[Job] = field(default_factory=list)
+    _other: bool = False
+    _memo: CycleMemo = field(default_factory=CycleMemo)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -71,8 +130,11 @@ class LiveLoop:
             self._wall0 = self.clock()
         return self.epoch + (self.clock() - self._wall0) * self.speed
 
-    def post(self, command: Command) -> None:
-        self._commands.put(command)
+    def post(self, command: Command, arrival: Job | None = None) -> None:
+        """Run ``command`` at the next tick. ``arrival``: the command only submits this job (the
+        next cycle may then be answered from the engine's memo); any other command makes the next
+        cycle a full one."""
+        self._commands.put((command, arrival))
 
     def snapshot(self) -> LiveSnapshot:
         """The state published by the last tick (built on first use before the loop runs)."""
@@ -91,23 +153,39 @@ class LiveLoop:
         changed = False
         while True:
             try:
-                cmd = self._commands.get_nowait()
+                cmd, arrival = self._commands.get_nowait()
             except Empty:
                 break
-            events += cmd(self.source, now)
+            happened = cmd(self.source, now)
+            events += happened
+            if arrival is not None and happened:
+                self._arrived.append(arrival)
+            elif arrival is None:
+                self._other = True
             changed = True
         moved = self.source.advance(now)
         events += moved
+        self._dirty = self._dirty or changed or bool(moved)
         # a reservation's time coming makes a cycle due where the loop starts jobs itself; over
         # an external source (Slurm, Kubernetes) nothing changes until its next read shows it
         due = not getattr(self.source, "external", False) \
             and any(r.start <= now for r in self.source.reservations)
-        if (changed or moved or due or now - self._last_cycle_at >= self.idle_cycle_s) \
-                and self.source.pending():
+        cycled = False
+        idle = now - self._last_cycle_at >= self.idle_cycle_s
+        if (self._dirty or due or idle) \
+                and self.source.pending() and time.monotonic() >= self._next_cycle_wall:
+            self._other = self._other or bool(moved) or due or idle or not self._arrived
             events += self._cycle(now)
+            cycled = True
         for sink in self.sinks:
             sink(events)
-        self._snapshot = take_snapshot(self.source, now, self.statuses, self.last, self.cycles)
+        prev = self._snapshot
+        if prev is not None and not (changed or moved or cycled):
+            # Nothing moved: the last picture with the clock and health brought up to date (a
+            # full one copies the 100,000-job maps and the node columns: 30 ms a tick).
+            self._snapshot = replace(prev, now=now, health=self.source.health())
+        else:
+            self._snapshot = take_snapshot(self.source, now, self.statuses, self.last, self.cycles)
         return events
 
     def _cycle(self, now: float) -> list[LiveEvent]:
@@ -115,12 +193,23 @@ class LiveLoop:
         self.cycles += 1
         inp = self.source.cycle_input(now, self.seed + self.cycles)
         t1 = time.perf_counter()
-        result = decide(inp)
+        delta = CycleDelta.unknown() if self._other else CycleDelta(arrived=tuple(self._arrived))
+        self._arrived, self._other = [], False
+        result, self._memo = decide(inp, delta, self._memo)
         events = self.source.apply(result, now)
-        self.statuses = {str(j): s for j, s in result.statuses.items()}
+        if result.stats.reused:  # statuses for the arrivals only: the others keep theirs
+            merged = dict(self.statuses)
+            merged.update(result.statuses)
+            self.statuses = merged
+        else:
+            self.statuses = Settled(result.statuses)
+            len(self.statuses)  # settled here, before it is published: no reader waits for it
         self._last_cycle_at = now
+        self._dirty = False
         took = time.perf_counter() - t0
-        self.last = CycleRecord(now, took, t1 - t0, result.stats.pending, len(result.started))
+        self._next_cycle_wall = time.monotonic() + self.duty * took
+        self.last = CycleRecord(now, took, t1 - t0, result.stats.pending, len(result.started),
+                                result.stats.reused)
         for obs in self.cycle_observers:
             obs(took)
         return events

@@ -8,6 +8,7 @@ are computed once per snapshot, on first use.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -34,7 +35,7 @@ class LiveSnapshot:
     table: NodeTable
     pending: dict[str, Job]
     running: dict[str, RunningJob]
-    statuses: dict[str, Status]
+    statuses: Mapping[str, Status]
     reservations: tuple[Reservation, ...]
     tenancy: Tenancy | None
     usage: dict[str, float]
@@ -64,7 +65,7 @@ class LiveSnapshot:
         return {n: tuple(js) for n, js in out.items()}
 
 
-def take_snapshot(source: Source, now: float, statuses: dict[str, Status], last: CycleRecord,
+def take_snapshot(source: Source, now: float, statuses: Mapping[str, Status], last: CycleRecord,
                   cycles: int) -> LiveSnapshot:
     return LiveSnapshot(
         now=now, source=source.name, health=source.health(), fleet=source.fleet,

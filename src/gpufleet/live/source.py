@@ -29,6 +29,8 @@ class LiveEvent:
     job: str | None = None
     node: str | None = None
     detail: str = ""
+    #: preempt, requeue: the GPU-seconds of work the eviction lost (since the last checkpoint).
+    lost_gpu_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

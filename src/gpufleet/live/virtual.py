@@ -13,6 +13,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from gpufleet.engine.checkpoints import eviction_cost, remaining_run_s
+from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import AdmissionState, CycleInput, CycleResult, Reservation, RunningJob
@@ -44,6 +45,8 @@ class VirtualSource:
     out_of_service: dict[str, str] = field(default_factory=dict)
     preemptions: int = 0
     lost_gpu_s: float = 0.0
+    #: The last failed node's running jobs and the GPU-seconds each lost.
+    failed_lost: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cluster = SimulatedCluster(self.fleet_)
@@ -99,7 +102,8 @@ class VirtualSource:
                 self._gen[jid] = gen + 1
                 self.preemptions += 1
                 self.lost_gpu_s += cost.lost_gpu_s
-                out.append(LiveEvent(t, "preempt", jid, detail=f"lost {cost.lost_s:.0f}s of work"))
+                out.append(LiveEvent(t, "preempt", jid, detail=f"lost {cost.lost_s:.0f}s of work",
+                                     lost_gpu_s=cost.lost_gpu_s))
         return out
 
     def _grace(self) -> float:
@@ -109,6 +113,36 @@ class VirtualSource:
         if job.id in self.cluster.pending or job.id in self.cluster.running:
             raise ValueError(f"job {job.id} is already in the fleet")
         self.cluster.submit(job)
+
+    def adopt(self, job: Job, start_time: float, placement: list, now: float) -> bool:
+        """A job a previous leader started, put back running where it ran: ``placement`` holds
+        [pod set, replica, node] per pod. False (and the world unchanged) when it no longer fits
+        there (a node gone from the fleet file, a pod missing): the caller queues it again."""
+        c = self.cluster
+        by_name = {ps.name: ps for ps in job.pod_sets}
+        try:
+            binds = [PodBinding(job.id, ps, int(rep), self.node_index(node), by_name[ps].request)
+                     for ps, rep, node in placement]
+        except (KeyError, TypeError, ValueError):
+            return False
+        if len(binds) != job.total_pods:
+            return False
+        need: dict[int, list[float]] = {}
+        for b in binds:
+            n = need.setdefault(b.node, [0.0, 0.0, 0.0])
+            n[0] += b.request.gpus
+            n[1] += b.request.cpus
+            n[2] += b.request.memory_gb
+        t = c.table
+        if any(g > t.gpu_free[i] or cpu > t.cpu_free[i] or mem > t.mem_free[i]
+               for i, (g, cpu, mem) in need.items()):
+            return False
+        c.submit(job)
+        for b in binds:
+            c.bind(b)
+        rj = c.start(job.id, start_time)
+        self._push(start_time + remaining_run_s(rj), "finish", job.id)
+        return True
 
     def withdraw(self, job_id: str, now: float) -> Job | None:
         c = self.cluster
@@ -162,6 +196,7 @@ class VirtualSource:
         i = self.node_index(node)
         self.set_schedulable(node, False)
         hit = []
+        self.failed_lost = {}
         for jid, rj in list(self.cluster.running.items()):
             if any(b.node == i for b in rj.bindings):
                 cost = eviction_cost(rj, now, 0.0)
@@ -169,6 +204,7 @@ class VirtualSource:
                 self.cluster.evict(jid, cost.saved_s)
                 self._gen[jid] = self._gen.get(jid, 0) + 1
                 self.lost_gpu_s += cost.lost_gpu_s
+                self.failed_lost[jid] = cost.lost_gpu_s
                 hit.append(jid)
         hit += self.cluster.unbind_on(i)
         return hit

@@ -44,6 +44,8 @@ class ServiceConfig:
     #: Serve /metrics without a token (Prometheus scrapers often have none).
     metrics_public: bool = False
     seed: int = 0
+    #: The URL this replica serves at, written to the store when it leads (followers name it).
+    advertise_url: str | None = None
     #: argon2id cost of token hashes (argon2-cffi's defaults; RFC 9106's second profile). Tests
     #: lower them: the same algorithm, faster to check.
     argon2_time_cost: int = 3

@@ -47,7 +47,9 @@ class _Live(Collector):
         self.svc = svc
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        snap = self.svc.snapshot()
+        snap = self.svc.live()
+        if snap is None:  # a follower: the leader exports the live world
+            return
         s = views.fleet_summary(snap)
         g = GaugeMetricFamily("gpufleet_gpus", "GPUs by state", labels=["state"])
         for state in ("allocated", "free", "stranded", "unhealthy"):

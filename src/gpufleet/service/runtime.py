@@ -2,16 +2,19 @@
 
 Routes and the dashboard call this object; it is the only one that knows how the parts connect.
 
-A mutation is durable before it is acknowledged: the store commits the job (or the change) and
-its audit row in one transaction, then the change is posted to the loop, which applies it at its
-next tick. A restart therefore rebuilds the live world from the store: pending and running jobs
-are submitted again in their submission order (the virtual world restarts their runs: it has no
-processes to find again), held jobs stay held, drained and cordoned nodes stay out, quota edits
-are re-applied, and the source clock goes on from where it was.
+A mutation is durable before it is acknowledged: the store commits the job (or the change), its
+audit row and its change-log row in one transaction. The scheduler leader (this process, or
+another replica on the same PostgreSQL: service/leader.py) reads the change log at every tick and
+applies it to the live world. A restart or a new leader therefore rebuilds the live world from the
+store: running jobs are adopted on the nodes they run on (the virtual world: where the store says
+they were placed; a job placed on fractional slots is queued again), pending jobs are submitted
+again in their submission order, held jobs stay held, drained and cordoned nodes stay out, quota
+edits are re-applied, and the source clock goes on from where it was.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from dataclasses import replace
@@ -43,9 +46,11 @@ from gpufleet.service.jobs import (
     parse_submission,
     stored_body,
 )
+from gpufleet.service.leader import Leadership, commands_of
 from gpufleet.service.metrics import ServiceMetrics
 from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
+from gpufleet.service.store.schema import jobs as jobs_table
 
 SOURCES = ("virtual", "slurm", "kubernetes")
 NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
@@ -115,13 +120,23 @@ class Service:
         if config.demo_load:
             self.demo = DemoLoad(self, seed=config.seed)
             self.loop.before_tick.append(self.demo.feed)
-        self.restored = self._restore()
-        if self.external:
+        #: The last change-log row applied to the live world, and the jobs this replica stored
+        #: since (their Job built already: the pull need not read and parse them again).
+        self._cursor = 0
+        self._fresh: dict[str, Job] = {}
+        self.loop.before_tick.append(self._pull)
+        self.leadership = Leadership(self.store)
+        self.restored = self._restore() if self.leadership.try_lead() else 0
+        if self.external and self.leadership.leading:
             self.loop.tick()  # the first read before the first request: nodes and jobs at once
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _restore(self) -> int:
-        """Put the store's live jobs, node states and quota edits back into the world."""
+        """Put the store's live jobs, node states and quota edits back into the world. The change
+        log's last number is read first: what comes after it is applied by the pull, and what
+        both see is applied once (every command is idempotent)."""
+        self._cursor = self.store.last_change()
+        self._fresh.clear()
         for row in self.store.quotas():
             self.loop.post(self._quota_command(row["tenant"], row["flavor"], FlavorQuota(
                 row["nominal"], row["borrowing_limit"], row["lending_limit"])))
@@ -129,33 +144,111 @@ class Service:
             if node in self.source.table.names:
                 self.loop.post(self._node_command(node, state))
         recs = self.store.live_jobs()
-        # an external source holds its own jobs (and stamps them with epoch seconds, past what a
-        # trace's submit_time allows): nothing to rebuild, its next read shows them
-        jobs = [job_from_body(r.body) for r in recs] if not self.external else []
-        # an external source still runs its jobs: they come back with the source's next read
-        requeued = [r.id for r in recs if r.state == "running"] if not self.external else []
-        if requeued:
-            self.store.apply_job_updates((jid, {"state": "pending", "start_time": None}) for jid in requeued)
+        # an external source holds its own jobs and still runs them (and stamps them with epoch
+        # seconds, past what a trace's submit_time allows): nothing to rebuild, its next read shows them
+        adopt = getattr(self.source, "adopt", None)
+        store, external = self.store, self.external
 
         def submit_all(src: Source, now: float) -> list[LiveEvent]:
-            for j in jobs:
-                src.submit(j, now)
+            requeued = []
+            for r in sorted(recs, key=lambda r: r.state != "running"):  # running first: they hold nodes
+                job = job_from_body(r.body)
+                if job.id in src.pending() or job.id in src.running():
+                    continue
+                if r.state == "running" and not external:  # an external source still runs it
+                    if adopt is not None and r.placement and r.start_time is not None \
+                            and adopt(job, r.start_time, r.placement, now):
+                        continue
+                    requeued.append(r.id)
+                src.submit(job, now)
+            if requeued:
+                store.apply_job_updates((jid, {"state": "pending", "start_time": None, "placement": None})
+                                        for jid in requeued)
             return []
 
-        if jobs:
+        if recs and not external:
             self.loop.post(submit_all)
         return len(recs)
 
+    def _pull(self) -> None:
+        """Leader only, on the loop's thread before each tick: the change log's new rows, as loop
+        commands in their order."""
+        if not self.leadership.leading:
+            return
+        rows = self.store.changes_after(self._cursor)
+        for row, rec in commands_of(rows, self._fresh, self.store):
+            self._cursor = row["seq"]
+            if row["kind"] == "submit" and rec is not None and not isinstance(rec, Job):
+                rec = job_from_body(rec.body)
+            cmd = self._command(row, rec)
+            if cmd is not None:  # a submission only adds a job: the engine may reuse its memo
+                self.loop.post(cmd, rec if row["kind"] == "submit" else None)
+
+    def _command(self, row: dict[str, Any], rec: Job | JobRecord | None):  # noqa: ANN202 (a Command)
+        kind, target, data = row["kind"], row["target"], row["data"] or {}
+        if self.external and kind not in ("node", "quota"):
+            return None  # sent to the source on the request's thread; its next read shows it
+        if kind in ("submit", "release", "priority"):
+            if rec is None:
+                return None
+            job = rec if isinstance(rec, Job) else job_from_body(rec.body)
+            if kind == "priority":
+                def reprioritise(src: Source, now: float) -> list[LiveEvent]:
+                    if job.id in src.pending():
+                        src.replace(job)
+                        return [LiveEvent(now, "priority", job.id, detail=str(job.priority))]
+                    return []
+                return reprioritise
+            return self._submit_command(job, kind)
+        if kind in ("cancel", "hold"):
+            def withdraw(src: Source, now: float) -> list[LiveEvent]:
+                return [LiveEvent(now, kind, target)] if src.withdraw(target, now) else []
+            return withdraw
+        if kind == "node":
+            return self._node_command(target, data["action"])
+        if kind == "quota":
+            tenant, _, flavor = target.partition("/")
+            return self._quota_command(tenant, flavor, FlavorQuota(
+                data["nominal"], data.get("borrowing_limit"), data.get("lending_limit")))
+        return None
+
     def start(self) -> None:
-        if self.config.run_loop:
+        if not self.config.run_loop:
+            return
+        if self.leadership.leading:
+            self._announce()
             self.loop.start()
+        self.leadership.watch(self._took_over, self.loop.stop)
+
+    def _took_over(self) -> None:
+        self.restored = self._restore()
+        self._announce()
+        self.loop.start()
+
+    def _announce(self) -> None:
+        if self.config.advertise_url:
+            self.store.set_meta("leader_url", self.config.advertise_url)
 
     def stop(self) -> None:
+        self.leadership.stop()
         self.loop.stop()
 
+    @property
+    def leading(self) -> bool:
+        return self.leadership.leading
+
     def snapshot(self) -> LiveSnapshot:
-        """The live state the loop published last (immutable; any thread)."""
+        """The live state the loop published last (immutable; any thread). A follower has none:
+        503, naming the leader when it announced itself."""
+        if not self.leadership.leading:
+            url = self.store.get_meta("leader_url")
+            raise ApiError(503, "this replica follows: the scheduler leader answers questions about "
+                           "the live world" + (f" ({url})" if url else ""))
         return self.loop.snapshot()
+
+    def live(self) -> LiveSnapshot | None:
+        """The snapshot, or None on a follower."""
+        return self.loop.snapshot() if self.leadership.leading else None
 
     def tick(self) -> list[LiveEvent]:
         """One loop turn on the caller's thread (tests and benchmarks with ``run_loop=False``)."""
@@ -164,22 +257,67 @@ class Service:
     # --- what the loop did, recorded --------------------------------------------------------
     def _persist(self, events: list[LiveEvent]) -> None:
         ups: list[tuple[str, dict[str, Any]]] = []
+        running = self.source.running()
+        names = self.source.table.names
         for ev in events:
             if ev.job is None:
                 continue
             if ev.kind == "start":
-                ups.append((ev.job, {"state": "running", "start_time": ev.t}))
+                rj = running.get(ev.job)
+                where = ([[b.pod_set, b.replica, names[b.node]] for b in rj.bindings]
+                         if rj is not None and all(b.slot is None for b in rj.bindings) else None)
+                ups.append((ev.job, {"state": "running", "start_time": ev.t, "placement": where,
+                                     "starts": jobs_table.c.starts + 1}))
             elif ev.kind == "finish":
                 ups.append((ev.job, {"state": "finished", "end_time": ev.t}))
             elif ev.kind == "cancel":  # cancelled in the source itself (scancel), or through us
                 ups.append((ev.job, {"state": "cancelled", "end_time": ev.t}))
             elif ev.kind in ("preempt", "requeue"):
-                ups.append((ev.job, {"state": "pending", "start_time": None}))
+                count = jobs_table.c.preemptions if ev.kind == "preempt" else jobs_table.c.requeues
+                ups.append((ev.job, {"state": "pending", "start_time": None, "placement": None,
+                                     count.name: count + 1,
+                                     "lost_gpu_s": jobs_table.c.lost_gpu_s + ev.lost_gpu_s}))
         self.store.apply_job_updates(ups, clock=self.loop.now())
 
     # --- jobs ---------------------------------------------------------------------------------
     def submit(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
-        """Store a submission (durable on return) and post it to the loop: (record, created)."""
+        """Store a submission (durable on return; the leader's loop takes it from the change
+        log): (record, created). An external source gets it first (``_submit_external``)."""
+        if self.external:
+            sub, digest = self._check(who, body, key)
+            return self._submit_external(who, sub, body, key, digest)
+        rec, job, audit_row = self._prepare(who, body, key)
+        try:
+            stored, created = self.store.add_job(rec, audit=audit_row)
+        except KeyError:
+            raise ApiError(409, f"id: job {rec.id!r} exists already", "id") from None
+        return self._accepted(stored, created, rec, job)
+
+    async def submit_async(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, bool]:
+        """``submit`` for the web server's event loop: validation runs there (no I/O), the
+        store's group commit is awaited, no worker thread is held while the disk syncs."""
+        if self.external:  # the source's client blocks: a thread
+            return await asyncio.to_thread(self.submit, who, body, key)
+        rec, job, audit_row = self._prepare(who, body, key)
+        try:
+            stored, created = await self.store.add_job_async(rec, audit=audit_row)
+        except KeyError:
+            raise ApiError(409, f"id: job {rec.id!r} exists already", "id") from None
+        return self._accepted(stored, created, rec, job)
+
+    def _prepare(self, who: Principal, body: Any, key: str | None) -> tuple[JobRecord, Job, dict[str, Any]]:
+        """The checked submission: its record, its job and its audit row (ApiError otherwise)."""
+        sub, digest = self._check(who, body, key)
+        jid = sub.id or new_job_id()
+        t = sub.submit_time if sub.submit_time is not None else self.loop.now()
+        job = build_job(sub, jid, t)
+        now = time.time()
+        rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
+                        t, None, None, key, digest, who.actor, now, now)
+        return rec, job, self._audit_row(who, "job.submit", jid, None, _record_view(rec))
+
+    def _check(self, who: Principal, body: Any, key: str | None) -> tuple[Any, str]:
+        """The parsed submission and its digest, once the caller may make it (ApiError otherwise)."""
         if key is not None and not (1 <= len(key) <= 256):
             raise ApiError(422, "Idempotency-Key: 1 to 256 characters", "Idempotency-Key")
         try:
@@ -195,24 +333,14 @@ class Service:
         if ten is not None and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
-        digest = body_hash(body)
-        if self.external:
-            return self._submit_external(who, sub, body, key, digest)
-        jid = sub.id or new_job_id()
-        t = sub.submit_time if sub.submit_time is not None else self.loop.now()
-        job = build_job(sub, jid, t)
-        now = time.time()
-        rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
-                        t, None, None, key, digest, who.actor, now, now)
-        try:
-            stored, created = self.store.add_job(rec, audit=self._audit_row(
-                who, "job.submit", jid, None, _record_view(rec)))
-        except KeyError:
-            raise ApiError(409, f"id: job {jid!r} exists already", "id") from None
+        return sub, body_hash(body)
+
+    def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
         if not created:
-            return self._replay(stored, digest, key)
+            return self._replay(stored, rec.body_hash, rec.idempotency_key)
         self.metrics.submitted.labels(job.tenant).inc()
-        self.loop.post(self._submit_command(job))
+        if self.leadership.leading and len(self._fresh) < 200_000:
+            self._fresh[job.id] = job
         return stored, True
 
     def _submit_external(self, who: Principal, sub: Any, body: Any, key: str | None,
@@ -247,6 +375,8 @@ class Service:
     @staticmethod
     def _submit_command(job: Job, kind: str = "submit"):  # noqa: ANN205 (a loop Command)
         def cmd(src: Source, now: float) -> list[LiveEvent]:
+            if job.id in src.pending() or job.id in src.running():
+                return []  # applied already (a new leader's restore and its pull both saw it)
             src.submit(job, now)
             return [LiveEvent(now, kind, job.id)]
         return cmd
@@ -310,25 +440,8 @@ class Service:
         with self.store.writing() as c:
             self.store.set_job(job_id, c, **values)
             self.store.audit(c=c, **self._audit_row(who, f"job.{action}", job_id, _record_view(rec), after))
-        was_live = rec.state in ("pending", "running")
-        if self.external:
-            pass  # done by the source above; its next read shows it
-        elif action in ("cancel", "hold") and was_live:
-            def withdraw(src: Source, now: float) -> list[LiveEvent]:
-                return [LiveEvent(now, action, job_id)] if src.withdraw(job_id, now) else []
-            self.loop.post(withdraw)
-        elif action == "release":
-            job = job_from_body(body)
-            self.loop.post(self._submit_command(job, "release"))
-        elif action == "priority" and rec.state == "pending":
-            job = job_from_body(body)
-
-            def reprioritise(src: Source, now: float) -> list[LiveEvent]:
-                if job_id in src.pending():
-                    src.replace(job)
-                    return [LiveEvent(now, "priority", job_id, detail=str(priority))]
-                return []
-            self.loop.post(reprioritise)
+            if action != "priority" or rec.state == "pending":
+                self.store.log_change(c, action, job_id)
         out = self.store.job(job_id)
         assert out is not None
         return out
@@ -341,7 +454,8 @@ class Service:
                 hit = src.fail_node(node, now)
                 src.out_of_service[node] = "fail"
                 return [LiveEvent(now, "fail", node=node)] + [
-                    LiveEvent(now, "requeue", jid, node, "its node failed") for jid in hit]
+                    LiveEvent(now, "requeue", jid, node, "its node failed",
+                              lost_gpu_s=src.failed_lost.get(jid, 0.0)) for jid in hit]
             src.set_schedulable(node, ok)
             if ok:
                 src.out_of_service.pop(node, None)
@@ -366,7 +480,7 @@ class Service:
             self.store.set_node_state(node, None if after == "up" else after, c)
             self.store.audit(c=c, **self._audit_row(who, f"node.{action}", node, {"state": before},
                                                     {"state": after}))
-        self.loop.post(self._node_command(node, action))
+            self.store.log_change(c, "node", node, {"action": action})
         return after
 
     def _quota_command(self, tenant: str, flavor: str, q: FlavorQuota):  # noqa: ANN202
@@ -399,7 +513,7 @@ class Service:
             self.store.audit(c=c, **self._audit_row(
                 who, "quota.set", f"{tenant}/{flavor}",
                 _quota_dict(old), _quota_dict(q)))
-        self.loop.post(self._quota_command(tenant, flavor, q))
+            self.store.log_change(c, "quota", f"{tenant}/{flavor}", _quota_dict(q))
 
     def jobs_of(self, rows: list[JobRecord]) -> list[Job]:
         return [job_from_body(r.body) for r in rows]

@@ -89,7 +89,9 @@ def source(svc: Svc, who: Caller) -> SourceView:
 
 
 @router.get("/jobs/{job_id:path}/explain")
-def job_explain(job_id: Name, svc: Svc, who: Caller) -> Explanation:
+async def job_explain(job_id: Name, svc: Svc, who: Caller) -> Explanation:
+    """(async: it reads the published snapshot, a few milliseconds of CPU; a worker thread would
+    add two interpreter hand-offs, each up to a switch interval behind the loop's cycle)"""
     e = explain(svc.snapshot(), job_id)
     if e is None:
         rec = svc.store.job(job_id)

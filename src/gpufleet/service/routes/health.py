@@ -18,8 +18,13 @@ router = APIRouter(tags=["health"])
 
 @router.get("/healthz")
 def healthz(svc: Service = Depends(service)) -> JSONResponse:
-    snap = svc.snapshot()
-    body = {"status": "ok" if snap.health.ok else "degraded", "source": snap.source,
+    """``role``: ``leader`` (runs the loop) or ``follower`` (serves the API, stores what it is
+    asked; the leader applies it)."""
+    snap = svc.live()
+    if snap is None:
+        return JSONResponse({"status": "ok", "role": "follower", "source": svc.source.name,
+                             "cycles": 0, "now": svc.loop.now()}, 200)
+    body = {"status": "ok" if snap.health.ok else "degraded", "role": "leader", "source": snap.source,
             "source_ok": snap.health.ok, "source_detail": snap.health.detail,
             "source_reachable": snap.health.ok, "source_since": snap.health.since,
             "source_last_error": snap.health.last_error,

@@ -54,8 +54,9 @@ def job_out(svc: Service, r: JobRecord) -> JobOut:
     out = JobOut(id=r.id, tenant=r.tenant, state=r.state, priority=r.priority, gpus=r.gpus,
                  submit_time=r.submit_time, start_time=r.start_time, end_time=r.end_time,
                  submitted_by=r.submitted_by, body=r.body)
-    if r.state in ("pending", "running"):
-        live = views.job_view(svc.snapshot(), r.id)
+    snap = svc.live() if r.state in ("pending", "running") else None
+    if snap is not None:
+        live = views.job_view(snap, r.id)
         if live is not None:
             out.reason, out.status, out.reasons = live.reason, live.status, live.reasons
             out.estimated_start, out.nodes = live.estimated_start, live.nodes
@@ -68,10 +69,12 @@ def job_out(svc: Service, r: JobRecord) -> JobOut:
              responses={200: {"description": "a retry: the job first submitted with this key"},
                         409: {"description": "the job id exists"},
                         422: {"description": "bad input: the field and the reason"}})
-def submit(svc: Svc, who: Caller, body: Annotated[dict[str, Any], Body(
+async def submit(svc: Svc, who: Caller, body: Annotated[dict[str, Any], Body(
         description="One job of the trace format (gpufleet schema trace); submit_time and id optional")],
         idempotency_key: Annotated[str | None, Header(max_length=256)] = None) -> JSONResponse:
-    rec, created = svc.submit(who, body, idempotency_key)
+    """(async: validation is CPU only, and the store's group commit is awaited, so a submission
+    in flight holds no worker thread; a refusal's audit row, rare, is written inline)"""
+    rec, created = await svc.submit_async(who, body, idempotency_key)
     return JSONResponse(job_out(svc, rec).model_dump(mode="json"), 201 if created else 200,
                         headers={"Location": f"/api/v1/jobs/{rec.id}"})
 

@@ -86,28 +86,43 @@ def metrics(request: Request, svc: Svc) -> Response:
 class TenantHistory(BaseModel):
     tenant: str
     finished: int
-    #: Source seconds from submission to start, and from submission to end (JCT).
-    wait_mean_s: float
-    wait_p50_s: float
-    wait_p90_s: float
-    jct_mean_s: float
+    #: Source seconds from submission to start, and from submission to end (JCT), over the
+    #: finished jobs (None when none finished).
+    wait_mean_s: float | None
+    wait_p50_s: float | None
+    wait_p90_s: float | None
+    jct_mean_s: float | None
     gpu_hours: float
+    #: Evictions of the tenant's jobs: by the scheduler (preemption) and after a node failed
+    #: (requeue), and the GPU-hours of work they lost (run since the job's last checkpoint).
+    preemptions: int = 0
+    requeues: int = 0
+    lost_gpu_hours: float = 0.0
 
 
 @router.get("/history")
 def history(svc: Svc, who: Caller,
             since: Annotated[float, Query(ge=0, le=1e12, allow_inf_nan=False)] = 0.0) -> list[TenantHistory]:
-    """Finished jobs per tenant since ``since`` (source time): waits, JCT, GPU-hours."""
+    """Per tenant: the jobs finished since ``since`` (source time) with their waits, JCT and
+    GPU-hours; and, over the jobs submitted since then, the preemptions, node-failure requeues
+    and the work they lost (what the loop's decisions cost: recorded by the leader as each
+    eviction completes)."""
     by: dict[str, list] = {}
     for r in svc.store.history(since):
         if r.start_time is not None and r.end_time is not None:
             by.setdefault(r.tenant, []).append(r)
+    lost = svc.store.evictions(since)
     out = []
-    for tenant, rows in sorted(by.items()):
+    for tenant in sorted(set(by) | set(lost)):
+        rows = by.get(tenant, [])
         waits = sorted(r.start_time - r.submit_time for r in rows)
+        pre, req, gpu_s = lost.get(tenant, (0, 0, 0.0))
         out.append(TenantHistory(
-            tenant=tenant, finished=len(rows), wait_mean_s=sum(waits) / len(waits),
-            wait_p50_s=waits[len(waits) // 2], wait_p90_s=waits[min(len(waits) - 1, int(0.9 * len(waits)))],
-            jct_mean_s=sum(r.end_time - r.submit_time for r in rows) / len(rows),
-            gpu_hours=sum(r.gpus * (r.end_time - r.start_time) for r in rows) / 3600.0))
+            tenant=tenant, finished=len(rows),
+            wait_mean_s=sum(waits) / len(waits) if waits else None,
+            wait_p50_s=waits[len(waits) // 2] if waits else None,
+            wait_p90_s=waits[min(len(waits) - 1, int(0.9 * len(waits)))] if waits else None,
+            jct_mean_s=sum(r.end_time - r.submit_time for r in rows) / len(rows) if rows else None,
+            gpu_hours=sum(r.gpus * (r.end_time - r.start_time) for r in rows) / 3600.0,
+            preemptions=pre, requeues=req, lost_gpu_hours=gpu_s / 3600.0))
     return out

@@ -7,7 +7,7 @@ import statistics
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from gpufleet.live.whatif import Change, fork
+from gpufleet.live.whatif import Change, fork_seeds
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.errors import ApiError
@@ -92,8 +92,8 @@ def whatif(body: WhatIfIn, svc: Svc, who: Caller) -> WhatIfOut:
                     profile(body.policy, snap.fleet.fabric) if body.policy else None)
     base = svc.source.profile if hasattr(svc.source, "profile") else profile(svc.config.profile_name)
     runs = []
-    for seed in range(body.seeds):
-        f = fork(snap, base, change, probe, seed=seed, horizon_s=body.horizon_s, jitter=body.jitter)
+    for seed, f in enumerate(fork_seeds(snap, base, change, probe, body.seeds, horizon_s=body.horizon_s,
+                                        jitter=body.jitter)):
         runs.append(SeedAnswer(seed=seed, start=f.probe_start,
                                wait_s=f.probe_start - snap.now if f.probe_start is not None else None,
                                pending_started=f.started, pending_mean_wait_s=f.mean_wait_s))

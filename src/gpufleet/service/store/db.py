@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,68 +26,17 @@ from sqlalchemy import Connection, create_engine, event, func, insert, select, u
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
-from gpufleet.service.store.schema import LIVE_STATES, audit, jobs, meta, node_state, quota, tokens
+from gpufleet.service.store.group import GroupCommit
+from gpufleet.service.store.schema import LIVE_STATES, audit, changes, jobs, meta, node_state, quota, tokens
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: pg_advisory_lock key for migrations (any constant shared by all replicas): "gpuf" in ASCII.
 MIGRATION_LOCK = 0x67707566
-
-
-class GroupCommit:
-    """One thread commits every submission waiting, in one transaction, then wakes their callers.
-
-    With ``synchronous=FULL`` each SQLite commit waits for the disk (an fsync, milliseconds); a
-    commit per request bounds submissions at one per fsync however many threads ask. Grouped,
-    the k requests that arrived during one commit share the next, so the rate scales with k while
-    each caller still returns only after its own row is on disk (Gray & Reuter, *Transaction
-    Processing*, 1993, §9.4.7 on group commit)."""
-
-    def __init__(self, insert: Callable[[list[tuple[dict[str, Any], dict[str, Any] | None]]], list[bool]],
-                 most: int = 512) -> None:
-        self._insert = insert
-        self._most = most
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="gpufleet-group-commit", daemon=True)
-        self._stopped = False
-        self._thread.start()
-
-    def put(self, row: dict[str, Any], audit_row: dict[str, Any] | None) -> bool:
-        done = threading.Event()
-        box: list[object] = []
-        self._q.put((row, audit_row, done, box))
-        done.wait()
-        if isinstance(box[0], BaseException):
-            raise box[0]
-        return bool(box[0])
-
-    def _run(self) -> None:
-        while True:
-            first = self._q.get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self._most:
-                try:
-                    item = self._q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._q.put(None)
-                    break
-                batch.append(item)
-            try:
-                results: list[object] = list(self._insert([(r, a) for r, a, _, _ in batch]))
-            except Exception as e:  # the store failed: every caller of this group learns it
-                results = [e] * len(batch)
-            for (_, _, done, box), res in zip(batch, results, strict=True):
-                box.append(res)
-                done.set()
-
-    def stop(self) -> None:
-        if not self._stopped:
-            self._stopped = True
-            self._q.put(None)
-            self._thread.join(timeout=10)
+#: pg_advisory_xact_lock key held while a transaction numbers its change-log rows ("gpuc"): the
+#: numbers are then handed out in commit order across replicas, so a reader that has seen
+#: number n has seen every change before it (with a sequence, a transaction that drew 10 could
+#: commit after one that drew 11, and a reader at 11 would skip it for good).
+CHANGES_LOCK = 0x67707563
 
 
 class StoreError(Exception):
@@ -112,6 +60,11 @@ class JobRecord:
     created_at: float
     updated_at: float
     seq: int = 0
+    placement: list | None = None
+    starts: int = 0
+    preemptions: int = 0
+    requeues: int = 0
+    lost_gpu_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +90,11 @@ def _job(row: Any) -> JobRecord:
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
+    # The sqlite3 module's own transaction handling is off (SQLAlchemy's pysqlite recipe): it
+    # opens a transaction only at the first INSERT/UPDATE, so a SAVEPOINT before it began one of
+    # its own and RELEASE committed it: each job of a group was its own commit and fsync (46
+    # submissions/s). ``_sqlite_begin`` emits BEGIN when SQLAlchemy begins.
+    dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
@@ -145,11 +103,24 @@ def _sqlite_pragmas(dbapi_conn: Any, _: Any) -> None:
     cur.close()
 
 
+def _sqlite_begin(conn: Connection) -> None:
+    # A write takes the database's write lock at BEGIN (IMMEDIATE): a deferred one would read
+    # the change log's last number, then fail to upgrade when another process wrote meanwhile.
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("gpufleet_write")
+                         else "BEGIN")
+
+
 def _normalise(url: str) -> str:
     """``postgresql://`` means psycopg 3 here (SQLAlchemy's default driver is psycopg2)."""
     if url.startswith("postgresql://") or url.startswith("postgres://"):
         return "postgresql+psycopg://" + url.split("://", 1)[1]
     return url
+
+
+def _audit_values(*, actor: str, role: str, action: str, target: str, outcome: str, detail: str = "",
+                  before: Any = None, after: Any = None) -> dict[str, Any]:
+    return dict(at=time.time(), actor=actor, role=role, action=action, target=target[:512],
+                outcome=outcome, detail=detail, before=before, after=after)
 
 
 class Store:
@@ -177,17 +148,15 @@ class Store:
             raise StoreError(f"--db: {e}") from None
         if self.sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
         self._write = threading.Lock() if self.sqlite else None
         self.url = parsed.render_as_string(hide_password=True)
         try:
             self.migrate()
         except OperationalError as e:
             raise StoreError(f"--db {self.url}: cannot open the store ({e.orig})") from None
-        with self.engine.connect() as c:
-            self._seq = int(c.execute(select(func.coalesce(func.max(jobs.c.seq), 0))).scalar_one())
-        self._seq_lock = threading.Lock()
-        #: SQLite: submissions are committed in groups by one thread (group commit).
-        self._commits = GroupCommit(self._insert) if self.sqlite else None
+        #: Submissions are committed in groups by one thread (store/group.py).
+        self._commits = GroupCommit(self._insert)
 
     # --- schema -------------------------------------------------------------------------------
     def migrate(self) -> None:
@@ -200,8 +169,7 @@ class Store:
             command.upgrade(cfg, "head")
 
     def close(self) -> None:
-        if self._commits is not None:
-            self._commits.stop()
+        self._commits.stop()
         self.engine.dispose()
 
     @contextmanager
@@ -211,13 +179,43 @@ class Store:
             with self.engine.begin() as c:
                 yield c
             return
-        with self._write, self.engine.begin() as c:
-            yield c
+        with self._write, self.engine.connect() as conn:
+            conn.execution_options(gpufleet_write=True)
+            with conn.begin():
+                yield conn
 
-    def _next_seq(self) -> int:
-        with self._seq_lock:
-            self._seq += 1
-            return self._seq
+    def _first_seq(self, c: Connection) -> int:
+        """The next change-log number, inside a write transaction (which holds it until commit)."""
+        if not self.sqlite:
+            c.exec_driver_sql(f"SELECT pg_advisory_xact_lock({CHANGES_LOCK})")
+        return int(c.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one()) + 1
+
+    def log_change(self, c: Connection, kind: str, target: str, data: Any = None) -> int:
+        """Append one change in the caller's write transaction; its number."""
+        seq = self._first_seq(c)
+        c.execute(insert(changes).values(seq=seq, at=time.time(), kind=kind, target=target[:512], data=data))
+        return seq
+
+    def changes_after(self, seq: int, limit: int = 20_000) -> list[dict[str, Any]]:
+        """Changes numbered above ``seq``, in order (what the leader has not applied yet)."""
+        q = select(changes).where(changes.c.seq > seq).order_by(changes.c.seq).limit(limit)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q)]
+
+    def last_change(self) -> int:
+        with self.engine.connect() as c:
+            return int(c.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one())
+
+    def bodies(self, ids: Sequence[str]) -> dict[str, JobRecord]:
+        """Job records by id (one query per 500 ids)."""
+        out: dict[str, JobRecord] = {}
+        ids = list(ids)
+        with self.engine.connect() as c:
+            for k in range(0, len(ids), 500):
+                for r in c.execute(select(jobs).where(jobs.c.id.in_(ids[k:k + 500]))):
+                    rec = _job(r)
+                    out[rec.id] = rec
+        return out
 
     # --- jobs ---------------------------------------------------------------------------------
     def add_job(self, rec: JobRecord, audit: dict[str, Any] | None = None) -> tuple[JobRecord, bool]:
@@ -225,30 +223,62 @@ class Store:
         already used: the first job's row and False (found after the unique index refused the
         insert, so a first submission costs no lookup). A job id already taken (without a matching
         key) raises ``KeyError``."""
-        key = rec.idempotency_key
-        row = {k: getattr(rec, k) for k in JobRecord.__slots__}
-        row["seq"] = self._next_seq()
-        ok = self._commits.put(row, audit) if self._commits is not None else self._insert([(row, audit)])[0]
+        row = self._job_row(rec)
+        return self._added(rec, row, self._commits.put(row, audit))
+
+    async def add_job_async(self, rec: JobRecord, audit: dict[str, Any] | None = None
+                            ) -> tuple[JobRecord, bool]:
+        """``add_job`` for a coroutine: it awaits the group commit instead of blocking a thread
+        (the lookup after a refused key, rare, blocks)."""
+        row = self._job_row(rec)
+        return self._added(rec, row, await self._commits.put_async(row, audit))
+
+    def _job_row(self, rec: JobRecord) -> dict[str, Any]:
+        return {k: getattr(rec, k) for k in JobRecord.__slots__}
+
+    def _added(self, rec: JobRecord, row: dict[str, Any], ok: bool) -> tuple[JobRecord, bool]:
         if not ok:
-            if key is not None:
-                found = self.job_by_key(key)
+            if rec.idempotency_key is not None:
+                found = self.job_by_key(rec.idempotency_key)
                 if found is not None:  # a concurrent retry with the same key won the race
                     return found, False
             raise KeyError(rec.id)
         return JobRecord(**row), True
 
     def _insert(self, items: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> list[bool]:
-        """Insert jobs (each with its audit row) in one transaction, each in a savepoint of its
-        own: a duplicate id or key fails that one only. True per job stored."""
+        """Insert jobs (each with its audit row) in one transaction: one executemany per table
+        (a statement built per row cost more than the fsync). When the unique index refuses one
+        (a duplicate id or key), again one savepoint per job, so only that one fails. True per
+        job stored."""
+        audits = [_audit_values(**a) for _, a in items if a is not None]
+        try:
+            with self.writing() as c:
+                first = self._first_seq(c)
+                now = time.time()
+                for k, (row, _) in enumerate(items):
+                    row["seq"] = first + k
+                c.execute(insert(jobs), [r for r, _ in items])
+                c.execute(insert(changes), [dict(seq=r["seq"], at=now, kind="submit", target=r["id"],
+                                                 data=None) for r, _ in items])
+                if audits:
+                    c.execute(insert(audit), audits)
+            return [True] * len(items)
+        except IntegrityError:
+            pass
         out = []
         with self.writing() as c:
+            seq = self._first_seq(c)
             for row, audit_row in items:
+                row["seq"] = seq
                 try:
                     with c.begin_nested():
                         c.execute(insert(jobs).values(**row))
+                        c.execute(insert(changes).values(seq=seq, at=time.time(), kind="submit",
+                                                         target=row["id"], data=None))
                         if audit_row is not None:
                             self.audit(c=c, **audit_row)
                     out.append(True)
+                    seq += 1
                 except IntegrityError:
                     out.append(False)
         return out
@@ -317,6 +347,16 @@ class Store:
         with self.engine.connect() as c:
             return [_job(r) for r in c.execute(q)]
 
+    def evictions(self, since: float = 0.0) -> dict[str, tuple[int, int, float]]:
+        """Per tenant, over jobs submitted at or after ``since`` that were ever evicted:
+        (preemptions, node-failure requeues, GPU-seconds lost)."""
+        q = (select(jobs.c.tenant, func.sum(jobs.c.preemptions), func.sum(jobs.c.requeues),
+                    func.sum(jobs.c.lost_gpu_s))
+             .where(jobs.c.submit_time >= since, (jobs.c.preemptions + jobs.c.requeues) > 0)
+             .group_by(jobs.c.tenant))
+        with self.engine.connect() as c:
+            return {t: (int(p), int(r), float(g)) for t, p, r, g in c.execute(q)}
+
     # --- tokens -------------------------------------------------------------------------------
     def add_token(self, rec: TokenRecord) -> None:
         with self.writing() as c:
@@ -339,10 +379,9 @@ class Store:
         return n > 0
 
     # --- audit --------------------------------------------------------------------------------
-    def audit(self, *, actor: str, role: str, action: str, target: str, outcome: str, detail: str = "",
-              before: Any = None, after: Any = None, c: Connection | None = None) -> None:
-        row = dict(at=time.time(), actor=actor, role=role, action=action, target=target[:512],
-                   outcome=outcome, detail=detail, before=before, after=after)
+    def audit(self, *, c: Connection | None = None, **what: Any) -> None:
+        """One audit row: actor, role, action, target, outcome, and detail, before, after."""
+        row = _audit_values(**what)
         if c is not None:
             c.execute(insert(audit).values(**row))
             return

@@ -8,12 +8,17 @@ change them; this module is what the code reads and writes, and a test checks th
 - ``node_state``: nodes an admin took out of service (drain, cordon), re-applied at restart.
 - ``quota``: quota edits over the tenancy file, re-applied at restart.
 - ``meta``: key/value (the source clock at the last tick, so time goes on after a restart).
+- ``changes``: the change log. Every mutation (a submission, cancel, hold, release, priority, a
+  node action, a quota edit) appends a row in the same transaction as the change itself, numbered
+  in commit order; the scheduler leader applies them to the live world in that order, whichever
+  replica took the call (service/leader.py).
 """
 
 from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     Float,
     Index,
@@ -48,6 +53,15 @@ jobs = Table(
     Column("submitted_by", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
+    #: Running: where, as [pod set, replica, node] per pod (a new leader adopts it there).
+    Column("placement", JSON),
+    #: How many times the job was started (a preemption or a failed node restarts it).
+    Column("starts", Integer, nullable=False, server_default="0"),
+    #: Evictions by the scheduler (preemption), requeues after a node failed, and the GPU-seconds
+    #: of work they lost (what ran since the last checkpoint, engine/checkpoints.py).
+    Column("preemptions", Integer, nullable=False, server_default="0"),
+    Column("requeues", Integer, nullable=False, server_default="0"),
+    Column("lost_gpu_s", Float, nullable=False, server_default="0"),
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_tenant", jobs.c.tenant)
@@ -99,4 +113,13 @@ meta = Table(
     "meta", metadata,
     Column("key", String(64), primary_key=True),
     Column("value", Text, nullable=False),
+)
+
+changes = Table(
+    "changes", metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at", Float, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("target", String(512), nullable=False),
+    Column("data", JSON),
 )
