@@ -129,14 +129,18 @@ def last_diagnosis(store: Store, node: str) -> AttachedDiagnosis | None:
     return AttachedDiagnosis.model_validate_json(raw) if raw else None
 
 
-def attach(store: Store, who: Principal, node: str, doc: DiagnosisDoc,
-           how: str = "posted") -> AttachedDiagnosis:
-    """Keep ``doc`` as ``node``'s last diagnosis, audited as ``node.diagnosis`` (admin only; a refusal
-    is audited too)."""
+def require_admin(store: Store, who: Principal, node: str) -> None:
+    """Only an admin attaches a diagnosis; a refusal is audited (before any work is done)."""
     if who.role != "admin":
         store.audit(actor=who.actor, role=who.role, action="node.diagnosis", target=node, outcome="refused",
                     detail=f"{who.role} may not attach a diagnosis; admin only")
         raise ApiError(403, f"{who.role} may not attach a diagnosis; admin only")
+
+
+def attach(store: Store, who: Principal, node: str, doc: DiagnosisDoc,
+           how: str = "posted") -> AttachedDiagnosis:
+    """Keep ``doc`` as ``node``'s last diagnosis, audited as ``node.diagnosis`` (admin only)."""
+    require_admin(store, who, node)
     before = last_diagnosis(store, node)
     att = AttachedDiagnosis(at=time.time(), by=who.actor, how=how, diagnosis=doc)
     with store.writing() as c:
