@@ -29,9 +29,10 @@ Bounds (each a 422 naming the field): ``MAX_POLICIES`` policies, ``MAX_SEEDS`` s
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,32 +236,31 @@ def _sweep(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> 
 
 def fragbench_workload(snap: LiveSnapshot) -> Workload:
     """FGD's inputs from the live world: the fleet's nodes, and one pod per replica of every live
-    job (whole GPUs as 1000 milli each, a share as its milli)."""
+    job (whole GPUs as 1000 milli each, a share as its milli), running jobs first, at most
+    ``MAX_PODS`` (FGD inflates the list to 130 % of capacity by drawing from it anyway)."""
     nodes = snap.fleet.nodes
     node_list = NodeList(tuple(n.id for n in nodes), np.array([n.cpus * 1000 for n in nodes], np.int64),
                          np.array([n.memory_gb * 1024 for n in nodes], np.int64),
                          np.array([n.gpus for n in nodes], np.int64), tuple(n.gpu for n in nodes))
-    names, cpu, mem, count, milli, spec = [], [], [], [], [], []
-    jobs = [rj.job for rj in snap.running.values()] + list(snap.pending.values())
-    for j in jobs:
-        for ps in j.pod_sets:
-            r = ps.request
-            if r.mig_profile is not None or (r.gpus == 0 and r.gpu_milli == 0):
-                continue
-            for k in range(ps.replicas):
-                names.append(f"{j.id}/{ps.name}/{k}")
-                cpu.append(int(r.cpus * 1000))
-                mem.append(int(r.memory_gb * 1024))
-                count.append(r.gpus if r.gpus > 0 else 1)
-                milli.append(MILLI if r.gpus > 0 else r.gpu_milli)
-                spec.append(frozenset(r.gpu_models))
-                if len(names) >= MAX_PODS:
-                    break
+    def pods() -> Iterator[tuple[str, int, int, int, int, frozenset[str]]]:
+        for j in [rj.job for rj in snap.running.values()] + list(snap.pending.values()):
+            for ps in j.pod_sets:
+                r = ps.request
+                if r.mig_profile is not None or (r.gpus == 0 and r.gpu_milli == 0):
+                    continue   # a MIG slice or a CPU pod: not a GPU request FGD models
+                for k in range(ps.replicas):
+                    yield (f"{j.id}/{ps.name}/{k}", int(r.cpus * 1000), int(r.memory_gb * 1024),
+                           r.gpus if r.gpus > 0 else 1, MILLI if r.gpus > 0 else r.gpu_milli,
+                           frozenset(r.gpu_models))
+
+    rows = list(itertools.islice(pods(), MAX_PODS))
+    names = [row[0] for row in rows]
     if not names:
         raise ApiError(422, "fragbench: no live job asks for GPUs, so there are no pods to replay", "packers")
-    pods = PodList(tuple(names), np.array(cpu, np.int64), np.array(mem, np.int64), np.array(count, np.int64),
-                   np.array(milli, np.int64), tuple(spec))
-    return Workload(node_list, pods)
+    _, cpu, mem, count, milli, spec = zip(*rows, strict=True)
+    pod_list = PodList(tuple(names), np.array(cpu, np.int64), np.array(mem, np.int64),
+                       np.array(count, np.int64), np.array(milli, np.int64), tuple(spec))
+    return Workload(node_list, pod_list)
 
 
 def _fragbench(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> Table:
