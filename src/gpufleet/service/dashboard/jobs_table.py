@@ -12,6 +12,7 @@ last cycle's ``Status``).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from dataclasses import dataclass
 
@@ -75,9 +76,26 @@ class ColumnCache:
 
     def get(self, snap: LiveSnapshot) -> Columns:
         with self._lock:
-            if self._snap is not snap or self._cols is None:
-                self._cols, self._snap = columns(snap), snap
+            if self._cols is None or not self._same(snap):
+                self._cols = columns(snap)
+            self._snap = snap
             return self._cols
+
+    def _same(self, snap: LiveSnapshot) -> bool:
+        """Whether ``snap`` has the cached snapshot's columns. The loop publishes a snapshot every
+        tick, changed or not. The columns are a function of the statuses and of the pending and
+        running job objects (frozen), so a snapshot with the same statuses object (no cycle ran
+        since) and the very same job objects in the same order has the same columns. The check
+        is C loops (``map(operator.is_, …)``), ~ms at 100,000 jobs; a rebuild is ~120 ms."""
+        old = self._snap
+        if old is snap:
+            return True
+        return (old is not None and snap.statuses is old.statuses
+                and _same_objects(snap.pending, old.pending) and _same_objects(snap.running, old.running))
+
+
+def _same_objects(a: dict, b: dict) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a.values(), b.values()))
 
 
 @dataclass(frozen=True)
