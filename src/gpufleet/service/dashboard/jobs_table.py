@@ -15,6 +15,7 @@ import math
 import operator
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -39,6 +40,27 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @cached_property
+    def _text(self) -> tuple[str, np.ndarray]:
+        """Every row's "id<TAB>tenant", lower-cased, one per line, and each line's start offset."""
+        lines = [f"{i}\t{t}".lower() for i, t in zip(self.ids, self.tenants, strict=True)]
+        starts = np.zeros(len(lines) + 1, dtype=np.int64)
+        np.cumsum([len(x) + 1 for x in lines], out=starts[1:])
+        return "\n".join(lines), starts
+
+    def search(self, needle: str) -> np.ndarray:
+        """Rows whose id or tenant contains ``needle`` (case-insensitive), ascending: ``str.find``
+        over one string (C) and a binary search per hit, instead of a Python test per row."""
+        needle = needle.lower().replace("\t", " ").replace("\n", " ")
+        text, starts = self._text
+        hits: list[int] = []
+        pos = text.find(needle)
+        while pos >= 0:
+            row = int(np.searchsorted(starts, pos, side="right")) - 1
+            hits.append(row)
+            pos = text.find(needle, int(starts[row + 1]))   # the next row: one hit per row
+        return np.array(hits, dtype=np.int64)
 
 
 def columns(snap: LiveSnapshot) -> Columns:
@@ -154,11 +176,9 @@ def select(cols: Columns, query: Query) -> np.ndarray:
     if query.tenant:
         mask &= cols.tenants == query.tenant
     if query.q:
-        needle = query.q.lower()
-        idx = np.flatnonzero(mask)
-        hit = [i for i in idx if needle in cols.ids[i].lower() or needle in cols.tenants[i].lower()]
-        mask = np.zeros(len(cols), dtype=bool)
-        mask[hit] = True
+        found = np.zeros(len(cols), dtype=bool)
+        found[cols.search(query.q)] = True
+        mask &= found
     idx = np.flatnonzero(mask)
     if query.sort == "id":
         order = np.argsort(cols.ids[idx].astype(str), kind="stable")
