@@ -2,9 +2,12 @@
 
 The log: the real boot log tests/data/ops/bench/dmesg-boot.txt (leptonai/gpud's pstore fixture, see
 tests/data/ops/PROVENANCE.md) repeated to ``--mb`` megabytes, with the real Xid 119 burst of
-tests/data/ops/bundles/xid119-gsp-timeout/dmesg.txt inserted once in the middle: a day of a busy node's
-kernel log with one fault in it. Both runs must give the same verdict; the figure is the ratio of the
-two wall times measured in the same process (the machine is shared: absolute times are noisy).
+tests/data/ops/bundles/xid119-gsp-timeout/dmesg.txt inserted once in the last copy: a day of a busy
+node's kernel log with one fault in it. (Each copy's kernel stamps start again near 0 s, which
+ops/timeline.py reads as a new boot; a burst in an earlier copy would be history, cleared by the
+boots after it — so the burst goes into the last one, as a current fault.) Both runs must give the
+same verdict; the figure is the ratio of the two wall times measured in the same process (the machine
+is shared: absolute times are noisy).
 
     python bench/diagnose_scan.py [--mb 7.5] [--repeat 3]
 """
@@ -33,7 +36,7 @@ def build(folder: Path, mb: float) -> int:
     lines: list[str] = []
     for c in range(copies):
         lines += boot
-        if c == copies // 2:
+        if c == copies - 1:
             lines += burst
     (folder / "dmesg.txt").write_text("\n".join(lines) + "\n")
     return len(lines)

@@ -17,13 +17,13 @@ import time
 import numpy as np
 
 from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
+from gpufleet.engine.fit import bindings_fit
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.model.job import PodRequest
 from gpufleet.policies.backfill import bindings_fit_throughout, window_free
-from gpufleet.policies.gang import bindings_fit
 from gpufleet.testing.builders import job
 
 N, RUNNING, HOLDS, PROMISES, REPS, RUN_S = 2000, 1660, 7, 50, 20, 3000.0

@@ -26,6 +26,13 @@
 #         slurm-emulated-cluster.sh selftest   up, run a small gang/backfill scenario, check it
 #         slurm-emulated-cluster.sh node-kill gpu007   crash one emulated node (SIGKILL its slurmd)
 #         slurm-emulated-cluster.sh node-start gpu007  bring it back (returns to IDLE by itself)
+#         slurm-emulated-cluster.sh restd-stop          stop slurmrestd (by pid file)
+#         slurm-emulated-cluster.sh restd-start         start it again
+#         slurm-emulated-cluster.sh token [SECONDS]     print a JWT for root (scontrol token)
+#
+# slurmrestd (Debian's package, REST API v0.0.38) listens on 127.0.0.1:$SLURMTEST_RESTD_PORT
+# with JWT auth (AuthAltTypes=auth/jwt, key in $SLURMTEST_DIR/etc/jwt_hs256.key): send the headers
+# X-SLURM-USER-NAME: root and X-SLURM-USER-TOKEN: $(slurm-emulated-cluster.sh token).
 #
 # Settings (environment):
 #   SLURMTEST_DIR=/tmp/slurmtest   SLURMTEST_NODES=32        SLURMTEST_GPUS_PER_NODE=8
@@ -34,6 +41,7 @@
 #   SLURMTEST_ACCOUNTING=jobcomp   (jobcomp: jobcomp/filetxt file, read it with "sacct -c";
 #                                   slurmdbd: private MariaDB + slurmdbd, sacct works)
 #   SLURMTEST_CTLD_PORT=16817 SLURMTEST_DBD_PORT=16819 SLURMTEST_MYSQL_PORT=13306
+#   SLURMTEST_RESTD_PORT=16820 (slurmrestd; SLURMTEST_RESTD=0 leaves it out)
 #   SLURMTEST_NODE_PORT_BASE=17000 (node i listens on BASE+i)
 #   SLURMTEST_CLUSTER=emu  SLURMTEST_DEBUG=info (slurmctld log level)
 #   SLURMTEST_ENFORCE=associations,limits,qos (slurmdbd mode; "" = no enforcement)
@@ -61,6 +69,8 @@ CTLD_PORT=${SLURMTEST_CTLD_PORT:-16817}
 DBD_PORT=${SLURMTEST_DBD_PORT:-16819}
 MYSQL_PORT=${SLURMTEST_MYSQL_PORT:-13306}
 NODE_PORT_BASE=${SLURMTEST_NODE_PORT_BASE:-17000}
+RESTD_PORT=${SLURMTEST_RESTD_PORT:-16820}
+RESTD=${SLURMTEST_RESTD:-1}
 CLUSTER=${SLURMTEST_CLUSTER:-emu}
 DEBUG=${SLURMTEST_DEBUG:-info}
 ENFORCE=${SLURMTEST_ENFORCE-associations,limits,qos}   # slurmdbd mode only
@@ -75,6 +85,7 @@ export SLURM_CONF=$B/etc/slurm.conf
 SELF=$(readlink -f "$0")
 SBIN=/usr/sbin
 PKGS=(slurmctld slurmd slurm-client munge)
+[ "$RESTD" = 1 ] && PKGS+=(slurmrestd slurm-wlm-jwt-plugin)
 [ "$ACCT" = slurmdbd ] && PKGS+=(slurmdbd mariadb-server)
 
 log() { printf '[slurmtest %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -127,7 +138,7 @@ check_bins() {
 
 # ---------------------------------------------------------------------------- config
 settings_sig() {   # any change of settings or of this script => full restart on 'up'
-  echo "$(sha1sum < "$SELF" | cut -c1-12) $NODES $GPUS $CPUS $MEM $GPU_TYPE $LEAF $PODSZ $ACCT $ENFORCE $KEEP_DB $SLURMD_TIMEOUT $(printf %s "$EXTRA_CONF" | sha1sum | cut -c1-8) $(printf %s "$INCLUDE_CONF" | sha1sum | cut -c1-8) $CTLD_PORT $DBD_PORT $MYSQL_PORT $NODE_PORT_BASE $CLUSTER $DEBUG $(hostname -s)"
+  echo "$(sha1sum < "$SELF" | cut -c1-12) $RESTD $RESTD_PORT $NODES $GPUS $CPUS $MEM $GPU_TYPE $LEAF $PODSZ $ACCT $ENFORCE $KEEP_DB $SLURMD_TIMEOUT $(printf %s "$EXTRA_CONF" | sha1sum | cut -c1-8) $(printf %s "$INCLUDE_CONF" | sha1sum | cut -c1-8) $CTLD_PORT $DBD_PORT $MYSQL_PORT $NODE_PORT_BASE $CLUSTER $DEBUG $(hostname -s)"
 }
 
 write_config() {
@@ -149,6 +160,15 @@ write_config() {
   for ((g = 0; g < GPUS; g++)); do
     [ -c "$B/dev/nvidia$g" ] || { rm -f "$B/dev/nvidia$g"; mknod "$B/dev/nvidia$g" c 195 "$g"; }
   done
+
+  # JWT (slurmrestd's auth and `scontrol token`): an HS256 key only SlurmUser (root) may read
+  local jwt_lines="# no slurmrestd (SLURMTEST_RESTD=0): munge only"
+  if [ "$RESTD" = 1 ]; then
+    [ -s "$B/etc/jwt_hs256.key" ] || dd if=/dev/urandom of="$B/etc/jwt_hs256.key" bs=32 count=1 status=none
+    chmod 600 "$B/etc/jwt_hs256.key"
+    jwt_lines="AuthAltTypes=auth/jwt
+AuthAltParameters=jwt_key=$B/etc/jwt_hs256.key"
+  fi
 
   local acct_lines prio_lines
   if [ "$ACCT" = slurmdbd ]; then
@@ -187,6 +207,7 @@ SlurmctldPort=$CTLD_PORT
 SlurmdPort=$((NODE_PORT_BASE))
 AuthType=auth/munge
 AuthInfo=socket=$B/run/munge.socket
+$jwt_lines
 CredType=cred/munge
 StateSaveLocation=$B/state
 SlurmdSpoolDir=$B/spool/%n
@@ -272,6 +293,7 @@ EOF
     cat > "$B/etc/slurmdbd.conf" <<EOF
 AuthType=auth/munge
 AuthInfo=socket=$B/run/munge.socket
+$jwt_lines
 DbdHost=$host
 DbdAddr=127.0.0.1
 DbdPort=$DBD_PORT
@@ -361,11 +383,33 @@ start_slurmds() {
   wait_for 60 "all $NODES nodes idle" sh -c "[ \"\$(sinfo -h -N -t idle -o %N | sort -u | wc -l)\" -eq $NODES ]"
 }
 
+# slurmrestd does not daemonize: run it in the background, its pid in run/slurmrestd.pid. It refuses
+# to run as root or SlurmUser; it runs as nobody (setuid after binding), the JWT says who asks.
+start_slurmrestd() {
+  [ "$RESTD" = 1 ] || return 0
+  if pid_alive "$B/run/slurmrestd.pid"; then return 0; fi
+  [ -x "$SBIN/slurmrestd" ] || die "$SBIN/slurmrestd missing (install slurmrestd)"
+  port_free "$RESTD_PORT" || die "port $RESTD_PORT on 127.0.0.1 is in use (set SLURMTEST_RESTD_PORT)"
+  env "$MARK" SLURM_CONF="$B/etc/slurm.conf" SLURM_JWT=daemon setsid "$SBIN/slurmrestd" -a rest_auth/jwt \
+    -s openapi/v0.0.38,openapi/dbv0.0.38 -u nobody "127.0.0.1:$RESTD_PORT" \
+    </dev/null >"$B/log/slurmrestd.log" 2>&1 &
+  echo $! > "$B/run/slurmrestd.pid"
+  WATCH_PID=$B/run/slurmrestd.pid WATCH_LOG=$B/log/slurmrestd.log wait_for 30 slurmrestd \
+    bash -c "exec 3<>/dev/tcp/127.0.0.1/$RESTD_PORT"
+}
+do_restd_stop() {
+  local f=$B/run/slurmrestd.pid p
+  pid_alive "$f" || { log "slurmrestd not running"; rm -f "$f"; return 0; }
+  p=$(cat "$f"); kill -TERM "$p"; wait_gone 10 "$p"; rm -f "$f"; log "stopped slurmrestd"
+}
+do_token() { scontrol token username=root lifespan="${1:-3600}" | sed -n 's/^SLURM_JWT=//p'; }
+
 cluster_up_ok() {
   [ -f "$B/etc/settings" ] && [ "$(cat "$B/etc/settings")" = "$(settings_sig)" ] || return 1
   pid_alive "$B/run/munged.pid" && pid_alive "$B/run/slurmctld.pid" || return 1
   if [ "$ACCT" = slurmdbd ]; then pid_alive "$B/run/slurmdbd.pid" && pid_alive "$B/run/mariadb.pid" || return 1; fi
   local i; for ((i = 1; i <= NODES; i++)); do pid_alive "$B/run/slurmd-$(nodename $i).pid" || return 1; done
+  [ "$RESTD" != 1 ] || pid_alive "$B/run/slurmrestd.pid" || return 1
   scontrol ping >/dev/null 2>&1
 }
 
@@ -380,7 +424,7 @@ do_up() {
   trap 'log "start-up failed: stopping what was started (logs kept in $B/log)"; do_down quiet' EXIT
   local t0; t0=$(now)
   for p in "$CTLD_PORT" $( [ "$ACCT" = slurmdbd ] && echo "$DBD_PORT $MYSQL_PORT" ) \
-           "$((NODE_PORT_BASE + 1))" "$((NODE_PORT_BASE + NODES))"; do
+           "$((NODE_PORT_BASE + 1))" "$((NODE_PORT_BASE + NODES))" $( [ "$RESTD" = 1 ] && echo "$RESTD_PORT" ); do
     port_free "$p" || die "port $p on 127.0.0.1 is in use (set SLURMTEST_*PORT*)"
   done
   # fresh Slurm state and logs every time; the MariaDB datadir and munge key are kept
@@ -390,6 +434,7 @@ do_up() {
   if [ "$ACCT" = slurmdbd ]; then start_mariadb; start_slurmdbd; fi
   start_slurmctld
   start_slurmds
+  start_slurmrestd
   trap - EXIT
   log "cluster '$CLUSTER' up: $NODES nodes x $GPUS $GPU_TYPE GPUs, accounting=$ACCT, in $(since "$t0")s"
   do_env
@@ -450,7 +495,7 @@ do_down() {
   fi
   # 2. daemons via their pid files, slurmds first, munged last
   local pids=() f
-  for f in "$B"/run/slurmd-*.pid "$B/run/slurmctld.pid" "$B/run/slurmdbd.pid" "$B/run/mariadb.pid"; do
+  for f in "$B/run/slurmrestd.pid" "$B"/run/slurmd-*.pid "$B/run/slurmctld.pid" "$B/run/slurmdbd.pid" "$B/run/mariadb.pid"; do
     [ -f "$f" ] && pid_alive "$f" && { pids+=("$(cat "$f")"); kill_pidfile "$f"; }
   done
   [ ${#pids[@]} -gt 0 ] && wait_gone 10 "${pids[@]}"
@@ -541,5 +586,8 @@ case "${1:-}" in
   selftest) do_selftest ;;
   node-kill)  do_node_kill "${2:-}" ;;
   node-start) do_node_start "${2:-}" ;;
-  *) sed -n '2,40p' "$0"; exit 2 ;;
+  restd-stop)  do_restd_stop ;;
+  restd-start) start_slurmrestd; log "slurmrestd on 127.0.0.1:$RESTD_PORT" ;;
+  token)      do_token "${2:-}" ;;
+  *) sed -n '2,50p' "$0"; exit 2 ;;
 esac

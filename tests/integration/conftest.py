@@ -1,4 +1,5 @@
-"""A real Slurm (Debian's 22.05, one slurmd per emulated node) for the `slurm`-marked tests.
+"""A real Slurm (Debian's 22.05, one slurmd per emulated node, slurmrestd with JWT auth) for the
+`slurm`-marked tests.
 
 The cluster is brought up once for this package (tests/integration is a package so that the
 Slurm and Ray daemons stop after its last test instead of idling beside the unit tests) by the
@@ -67,15 +68,17 @@ def _private_ports() -> dict[str, str]:
     """A block of free ports of our own, so concurrent test sessions get separate clusters.
 
     The block lies below the ephemeral range. Layout from the block's base: controller,
-    slurmdbd, MariaDB, then one port per node from base + 10 (the script puts node i on
-    NODE_PORT_BASE + i).
+    slurmdbd, MariaDB, slurmrestd, then one port per node from base + 10 (the script puts node i
+    on NODE_PORT_BASE + i).
     """
     rng = random.Random(os.getpid())
     for _ in range(50):
         base = rng.randrange(20000, EPHEMERAL_PORTS_FROM - 100, 100)
-        if all(_port_free(p) for p in [base, base + 1, base + 2, *range(base + 11, base + 11 + NODES)]):
+        if all(_port_free(p) for p in [base, base + 1, base + 2, base + 3,
+                                       *range(base + 11, base + 11 + NODES)]):
             return {"SLURMTEST_CTLD_PORT": str(base), "SLURMTEST_DBD_PORT": str(base + 1),
-                    "SLURMTEST_MYSQL_PORT": str(base + 2), "SLURMTEST_NODE_PORT_BASE": str(base + 10)}
+                    "SLURMTEST_MYSQL_PORT": str(base + 2), "SLURMTEST_RESTD_PORT": str(base + 3),
+                    "SLURMTEST_NODE_PORT_BASE": str(base + 10)}
     raise AssertionError("no free block of ports for the test cluster")
 
 
@@ -133,6 +136,20 @@ class SlurmCluster:
         hold = self.root / "hooks" / f"hold-{job_id}"
         hold.touch()
         return hold
+
+    @property
+    def restd_url(self) -> str:
+        """slurmrestd (JWT auth; the script starts it with the cluster)."""
+        return f"http://127.0.0.1:{self.env['SLURMTEST_RESTD_PORT']}"
+
+    def restd_stop(self) -> None:
+        """Stop slurmrestd (the script's restd-stop, by pid file): the REST source goes away."""
+        done = _script("restd-stop", self.env, timeout=30)
+        assert done.returncode == 0, done.stderr
+
+    def restd_start(self) -> None:
+        done = _script("restd-start", self.env, timeout=60)
+        assert done.returncode == 0, done.stderr
 
     def node_kill(self, node: str) -> None:
         """Crash one emulated node: SIGKILL its slurmd (the script's node-kill, by pid file)."""

@@ -7,13 +7,18 @@ test_kueue_rules).
 """
 
 import math
+from dataclasses import replace
 
 import pytest
-from tests.scenarios.test_kueue_rules import A100, F, cycle, on, w
+from tests.scenarios.test_kueue_rules import A100, NOW, F, cq, cycle, on, preempted, w
 
+from gpufleet.engine.plan import PodBinding
+from gpufleet.engine.types import RunningJob
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
-from gpufleet.policies.kueue_share import Drs, drs
-from gpufleet.policies.quota import QuotaLedger
+from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import Drs, drs, share_ledger
+from gpufleet.policies.quota import QuotaLedger, with_flavor
+from gpufleet.testing.builders import job
 
 
 def teams() -> Tenancy:
@@ -75,3 +80,77 @@ def test_a_zero_weight_borrower_ranks_above_every_other_share():
     assert Drs(0.0, 10.0, True).key() > Drs(1.0, 1e9, True).key()
     assert Drs(0.0, 20.0, True).key() > Drs(0.0, 10.0, True).key()
     assert Drs(0.0, 0.0).value == 0.0
+
+
+@pytest.mark.parametrize("strategies, expected", [
+    (("LessThanOrEqualToFinalShare",), []),
+    (("LessThanInitialShare",), [("x", "InCohortFairSharing")]),
+    (("LessThanOrEqualToFinalShare", "LessThanInitialShare"), [("z", "InCohortFairSharing")]),
+])
+def test_rule_s2b_picks_its_queue_after_what_rule_s2a_evicted(strategies, expected):
+    """Kueue's fairPreemptions: rule S2-a (the first strategy) over every candidate, then rule
+    S2-b (``runSecondFsStrategy``: LessThanInitialShare over the candidates S2-a refused, target
+    queues re-ordered by their share *after* S2-a's evictions, each queue's first candidate, one
+    per queue). Five 8-GPU nodes, lendable 40 (1 GPU borrowed = 25). a (nominal 8, running 8),
+    c (nominal 32, running 14 of it), b and d (nominal 0) borrowing; every GPU in use.
+    b runs x (6, newest) and y (4): borrows 10 → 250. d runs z (8) → 200. a-w asks 5: a's share
+    with it 125; nothing is free, so 5 must be freed.
+    S2-a (LessThanOrEqualToFinalShare), b first (250): x leaves b at 100, 125 ≤ 100 no; y leaves
+    b at 150, 125 ≤ 150 yes: y goes, 4 free, not enough. d: z leaves it at 0, no.
+    S2-b over {x, z}: the queues now stand d 200, b 150: d first, 125 < 200: z goes, 12 free, a-w
+    fits; fill-back then spares y (z alone frees 8 ≥ 5). Victim: z.
+    LessThanInitialShare alone takes b's first candidate at b's initial 250: x. S2-a alone frees 4
+    of 5: nothing. So the pair's answer is S2-b's own: ordered on S2-a's result, not the start."""
+    run = [on(w("a0", "a", 8), 0), on(w("x", "b", 6), 1, start=9_900.0), on(w("c1", "c", 2), 1),
+           on(w("y", "b", 4), 2, start=9_800.0), on(w("c2", "c", 4), 2), on(w("z", "d", 8), 3),
+           on(w("c0", "c", 8), 4)]
+    t = Tenancy(tenants=(cq("a", 8, reclaim_within_cohort="Any"), cq("b", 0), cq("c", 32), cq("d", 0)),
+                cohorts=(Cohort("c"),), fair_sharing=True, fair_sharing_strategies=strategies)
+    r = cycle(run, [w("a-w", "a", 5, prio=1)], t, nodes=5)
+    assert preempted(r) == expected
+
+
+def cpu_teams() -> Tenancy:
+    """a, b (8 GPUs, 32 cores each) and c (16 GPUs, 64 cores, idle: it lends all) in cohort co,
+    fair sharing on. Lendable in co: 32 GPUs and 128 cores."""
+    def q(name: str, gpus: int, cores: float) -> TenantQueue:
+        return TenantQueue(name, "co", ((F, FlavorQuota(gpus)),), resources=((F, "cpu", FlavorQuota(cores)),))
+    return Tenancy(tenants=(q("a", 8, 32), q("b", 8, 32), q("c", 16, 64)), cohorts=(Cohort("co"),),
+                   fair_sharing=True)
+
+
+def cpu_job(name: str, tenant: str, gpus: int, cores: float):
+    return replace(job("x").tenant(tenant).gpus(gpus).cpus(cores).runs(90_000).build(), id=name)
+
+
+def test_the_share_counts_cpu_when_it_is_the_dominant_resource():
+    """Kueue's dominantResourceShare takes every resource name. a runs a0 (8 GPUs, 64 cores):
+    GPUs within its 8, cores 32 over its 32 of 128 lendable → 1000 × 32 / 128 = 250, GPUs 0.
+    A GPU-only share would call a not borrowing at all."""
+    t = cpu_teams()
+    run = [on_cpu(cpu_job("a0", "a", 8, 64), 0)]
+    ledger = share_ledger(QuotaLedger.from_running(t, run), ResourceLedger.from_running(t, run))
+    d = drs(ledger, ("t", "a"))
+    assert d.borrowing and d.value == 250.0
+    assert not drs(QuotaLedger.from_running(t, run), ("t", "a")).borrowing
+
+
+def test_a_queue_borrowing_more_cpu_than_gpus_yields_to_one_borrowing_fewer_of_either():
+    """The tournament admits the head whose queue's share, with it, is lower. a runs a0 (8 GPUs,
+    64 cores); a-w asks 8 GPUs and 8 cores: a's GPUs 16, borrowing 8 → 1000 × 8/32 = 250; cores
+    72, borrowing 40 → 1000 × 40/128 = 312.5: share 312.5. b runs b0 (8) and b1 (1) with 1 core
+    each; b-w asks 8 GPUs, 1 core: GPUs 17, borrowing 9 → 281.25; cores 3, none borrowed:
+    281.25. By GPUs alone a-w (250) would go first; with cpu, b-w (281.25 < 312.5). Quota
+    left: 32 − 17 = 15 GPUs, room for one 8-GPU head: b-w is admitted, a-w waits. Four 8-GPU
+    nodes: a0 on 0, b0 on 1, b1 on 2; the admitted head takes node 3."""
+    t = cpu_teams()
+    run = [on_cpu(cpu_job("a0", "a", 8, 64), 0), on_cpu(cpu_job("b0", "b", 8, 1), 1),
+           on_cpu(cpu_job("b1", "b", 1, 1), 2)]
+    r = cycle(run, [cpu_job("a-w", "a", 8, 8), cpu_job("b-w", "b", 8, 1)], t, nodes=4)
+    assert r.started == ("b-w",)
+
+
+def on_cpu(j, node: int):
+    jj = with_flavor(j, F)
+    ps = jj.pod_sets[0]
+    return RunningJob(jj, NOW - 1_000, (PodBinding(j.id, ps.name, 0, node, ps.request),))

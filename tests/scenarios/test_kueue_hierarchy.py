@@ -12,7 +12,7 @@ import pytest
 from tests.scenarios.test_kueue_rules import F, cq, cycle, on, preempted, ten, w
 
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, borrowing_level
+from gpufleet.policies.kueue_admit import NO_LONGER_FITS, borrowing_level
 from gpufleet.policies.kueue_tree import lowest_subtree_height, potential_available
 from gpufleet.policies.quota import QuotaLedger
 from gpufleet.testing.builders import job
@@ -47,11 +47,13 @@ def test_a_head_borrowing_in_a_lower_subtree_is_admitted_before_one_borrowing_at
     """Same tree, 2 nodes (16 GPUs), a-1 running 8 on node 0, x idle: 8 free, both heads want
     them. a-2 (8, priority 0) is at level 2, b-1 (8, priority 5, older) at level 3. Kueue
     takes heads by borrowing level before priority: a-2 is admitted and b-1 finds org at
-    16 + 8 > 16. Counting steps up (1 and 1) would tie them and admit b-1 by priority."""
+    16 + 8 > 16. Counting steps up (1 and 1) would tie them and admit b-1 by priority.
+    Kueue's reason for the one left out: nominated while it fitted, it is skipped once the
+    head before it took the quota ("no longer fits after processing another workload")."""
     r = cycle([on(w("a-1", "a", 8), 0)], [w("b-1", "b", 8, prio=5, submit=-10.0), w("a-2", "a", 8)],
               lopsided(), nodes=2)
     assert r.started == ("a-2",)
-    assert r.statuses["b-1"].reasons[0] == INSUFFICIENT_QUOTA
+    assert r.statuses["b-1"].reasons[0] == NO_LONGER_FITS
 
 
 def test_potential_capacity_counts_only_what_lending_and_borrowing_limits_let_through():

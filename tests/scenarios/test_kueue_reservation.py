@@ -31,7 +31,7 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import AdmissionState, CycleInput, CycleResult, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
+from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, NO_LONGER_FITS
 from gpufleet.policies.registry import profile
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.usage import UsageTracker
@@ -113,7 +113,9 @@ def test_a_reservation_whose_pods_have_not_started_is_reclaimed_first_and_loses_
     though its pod never ran — and evicting it frees 8 ≥ 4; b-3's pod fits a node now (4 free on
     node 0). So: a-1 preempted (InCohortReclamation), its reservation released at once (no pods
     to stop, no work lost), no running job touched. Next cycle b-3 is admitted and starts, and
-    a-1 waits: 16 − 8 − 4 = 4 unused < 8."""
+    a-1 waits: 16 − 8 − 4 = 4 unused < 8.
+    Kueue's reason for the one left out: nominated while it fitted, it is skipped once the
+    head before it took the quota ("no longer fits after processing another workload")."""
     ten = borrowers()
     b1, b2 = on(w("b-1", "b", 4), 0), on(w("b-2", "b", 4), 1)
     a1 = w("a-1", "a", 8, submit=100.0)
@@ -126,7 +128,7 @@ def test_a_reservation_whose_pods_have_not_started_is_reclaimed_first_and_loses_
 
     r3 = cycle(NOW + 60, [b1, b2], [a1, b3], ten, nodes=2, state=r2.admission)
     assert r3.started == ("b-3",)
-    assert r3.statuses["a-1"].reasons[0] == INSUFFICIENT_QUOTA
+    assert r3.statuses["a-1"].reasons[0] == NO_LONGER_FITS
 
 
 def _sticky_state() -> tuple[Tenancy, list[RunningJob], Job, Job, RunningJob]:
@@ -153,7 +155,8 @@ def test_a_workload_pending_preemption_keeps_its_queues_head_until_admitted():
     Cycle 2, 30 s later: v is gone and back in b's queue (submitted at 0, the oldest job).
     Heads are ordered by borrowing level, then priority, then age: p within nominal (level 0)
     before v (b at 6 + 4 > 8: level 1). p is admitted and starts (4 unused − 2 = 2 left); v and
-    x (4 GPUs each) wait with InsufficientUnusedQuota, and nobody is preempted again.
+    x (4 GPUs each) wait, and nobody is preempted again: x never fitted; v was nominated into the
+    4 unused and is skipped ("no longer fits after processing another workload", Kueue's reason).
     Without the sticky head, a's head would be x (older than p), x's key (level 1, age 50)
     comes after v's (level 1, age 0): v would be re-admitted into the 4 it released and p
     would preempt it again — every 30 s."""
@@ -165,9 +168,9 @@ def test_a_workload_pending_preemption_keeps_its_queues_head_until_admitted():
     r2 = cycle(NOW + 30, run, [x, p, v.job], ten, nodes=3, state=r1.admission)
     assert r2.started == ("p",)
     assert r2.preemptions == ()
-    for waiting in ("x", "v"):
+    for waiting, reason in (("x", INSUFFICIENT_QUOTA), ("v", NO_LONGER_FITS)):
         assert r2.statuses[waiting].code is StatusCode.NOT_ADMITTED
-        assert r2.statuses[waiting].reasons[0] == INSUFFICIENT_QUOTA
+        assert r2.statuses[waiting].reasons[0] == reason
     assert r2.admission.sticky == {}
 
 

@@ -18,7 +18,12 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, STRICT_FIFO_BLOCKED, borrowing_level
+from gpufleet.policies.kueue_admit import (
+    INSUFFICIENT_QUOTA,
+    NO_LONGER_FITS,
+    STRICT_FIFO_BLOCKED,
+    borrowing_level,
+)
 from gpufleet.policies.kueue_share import share_path, weighted_share
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.policies.registry import profile
@@ -145,11 +150,13 @@ def test_classic_kueue_admits_non_borrowing_heads_before_borrowing_ones():
     """a (nominal 8) and b (nominal 0) share cohort c; one node of 8, nothing running. b-1 (8
     GPUs, priority 5, submitted first) can only borrow; a-1 (8, priority 0) fits a's nominal.
     Kueue serves heads that do not borrow first, whatever their priority: a-1 takes the 8 of
-    quota, and b-1 finds 8 − 8 = 0 to borrow."""
+    quota, and b-1 finds 8 − 8 = 0 to borrow.
+    Kueue's reason for the one left out: nominated while it fitted, it is skipped once the
+    head before it took the quota ("no longer fits after processing another workload")."""
     r = cycle([], [w("b-1", "b", 8, prio=5, submit=-10.0), w("a-1", "a", 8)],
               ten(cq("a", 8), cq("b", 0)), nodes=1)
     assert r.started == ("a-1",)
-    assert r.statuses["b-1"].reasons[0] == INSUFFICIENT_QUOTA
+    assert r.statuses["b-1"].reasons[0] == NO_LONGER_FITS
 
 
 def test_kueue_weighted_share_is_borrowed_over_lendable_per_weight():
@@ -285,12 +292,14 @@ def test_a_head_that_needs_preemption_holds_its_idle_nominal_quota_against_later
     usage 12 + 8 = 20 > 16, b-3 stays pending, nobody is preempted.
     Any: a-1 preempts b2 (the newest of the borrowing queue, after which b is at 8 = nominal) and
     its 8 GPUs count as used for the cycle, so b-3 cannot take the 4 either. Without the hold,
-    b-3 would start and a would be 8 GPUs further from its guarantee."""
+    b-3 would start and a would be 8 GPUs further from its guarantee.
+    Kueue's reason for the one left out: nominated while it fitted, it is skipped once the
+    head before it took the quota ("no longer fits after processing another workload")."""
     run = [on(w("b1", "b", 8), 0, start=NOW - 2_000), on(w("b2", "b", 4), 1)]
     r = cycle(run, [w("a-1", "a", 8), w("b-3", "b", 4)],
               ten(cq("a", 8, reclaim_within_cohort=reclaim), cq("b", 8)), nodes=2)
     assert ("b-3" in r.started) is b3_started
-    assert r.statuses["b-3"].reasons[0] == INSUFFICIENT_QUOTA
+    assert r.statuses["b-3"].reasons[0] == NO_LONGER_FITS
     assert preempted(r) == preempted_jobs
 
 
@@ -303,7 +312,9 @@ def test_heads_borrowing_nearer_in_the_cohort_tree_are_admitted_before_farther_o
     d-1 (8, priority 5, submitted first): d at 8 > 0; team2's subtree holds 8 < 16; org's holds
     24 ≥ 8 + 16: level 2.
     Level 1 goes first: a-2 takes the 8, then d-1 finds org at 32 > 24 and waits, though its
-    priority is higher and it is older."""
+    priority is higher and it is older.
+    Kueue's reason for the one left out: nominated while it fitted, it is skipped once the
+    head before it took the quota ("no longer fits after processing another workload")."""
     t = Tenancy(tenants=(TenantQueue("a", "team1", ((F, FlavorQuota(8)),)),
                          TenantQueue("b", "team1", ((F, FlavorQuota(8)),)),
                          TenantQueue("c", "team2", ((F, FlavorQuota(8)),)),
@@ -318,7 +329,7 @@ def test_heads_borrowing_nearer_in_the_cohort_tree_are_admitted_before_farther_o
     r = cycle([on(w("a-1", "a", 8), 0), on(w("c-1", "c", 8), 1)],
               [w("d-1", "d", 8, prio=5, submit=-10.0), w("a-2", "a", 8)], t, nodes=3)
     assert r.started == ("a-2",)
-    assert r.statuses["d-1"].reasons[0] == INSUFFICIENT_QUOTA
+    assert r.statuses["d-1"].reasons[0] == NO_LONGER_FITS
 
 
 def test_kueue_minimises_victims_from_the_last_target_back_sparing_later_candidates():

@@ -63,11 +63,15 @@ def analyze(
         "--defrag-method", help="milp: most GPUs started, then least GPU-hours moved, proven by "
         "the solver (10 s limit, greedy fallback); greedy: cheapest gang per GPU, step by step")
     ] = DefragMethod.MILP,
+    now: Annotated[str | None, typer.Option(
+        "--now", help="the time estimates count from, ISO 8601 (e.g. 2025-03-19T23:18:09Z); default: "
+        "the latest heartbeat or pod timestamp in the snapshot, printed with its source")] = None,
 ) -> None:
     """Allocated vs usable GPUs, stranded GPUs and why, and for each pending pod or gang the chain
     of what holds it back, with the engine's estimated start and who blocks it."""
     if not math.isfinite(assume_runtime_h) or not 0 < assume_runtime_h <= 24 * 365:
         raise fail(f"--assume-runtime-h: expected hours in (0, 8760], got {assume_runtime_h}")
+    t_now = _iso_time("--now", now) if now is not None else None
     default = TopologyLabels()
     topo = TopologyLabels(block=tuple(block_label or default.block), rack=tuple(rack_label or default.rack),
                           nvlink=tuple(nvlink_label or default.nvlink))
@@ -76,8 +80,10 @@ def analyze(
         raise fail(f"{snapshot}: no Node objects; include nodes (kubectl get nodes,pods,... -o json)")
     from gpufleet.report.kubernetes import analysis_dict, html_report, text_lines
 
-    result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag,
-                          defrag_method=defrag_method.value)
+    with err_console.status("analysing the snapshot (engine run, stranding, defrag plan)") \
+            if output is Output.TEXT and err_console.is_terminal else _nothing():
+        result = run_analysis(snap, topology=topo, assume_runtime_s=assume_runtime_h * 3600, defrag=defrag,
+                              defrag_method=defrag_method.value, now=t_now)
     data = analysis_dict(result)
     if out is not None:
         run_dir = claim_out_dir(out, "k8s analyze")
@@ -91,6 +97,27 @@ def analyze(
             console.print(line, highlight=False, soft_wrap=True)
         if out is not None:
             console.print(f"wrote {out / 'report.html'} and {out / 'analysis.json'}", highlight=False)
+
+
+def _iso_time(flag: str, text: str) -> float:
+    """An ISO 8601 time with a zone (``Z`` or an offset) as Unix seconds, or one line, exit 2."""
+    from datetime import datetime
+
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise fail(f"{flag}: expected an ISO 8601 time such as 2025-03-19T23:18:09Z, got {text!r}") from None
+    if t.tzinfo is None:
+        raise fail(f"{flag}: {text!r} has no time zone; add Z (UTC) or an offset such as +02:00")
+    return t.timestamp()
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 @k8s_app.command("export-claims")

@@ -49,7 +49,9 @@ def _print_diagnosis(d: Diagnosis, state: HealthState) -> None:
 
     row("layer", d.layer)
     row("failure", d.failure)
-    row("action", d.action)
+    for why in d.incomplete:  # before the action: the verdict below is only what these files show
+        row("warning", f"incomplete bundle: {why}")
+    row("action", d.action + ("" if d.confident else "  (not confident: the bundle is incomplete)"))
     path = _health_path(d, state)
     if path:
         v = health_verdict(d.layer, d.action, state)

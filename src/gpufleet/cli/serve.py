@@ -8,6 +8,7 @@ but in the store, as an argon2 hash: keep it).
 from __future__ import annotations
 
 import math
+import os
 import socket
 from pathlib import Path
 from typing import Annotated
@@ -70,7 +71,24 @@ def serve(
         help="Simulated seconds per wall second (virtual source).")] = 1.0,
     demo_load: Annotated[bool, typer.Option(
         "--demo-load", help="Keep a generated workload arriving (virtual source).")] = False,
-    source: Annotated[str, typer.Option(help="Source of truth: virtual.")] = "virtual",
+    source: Annotated[str, typer.Option(
+        help="Source of truth: virtual (a simulated fleet), slurm (a real Slurm: slurmrestd with "
+             "--slurmrestd, else its client commands) or kubernetes (the API server).")] = "virtual",
+    slurmrestd: Annotated[str | None, typer.Option(
+        "--slurmrestd", help="slurmrestd URL (http://host:6820) for --source slurm; default: the "
+                             "client commands (squeue, scontrol, sbatch).")] = None,
+    slurm_conf: Annotated[str | None, typer.Option(
+        "--slurm-conf", help="The slurm.conf the client commands read (default: $SLURM_CONF).")] = None,
+    slurm_user: Annotated[str, typer.Option(
+        "--slurm-user", help="The user slurmrestd's JWT names (the token: $SLURM_JWT, else minted "
+                             "with `scontrol token`).")] = "root",
+    kube_mode: Annotated[str, typer.Option(
+        "--kube-mode", help="--source kubernetes: observer (explain and estimate) or scheduler "
+                            "(binds gangs of pods with schedulerName gpufleet).")] = "observer",
+    kubeconfig: Annotated[str | None, typer.Option(
+        help="kubeconfig for --source kubernetes (default: in-cluster, then ~/.kube/config).")] = None,
+    poll_s: Annotated[float, typer.Option(
+        "--poll-s", help="Seconds between reads of a slurm or kubernetes source.")] = 3.0,
     policy: Annotated[str | None, typer.Option(
         help="Engine profile (default gang-easy; tenancy-easy with --tenancy).")] = None,
     metrics_public: Annotated[bool, typer.Option(
@@ -81,15 +99,22 @@ def serve(
         return
     if not math.isfinite(speed) or not 0 < speed <= 1e6:
         raise fail(f"--speed: expected a finite number in (0, 1e6], got {speed}")
+    if not math.isfinite(poll_s) or not 0.1 <= poll_s <= 3600:
+        raise fail(f"--poll-s: expected a number of seconds in [0.1, 3600], got {poll_s}")
+    from gpufleet.model.fleet import Fleet
     from gpufleet.model.fleet_config import load_fleet
     from gpufleet.sim.scenario import bundled
-    the_fleet = load_fleet(fleet) if fleet is not None else bundled("default").fleet
+    if source not in ("virtual", "slurm", "kubernetes"):
+        raise fail(f"--source {source!r}: expected virtual, slurm or kubernetes")
+    if kube_mode not in ("observer", "scheduler"):
+        raise fail(f"--kube-mode {kube_mode!r}: expected observer or scheduler")
+    # a real source brings its own nodes (slurm.conf and scontrol; the API server's Node objects)
+    the_fleet = load_fleet(fleet) if fleet is not None else \
+        bundled("default").fleet if source == "virtual" else Fleet((), name=source)
     ten = None
     if tenancy is not None:
         from gpufleet.cli.kueue import load_tenancy
         ten = load_tenancy(tenancy)[0].build()
-    if source != "virtual":
-        raise fail(f"--source {source!r}: expected virtual (slurm and kubernetes are not built yet)")
     if policy is not None:
         from gpufleet.policies.registry import PROFILES
         if policy not in PROFILES:
@@ -102,12 +127,17 @@ def serve(
     from gpufleet.service.config import ServiceConfig
     from gpufleet.service.runtime import Service
     cfg = ServiceConfig(fleet=the_fleet, tenancy=ten, data_dir=data_dir, db=db, source=source,
-                        policy=policy, speed=speed, demo_load=demo_load, metrics_public=metrics_public)
+                        policy=policy, speed=speed, demo_load=demo_load, metrics_public=metrics_public,
+                        slurm_rest=slurmrestd, slurm_conf=slurm_conf, slurm_user=slurm_user,
+                        slurm_jwt=os.environ.get("SLURM_JWT") or None, kube_mode=kube_mode,
+                        kubeconfig=kubeconfig, poll_s=poll_s)
     svc = Service(cfg, store)
     first = not store.tokens()
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    world = (f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs" if source == "virtual"
+             else f"source {source}: {svc.source.health().detail}")
     console.print(f"gpufleet serve: {url}  (API {url}/api/v1, docs {url}/api/v1/docs); store {store.url}; "
-                  f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs; "
+                  f"{world}; "
                   f"{svc.restored} job(s) restored",
                   highlight=False, soft_wrap=True)
     if first:

@@ -87,13 +87,14 @@ def unexamined_status(policy: str) -> Status:
 
 def _next_admission(ctx: CycleContext, started: set[JobId]) -> AdmissionState:
     """Admission's state for the next cycle: the reservations of jobs still waiting (a started
-    job's pods hold its quota now) and the sticky heads not admitted."""
+    job's pods hold its quota now), the sticky heads not admitted and the flavor scans to resume."""
     h = ctx.handoff
-    if h.quota_reserved is None and h.sticky is None:
+    if h.quota_reserved is None and h.sticky is None and h.flavor_scan is None and h.group_flavors is None:
         return AdmissionState()
     reserved = {j: r for j, r in (h.quota_reserved or {}).items() if j not in started}
     sticky = {q: j for q, j in (h.sticky or {}).items() if j not in started and j not in reserved}
-    return AdmissionState(reserved, sticky)
+    scan = {j: i for j, i in (h.flavor_scan or {}).items() if j not in started and j not in reserved}
+    return AdmissionState(reserved, sticky, scan, dict(h.group_flavors or {}))
 
 
 def _jobs_with_ids(ordered: Sequence[PendingJob], ids: set[JobId]) -> list[Job]:

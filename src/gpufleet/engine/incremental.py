@@ -47,7 +47,7 @@ sim/easy_carry.py) are switched on by the same declarations and still live in si
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from gpufleet.engine.cycle import run_cycle, unexamined_status
@@ -183,20 +183,38 @@ def _job_of(pending: Sequence[PendingJob], jid: JobId) -> Job | None:
     return next((pj.job for pj in pending if pj.job.id == jid), None)
 
 
-def check(reused: CycleResult, full: CycleResult) -> None:
+def check(reused: CycleResult, full: CycleResult, *, where: str = "",
+          earlier: Mapping[JobId, Status] | None = None,
+          shape: Callable[[Status], object] | None = None) -> None:
     """Verify mode: the reused answer decides what the full cycle does: the same starts,
     bindings, reservations and evictions, and each judged job held back with the same code
-    (the exact status where the rule promises it: jobs past a strict-FIFO stop)."""
+    (the exact status where the rule promises it: jobs past a strict-FIFO stop).
+
+    A carried-on cycle (the simulator's EASY carry) promises more, and says so with ``earlier``
+    (the verdicts every waiting job last had) and ``shape`` (a status without its numbers): each
+    job it judged gets the full cycle's exact status, every job in ``earlier`` keeps a verdict of
+    the same shape, and the full cycle judges no job beyond those two. ``where`` names the
+    instant in the error."""
+    rule = reused.stats.reused or "carried"
+
     def need(ok: bool, what: object) -> None:
         if not ok:
-            raise IncrementalMismatch(f"{reused.stats.reused}: {what}")
+            raise IncrementalMismatch(f"{where}{rule}: {what}")
 
-    need(full.started == reused.started, ("started", full.started))
+    need(full.started == reused.started, ("started", full.started, reused.started))
     need(full.bindings == reused.bindings, "bindings")
     need(full.reservations == reused.reservations, ("reservations", full.reservations))
     need(full.preemptions == reused.preemptions, ("preemptions", full.preemptions))
+    exact = reused.stats.reused == BEHIND_STOP or shape is not None
     for jid, status in reused.statuses.items():
         got = full.statuses.get(jid)
         need(got is not None and got.code is status.code, (jid, got, status))
-        if reused.stats.reused == BEHIND_STOP:
+        if exact:
             need(got == status, (jid, got, status))
+    if shape is None:
+        return
+    for jid, status in full.statuses.items():
+        if earlier is not None and jid in earlier:
+            need(shape(status) == shape(earlier[jid]), (jid, status, earlier[jid]))
+        else:
+            need(jid in reused.statuses, (jid, "judged by the full cycle only", status))

@@ -97,6 +97,12 @@ class AdmissionState:
     #: Per queue (tenant), the job whose preemptions are pending: first in its queue's order
     #: until it is admitted (Kueue's sticky ClusterQueue head, BestEffortFIFO; KEP-7157).
     sticky: Mapping[str, JobId] = field(default_factory=dict)
+    #: Per pending job, the index in its queue's flavor list where its next flavor scan starts
+    #: (Kueue's ``LastTriedFlavorIdx`` + 1, kept for one cycle: FlavorFungibilityPreserveScanProgress).
+    scan: Mapping[JobId, int] = field(default_factory=dict)
+    #: Per admitted workload (running or reserved), the flavor of each resource group without
+    #: GPUs of its queue (Kueue's ``status.admission`` flavors per resource): where it is charged.
+    group_flavors: Mapping[JobId, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +295,8 @@ class Handoffs:
     #: cycle; None when the admitter keeps none.
     quota_reserved: dict[JobId, QuotaReservation] | None = None
     sticky: dict[str, JobId] | None = None
+    flavor_scan: dict[JobId, int] | None = None
+    group_flavors: dict[JobId, tuple[str, ...]] | None = None
     #: place → reserve, backfill: shape classes (``Job.shape_key``) the place step searched and
     #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
     #: dominates them), each with that verdict. Later phases settle a job of such a class by this

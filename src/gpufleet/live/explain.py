@@ -173,6 +173,13 @@ def explain(snap: LiveSnapshot, job_id: str) -> Explanation | None:
                            f"on {len(nodes)} node(s)", planned_nodes=nodes)
     job = snap.pending.get(job_id)
     if job is None:
+        held = snap.extra.get("waiting", {})
+        if isinstance(held, dict) and job_id in held:
+            # the source holds it for a reason of its own (a Slurm hold, a dependency): no
+            # capacity would start it, so the engine does not plan it
+            theirs, words = held[job_id]
+            return Explanation(job=job_id, state="pending", reason="held", chain=[f"{theirs}: {words}"],
+                               summary=f"waiting in {snap.source} ({theirs}): {words}")
         return None
     st = snap.statuses.get(job_id)
     counts = node_counts(snap, job)

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpufleet.adapters.kubernetes import writer
-from gpufleet.adapters.kubernetes.analyze import GangReport, analyze
+from gpufleet.adapters.kubernetes.analyze import Analysis, GangReport, analyze
 from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.live.cache import AssumeCache
@@ -75,6 +75,8 @@ class KubeScheduler:
         self.rv: dict[str, str | None] = dict.fromkeys(KINDS)
         self.said: dict[str, str] = {}
         self.health = Health()
+        #: The last tick's analysis (the live service's Kubernetes source reads it).
+        self.last_analysis: Analysis | None = None
 
     # 1. reader -----------------------------------------------------------------------------
     def relist(self, kind: str) -> None:
@@ -127,6 +129,7 @@ class KubeScheduler:
                              set(pods), now)
         analysis = analyze(self.snapshot(), scheduler=self.cfg.name, now=now,
                            assume_runtime_s=self.cfg.assume_runtime_s, defrag=False)
+        self.last_analysis = analysis
         report = TickReport(leader=True)
         self.metrics.set_pending(sum(len(g.gang.pods) for g in analysis.gangs))
         for g in analysis.gangs:

@@ -71,4 +71,12 @@ def take_snapshot(source: Source, now: float, statuses: dict[str, Status], last:
         table=source.table.copy(), pending=dict(source.pending()), running=dict(source.running()),
         statuses=statuses, reservations=source.reservations, tenancy=source.tenancy,
         usage=source.usage(now), out_of_service=dict(source.out_of_service),
-        cycles=cycles, last_cycle=last, preemptions=source.preemptions, lost_gpu_s=source.lost_gpu_s)
+        cycles=cycles, last_cycle=last, preemptions=source.preemptions, lost_gpu_s=source.lost_gpu_s,
+        extra=_extra(source))
+
+
+def _extra(source: Source) -> dict[str, object]:
+    """What a real source knows beside its queue: ``waiting`` maps the jobs it holds back for a
+    reason of its own (a Slurm hold, a dependency) to that reason in its words and in plain ones."""
+    waiting = getattr(source, "waiting", None)
+    return {"waiting": waiting()} if callable(waiting) else {}

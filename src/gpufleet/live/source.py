@@ -33,8 +33,21 @@ class LiveEvent:
 
 @dataclass(frozen=True, slots=True)
 class SourceHealth:
+    """Whether the source answers. ``since``: wall-clock epoch seconds since when it has been in
+    this state (None: since the start); ``last_error``: the last failure, kept after recovery."""
+
     ok: bool
     detail: str = ""
+    since: float | None = None
+    last_error: str = ""
+
+
+class SourceUnavailable(RuntimeError):
+    """The source cannot be reached now (a submission is refused with 503, nothing stored)."""
+
+
+class SourceRefused(ValueError):
+    """The source answered and refused (a bad account, a shape it cannot hold): a 422."""
 
 
 class Source(Protocol):

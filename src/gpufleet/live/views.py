@@ -55,6 +55,11 @@ class FleetSummary(BaseModel):
     source: str
     source_ok: bool
     source_detail: str
+    #: Whether the source answered at its last read (same as ``source_ok``), since when (wall
+    #: clock, epoch seconds; None: since the start) and its last error (kept after recovery).
+    source_reachable: bool = True
+    source_since: float | None = None
+    source_last_error: str = ""
     nodes: int
     nodes_out_of_service: int
     gpus: GpuStates
@@ -146,7 +151,8 @@ def fleet_summary(snap: LiveSnapshot) -> FleetSummary:
     by_reason = Counter(reason_of(snap.statuses.get(j)) for j in snap.pending)
     return FleetSummary(
         now=snap.now, source=snap.source, source_ok=snap.health.ok, source_detail=snap.health.detail,
-        nodes=len(t), nodes_out_of_service=int(down.sum()),
+        source_reachable=snap.health.ok, source_since=snap.health.since,
+        source_last_error=snap.health.last_error, nodes=len(t), nodes_out_of_service=int(down.sum()),
         gpus=GpuStates(total=total, allocated=total - free, free=free - unhealthy, stranded=stranded,
                        unhealthy=unhealthy),
         pending_jobs=len(snap.pending), running_jobs=len(snap.running),

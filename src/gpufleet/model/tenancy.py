@@ -42,6 +42,9 @@ class FlavorQuota:
 
 NO_QUOTA = FlavorQuota(0, 0, 0)
 
+#: The GPUs' name in ``resource_groups`` (Kueue's resource name; a named resource "gpu" is another).
+GPU_RESOURCE = "nvidia.com/gpu"
+
 
 @dataclass(frozen=True, slots=True)
 class PriorityClass:
@@ -116,6 +119,11 @@ class TenantQueue:
     #: Quota on resources other than GPUs, (flavor, resource, quota): ``cpu`` (cores),
     #: ``memory_gb`` or any named resource. The ``kueue`` profile enforces cpu and memory.
     resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
+    #: Kueue's resource groups: the resources each covers (``nvidia.com/gpu``, ``cpu``,
+    #: ``memory_gb``, a named one); a workload takes one flavor per group. Empty: one group over
+    #: everything, the GPU flavors carrying every resource. A group without GPUs has its own
+    #: flavors (names in ``resources`` that need not be GPU models), assigned apart from them.
+    resource_groups: tuple[tuple[str, ...], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:
@@ -137,6 +145,8 @@ class Cohort:
     resources: tuple[tuple[str, str, FlavorQuota], ...] = ()
     #: Fair-sharing weight of the cohort inside its parent (Kueue's Cohort .spec.fairSharing).
     weight: float = 1.0
+    #: Resource groups, as on TenantQueue.
+    resource_groups: tuple[tuple[str, ...], ...] = ()
 
     def quota(self, flavor: str) -> FlavorQuota:
         for f, q in self.quotas:

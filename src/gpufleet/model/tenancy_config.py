@@ -38,9 +38,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
 from gpufleet.model.tenancy import (
     FAIR_SHARING_STRATEGIES,
+    GPU_RESOURCE,
     Cohort,
     FlavorQuota,
     KueueQueuePolicy,
@@ -86,7 +87,58 @@ class ResourceQuotaSpec(_Strict):
 
 
 def _resource_flavors(v: dict[str, dict[str, ResourceQuotaSpec]]) -> dict[str, dict[str, ResourceQuotaSpec]]:
-    return {canonical_gpu_name(k): q for k, q in v.items()}
+    """GPU model names in canonical form; any other name is a flavor of a resource group
+    without GPUs (``_groups_hold`` checks it is one)."""
+    out: dict[str, dict[str, ResourceQuotaSpec]] = {}
+    for k, q in v.items():
+        try:
+            out[canonical_gpu_name(k)] = q
+        except UnknownGpuModel:
+            out[k] = q
+    return out
+
+
+def _groups_hold(name: str, quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]],
+                 groups: list[list[str]]) -> None:
+    """Kueue's rules for resource groups: a resource in at most one group, ``gpu`` quota only in
+    the group covering ``gpu``, each flavor in one group; a flavor that is not a GPU model carries
+    only resources of groups without ``gpu``."""
+    seen: dict[str, int] = {}
+    for i, g in enumerate(groups):
+        if not g:
+            raise ValueError(f"{name}: resource_groups[{i}] covers no resource")
+        for r in g:
+            if r in seen:
+                raise ValueError(f"{name}: resource {r!r} is in resource_groups[{seen[r]}] and [{i}]")
+            seen[r] = i
+    if groups and quotas and GPU_RESOURCE not in seen:
+        raise ValueError(f"{name}: GPU quota needs a resource group covering gpu")
+    group_of = {f: {seen.get(GPU_RESOURCE)} for f in quotas} if groups else {}
+    for f, rs in resources.items():
+        if not _is_gpu_model(f):
+            if not groups:
+                raise ValueError(f"{name}: flavor {f!r} is not a GPU model in the catalog; quota on a "
+                                 "flavor without GPUs needs resource_groups (a group without gpu)")
+            bad = [r for r in rs if seen.get(r) is None or seen.get(r) == seen.get(GPU_RESOURCE)]
+            if bad:
+                raise ValueError(f"{name}: flavor {f!r} is not a GPU model, so it can only carry resources "
+                                 f"of a group without gpu; {bad[0]!r} is not in one")
+        if groups:
+            for r in rs:
+                if r not in seen:
+                    raise ValueError(f"{name}: resource {r!r} of flavor {f!r} is in no resource group")
+            group_of.setdefault(f, set()).update(seen[r] for r in rs)
+    for f, gs in group_of.items():
+        if len(gs) > 1:
+            raise ValueError(f"{name}: flavor {f!r} is in more than one resource group, which Kueue forbids")
+
+
+def _is_gpu_model(name: str) -> bool:
+    try:
+        canonical_gpu_name(name)
+    except UnknownGpuModel:
+        return False
+    return True
 
 
 def _resources(v: dict[str, dict[str, ResourceQuotaSpec]]) -> tuple[tuple[str, str, FlavorQuota], ...]:
@@ -127,10 +179,18 @@ class TenantSpec(_Strict):
     #: only cpu and memory imports so).
     quotas: dict[str, QuotaSpec] = {}
     resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
+    #: Kueue's resource groups, each the resources it covers (gpu, cpu, memory_gb, named ones);
+    #: empty: one group over everything.
+    resource_groups: list[list[str]] = []
     kueue: KueueSpec = KueueSpec()
 
     _canon = field_validator("quotas")(_flavors)
     _canon_r = field_validator("resources")(_resource_flavors)
+
+    @model_validator(mode="after")
+    def _groups(self) -> TenantSpec:
+        _groups_hold(f"tenant {self.name!r}", self.quotas, self.resources, self.resource_groups)
+        return self
 
 
 class CohortSpec(_Strict):
@@ -139,9 +199,15 @@ class CohortSpec(_Strict):
     weight: float = Field(default=1.0, ge=0)
     quotas: dict[str, QuotaSpec] = {}
     resources: dict[str, dict[str, ResourceQuotaSpec]] = {}
+    resource_groups: list[list[str]] = []
 
     _canon = field_validator("quotas")(_flavors)
     _canon_r = field_validator("resources")(_resource_flavors)
+
+    @model_validator(mode="after")
+    def _groups(self) -> CohortSpec:
+        _groups_hold(f"cohort {self.name!r}", self.quotas, self.resources, self.resource_groups)
+        return self
 
 
 class FairSharingSpec(_Strict):
@@ -218,9 +284,11 @@ class TenancySpec(_Strict):
         return Tenancy(
             tenants=tuple(TenantQueue(t.name, t.cohort, tuple((f, q.build()) for f, q in t.quotas.items()),
                                       t.weight, t.priority_budget_gpus, t.kueue.build(),
-                                      _resources(t.resources)) for t in self.tenants),
+                                      _resources(t.resources), tuple(tuple(g) for g in t.resource_groups))
+                          for t in self.tenants),
             cohorts=tuple(Cohort(c.name, c.parent, tuple((f, q.build()) for f, q in c.quotas.items()),
-                                 _resources(c.resources), c.weight)
+                                 _resources(c.resources), c.weight,
+                                 tuple(tuple(g) for g in c.resource_groups))
                           for c in self.cohorts),
             priority_classes=tuple(PriorityClass(p.name, p.value, p.preemptible)
                                    for p in self.priority_classes),

@@ -248,7 +248,8 @@ def check_nvlink(src: Source, out: list[Finding], now: set[str]) -> None:
                 "nvlink-down",
             )
         )
-    if not bad:
+    # a GPU listed with no Link rows vouches for nothing ("all links are inActive" is a rule)
+    if not bad and all(g.links for g in gpus):
         now.add("nvlink_fabric")
 
 

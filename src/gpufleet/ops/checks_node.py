@@ -3,11 +3,17 @@ taints). Separate from the GPU checks in ``checks``; ``checks.run_checks`` calls
 
 from __future__ import annotations
 
+import re
+
 from gpufleet.ops.bundle import Source
 from gpufleet.ops.layers import Evidence, Finding
 from gpufleet.ops.parse_sys import IbPort, K8sNode
 
 GPU_RESOURCE = "nvidia.com/gpu"
+#: the resource name kubelet's built-in GPU support (the Accelerators feature gate, Kubernetes
+#: ≤ 1.10) advertised before device plugins: a node that shows it has no device plugin registered,
+#: and pods that request nvidia.com/gpu never fit (k8s-device-plugin #68)
+ALPHA_RESOURCE = "alpha.kubernetes.io/nvidia-gpu"
 # Taints that say the node itself is in trouble (kubelet / node lifecycle controller).
 TROUBLE_TAINTS = (
     "node.kubernetes.io/not-ready",
@@ -27,7 +33,24 @@ def _ev(src: Source, line: int) -> Evidence:
 def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]) -> None:
     if not ports:
         return
-    down = [p for p in ports if not p.active]
+    # "Physical state: Disabled" is a port switched off on purpose (ibportstate disable, a spare
+    # HCA port left unused): the link is not trying to train, so it is a state, not a fault.
+    # "Polling" is the opposite — the port wants a link and finds no partner (cable, switch port).
+    disabled = [p for p in ports if not p.active and "DISABLED" in p.phys_state.upper()]
+    for p in disabled:
+        out.append(
+            Finding(
+                "network_rdma",
+                f"{p.device} port {p.port} is {p.state or '?'} / {p.phys_state}: disabled on purpose, "
+                "not a fault (enable it with ibportstate if it should carry traffic)",
+                "none",
+                "",
+                [_ev(src, p.phys_line or p.line)],
+                "ib-disabled",
+                normal=True,
+            )
+        )
+    down = [p for p in ports if not p.active and p not in disabled]
     for p in down:
         out.append(
             Finding(
@@ -59,7 +82,7 @@ def check_ib(src: Source, ports: list[IbPort], out: list[Finding], now: set[str]
                 "ib-slow",
             )
         )
-    if not down and not slow:
+    if not down and not slow and len(disabled) < len(ports):
         now.add("network_rdma")
 
 
@@ -68,7 +91,22 @@ def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has
     gpu_lines = [
         i for i, ln in enumerate(src.lines, 1) if GPU_RESOURCE + ":" in ln or f'"{GPU_RESOURCE}"' in ln
     ]
-    line = gpu_lines[0] if gpu_lines else 1
+    cap_lines = _capacity_lines(src.lines, GPU_RESOURCE)
+    line = cap_lines[0] if cap_lines else (gpu_lines[0] if gpu_lines else _section_line(src.lines))
+    if cap is None and ALPHA_RESOURCE in node.capacity:
+        alpha = _capacity_lines(src.lines, ALPHA_RESOURCE)
+        out.append(
+            Finding(
+                "device_plugin",
+                f"the node advertises {ALPHA_RESOURCE} (kubelet's pre-device-plugin GPU support), not "
+                f"{GPU_RESOURCE}: no device plugin is registered, and pods asking for {GPU_RESOURCE} "
+                "never fit",
+                "restart_device_plugin",
+                "kubectl -n kube-system get ds | grep -i nvidia; kubelet --feature-gates (drop Accelerators)",
+                [_ev(src, ln) for ln in alpha[:2]] or [_ev(src, _section_line(src.lines))],
+                "alpha-resource",
+            )
+        )
     if cap is not None and alloc is not None and cap.isdigit() and alloc.isdigit():
         c, a = int(cap), int(alloc)
         if c > 0 and a == 0:
@@ -105,14 +143,14 @@ def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has
                     "cap-zero",
                 )
             )
-    elif cap is None and has_gpus and node.capacity:
+    elif cap is None and has_gpus and node.capacity and ALPHA_RESOURCE not in node.capacity:
         out.append(
             Finding(
                 "device_plugin",
                 "the node has GPUs but no nvidia.com/gpu resource: the device plugin never registered",
                 "restart_device_plugin",
                 "kubectl -n gpu-operator get pods -o wide",
-                [_ev(src, 1)],
+                [_ev(src, _section_line(src.lines))],  # the capacity list that lacks it
                 "no-resource",
             )
         )
@@ -165,3 +203,30 @@ def check_k8s(src: Source, node: K8sNode, out: list[Finding], now: set[str], has
                     normal=True,
                 )
             )
+
+
+_CAPACITY_HEAD = re.compile(r'^\s*"?(capacity|Capacity)"?\s*:')
+
+
+def _section_line(lines: list[str]) -> int:
+    """The line that opens the node's capacity (``Capacity:``, ``capacity:``, ``"capacity": {``), the
+    list a missing resource is missing from; 1 if the text has none."""
+    return next((i for i, ln in enumerate(lines, 1) if _CAPACITY_HEAD.match(ln)), 1)
+
+
+def _capacity_lines(lines: list[str], resource: str) -> list[int]:
+    """Lines naming ``resource`` inside the capacity and allocatable lists, in file order — the two
+    numbers a capacity/allocatable verdict rests on, not the first mention of the name (a label or
+    an annotation can carry it too)."""
+    out: list[int] = []
+    section = ""
+    for i, ln in enumerate(lines, 1):
+        head = re.match(r'^\s*"?(capacity|allocatable|Capacity|Allocatable)"?\s*:', ln)
+        if head:
+            section = head.group(1).lower()
+            continue
+        if re.match(r"^\S", ln) and not ln.startswith(("{", "}", '"')):
+            section = ""  # a new top-level describe section (System Info: …)
+        if section and (f"{resource}:" in ln or f'"{resource}"' in ln):
+            out.append(i)
+    return out

@@ -4,7 +4,9 @@ fault as the root cause. Faults in later layers are reported as its collateral.
 
 History: a finding is history when the component that logged it restarted afterwards (a later boot,
 driver load, plugin start in the same file) *and* either that restart was a kernel boot or a
-point-in-time check (nvidia-smi, ibstat …) shows the layer healthy now. A driver reload alone does
+point-in-time check (nvidia-smi, ibstat …) shows the layer healthy now — unless the files report two
+driver versions (``integrity.mixed_versions``): then the check may be another node's, and only a boot
+clears a log line. A driver reload alone does
 not clear a GPU that fell off the bus: the load banner right after a fallen-off message is the driver
 trying again, not a recovery.
 """
@@ -15,6 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gpufleet.ops import integrity
 from gpufleet.ops.bundle import Bundle, load_bundle
 from gpufleet.ops.checks import run_checks
 from gpufleet.ops.layers import ACTION_WEIGHT, LAYER_ORDER, LAYER_SOURCES, Evidence, Finding
@@ -22,6 +25,7 @@ from gpufleet.ops.nccl_env import single_node_loopback
 from gpufleet.ops.rules import NCCL_LOOPBACK_EXPLAINS, NCCL_LOOPBACK_NOTE
 from gpufleet.ops.scan import restarts as scan_restarts
 from gpufleet.ops.scan import scan
+from gpufleet.ops.timeline import boot_lines, escalate_recurrent, supersede
 
 MAX_EVIDENCE = 6
 NOTHING = "nothing found in these files"
@@ -40,6 +44,10 @@ class Diagnosis:
     notes: list[str] = field(default_factory=list)
     sources: dict[str, str] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    #: why the bundle is not one whole capture of one node (``ops.integrity``); when there are any,
+    #: the verdict is not ``confident``: read it as "what these files show", not as the node's state
+    incomplete: list[str] = field(default_factory=list)
+    confident: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,16 +102,29 @@ def _speaking_kinds(bundle: Bundle) -> dict[str, set[str]]:
 def diagnose_bundle(bundle: Bundle) -> Diagnosis:
     speaking = _speaking_kinds(bundle)
     checked = [layer for layer in LAYER_ORDER if speaking[layer]]
-    sources = {s.name: s.kind + (" (tail only)" if s.truncated else "") for s in bundle.sources}
+    sources = {
+        s.name: s.kind + (" (tail only)" if s.truncated else "")
+        + (f" (by its content; the name says {s.named})" if s.named else "")
+        for s in bundle.sources
+    }
     if not bundle.sources:
-        return Diagnosis("none", NOTHING, "none", [], "", [], [], sources=sources, skipped=bundle.skipped)
+        cut = list(bundle.incomplete)
+        return Diagnosis("none", _incomplete(NOTHING, cut), "none", [], "", [], [], sources=sources,
+                         skipped=bundle.skipped, incomplete=cut, confident=not cut)
 
     structured, healthy_now = run_checks(bundle)
+    versions = integrity.mixed_versions(bundle)
+    if versions:
+        healthy_now = set()  # another node's (or another day's) nvidia-smi cannot clear this log
     findings: list[Finding] = list(structured)
     for src in bundle.sources:
         restarts, boots = scan_restarts(src)
+        if src.kind == "dmesg":
+            boots = boot_lines(src, boots)
+            restarts = sorted(set(restarts) | set(boots))
         loopback = src.kind == "nccl-log" and single_node_loopback(src.lines)
-        for f, line in scan(src):
+        found = supersede(scan(src))
+        for f, line in found:
             if loopback and f.rule in NCCL_LOOPBACK_EXPLAINS:
                 f.normal, f.action, f.failure = True, "none", NCCL_LOOPBACK_NOTE
             later = [r for r in restarts if r > line]
@@ -111,6 +132,7 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
             if later and (later_boot or f.layer in healthy_now):
                 f.history = True
             findings.append(f)
+        escalate_recurrent(found, boots)
     findings = _merge(findings)
 
     current = [f for f in findings if not f.normal and not f.history]
@@ -121,13 +143,15 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
         if f.history and not f.normal
     ]
     found_any = bool(findings)
+    cut = integrity.check(bundle, {f.rule for f in findings}, versions)
 
     root_layer = next((layer for layer in LAYER_ORDER if any(f.layer == layer for f in current)), None)
     if root_layer is None:
         failure = "no fault found" if found_any or checked else NOTHING
         if not checked and bundle.sources:
             failure = f"{NOTHING} (no NVIDIA GPU, driver or RDMA evidence in them)"
-        return Diagnosis("none", failure, "none", [], "", checked, [], [], notes, sources, bundle.skipped)
+        return Diagnosis("none", _incomplete(failure, cut), "none", [], "", checked, [], [], notes, sources,
+                         bundle.skipped, cut, not cut)
 
     in_root = sorted((f for f in current if f.layer == root_layer), key=lambda f: -ACTION_WEIGHT[f.action])
     top = in_root[0]
@@ -153,7 +177,20 @@ def diagnose_bundle(bundle: Bundle) -> Diagnosis:
         notes,
         sources,
         bundle.skipped,
+        cut,
+        not cut,
     )
+
+
+def _incomplete(failure: str, cut: list[str]) -> str:
+    """A no-fault verdict on a cut or mixed bundle says so first: "no fault" in half the files is not
+    "no fault" on the node."""
+    if not cut:
+        return failure
+    below = f"{len(cut)} warning{'s' if len(cut) > 1 else ''} below"
+    if failure.startswith(NOTHING):
+        return f"incomplete bundle: nothing found in the files that could be read ({below})"
+    return f"incomplete bundle: {failure} in what was read ({below})"
 
 
 def diagnose(path: Path) -> Diagnosis:

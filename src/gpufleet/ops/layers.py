@@ -73,7 +73,7 @@ LAYER_SOURCES: dict[str, frozenset[str]] = {
     "device_plugin": frozenset({"device-plugin", "node-json", "kubectl-describe-node"}),
     "kubernetes": frozenset({"node-json", "kubectl-describe-node", "pod-events"}),
     "network_rdma": frozenset({"ibstat", "sys-class-infiniband", "nccl-log", "lspci-vvv", "dmesg"}),
-    "thermal_power": frozenset({"nvidia-smi-q", "nvidia-smi", "dmesg"}),
+    "thermal_power": frozenset({"nvidia-smi-q", "nvidia-smi", "dmesg", "nv-hostengine"}),
 }
 
 
@@ -103,3 +103,6 @@ class Finding:
     normal: bool = False
     history: bool = False
     collateral_of: str = ""
+    #: the device a finding is about (a GPU's PCI address "0000:52:00", an NVSwitch's), when the line
+    #: names one: a later line about the same device can supersede it (``ops.supersede``)
+    subject: str = ""

@@ -216,7 +216,9 @@ class MigInstance:
 
     @property
     def compute_slices(self) -> int:
-        return int(self.profile.split("g.")[0])
+        """The "N" of an "Ng.Mgb" profile (0 for a profile name of another shape)."""
+        m = re.match(r"(\d+)g\.", self.profile)
+        return int(m.group(1)) if m else 0
 
 
 def parse_mig_lgi(lines: list[str]) -> list[MigInstance]:

@@ -71,6 +71,7 @@ class IbPort:
     rate_gbps: float | None = None
     link_layer: str = ""
     line: int = 0
+    phys_line: int = 0
 
     @property
     def active(self) -> bool:
@@ -93,7 +94,7 @@ def parse_ibstat(lines: list[str]) -> list[IbPort]:
             if k == "State":
                 p.state, p.line = v, i
             elif k == "Physical state":
-                p.phys_state = v
+                p.phys_state, p.phys_line = v, i
             elif k == "Rate":
                 p.rate_gbps = _float(v)
             elif k == "Link layer":
@@ -116,7 +117,7 @@ def parse_sysfs_ib(lines: list[str]) -> list[IbPort]:
         if key == "state":
             p.state, p.line = val, i
         elif key == "phys_state":
-            p.phys_state = val
+            p.phys_state, p.phys_line = val, i
         elif key == "rate":
             p.rate_gbps = _float(val.split()[0]) if val else None
         else:
@@ -155,31 +156,51 @@ def parse_node_json(lines: list[str]) -> list[K8sNode]:
             raise ValueError(f"neither valid JSON (line {e.lineno}: {e.msg}) nor YAML") from None
     if not isinstance(doc, dict):
         raise ValueError("expected a Kubernetes Node object or List")
-    items = doc.get("items", [doc])
+    items = _typed(doc.get("items", [doc]), list, "items")
     out = []
     for it in items:
         if not isinstance(it, dict):
             continue
-        spec, status, meta = it.get("spec") or {}, it.get("status") or {}, it.get("metadata") or {}
-        n = K8sNode(name=str(meta.get("name", "")), labels=dict(meta.get("labels") or {}))
-        n.capacity = {k: str(v) for k, v in (status.get("capacity") or {}).items()}
-        n.allocatable = {k: str(v) for k, v in (status.get("allocatable") or {}).items()}
-        for t in spec.get("taints") or []:
+        spec = _typed(it.get("spec") or {}, dict, "spec")
+        status = _typed(it.get("status") or {}, dict, "status")
+        meta = _typed(it.get("metadata") or {}, dict, "metadata")
+        labels = _typed(meta.get("labels") or {}, dict, "metadata.labels")
+        n = K8sNode(name=str(meta.get("name", "")), labels={str(k): str(v) for k, v in labels.items()})
+        n.capacity = {str(k): str(v) for k, v in _typed(status.get("capacity") or {}, dict,
+                                                         "status.capacity").items()}
+        n.allocatable = {str(k): str(v) for k, v in _typed(status.get("allocatable") or {}, dict,
+                                                            "status.allocatable").items()}
+        for t in _typed(spec.get("taints") or [], list, "spec.taints"):
+            t = _typed(t, dict, "spec.taints[]")
             key = str(t.get("key", ""))
             rendered = (
                 f"{key}={t.get('value', '')}:{t.get('effect', '')}"
                 if t.get("value")
                 else f"{key}:{t.get('effect', '')}"
             )
-            n.taints.append((rendered, _line_of(lines, f'"{key}"')))
-        n.unschedulable = bool(spec.get("unschedulable"))
-        n.unschedulable_line = _line_of(lines, '"unschedulable"')
+            key_line = rf'^\s*(?:-\s*)?"?key"?\s*:\s*"?{re.escape(key)}"?\s*,?\s*$'
+            n.taints.append((rendered, _line_in(lines, "taints", key_line)))
+        n.unschedulable = spec.get("unschedulable") is True
+        n.unschedulable_line = _line_in(lines, "", r'^\s*"?unschedulable"?\s*:\s*true\b')
         out.append(n)
     return out
 
 
-def _line_of(lines: list[str], needle: str) -> int:
-    return next((i for i, ln in enumerate(lines, 1) if needle in ln), 0)
+def _typed(value: object, kind: type, field: str):  # noqa: ANN202 - returns value, narrowed
+    """``value`` if it is a ``kind`` (dict or list), else one line naming the field."""
+    if not isinstance(value, kind):
+        want = "a mapping" if kind is dict else "a list"
+        raise ValueError(f"field {field} is {type(value).__name__}, expected {want}")
+    return value
+
+
+def _line_in(lines: list[str], after: str, pattern: str) -> int:
+    """The line of a field as JSON (``"key": "nvidia.com/gpu",``) or YAML (``- key: nvidia.com/gpu``)
+    writes it, looked for after the first line naming ``after`` (the ``taints`` list) — the line the
+    evidence must quote, not the first mention of the word; 0 when absent."""
+    start = next((i for i, ln in enumerate(lines) if after in ln), 0) if after else 0
+    rx = re.compile(pattern)
+    return next((i for i, ln in enumerate(lines[start:], start + 1) if rx.search(ln)), 0)
 
 
 def parse_describe_node(lines: list[str]) -> K8sNode:

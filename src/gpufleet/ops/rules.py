@@ -121,8 +121,10 @@ RULES: tuple[Rule, ...] = (
         "lsmod | grep -e nouveau -e nova; cat /etc/modprobe.d/*nouveau*",
     ),
     _r(
+        # kmod (2011+) prints "modprobe: FATAL: Module nvidia not found in directory /lib/modules/<kver>";
+        # module-init-tools before it printed just "FATAL: Module nvidia not found." (Bumblebee #71)
         "module-missing",
-        r"Module nvidia not found in directory",
+        r"FATAL: Module nvidia[\w-]* not found",
         "kernel_driver",
         "the NVIDIA module is not built for the running kernel",
         "reinstall_driver",
@@ -205,22 +207,44 @@ RULES: tuple[Rule, ...] = (
         "restart_fabricmanager",
         "systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -A2 Fabric",
     ),
+    # kernel SXid lines are read by scan.SXID_RE (code and severity); these are fabric manager's words
     _r(
-        "sxid-fatal",
-        r"SXid.*\bFatal\b|detected NVSwitch fatal error",
+        "fm-sxid-fatal",
+        r"detected NVSwitch fatal error",
         "nvlink_fabric",
-        "fatal NVSwitch error (SXid)",
+        "fatal NVSwitch error reported by fabric manager (SXid)",
         "reboot",
         "journalctl -u nvidia-fabricmanager; nvidia-smi nvlink -e",
     ),
     _r(
-        "sxid-nonfatal",
-        r"SXid.*Non-fatal",
+        "fm-sxid-nonfatal",
+        r"detected NVSwitch non-fatal error",
         "nvlink_fabric",
-        "non-fatal NVSwitch error (SXid)",
+        "non-fatal NVSwitch error reported by fabric manager (SXid)",
         "none",
         "nvidia-smi nvlink -e",
         normal=True,
+    ),
+    _r(
+        # `nvidia-smi nvlink -s` on a GPU whose links never trained (gpud #1085, B200): no Link rows
+        "nvlink-all-inactive",
+        r"Unable to retrieve NVLink information as all links are inActive",
+        "nvlink_fabric",
+        "every NVLink of a GPU is inactive (NVLink discovery failed)",
+        "reboot",
+        "nvidia-smi nvlink -s; nvidia-smi -q | grep -A3 Fabric; dmesg | grep -i -e nvlink -e xid",
+    ),
+    # --- 3. GPU state: MIG mode changes that wait for a reset --------------------------------------
+    _r(
+        # `nvidia-smi -mig 1` when the reset it needs is refused (gpu-operator #1845), and mig-manager's
+        # own debug line for the same state (gpu-operator #668)
+        "mig-pending-log",
+        r"MIG mode is in pending (enable|disable) state|Mode change pending: true",
+        "gpu_xid",
+        "MIG mode change pending: it takes effect only after a GPU reset (or a reboot)",
+        "reset_gpu",
+        "nvidia-smi -q | grep -A2 'MIG Mode'  (Current differs from Pending); "
+        "nvidia-smi --gpu-reset -i <gpu>",
     ),
     # --- 5. container toolkit / runtime --------------------------------------------------------
     _r(
@@ -399,6 +423,19 @@ RULES: tuple[Rule, ...] = (
         "none",
         "",
         normal=True,
+    ),
+    # --- 10. thermal / power ----------------------------------------------------------------------
+    _r(
+        # DCGM's health watch (nv-hostengine.log): DCGM_FR_CLOCKS_EVENT_THERMAL "Detected clocks event
+        # due to thermal violation in GPU %u." (DCGM #270); before NVML renamed throttle reasons to
+        # clock-event reasons it was DCGM_FR_CLOCK_THROTTLE_THERMAL "Detected clock throttling due to
+        # thermal violation in GPU %u." (NVIDIA/DCGM dcgmlib/dcgm_errors.h) — power likewise
+        "dcgm-clocks-event",
+        r"clocks? (event|throttling) due to (thermal|power) violation",
+        "thermal_power",
+        "DCGM saw the clocks held down by a thermal or power violation",
+        "none",
+        "dcgmi health -c; nvidia-smi -q -d PERFORMANCE,TEMPERATURE  (check airflow, PSU)",
     ),
     # --- harmless kernel chatter -----------------------------------------------------------------
     _r(

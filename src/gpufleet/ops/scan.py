@@ -28,7 +28,7 @@ from itertools import accumulate
 from gpufleet.ops.bundle import Source
 from gpufleet.ops.layers import Evidence, Finding
 from gpufleet.ops.rules import BOOT_MARKER, RESTART_MARKERS, RULES, Rule
-from gpufleet.ops.xid import RECOVERY_ACTION, RECOVERY_RE, XID_RE, xid_layer
+from gpufleet.ops.xid import RECOVERY_ACTION, RECOVERY_RE, SXID_RE, XID_RE, xid_layer
 
 
 def message(src: Source, i: int) -> list[Evidence]:
@@ -124,7 +124,7 @@ def _prefilter(rules: tuple[Rule, ...], kind: str) -> tuple[tuple[Rule, ...], tu
     recovery-action pattern) compiled with MULTILINE, once per rule table and kind (the table is a
     hashable tuple, so a test that swaps it gets a fresh entry)."""
     mine = _applicable(rules, kind)
-    parts = [r.pattern for r in mine] + [XID_RE, RECOVERY_RE]
+    parts = [r.pattern for r in mine] + [XID_RE, RECOVERY_RE, SXID_RE]
     return mine, tuple(n for p in parts for n in _needles(p))
 
 
@@ -136,6 +136,8 @@ def _match_line(src: Source, i: int, line: str, rules: tuple[Rule, ...]) -> list
             f = Finding(rule.layer, rule.failure, rule.action, rule.confirm, message(src, i), rule.id,
                         normal=rule.normal)
             out.append((f, i))
+    if m := SXID_RE.search(line):
+        out.append((_sxid(src, i, line, m), i))
     if m := XID_RE.search(line):
         code = int(m.group(2))
         info = xid_layer(code)
@@ -144,16 +146,39 @@ def _match_line(src: Source, i: int, line: str, rules: tuple[Rule, ...]) -> list
             failure += " — an application error, not a node fault"
         confirm = f"dmesg | grep -i xid; nvidia-smi -q -i {m.group(1).removeprefix('PCI:')}"
         out.append((Finding(info.layer, failure, info.action, confirm, [Evidence(src.name, i, line)],
-                            f"xid-{code}", normal=info.app_level), i))
+                            f"xid-{code}", normal=info.app_level, subject=gpu_id(m.group(1))), i))
     if m := RECOVERY_RE.search(line):
         action = RECOVERY_ACTION.get(m.group(1), "reset_gpu")
+        x = XID_RE.search(line)
         out.append((Finding("gpu_xid", f"driver recovery action now '{m.group(2)}'", action,
                             "nvidia-smi -q | grep 'Recovery Action'", [Evidence(src.name, i, line)],
-                            "xid-154-action", normal=action == "none"), i))
+                            "xid-154-action", normal=action == "none",
+                            subject=gpu_id(x.group(1)) if x else ""), i))
     return out
 
 
-def _indexed(src: Source) -> tuple[str, list[int]]:
+def gpu_id(pci: str) -> str:
+    """One spelling of a GPU's PCI address: "PCI:0000:52:00" and "0000:52:00" are the same GPU."""
+    return pci.removeprefix("PCI:").lower()
+
+
+def _sxid(src: Source, i: int, line: str, m: re.Match[str]) -> Finding:
+    """An NVSwitch SXid: fatal ones stop the fabric until the switches and GPUs are reset (NVIDIA's
+    fabric-manager guide: restart the system); non-fatal ones are counted, not acted on. A line that
+    prints the code without its severity is treated as fatal — the conservative reading, as for an
+    Xid we have no row for."""
+    switch, code, severity = m.group(1), m.group(2), m.group(3)
+    confirm = "journalctl -u nvidia-fabricmanager; nvidia-smi nvlink -e; nvidia-smi -q | grep -A3 Fabric"
+    ev = [Evidence(src.name, i, line)]
+    if severity == "Non-fatal":
+        return Finding("nvlink_fabric", f"SXid {code} (non-fatal) on NVSwitch {switch}", "none", confirm,
+                       ev, f"sxid-{code}", normal=True, subject=switch)
+    what = "fatal" if severity == "Fatal" else "severity not on the line: treated as fatal"
+    return Finding("nvlink_fabric", f"SXid {code} ({what}) on NVSwitch {switch}", "reboot", confirm, ev,
+                   f"sxid-{code}", subject=switch)
+
+
+def indexed(src: Source) -> tuple[str, list[int]]:
     """The lines joined by "\\n" and the offset each line starts at, computed once per file."""
     if src.index is None:
         starts = [0, *accumulate(map((1).__add__, map(len, src.lines)))]
@@ -166,7 +191,7 @@ def _hit_lines(needles: tuple[Needle, ...], src: Source) -> list[int]:
     with MULTILINE) may match, sorted. Each runs over the joined text in C, resuming after a hit at
     the start of the next line; one pass per branch is much faster than one alternation of them all,
     which Python's regex engine tries branch by branch at every character."""
-    text, starts = _indexed(src)  # starts[k]: offset of line k+1
+    text, starts = indexed(src)  # starts[k]: offset of line k+1
     end = len(text)
     hits: set[int] = set()
     for needle in needles:

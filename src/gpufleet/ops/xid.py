@@ -77,6 +77,10 @@ for _code in range(144, 151):
 
 # gpud's regex shape (ops-reference §1.3): the code is the number after "): ", not the PCI domain.
 XID_RE = re.compile(r"NVRM: Xid \(((?:PCI:)?[0-9a-fA-F:.]+)(?: GPU-I:\d+)?\).*?: (\d+),")
+# NVSwitch errors in the kernel log: "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 …"
+# (gpud sxid/kmsg.go). The severity word follows the code on most lines; some drivers print the code
+# with a data dump instead ("SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, …}", gpud PR #338).
+SXID_RE = re.compile(r"SXid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)(?:, (Fatal|Non-fatal))?")
 RECOVERY_RE = re.compile(r"GPU recovery action changed from .* to (0x[0-9a-f]+) \(([^)]+)\)")
 RECOVERY_ACTION: dict[str, Action] = {
     "0x0": "none",

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpufleet.engine.capacity import CapacityTimeline, Hold, release_schedule
+from gpufleet.engine.fit import need_met, node_need
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
@@ -51,7 +52,6 @@ from gpufleet.engine.types import (
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.gang import pods_need
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
@@ -84,18 +84,16 @@ def window_free(avail: CapacityTimeline, holds: list[Hold], start: float, end: f
 
 def bindings_fit_throughout(avail: CapacityTimeline, holds: list[Hold], start: float, end: float,
                             bindings: tuple[PodBinding, ...]) -> bool:
-    """``bindings_fit(avail.table.with_free(*window_free(avail, holds, start, end)), bindings)``
-    computed on the bindings' nodes only: the same per-node sums (``bindings_fit``'s, in binding
-    order), compared with the same window capacity (``free_throughout_on``: equal element for
-    element, clamp at zero included) by the same expressions and tolerances, on the same
-    schedulable mask (``with_free`` keeps the table's). So the answer is the same boolean; a
-    promise's check no longer builds the whole fleet's window columns."""
-    need = pods_need(bindings)
-    nodes = np.fromiter(need, np.int64, len(need))
+    """Do these exact pods fit what is free throughout [start, end)? The one predicate
+    (engine/fit.py ``need_met``) on the bindings' nodes only, against ``free_throughout_on``
+    (equal element for element to ``window_free``'s columns, clamp at zero included) and the
+    table's schedulable mask: the answer ``bindings_fit`` gives on the whole window table, without
+    building the whole fleet's window columns for one promise."""
+    per_node = node_need(bindings)
+    nodes = np.fromiter(per_node, np.int64, len(per_node))
     gpu, cpu, mem = avail.free_throughout_on(holds, start, end, nodes)
-    sched = avail.table.schedulable
-    return all(sched[n] and gpu[i] >= g and cpu[i] >= c - 1e-9 and mem[i] >= m - 1e-9
-               for i, (n, (g, c, m)) in enumerate(need.items()))
+    return need_met(per_node.values(), avail.table.schedulable[nodes].tolist(), gpu.tolist(),
+                    cpu.tolist(), mem.tolist())
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ one gang search (policies/gang_search.py); none keeps its own copy.
   other nodes are unschedulable. Every filter below, and ``NodeTable.slots``, reads
   ``schedulable``, so one view makes every later question honour it — placement, the
   empty-fleet test, reservation (it asks the placer) and backfill (likewise).
+- ``tightest_leaves``: the nodes of the tightest leaf that holds a gang, else of the roomiest
+  leaves that together do (gang best fit's leaf rule).
 - ``room_mask``: nodes with room for at least one pod of a request now.
 - ``one_pod_host``: nodes with the CPU, memory, model and health for one more pod, GPU aside
   (fractional pods choose their GPU themselves).
@@ -21,6 +23,7 @@ import numpy as np
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import CycleContext
 from gpufleet.model.job import Job, PodRequest
+from gpufleet.policies.scorers import tightest_else_largest
 
 
 def eligible_mask(table: NodeTable, eligible: frozenset[str]) -> np.ndarray:
@@ -63,3 +66,17 @@ def eligible_note(table: NodeTable) -> str:
     if table.eligible is None:
         return ""
     return f" (on the {int(np.count_nonzero(table.schedulable))} schedulable node(s) it is eligible for)"
+
+
+def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
+    """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
+    lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
+    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
+    # ``table.n_leaves`` is a reduction over every node, twice per search).
+    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
+    leaves = tightest_else_largest(leaf_slots, replicas, tight_remainder=False)[0]
+    if leaves.size == 1:
+        return table.leaf_idx == leaves[0]
+    lookup = np.zeros(leaf_slots.size, bool)
+    lookup[leaves] = True
+    return lookup[table.leaf_idx]

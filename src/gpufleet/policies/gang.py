@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gpufleet.engine.fit import bindings_fit
 from gpufleet.engine.phases.place import PlaceOutcome, Placer
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
@@ -26,16 +27,11 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Reservation
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest, PodSet
-from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang_search import (
-    Short,
-    best_fit_order,
-    fill_in_order,
-    gang_search,
-    tightest_leaves,
-)
+from gpufleet.policies.filters import for_job, tightest_leaves
+from gpufleet.policies.gang_search import Short, fill_in_order, gang_search
 from gpufleet.policies.gang_search import insufficiency_reason as insufficiency_reason
 from gpufleet.policies.gang_search import unresolvable_reason as unresolvable_reason
+from gpufleet.policies.scorers import best_fit_order
 from gpufleet.policies.shapes import Dominance
 
 
@@ -61,44 +57,21 @@ def fit_gang(job: Job, table: NodeTable, ctx: CycleContext, policy: str) -> tupl
     """Where every pod of ``job`` would go on ``table`` (not modified), or the Status saying why not:
     the shared gang search (policies/gang_search.py) with best fit within a leaf, whole GPUs only.
     """
-    return gang_search(job, table, ctx, policy, _best_fit_leaf,
-                       refuse=lambda ps: _whole_gpus_only(ps, policy))
+    return gang_search(job, table, ctx, policy, best_fit_leaf,
+                       refuse=lambda ps: whole_gpus_only(ps, policy))
 
 
-def _best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+def best_fit_leaf(table: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+    """Gang best fit's chooser (``ChooseNodes``): the tightest leaf, best fit inside."""
     return _choose(table, ps.request, ps.replicas)
 
 
-def _whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+def whole_gpus_only(ps: PodSet, policy: str) -> str | None:
+    """The refusal of a whole-GPU placer (``Refuse``) for a MIG or soft-share pod set."""
     if not ps.request.is_fractional:
         return None
     return (f"pod set {ps.name!r} asks for a MIG instance or a soft GPU share; {policy} places "
             "whole GPUs only (use gang-fractional or gang-defrag)")
-
-
-def pods_need(bindings: tuple[PodBinding, ...]) -> dict[int, list[float]]:
-    """Per node, the [GPUs, CPUs, memory] these pods ask, summed in binding order."""
-    need: dict[int, list[float]] = {}
-    for b in bindings:
-        acc = need.setdefault(b.node, [0.0, 0.0, 0.0])
-        acc[0] += b.request.gpus
-        acc[1] += b.request.cpus
-        acc[2] += b.request.memory_gb
-    return need
-
-
-def bindings_fit(table: NodeTable, bindings: tuple[PodBinding, ...]) -> bool:
-    """Do these exact pods fit on ``table`` now (summed per node)?"""
-    need = pods_need(bindings)
-    if len(need) <= 2:
-        return all(table.schedulable[n] and table.gpu_free[n] >= g and table.cpu_free[n] >= c - 1e-9
-                   and table.mem_free[n] >= m - 1e-9 for n, (g, c, m) in need.items())
-    # Many nodes: one gather per column, then plain Python numbers (a numpy scalar per node and
-    # column costs more than the gather).
-    nodes = np.fromiter(need, np.int64, len(need))  # one index array (a list converts per gather)
-    return all(ok and gf >= g and cf >= c - 1e-9 and mf >= m - 1e-9 for ok, gf, cf, mf, (g, c, m) in zip(
-        table.schedulable[nodes].tolist(), table.gpu_free[nodes].tolist(),
-        table.cpu_free[nodes].tolist(), table.mem_free[nodes].tolist(), need.values(), strict=True))
 
 
 def place_in_order(placer: Placer, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext,

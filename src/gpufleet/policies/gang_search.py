@@ -31,7 +31,6 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.filters import eligible_note, for_job
-from gpufleet.policies.scorers import tightest
 
 #: One pick of a chooser: (node, pods), or (node, 1, slot) for a fractional pod on one GPU.
 Pick = tuple[int, int] | tuple[int, int, GpuSlot]
@@ -54,8 +53,24 @@ def unresolvable_reason(table: NodeTable, ps: PodSet, ctx: CycleContext) -> str 
         ctx.caches.empty_capacity[key] = cap
     if cap >= ps.replicas:
         return None
-    return (f"pod set {ps.name!r} needs {ps.replicas} pods of {ps.request.gpus} GPU(s); "
-            f"even an empty fleet holds only {cap}{eligible_note(table)}")
+    req = ps.request
+    what = f"{req.gpus} GPU(s)" if req.gpus else "no GPU"
+    msg = (f"pod set {ps.name!r} needs {ps.replicas} pods of {what}; "
+           f"even an empty fleet holds only {cap}{eligible_note(table)}")
+    if req.cpus <= 0 and req.memory_gb <= 0:
+        return msg
+    # Say what binds: a CPU-only pod is not held back by GPUs, and "0 GPU(s)" alone read as if
+    # it were (issue 29 §3). Counted only on this rare path, so the cache key stays the shape.
+    gpu_only = PodRequest(req.gpus, 0.0, 0.0, req.gpu_models, req.gpu_milli, req.share,
+                          req.gpu_memory_gb, req.mig_profile)
+    by_gpus = int(np.minimum(table.slots(gpu_only, empty=True), ps.replicas).sum())
+    if by_gpus <= cap:
+        return msg
+    asks = ", ".join(x for x in (f"{req.cpus:g} CPU(s)" if req.cpus > 0 else "",
+                                 f"{req.memory_gb:.3g} GB memory" if req.memory_gb > 0 else "") if x)
+    fit = f"all {ps.replicas}" if by_gpus >= ps.replicas else f"{by_gpus}"
+    return (msg + f"; blocked by CPU or memory, not GPUs: by GPUs alone {fit} would fit, but the "
+            f"nodes lack the {asks} each pod asks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,32 +100,7 @@ def insufficiency_reason(table: NodeTable, ps: PodSet, counted: np.ndarray | Non
     return msg
 
 
-# ---- the parts: a node filter (mask), a scorer (order), and the fill ------------------------------
-
-
-def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
-    """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
-    lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
-    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
-    # ``table.n_leaves`` is a reduction over every node, twice per search).
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
-    leaf = tightest(leaf_slots, replicas)
-    if leaf is not None:
-        return table.leaf_idx == leaf
-    order = np.argsort(-leaf_slots, kind="stable")
-    cum = np.cumsum(leaf_slots[order])
-    lookup = np.zeros(leaf_slots.size, bool)
-    lookup[order[: int(np.searchsorted(cum, replicas)) + 1]] = True
-    return lookup[table.leaf_idx]
-
-
-def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
-    """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
-    empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
-    cand = np.flatnonzero(mask)
-    if tie is None:
-        return cand[np.argsort(table.gpu_free[cand], kind="stable")]
-    return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]
+# ---- the fill: pods onto nodes in a scorer's order (filters.py and scorers.py hold the rest) ----
 
 
 def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int

@@ -50,6 +50,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_afs import AfsUsage
+from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_fair import Entry, entry, tournament
 from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
@@ -58,13 +59,17 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
     assign_pod_sets_modes,
     borrowing_level,
     kueue_flavor,
+    nominate,
     pin_pod_sets,
     reachable,
     reservation,
+    resume_scan,
+    still_fits,
     worst_mode,
 )
 from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import share_ledger
 from gpufleet.policies.kueue_targets import possibility
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
@@ -77,6 +82,9 @@ from gpufleet.policies.quota import (
 )
 
 INSUFFICIENT_QUOTA = "InsufficientUnusedQuota"
+#: Kueue's "Workload no longer fits after processing another workload": nominated on a flavor
+#: that a head admitted earlier in the same cycle took; requeued, no preemption, no hold.
+NO_LONGER_FITS = "NoLongerFitsAfterProcessingAnotherWorkload"
 STRICT_FIFO_BLOCKED = "StrictFIFOBlocked"
 
 
@@ -93,11 +101,15 @@ class KueueAdmitter:
         tenancy: Tenancy | None = ctx.tenancy
         if tenancy is None:
             return list(pending)
-        ledger = QuotaLedger.from_running(tenancy, ctx.running)
-        res = ResourceLedger.from_running(tenancy, ctx.running)
+        state = ctx.admission
+        # Group flavors of running workloads and kept reservations (a pending one is assigned anew).
+        keep = {rj.job.id for rj in ctx.running} | set(state.reserved)
+        res = ResourceLedger.from_running(tenancy, ctx.running, assigned={
+            j: fl for j, fl in state.group_flavors.items() if j in keep} if state.group_flavors else None)
+        # With fair sharing and cpu or memory quota, the shares count those too (kueue_share.py).
+        ledger = share_ledger(QuotaLedger.from_running(tenancy, ctx.running), res)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
-        state = ctx.admission
         kept: list[tuple[PendingJob, QuotaReservation]] = []
         for pj in pending:
             r = state.reserved.get(pj.job.id) if state.reserved else None
@@ -109,6 +121,16 @@ class KueueAdmitter:
                 ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 records.append(AdmissionRecord(pj, False, "", why[0]))
                 continue
+            start = state.scan.get(pj.job.id) if state.scan else None
+            if start is not None:  # the flavor scan resumes where the last cycle's stopped
+                resumed = resume_scan(ledger, pj.job, start)
+                if resumed is None:
+                    why = (INSUFFICIENT_QUOTA, f"ClusterQueue {pj.job.tenant!r}: no flavor of {pj.job.id} "
+                           "left after the one it was nominated on; the next scan starts from the first")
+                    ctx.statuses.record(pj.job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
+                    records.append(AdmissionRecord(pj, False, "", NO_LONGER_FITS))
+                    continue
+                pj = PendingJob(resumed, pj.bound)
             queues.setdefault(pj.job.tenant, []).append(pj)
         admitted: list[PendingJob] = []
         reserved: dict[JobId, QuotaReservation] = {}
@@ -141,7 +163,16 @@ class KueueAdmitter:
         # Each head's key changes only when quota is charged (an admission) or when that queue's
         # head moves on: recompute all keys after an admission, one key after a refusal.
         keys = {t: self._head_key(queues[t][0], ledger, res, tenancy) for t in heads}
+        # Kueue nominates each queue's head on the cycle's starting state and admits it on that
+        # flavor if it still fits when its turn comes; a head becomes nominated when it becomes
+        # head (for later workloads of a queue, our compressed cycles: module docstring).
         live = [rj for rj in ctx.running if not rj.evicting]
+        nominated = {t: nominate(ledger, queues[t][0].job, res, live) for t in heads}
+        #: bumped by every charge (an admission, a hold): a nomination made at the current
+        #: generation is the assignment as it stands, reused without a second flavor search.
+        generation = 0
+        nominated_at = dict.fromkeys(heads, 0)
+        scan_out: dict[JobId, int] = {}
         holding: set[str] = set()
         holds: dict[str, tuple[str, int]] = {}
         hold_for: dict[str, tuple[Job, str | None]] = {}
@@ -159,10 +190,25 @@ class KueueAdmitter:
             own_hold = holds.get(tenant)
             if own_hold is not None:  # a queue's hold keeps others out, not its own workloads
                 ledger.add(tenant, own_hold[0], -own_hold[1])
-            flavor, mode, borrows = assign_flavor(ledger, job, res, live)
+            nom = nominated.pop(tenant, None)
+            if nom is not None and nom.job != job.id:
+                nom = None
+            skipped = None
+            if nom is not None and (fit := nom.fit) is not None:
+                # Kueue admits a head on the flavor it was nominated on if that still fits
+                # (``cq.Fits``), else skips it: requeued, no preemption, no hold.
+                if still_fits(ledger, job, res, fit):
+                    flavor, mode = fit, "fit"
+                    borrows = not ledger.within_nominal(tenant, fit, job.total_gpus)
+                else:
+                    flavor, mode, borrows, skipped = None, "fit", False, nom
+            elif nom is not None and nominated_at.get(tenant) == generation:
+                flavor, mode, borrows = nom.assignment
+            else:
+                flavor, mode, borrows = assign_flavor(ledger, job, res, live)
             split = None
             target = pj  # what a refused workload's record hands the preemptor
-            if sum(1 for ps in job.pod_sets if ps.request.gpus) > 1:
+            if skipped is None and sum(1 for ps in job.pod_sets if ps.request.gpus) > 1:
                 split = assign_pod_sets(ledger, job, res)
                 if split is not None and len({f for _, f, _ in split}) > 1:
                     flavor, mode, borrows = split[0][1], "fit", any(b for _, _, b in split)
@@ -188,6 +234,7 @@ class KueueAdmitter:
                 ledger.add(job.tenant, flavor, job.total_gpus)
                 res.add_job(job, flavor)
             if flavor is not None:
+                generation += 1
                 admitted.append(PendingJob(pinned, pj.bound))
                 records.append(AdmissionRecord(admitted[-1], True, flavor, tier=int(borrows), rank=rank))
                 reserved[job.id] = QuotaReservation(
@@ -206,10 +253,23 @@ class KueueAdmitter:
                         del holds[tenant]
                     else:
                         holds[tenant] = own_hold
+            elif skipped is not None:
+                lost = skipped.fit or ""
+                again = "after that flavor" if skipped.resume is not None else "from the first flavor"
+                why = (NO_LONGER_FITS, f"ClusterQueue {tenant!r}: nominated on flavor {lost}, which no "
+                       f"longer fits after processing another workload; requeued, its next flavor scan "
+                       f"starts {again}")
+                ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
+                records.append(AdmissionRecord(pj, False, lost, why[0], rank=rank))
+                if skipped.resume is not None:
+                    scan_out[job.id] = skipped.resume
             else:
                 cands = ledger.candidate_flavors(job)
                 why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: insufficient unused quota for "
                        f"{job.total_gpus} GPUs in flavor(s) {', '.join(cands) or '-'}")
+                other = self._other_resource(ledger, res, job, cands)
+                if other is not None:  # the GPUs fit: cpu or memory is what is missing
+                    why = (INSUFFICIENT_QUOTA, f"ClusterQueue {tenant!r}: {other}")
                 ctx.statuses.record(job.id, Status(StatusCode.NOT_ADMITTED, why, self.name))
                 # The flavor the assigner chose is where the preemptor looks for targets.
                 records.append(AdmissionRecord(target, False, chosen or (cands[0] if cands else ""),
@@ -226,6 +286,7 @@ class KueueAdmitter:
                         holds[tenant] = own_hold = hold
                         hold_for[tenant] = (job, chosen)
                         held = True
+                        generation += 1
             if own_hold is not None:
                 ledger.add(tenant, own_hold[0], own_hold[1])
             if flavor is None:
@@ -247,11 +308,22 @@ class KueueAdmitter:
             rank = self._skip_refused(queues[tenant], heads, tenant, refused, ledger, ctx, records, rank)
             if heads[tenant] >= len(queues[tenant]):
                 del heads[tenant]
+            else:
+                nxt = queues[tenant][heads[tenant]].job
+                if own_hold is not None:
+                    ledger.add(tenant, own_hold[0], -own_hold[1])
+                nominated[tenant] = nominate(ledger, nxt, res, live)
+                nominated_at[tenant] = generation
+                if own_hold is not None:
+                    ledger.add(tenant, own_hold[0], own_hold[1])
             for t in (heads if flavor is not None or held else (tenant,) if tenant in heads else ()):
                 keys[t] = self._key(queues[t][heads[t]], ledger, res, tenancy, holds.get(t))
         _keep_admission_book(ctx, AdmissionBook(records))
         ctx.handoff.quota_reserved = reserved
         ctx.handoff.sticky = sticky
+        ctx.handoff.flavor_scan = scan_out
+        if res.assigned:
+            ctx.handoff.group_flavors = dict(res.assigned)
         position = {pj.job.id: i for i, pj in enumerate(pending)}
         return sorted(admitted, key=lambda p: position[p.job.id])  # who, not in which order
 
@@ -278,6 +350,18 @@ class KueueAdmitter:
             rank += 1
             heads[tenant] += 1
         return rank
+
+    @staticmethod
+    def _other_resource(ledger: QuotaLedger, res: ResourceLedger, job: Job,
+                        cands: tuple[str, ...]) -> str | None:
+        """Why cpu or memory refuse ``job`` on the first flavor where its GPUs fit, or None."""
+        t = ledger.tenancy.tenant(job.tenant)
+        if t is None or not t.resources:
+            return None
+        for f in cands or ("",):
+            if not job.total_gpus or quota_fits(ledger, ledger.tenancy, job, f, borrow=True):
+                return res.refusal(job, f, not ledger.within_nominal(job.tenant, f, job.total_gpus))
+        return None
 
     @staticmethod
     def _afs(tenancy: Tenancy, name: str) -> bool:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_share import NEGATIVE, Drs, drs
+from gpufleet.policies.kueue_share import NEGATIVE, Drs, add_request, drs, release
 from gpufleet.policies.quota import Node, QuotaLedger
 
 Fits = Callable[[list[RunningJob]], bool]
@@ -156,15 +156,14 @@ def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger:
     queue = tenancy.tenant(me)
     assert queue is not None
     trial = ledger.copy()
-    for f, v in request.items():
-        trial.add(me, f, v)
+    add_request(trial, job, dict(request))
     strategies = tenancy.fair_sharing_strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     within = all(trial.used(me, f) <= queue.quota(f).nominal for f in request)
     targets: list[Target] = []
     retry: list[RunningJob] = []
 
     def take(rj: RunningJob, reason: str) -> bool:
-        trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+        release(trial, rj)
         targets.append(Target(rj, reason))
         return fits([t.rj for t in targets])
 
@@ -190,7 +189,7 @@ def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger:
         while order.has(y):
             rj = order.pop(y)
             after = trial.copy()
-            after.charge_bindings(rj.job.tenant, rj.bindings, -1)
+            release(after, rj)
             if _strategy_passes(strategies[0], new_p, old_t, drs(after, b)):
                 if take(rj, "InCohortFairSharing"):
                     done = True
@@ -242,7 +241,7 @@ def entry(ledger: QuotaLedger, job: Job, flavor: str | None) -> Entry:
     led = ledger
     if flavor is not None and job.total_gpus:
         led = ledger.copy()
-        led.add(job.tenant, flavor, job.total_gpus)
+        add_request(led, job, {flavor: job.total_gpus})
     at: list[tuple[Node, Drs]] = []
     node: Node = ("t", job.tenant)
     while (p := led.parent(node)) is not None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpufleet.engine.types import RunningJob
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.kueue_candidates import quota_fits
 from gpufleet.policies.kueue_resources import ResourceLedger
@@ -208,3 +209,69 @@ def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = Non
                 return f, True
             borrow_at = f
     return (borrow_at, True) if borrow_at is not None else (None, False)
+
+
+# -- nomination and the flavor scan across cycles ---------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Nomination:
+    """A head's assignment at nomination (Kueue's ``nominate``, on the state when it became
+    head): ``assignment`` is ``assign_flavor``'s (flavor, mode, borrows); ``resume`` is where the
+    next cycle's scan starts if it is skipped (None: from the first flavor)."""
+
+    job: JobId
+    assignment: tuple[str | None, str, bool]
+    resume: int | None
+
+    @property
+    def fit(self) -> str | None:
+        """The flavor it fits at nomination, or None."""
+        flavor, mode, _ = self.assignment
+        return flavor if mode == "fit" else None
+
+
+def nominate(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
+             live: list[RunningJob]) -> Nomination:
+    """Kueue's flavor assigner for a head being nominated. ``resume``: Kueue records the index of
+    the last flavor its scan tried (``TriedFlavorIdx``): the flavor it stopped on when it fits
+    there without borrowing, or borrowing with ``whenCanBorrow: Borrow``, or -1 when the scan ran
+    to the last flavor; the next cycle starts one after it (``NextFlavorToTryForPodSetResource``).
+    Kept for workloads with one GPU pod set (Kueue keeps one index per pod set and resource)."""
+    flavor, mode, borrows = assign_flavor(ledger, job, res, live)
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    resume = None
+    if mode == "fit" and flavor is not None and (not borrows or t.kueue.when_can_borrow == "Borrow"):
+        order = [f for f, _ in t.quotas]
+        idx = order.index(flavor)
+        if idx < len(order) - 1 and sum(1 for ps in job.pod_sets if ps.request.gpus) == 1:
+            resume = idx + 1
+    return Nomination(job.id, (flavor, mode, borrows), resume)
+
+
+def still_fits(ledger: QuotaLedger, job: Job, res: ResourceLedger | None, flavor: str) -> bool:
+    """Kueue's check when a nominated head's turn comes (``cq.Fits`` of its assignment's usage):
+    every covered resource still fits ``flavor`` after the heads admitted before it."""
+    if not quota_fits(ledger, ledger.tenancy, job, flavor, borrow=True):
+        return False
+    t = ledger.tenancy.tenant(job.tenant)
+    assert t is not None
+    borrows = ledger.used(job.tenant, flavor) + job.total_gpus > t.quota(flavor).nominal
+    return res is None or res.refusal(job, flavor, borrows) is None
+
+
+def resume_scan(ledger: QuotaLedger, job: Job, start: int) -> Job | None:
+    """``job`` allowed only its queue's flavors from index ``start`` on (Kueue resumes the scan
+    of a workload skipped last cycle after the flavor it was nominated on:
+    FlavorFungibilityPreserveScanProgress, beta and on by default since v0.20); None when none
+    of its flavors is left (Kueue finds no fit this cycle, and starts from the first next)."""
+    t = ledger.tenancy.tenant(job.tenant)
+    if t is None:
+        return job
+    later = {f for f, _ in t.quotas[start:]}
+    allowed = tuple(f for f in ledger.candidate_flavors(job) if f in later)
+    if not allowed:
+        return None
+    sets = tuple(replace(ps, request=replace(ps.request, gpu_models=allowed)) if ps.request.gpus else ps
+                 for ps in job.pod_sets)
+    return replace(job, pod_sets=sets)

@@ -43,6 +43,7 @@ from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_o
 from gpufleet.policies.kueue_fair import fair_targets
 from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue_share import share_ledger
 from gpufleet.policies.kueue_targets import REASON, WITHOUT_BORROWING, attempts, classify, search
 from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
@@ -72,7 +73,9 @@ class KueuePreemptor:
         carried = ctx.admission.reserved
         waiting = {pj.job.id for pj in blocked} if carried else set()
         quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
-        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True)
+        res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True,
+                                          assigned=ctx.handoff.group_flavors or ctx.admission.group_flavors)
+        ledger = share_ledger(ledger, res)  # fair shares over cpu and memory too (kueue_share.py)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
         # gave away, and each pending workload would then try the nodes for nothing. A workload

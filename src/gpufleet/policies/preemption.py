@@ -25,7 +25,9 @@ Search, per beneficiary in admission order, on the Plan (nothing leaves the engi
 
 1. order candidates as above (within each group, by the victim rule);
 2. release candidates one whole gang at a time (Plan.release of every binding) until J passes
-   quota and fits (fit_gang); if it never does, undo and preempt nothing for J;
+   quota and fits (the profile's own placer's ``fit``: topology, fractional and one-task-per-node
+   rules judge the freed room as they will when J is placed); if it never does, undo and preempt
+   nothing for J;
 3. reprieve: try putting back each chosen victim, most expensive first; keep it running when J
    still fits (and a reclaim stays justified) without it;
 4. leave the chosen victims released and bind J on the room they free, so a later beneficiary
@@ -52,6 +54,7 @@ import numpy as np
 
 from gpufleet.engine.capacity import Releases
 from gpufleet.engine.checkpoints import eviction_cost
+from gpufleet.engine.fit import node_need
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJob
@@ -59,7 +62,6 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.quota import (
     EXCEEDS_BORROWING,
     EXCEEDS_NOMINAL,
@@ -153,7 +155,7 @@ class TenancyPreemptor:
             same = (job.tenant, job.shape_key, rec.admitted, job.priority)
             if same in hopeless:
                 continue
-            fitted = fit_gang(job, plan.table, ctx, self.name)
+            fitted = ctx.profile.placer.fit(job, plan.table, ctx)
             once_evicted = None if rec.admitted else ledger.decide(job)[0]
             if once_evicted is not None and not isinstance(fitted, Status):
                 # Refused only for quota that jobs under notice still hold: it starts once they
@@ -262,7 +264,7 @@ class TenancyPreemptor:
             return admitted or trial.decide(job)[0] is not None
 
         def fits() -> tuple[PodBinding, ...] | None:
-            fitted = fit_gang(job, plan.table, ctx, self.name)
+            fitted = ctx.profile.placer.fit(job, plan.table, ctx)
             return None if isinstance(fitted, Status) else fitted
 
         search = VictimSearch(plan, fits, allowed)
@@ -328,13 +330,10 @@ def _reclaim_justified(victims: list[RunningJob], kinds: dict[JobId, str], flavo
 def _claims(fitted: tuple[PodBinding, ...], plan: Plan, evicting_room: np.ndarray) -> bool:
     """Does this fit use GPUs that jobs under notice will free? Claims them (decrements
     ``evicting_room``) when it does. A node's free GPUs beyond its evicting room are free now."""
-    need: dict[int, int] = {}
-    for b in fitted:
-        need[b.node] = need.get(b.node, 0) + b.request.gpus
     used = False
-    for node, gpus in need.items():
+    for node, (gpus, _, _) in node_need(fitted).items():
         free_now = int(plan.table.gpu_free[node]) - int(evicting_room[node])
-        from_evicting = min(int(evicting_room[node]), max(0, gpus - free_now))
+        from_evicting = min(int(evicting_room[node]), max(0, int(gpus) - free_now))
         if from_evicting > 0:
             evicting_room[node] -= from_evicting
             used = True

@@ -4,12 +4,15 @@ As kube-scheduler's Score plugins do, a scorer ranks candidate nodes; a chooser 
 one (one pod at a time) or fills them in order (a gang, ``gang_search.fill_in_order``). The
 packing scorers used by the gang placers:
 
-- ``best_fit_order`` (policies/gang_search.py): fewest free GPUs first, partly used nodes fill
+- ``best_fit_order``: fewest free GPUs first, partly used nodes fill
   before empty ones are broken (gang best fit, topology-blind, one-task-per-node);
 - ``fewest_free``: the one node with the fewest free GPUs, lowest index on ties (a fractional
   pod that needs a fresh GPU: best fit at node level);
 - ``tightest``: among groups (nodes, NVLink domains, leaves, spines), the one with the least
   capacity that still holds the request;
+- ``tightest_else_largest``: "tightest group, else largest first", the one group rule of gang
+  best fit's leaves (``filters.tightest_leaves``), the topology search's descent and Slurm's
+  cons_tres switch choice;
 - ``least_allocated``: the free share of each node's GPUs, kube-scheduler's default
   NodeResourcesFit LeastAllocated (spread), which the per-pod baseline reproduces.
 """
@@ -56,3 +59,38 @@ def best_of(nodes: np.ndarray, scores: np.ndarray) -> int | None:
     if nodes.size == 0:
         return None
     return first_best(nodes, scores)
+
+
+def tightest_else_largest(caps: np.ndarray, need: int, *, tight_remainder: bool = True
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """(groups, amounts) that hold ``need`` among groups of capacity ``caps``: the tightest
+    group that holds it alone (``tightest``); else the largest groups first (fewest groups
+    crossed), the last one taking the remainder — with ``tight_remainder`` the tightest of the
+    groups not yet taken that holds the remainder, else simply the next largest. Every group
+    when even all of them hold less (the caller has counted that they do not)."""
+    one = tightest(caps, need)
+    if one is not None:
+        return np.array([one]), np.array([need])
+    order = np.argsort(-caps, kind="stable")
+    cum = np.cumsum(caps[order])
+    count = int(np.searchsorted(cum, need)) + 1  # fewest groups that hold the job
+    groups = order[:count].copy()
+    amounts = caps[groups].astype(np.int64)
+    if count > order.size:
+        return groups, amounts
+    amounts[-1] = need - (int(cum[count - 2]) if count > 1 else 0)
+    if tight_remainder:
+        remaining = order[count - 1:]
+        pick = tightest(caps[remaining], int(amounts[-1]))
+        assert pick is not None  # the count-th largest holds the remainder by construction
+        groups[-1] = remaining[pick]
+    return groups, amounts
+
+
+def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
+    empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
+    cand = np.flatnonzero(mask)
+    if tie is None:
+        return cand[np.argsort(table.gpu_free[cand], kind="stable")]
+    return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]

@@ -46,10 +46,11 @@ from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.job import Job
+from gpufleet.model.job import Job, PodSet
 from gpufleet.policies.backfill import ReservationBackfill, ShadowReserver
-from gpufleet.policies.filters import for_job
-from gpufleet.policies.gang import fit_gang, gang_feasible, place_in_order
+from gpufleet.policies.gang import best_fit_leaf, fit_gang, gang_feasible, place_in_order, whole_gpus_only
+from gpufleet.policies.gang_search import Short, gang_search
+from gpufleet.policies.scorers import tightest
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,15 @@ def cons_tres_choice(job: Job, table: NodeTable,
     if len(job.pod_sets) != 1:
         return None
     ps = job.pod_sets[0]
+    nodes = cons_tres_nodes(table, ps, weights)
+    if nodes is None:
+        return None
+    return tuple(PodBinding(job.id, ps.name, k, n, ps.request) for k, n in enumerate(nodes))
+
+
+def cons_tres_nodes(table: NodeTable, ps: PodSet, weights: np.ndarray | None = None) -> list[int] | None:
+    """The chooser behind ``cons_tres_choice``: one node per task of a whole-GPU pod set, in task
+    order; None when the pod set is fractional or does not fit this way now."""
     req = ps.request
     if req.gpus < 1 or req.is_fractional:
         return None
@@ -179,22 +189,17 @@ def cons_tres_choice(job: Job, table: NodeTable,
         if int(best.sum()) >= need:
             break
     if lighter.any():
-        nodes: list[int] | None = _with_lighter_nodes(lighter, best & ~lighter, need, table)
-    else:
-        nodes = _lowest_switch(best, need, table)
-    if nodes is None:
-        return None
-    return tuple(PodBinding(job.id, ps.name, k, int(n), req) for k, n in enumerate(nodes))
+        return _with_lighter_nodes(lighter, best & ~lighter, need, table)
+    return _lowest_switch(best, need, table)
 
 
 def _lowest_switch(usable: np.ndarray, need: int, table: NodeTable) -> list[int] | None:
     """``need`` usable nodes under the lowest switch that holds them (see ``cons_tres_choice``)."""
     for level in (table.leaf_idx, table.spine_idx):
         counts = np.bincount(level[usable], minlength=int(level.max()) + 1 if len(level) else 0)
-        fitting = np.flatnonzero(counts >= need)
-        if not len(fitting):
+        group = tightest(counts, need)  # best fit: fewest usable nodes, first on ties
+        if group is None:
             continue
-        group = int(fitting[np.argmin(counts[fitting])])  # best fit: fewest usable nodes, first on ties
         members = np.flatnonzero(usable & (level == group))
         if level is table.spine_idx:
             leaf_counts = np.bincount(table.leaf_idx[members], minlength=int(table.leaf_idx.max()) + 1)
@@ -217,8 +222,8 @@ def _with_lighter_nodes(lighter: np.ndarray, last: np.ndarray, need: int, table:
     while len(nodes) < need and rest.any():
         counts = np.bincount(leaf[rest], minlength=int(leaf.max()) + 1)
         short = need - len(nodes)
-        fitting = np.flatnonzero(counts >= short)
-        pick = int(fitting[np.argmin(counts[fitting])]) if len(fitting) else int(np.argmax(counts))
+        tight = tightest(counts, short)
+        pick = int(np.argmax(counts)) if tight is None else tight
         members = np.flatnonzero(rest & (leaf == pick))
         nodes.extend(int(i) for i in members[:short])
         rest &= leaf != pick
@@ -253,12 +258,19 @@ class OneTaskPerNode:
         return gang_feasible(job, table.one_pod_per_node(), ctx)
 
     def fit(self, job: Job, table: NodeTable, ctx: CycleContext) -> tuple[PodBinding, ...] | Status:
-        table = for_job(table, job, ctx)  # the job's node filter binds Slurm's node choice too
-        if self.slurm_nodes:
-            chosen = cons_tres_choice(job, table, self.weights_for(table))
-            if chosen is not None:
-                return chosen
-        return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
+        """The one gang search on the table with one pod per node; with ``slurm_nodes`` its
+        chooser is select/cons_tres's (``cons_tres_nodes``), falling back to gang best fit
+        where that has no answer (several pod sets, or no switch that holds the job)."""
+        if not self.slurm_nodes:
+            return fit_gang(job, table.one_pod_per_node(), ctx, self.name)
+        weights = self.weights_for(table)
+
+        def choose(scratch: NodeTable, ps: PodSet) -> list[tuple[int, int]] | Short | None:
+            nodes = cons_tres_nodes(scratch, ps, weights) if len(job.pod_sets) == 1 else None
+            return best_fit_leaf(scratch, ps) if nodes is None else [(n, 1) for n in nodes]
+
+        return gang_search(job, table.one_pod_per_node(), ctx, self.name, choose,
+                           refuse=lambda ps: whole_gpus_only(ps, self.name))
 
     def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         return place_in_order(self, ordered, plan, ctx, self.stop_at_first_blocked, self.defer)

@@ -27,7 +27,8 @@ from gpufleet.engine.status import Status
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.job import Job, PodRequest, PodSet
 from gpufleet.policies.gang import place_in_order
-from gpufleet.policies.gang_search import best_fit_order, fill_in_order, gang_search
+from gpufleet.policies.gang_search import fill_in_order, gang_search
+from gpufleet.policies.scorers import best_fit_order
 
 
 def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random.Generator

@@ -38,8 +38,8 @@ import numpy as np
 
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.job import PodRequest
-from gpufleet.policies.gang_search import best_fit_order, fill_counts
-from gpufleet.policies.scorers import tightest
+from gpufleet.policies.gang_search import fill_counts
+from gpufleet.policies.scorers import best_fit_order, tightest, tightest_else_largest
 
 #: Levels of the tree, tightest first. "nvlink" is the NVLink domain.
 LEVELS: tuple[str, ...] = ("node", "nvlink", "leaf", "spine", "fleet")
@@ -88,19 +88,10 @@ def _group_of_domain(cap: _Capacity, level: str) -> np.ndarray:
 
 
 def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[int, int]]:
-    """(child, atoms) to take ``need`` atoms from children with capacities ``caps``."""
-    one = tightest(caps, need)
-    if one is not None:
-        return [(int(ids[one]), need)]
-    order = np.argsort(-caps, kind="stable")
-    cum = np.cumsum(caps[order])
-    count = int(np.searchsorted(cum, need)) + 1  # fewest children that hold the job
-    taken = [(int(ids[i]), int(caps[i])) for i in order[: count - 1]]
-    rest = need - sum(a for _, a in taken)
-    remaining = order[count - 1:]
-    last = tightest(caps[remaining], rest)
-    assert last is not None  # the count-th largest holds the remainder by construction
-    return [*taken, (int(ids[remaining[last]]), rest)]
+    """(child, atoms) to take ``need`` atoms from children with capacities ``caps``: the one
+    group rule (``scorers.tightest_else_largest``, the remainder in the tightest child)."""
+    groups, atoms = tightest_else_largest(caps, need)
+    return list(zip(ids[groups].tolist(), atoms.tolist(), strict=True))
 
 
 def _fill(table: NodeTable, mask: np.ndarray, per_node: np.ndarray, units: int, k: int) -> list[int]:

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from gpufleet.model.fleet_config import FleetSpec
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.sim.scenario import ScenarioSpec
-from gpufleet.traces.jsonl import _JobRow
+from gpufleet.traces.jsonl import TraceRow
 
 #: What each field means, with its unit, by path ("[]" marks a list item, "{}" a mapping value).
 D = {
@@ -195,6 +195,10 @@ D = {
                                    "the cohort itself (Kueue's resourceGroups).",
     "tenancy.tenants[].resources": "Flavor → resource (cpu, memory, any named resource) → quota of the "
                                    "queue beside its GPUs (Kueue's resourceGroups).",
+    "tenancy.tenants[].resource_groups": "Kueue's resourceGroups: the resources each group covers "
+                                         "(nvidia.com/gpu, cpu, memory_gb, named); one flavor per group. "
+                                         "Empty: one group over everything.",
+    "tenancy.cohorts[].resource_groups": "Resource groups of the cohort's own quota, as on a tenant.",
     "tenancy.tenants[].kueue": "The queue's Kueue rules, read by the `kueue` profile (ours ignores them).",
     "tenancy.tenants[].kueue.within_cluster_queue": "Kueue preemption.withinClusterQueue: which of the "
                                                     "queue's own workloads a pending one may evict.",
@@ -273,7 +277,7 @@ SCHEMAS: dict[str, tuple[str, type[BaseModel], str, str]] = {
     "fleet": ("Fleet file", FleetSpec, "fleet",
               "`fleet:` in a scenario, or a file `gpufleet simulate --fleet` reads (top-level key `fleet`)."),
     "tenancy": ("Tenancy section", TenancySpec, "tenancy", "`tenancy:` in a scenario."),
-    "trace": ("Trace (JSON lines)", _JobRow, "trace",
+    "trace": ("Trace (JSON lines)", TraceRow, "trace",
               "One job per line; `gpufleet simulate --trace`, `workload: {trace: …}`."),
 }
 

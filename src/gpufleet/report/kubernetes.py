@@ -24,8 +24,11 @@ def _when(t: float | None, now: float) -> str | None:
 def analysis_dict(a: Analysis) -> dict[str, Any]:
     return {
         "snapshot_time": datetime.fromtimestamp(a.now, UTC).isoformat() if a.now else None,
+        "snapshot_time_source": a.now_source,
         "assumed_runtime_hours": a.assume_runtime_s / 3600,
         "gpus": a.totals,
+        "overcommitted": [{"node": o.node, "gpus_allocatable": o.allocatable, "gpus_requested": o.requested,
+                           "pods": o.pods} for o in a.overcommitted],
         "fragmentation": {f"{k}-gpu pods": round(v, 4) for k, v in a.fragmentation.items()},
         "skipped_kinds": dict(sorted(a.skipped.items())),
         "notes": a.notes,
@@ -99,14 +102,36 @@ def defrag_lines(a: Analysis) -> list[str]:
     return out
 
 
+def assumptions(a: Analysis) -> str:
+    """What every estimate rests on, said once above them: the time taken as now, where it was
+    read, and the run time assumed for running pods (Kubernetes records none)."""
+    when = datetime.fromtimestamp(a.now, UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if a.now else "unknown"
+    return (f"estimates assume: now = {when} ({a.now_source}; --now sets it); every running pod "
+            f"runs {a.assume_runtime_s / 3600:g} h from its start (--assume-runtime-h)")
+
+
+def free_line(t: dict[str, int]) -> str:
+    return (f"{t['free_on_schedulable_nodes']} free on schedulable nodes "
+            f"({t['free_incl_unschedulable_nodes']} counting cordoned and not-Ready nodes), "
+            f"{t['stranded']} stranded (free, and no pending pod can use them)")
+
+
+def overcommit_line(o) -> str:
+    pods = ", ".join(o.pods[:5]) + (f" and {len(o.pods) - 5} more" if len(o.pods) > 5 else "")
+    return (f"overcommitted: node {o.node}: bound pods request {o.requested:g} GPU(s), it allocates "
+            f"{o.allocatable} ({pods}); the snapshot contradicts itself (a stale or merged capture, or "
+            "pods bound around the scheduler); counted as full")
+
+
 def text_lines(a: Analysis) -> list[str]:
     t = a.totals
     out = [f"GPUs: {t['physical']} physical, {t['registered']} registered by the device plugin, "
            f"{t['allocatable']} allocatable, {t['usable']} usable on schedulable nodes; "
-           f"{t['allocated']} allocated, {t['free_usable']} free, {t['stranded']} stranded",
+           f"{t['allocated']} allocated, {free_line(t)}",
            f"nodes: {t['nodes']} ({t['gpu_nodes']} with GPUs); pending: {t['pending_pods']} pod(s) "
-           f"asking {t['pending_gpus']} GPU(s)"]
-    if t["free_usable"]:
+           f"asking {t['pending_gpus']} GPU(s)", assumptions(a)]
+    out += [overcommit_line(o) for o in a.overcommitted]
+    if t["free_on_schedulable_nodes"]:
         out.append("free GPUs a pod cannot use (fragmentation): " + ", ".join(
             f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()))
     down = [n for n in a.nodes if n.blocker is not None and n.has_gpus]
@@ -126,7 +151,6 @@ def text_lines(a: Analysis) -> list[str]:
         out.append("skipped kinds (not read): "
                    + ", ".join(f"{k} x{n}" for k, n in sorted(a.skipped.items())))
     out += [f"note: {n}" for n in a.notes]
-    out.append(f"(running pods are assumed to end {a.assume_runtime_s / 3600:g} h after they started)")
     return out
 
 
@@ -140,10 +164,13 @@ def _layers_cell(n) -> Markup:
 
 def html_report(a: Analysis) -> str:
     t = a.totals
-    summary = table(["physical", "registered", "allocatable", "usable", "allocated", "free", "stranded",
-                     "pending pods", "pending GPUs"],
+    summary = table(["physical", "registered", "allocatable", "usable", "allocated",
+                     "free on schedulable nodes", "free incl. unschedulable nodes", "stranded",
+                     "overcommitted nodes", "pending pods", "pending GPUs"],
                     [[t["physical"], t["registered"], t["allocatable"], t["usable"], t["allocated"],
-                      t["free_usable"], t["stranded"], t["pending_pods"], t["pending_gpus"]]])
+                      t["free_on_schedulable_nodes"], t["free_incl_unschedulable_nodes"], t["stranded"],
+                      t["overcommitted_nodes"], t["pending_pods"], t["pending_gpus"]]])
+    summary += "".join(f"<p>{escape(overcommit_line(o))}</p>" for o in a.overcommitted)
     nodes = table(["node", "GPU", "allocatable / physical", "schedulable", "readiness (hover for detail)",
                    "first failure"],
                   [[n.name, n.node.gpu, f"{n.gpu.allocatable} / {n.gpu.physical}",
@@ -151,7 +178,7 @@ def html_report(a: Analysis) -> str:
                     f"{n.blocker.name}: {n.blocker.detail}" if n.blocker else "-"] for n in a.nodes])
     frag = ("<p>Free GPUs a pod of each size cannot use (fragmentation): "
             + ", ".join(f"{k}-GPU pods {v:.0%}" for k, v in a.fragmentation.items()) + "</p>"
-            if t["free_usable"] else "")
+            if t["free_on_schedulable_nodes"] else "")
     stranded = frag + (table(["node", "GPUs", "why"], [[s.node, s.gpus, s.reason] for s in a.stranded])
                 if a.stranded else "<p>No free GPU is stranded.</p>")
     gangs = "".join(
@@ -185,8 +212,7 @@ def html_report(a: Analysis) -> str:
              "small{font-weight:400;color:#555}</style>")
     sections = [
         Section("GPUs: allocated vs usable", style + summary + skipped + notes
-                + f"<p>Running pods are assumed to end {a.assume_runtime_s / 3600:g} h after they "
-                  "started (Kubernetes records no run time).</p>"),
+                + f"<p>{escape(assumptions(a))} (Kubernetes records no run time).</p>"),
         Section("Nodes and the four GPU layers", nodes),
         Section("Stranded GPUs", stranded),
         Section("Pending pods and gangs: why they wait", gangs),

@@ -18,6 +18,18 @@ class ServiceConfig:
     #: An SQLAlchemy URL (``postgresql://…``, ``sqlite:///…``); None: SQLite under ``data_dir``.
     db: str | None = None
     source: str = "virtual"
+    #: ``--source slurm``: slurmrestd's URL (None: the client commands), the slurm.conf the
+    #: commands read (None: $SLURM_CONF), a JWT (None: $SLURM_JWT, else minted by ``scontrol
+    #: token``), the user the JWT names.
+    slurm_rest: str | None = None
+    slurm_conf: str | None = None
+    slurm_jwt: str | None = None
+    slurm_user: str = "root"
+    #: ``--source kubernetes``: "observer" (explain and estimate) or "scheduler" (binds gangs).
+    kube_mode: str = "observer"
+    kubeconfig: str | None = None
+    #: Wall seconds between reads of a real source (slurm, kubernetes).
+    poll_s: float = 3.0
     #: The engine profile the loop runs (policies/registry.py); None: gang-easy, or tenancy-easy
     #: when a tenancy is given.
     policy: str | None = None

@@ -16,8 +16,7 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from gpufleet.model.catalog import canonical_gpu_name
 from gpufleet.model.job import Job
-from gpufleet.traces.jsonl import MAX_SECONDS
-from gpufleet.traces.jsonl import _JobRow as TraceRow  # the trace format's own row model
+from gpufleet.traces.jsonl import MAX_SECONDS, TraceRow
 
 #: A name the store, URLs and metric labels can carry as it is.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"

@@ -86,6 +86,10 @@ class DiagnosisDoc(BaseModel):
     notes: list[str] = Field(default_factory=list, max_length=100)
     sources: dict[str, str] = Field(default_factory=dict, max_length=MAX_FILES)
     skipped: list[str] = Field(default_factory=list, max_length=MAX_FILES)
+    #: what the bundle lacks or cuts (a truncated table, two driver versions, an unreadable file):
+    #: with any of it the verdict is not ``confident``
+    incomplete: list[str] = Field(default_factory=list, max_length=MAX_FILES)
+    confident: bool = True
 
 
 class BundleIn(BaseModel):

@@ -12,15 +12,21 @@ are re-applied, and the source clock goes on from where it was.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 from typing import Any
 
+from gpufleet.live.kube_api import OfficialKubeApi
+from gpufleet.live.kubernetes import MODES as KUBE_MODES
+from gpufleet.live.kubernetes import kubernetes_source
 from gpufleet.live.loop import LiveLoop
+from gpufleet.live.slurm import slurm_source
 from gpufleet.live.snapshot import LiveSnapshot
-from gpufleet.live.source import LiveEvent, Source
+from gpufleet.live.source import LiveEvent, Source, SourceRefused, SourceUnavailable
 from gpufleet.live.virtual import VirtualSource
 from gpufleet.model.errors import InputError
+from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import UnknownPolicy, profile
@@ -41,7 +47,7 @@ from gpufleet.service.metrics import ServiceMetrics
 from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
 
-SOURCES = ("virtual",)
+SOURCES = ("virtual", "slurm", "kubernetes")
 NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
 
 
@@ -49,11 +55,33 @@ def make_source(config: ServiceConfig) -> Source:
     if config.source not in SOURCES:
         raise InputError("--source", "", f"unknown source {config.source!r}; expected one of "
                          f"{', '.join(SOURCES)}")
+    if config.source == "slurm":
+        return slurm_source(rest_url=config.slurm_rest, slurm_conf=config.slurm_conf, jwt=config.slurm_jwt,
+                            user=config.slurm_user, fleet=config.fleet if config.fleet.nodes else None,
+                            poll_s=config.poll_s)
+    if config.source == "kubernetes":
+        if config.kube_mode not in KUBE_MODES:
+            raise InputError("--kube-mode", "", f"expected one of {', '.join(KUBE_MODES)}, "
+                             f"got {config.kube_mode!r}")
+        try:
+            api = OfficialKubeApi(config.kubeconfig)
+        except ImportError:
+            raise InputError("--source", "kubernetes", "needs the kubernetes client: pip install "
+                             "'gpufleet[k8s-scheduler]'") from None
+        except Exception as e:  # the client's config errors (no kubeconfig, no in-cluster token)
+            raise InputError("--kubeconfig", config.kubeconfig or "", f"no cluster to talk to: {e}") from None
+        return kubernetes_source(api, mode=config.kube_mode, poll_s=config.poll_s)
     try:
         prof = profile(config.profile_name, config.fleet.fabric)
     except UnknownPolicy as e:
         raise InputError("--policy", "", str(e)) from None
     return VirtualSource(config.fleet, prof, config.tenancy)
+
+
+def is_external(source: Source) -> bool:
+    """A real world that holds its own jobs (Slurm, Kubernetes): jobs are submitted to it and
+    changed in it from the request's thread and read back; its clock is the wall clock."""
+    return bool(getattr(source, "external", False))
 
 
 def _record_view(r: JobRecord) -> dict[str, Any]:
@@ -62,15 +90,21 @@ def _record_view(r: JobRecord) -> dict[str, Any]:
 
 
 class Service:
-    def __init__(self, config: ServiceConfig, store: Store | None = None) -> None:
+    def __init__(self, config: ServiceConfig, store: Store | None = None,
+                 source: Source | None = None) -> None:
         self.config = config
         self.store = store or Store(config.db_url)
         self.auth = Auth(self.store, config.argon2_time_cost, config.argon2_memory_kib)
-        self.source = make_source(config)
+        self.source = source if source is not None else make_source(config)
+        self.external = is_external(self.source)
+        #: One submission at a time to an external source: the idempotency check and the
+        #: submission must not interleave, or two retries could both reach Slurm.
+        self._send_lock = threading.Lock()
         clock = self.store.get_meta("clock")
-        epoch = float(clock) if clock is not None else 0.0
-        self.loop = LiveLoop(self.source, speed=config.speed, tick_s=config.tick_s, seed=config.seed,
-                             epoch=epoch)
+        # A real source runs on the wall clock (Slurm's and Kubernetes' times are epoch seconds).
+        epoch = time.time() if self.external else float(clock) if clock is not None else 0.0
+        self.loop = LiveLoop(self.source, speed=1.0 if self.external else config.speed, tick_s=config.tick_s,
+                             seed=config.seed, epoch=epoch)
         self.events = EventRing()
         self.loop.sinks.append(self._persist)
         self.loop.sinks.append(self.events.extend)
@@ -82,6 +116,8 @@ class Service:
             self.demo = DemoLoad(self, seed=config.seed)
             self.loop.before_tick.append(self.demo.feed)
         self.restored = self._restore()
+        if self.external:
+            self.loop.tick()  # the first read before the first request: nodes and jobs at once
 
     # --- lifecycle ----------------------------------------------------------------------------
     def _restore(self) -> int:
@@ -94,7 +130,8 @@ class Service:
                 self.loop.post(self._node_command(node, state))
         recs = self.store.live_jobs()
         jobs = [job_from_body(r.body) for r in recs]
-        requeued = [r.id for r in recs if r.state == "running"]
+        # an external source still runs its jobs: they come back with the source's next read
+        requeued = [r.id for r in recs if r.state == "running"] if not self.external else []
         if requeued:
             self.store.apply_job_updates((jid, {"state": "pending", "start_time": None}) for jid in requeued)
 
@@ -155,6 +192,8 @@ class Service:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
         digest = body_hash(body)
+        if self.external:
+            return self._submit_external(who, sub, body, key, digest)
         jid = sub.id or new_job_id()
         t = sub.submit_time if sub.submit_time is not None else self.loop.now()
         job = build_job(sub, jid, t)
@@ -171,6 +210,35 @@ class Service:
         self.metrics.submitted.labels(job.tenant).inc()
         self.loop.post(self._submit_command(job))
         return stored, True
+
+    def _submit_external(self, who: Principal, sub: Any, body: Any, key: str | None,
+                         digest: str) -> tuple[JobRecord, bool]:
+        """Submit to the source first (Slurm gives the job its id), then store it under that id.
+
+        A retry with the same Idempotency-Key finds the stored record and sends nothing again;
+        the lock makes check, send and store one step among concurrent retries. Slurm refusing
+        is a 422 with its words, Slurm unreachable a 503; nothing is stored in either case."""
+        with self._send_lock:
+            if key is not None:
+                found = self.store.job_by_key(key)
+                if found is not None:
+                    return self._replay(found, digest, key)
+            t = self.loop.now()
+            job = build_job(sub, sub.id or new_job_id(), t)
+            try:
+                jid = self.source.send(job)  # type: ignore[attr-defined]
+            except SourceRefused as e:
+                raise ApiError(422, f"{self.source.name} refused the job: {e}", "body") from None
+            except SourceUnavailable as e:
+                raise ApiError(503, f"{self.source.name} cannot take submissions now: {e}") from None
+            job = replace(job, id=JobId(jid))
+            now = time.time()
+            rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus,
+                            stored_body(sub, jid, t), t, None, None, key, digest, who.actor, now, now)
+            stored, created = self.store.add_job(rec, audit=self._audit_row(
+                who, "job.submit", jid, None, {**_record_view(rec), "source": self.source.name}))
+        self.metrics.submitted.labels(job.tenant).inc()
+        return stored, created
 
     @staticmethod
     def _submit_command(job: Job, kind: str = "submit"):  # noqa: ANN205 (a loop Command)
@@ -228,11 +296,20 @@ class Service:
             body["priority"] = priority
             values = {"priority": priority, "body": body}
         after = {**_record_view(rec), **{k: v for k, v in values.items() if k != "body"}}
+        if self.external:
+            try:
+                self.source.control(action, job_id, priority)  # type: ignore[attr-defined]
+            except SourceRefused as e:
+                raise ApiError(409, f"{self.source.name} refused {action}: {e}", "state") from None
+            except SourceUnavailable as e:
+                raise ApiError(503, f"{self.source.name} cannot {action} now: {e}") from None
         with self.store.writing() as c:
             self.store.set_job(job_id, c, **values)
             self.store.audit(c=c, **self._audit_row(who, f"job.{action}", job_id, _record_view(rec), after))
         was_live = rec.state in ("pending", "running")
-        if action in ("cancel", "hold") and was_live:
+        if self.external:
+            pass  # done by the source above; its next read shows it
+        elif action in ("cancel", "hold") and was_live:
             def withdraw(src: Source, now: float) -> list[LiveEvent]:
                 return [LiveEvent(now, action, job_id)] if src.withdraw(job_id, now) else []
             self.loop.post(withdraw)

@@ -8,9 +8,7 @@ fit as many times now as then. So "is the verdict the same now?" reduces to the 
 numbers an UNSCHEDULABLE reason names: ``gang_search.insufficiency_reason``).
 
 ``fit_counts`` answers that for many requests at once: Σ over the rows of min(slots, replicas),
-with ``NodeTable.slots``' arithmetic (floor of free / asked per dimension, the CPU and memory
-terms as free × (1 / asked) + 1e-9 truncated, zero on unschedulable rows and other GPU models),
-batched over requests — a test compares it with ``slots`` on random tables and requests.
+with ``NodeTable.slots`` itself counting each distinct request's pods per row.
 """
 
 from __future__ import annotations
@@ -42,34 +40,18 @@ def plain(job: Job) -> Plain | None:
 def fit_counts(table: NodeTable, reqs: Sequence[Plain], parts: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Per (request, replicas) and per block of rows (the table's rows cut in ``parts`` equal
     blocks): Σ over the block of min(pods of the request a row takes, replicas), by the whole
-    request and by GPUs alone; two arrays of shape (requests, parts)."""
-    g = np.array([q.gpus for q, _ in reqs], np.int64)
-    by_gpus = table.gpu_free[None, :] // g[:, None]
-    s = by_gpus
-    for free, asked in ((table.cpu_free, [q.cpus for q, _ in reqs]),
-                        (table.mem_free, [q.memory_gb for q, _ in reqs])):
-        a = np.asarray(asked, float)
-        pos = a > 0
-        if pos.any():
-            inv = 1.0 / np.where(pos, a, 1.0)
-            x = (free[None, :] * inv[:, None] + 1e-9).astype(np.int64)
-            s = np.where(pos[:, None], np.minimum(s, x), s)
-    ok = np.empty(s.shape, bool)
-    masks: dict[tuple[str, ...], np.ndarray] = {}
-    for i, (q, _) in enumerate(reqs):
-        models = q.gpu_models
-        if models not in masks:
-            mm = table.model_mask(models)
-            masks[models] = table.schedulable if mm is None else table.schedulable & mm
-        ok[i] = masks[models]
-    reps = np.array([r for _, r in reqs], np.int64)[:, None]
-    out = []
-    for counts in (s, by_gpus):
-        counts = counts * ok
-        if table.pods_per_node is not None:
-            counts = np.minimum(counts, table.pods_per_node)
-        out.append(np.minimum(counts, reps).reshape(len(reqs), parts, -1).sum(axis=2))
-    return out[0], out[1]
+    request and by GPUs alone; two arrays of shape (requests, parts). The pods a row takes are
+    ``NodeTable.slots``' count, the engine's one rule, asked once per distinct request."""
+    whole = np.empty((len(reqs), parts), np.int64)
+    by_gpus = np.empty((len(reqs), parts), np.int64)
+    counted: dict[PodRequest, np.ndarray] = {}
+    for i, (q, replicas) in enumerate(reqs):
+        for out, ask in ((whole, q), (by_gpus, PodRequest(q.gpus, gpu_models=q.gpu_models))):
+            s = counted.get(ask)
+            if s is None:
+                s = counted[ask] = table.slots(ask)
+            out[i] = np.minimum(s, replicas).reshape(parts, -1).sum(axis=1)
+    return whole, by_gpus
 
 
 class Delta:

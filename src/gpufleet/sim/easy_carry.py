@@ -62,7 +62,8 @@ Why the full cycle C at t decides the same:
   "in N s", "K pod(s) fit now"), and the decision log compares shapes without numbers
   (sim/decisions.py), so it writes nothing for them; new jobs' lines, starts and backfill lines
   are written by the same code as a full cycle's.
-``verify`` runs the full cycle beside each carried-on one and compares (tests, bench).
+With ``verify_carry`` the full cycle runs beside each carried-on one and the engine's verify check
+(``engine.incremental.check``) compares them (tests, bench).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from gpufleet.engine.cycle import run_cycle
+from gpufleet.engine.incremental import check
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
@@ -87,10 +90,9 @@ from gpufleet.policies.backfill import (
 )
 from gpufleet.policies.backfill_continue import continue_scan, mode_of
 from gpufleet.sim.carry_delta import Delta
-from gpufleet.sim.carry_verify import verify
 from gpufleet.sim.decisions import status_shape
 from gpufleet.sim.kernel import Outcome
-from gpufleet.sim.state import SimState
+from gpufleet.sim.state import SimState, cycle_input
 
 
 def integral_resources(fleet: Fleet, jobs: Sequence[Job]) -> bool:
@@ -245,8 +247,9 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
         bindings = plan.commit()
     result = CycleResult(bindings=bindings, started=tuple(started), statuses=verdicts,
                          reservations=memo.reservations, admission=st.admission)
-    if st.cfg.verify_carry:
-        verify(st, memo.statuses or {}, result, seq)
+    if st.cfg.verify_carry:  # the full cycle too, with the seed (``seq``) it would have run with
+        check(result, run_cycle(cycle_input(st, st.cluster.pending_view(), seq)), where=f"t={st.t}: ",
+              earlier=memo.statuses or {}, shape=status_shape)
     _after(memo, result, arrivals, ctx)
     return result
 

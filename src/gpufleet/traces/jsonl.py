@@ -45,7 +45,11 @@ class _PodSetRow(BaseModel):
     gpu_models: list[str] = []
 
 
-class _JobRow(BaseModel):
+class TraceRow(BaseModel):
+    """One line of the trace format (``gpufleet schema trace``): the model a trace file is read
+    with, and the one ``POST /api/v1/jobs`` checks a body against (service/jobs.py), so that a
+    trace line can be posted as it is."""
+
     #: NaN and ±Infinity (Python's json reads ``NaN``/``Infinity``) are rejected.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     id: str
@@ -80,7 +84,7 @@ def read_jobs(path: str | Path) -> list[Job]:
     seen: set[str] = set()
     for where, row in (read_csv_rows(path, text) if is_trace_csv(text) else _json_rows(path, text)):
         try:
-            job = _JobRow.model_validate(row).build()
+            job = TraceRow.model_validate(row).build()
         except ValidationError as e:
             raise from_validation_error(where, e) from None
         except ValueError as e:

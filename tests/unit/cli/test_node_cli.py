@@ -201,3 +201,35 @@ def test_nccl_env_refuses_an_ib_file_with_no_ports_instead_of_saying_nothing(tmp
 ])
 def test_node_collect_bad_timeout_is_one_line(tmp_path, value: str, message: str) -> None:
     _one_line_exit_2(["node", "collect", "--out", str(tmp_path / "b"), "--timeout", value], message)
+
+
+def test_node_diagnose_of_a_fifo_is_one_line_and_exit_2(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pipe")
+    res = runner.invoke(app, ["node", "diagnose", str(tmp_path / "pipe")])
+    assert res.exit_code == 2 and res.output.strip().count("\n") == 0
+    assert "is a FIFO, expected a bundle folder or a text file" in res.output
+
+
+def test_node_diagnose_of_one_file_reads_it_by_its_content(tmp_path):
+    """A kernel log saved under a name we do not know, given as the bundle itself."""
+    (tmp_path / "log1").write_text((DATA / "xid74-nvlink" / "dmesg.txt").read_text())
+    res = runner.invoke(app, ["node", "diagnose", str(tmp_path / "log1"), "-o", "json"])
+    doc = json.loads(res.output)
+    assert (doc["layer"], doc["sources"], doc["confident"]) == ("nvlink_fabric", {"log1": "dmesg"}, True)
+
+
+def test_node_diagnose_says_incomplete_before_the_action():
+    """healthy-h100's -q holds 1 of its 8 GPU blocks (test_bundle_integrity)."""
+    res = runner.invoke(app, ["node", "diagnose", str(DATA / "healthy-h100")])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    warn = next(i for i, ln in enumerate(lines)
+                if ln.startswith("warning   incomplete bundle: nvidia-smi-q.txt"))
+    act = next(i for i, ln in enumerate(lines) if ln.startswith("action"))
+    assert warn < act and "not confident" in lines[act]
+    res = runner.invoke(app, ["node", "diagnose", str(DATA / "healthy-h100"), "-o", "json"])
+    doc = json.loads(res.output)
+    assert doc["confident"] is False
+    assert doc["incomplete"][0].startswith("nvidia-smi-q.txt: 1 of 8 GPU blocks")

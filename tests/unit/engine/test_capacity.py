@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
+from gpufleet.engine.fit import bindings_fit
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import PodRequest
 from gpufleet.policies.backfill import bindings_fit_throughout, window_free
-from gpufleet.policies.gang import bindings_fit
 from gpufleet.testing.builders import fleet, job
 
 N = 6

@@ -19,7 +19,7 @@ from gpufleet.engine.incremental import (
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleInput, PendingJob
+from gpufleet.engine.types import CycleInput, CycleResult, PendingJob
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job
 
@@ -132,3 +132,18 @@ def test_verify_mode_catches_an_answer_that_differs_from_the_full_cycle():
     wrong = type(full)(bindings=(), started=(), statuses={"small": Status(StatusCode.UNSCHEDULABLE)})
     with pytest.raises(IncrementalMismatch):
         check(wrong, full)
+
+
+def test_verify_holds_a_carried_cycle_to_every_waiting_jobs_verdict_shape():
+    """A carried-on cycle (``earlier`` and ``shape`` given) judged nobody. The full cycle gives
+    job a WAIT with other numbers than a's earlier WAIT: the same shape, accepted. a's earlier
+    verdict UNSCHEDULABLE: a changed shape, refused. Job b judged by the full cycle only (no
+    earlier verdict, none carried): refused."""
+    carried = CycleResult(bindings=(), started=(), statuses={})
+    full = CycleResult(bindings=(), started=(), statuses={"a": Status(StatusCode.WAIT, ("in 5 s",), "p")})
+    code = lambda s: s.code  # noqa: E731
+    check(carried, full, earlier={"a": Status(StatusCode.WAIT, ("in 9 s",), "p")}, shape=code)
+    with pytest.raises(IncrementalMismatch, match="carried"):
+        check(carried, full, earlier={"a": Status(StatusCode.UNSCHEDULABLE, ("x",), "p")}, shape=code)
+    with pytest.raises(IncrementalMismatch, match="judged by the full cycle only"):
+        check(carried, full, earlier={}, shape=code)

@@ -87,12 +87,16 @@ def test_every_fixture_bundle_has_a_verdict_test():
     """A bundle added to tests/data/ops/bundles without an expected verdict fails here."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("_td", Path(__file__).with_name("test_diagnose.py"))
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    EXPECTED, HEALTHY = mod.EXPECTED, mod.HEALTHY  # noqa: N806
-    covered = set(EVIDENCE_LINES) | set(NORMAL_NOTES) | set(EXPECTED) | set(HEALTHY)
+    covered = set(EVIDENCE_LINES) | set(NORMAL_NOTES)
+    for module, tables in (("test_diagnose.py", ("EXPECTED", "HEALTHY")),
+                           ("test_evidence_wording.py", ("WORDINGS", "DELIBERATE", "OLD_HEALTHY")),
+                           ("test_bundle_integrity.py", ("INCOMPLETE",))):
+        spec = importlib.util.spec_from_file_location(f"_td_{module[:-3]}", Path(__file__).with_name(module))
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for table in tables:
+            covered |= set(getattr(mod, table))
     assert {p.name for p in DATA.iterdir() if p.is_dir()} <= covered
 
 

@@ -12,7 +12,7 @@ from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.job import PodRequest
 from gpufleet.policies.filters import for_job, one_pod_host, room_mask
-from gpufleet.policies.scorers import best_of, fewest_free, least_allocated, tightest
+from gpufleet.policies.scorers import best_of, fewest_free, least_allocated, tightest, tightest_else_largest
 from gpufleet.testing.builders import fleet, job
 
 
@@ -61,3 +61,19 @@ def test_scorers_pick_the_tightest_group_the_fullest_node_and_the_emptiest_share
     assert least_allocated(t, nodes).tolist() == [0.25, 0.625, 1.0, 1.0]
     assert best_of(nodes, least_allocated(t, nodes)) == 2
     assert best_of(np.zeros(0, np.int64), np.zeros(0)) is None
+
+
+def test_tightest_group_else_largest_first_with_either_remainder_rule():
+    """Capacities [3, 6, 4, 5], need 5: group 3 (5) is the tightest that holds it alone. Need 9:
+    none does; largest first takes group 1 (6), 3 remain: the tightest that holds 3 is group 0
+    (3), while the next largest is group 3 (5). Need 30 > 18: every group, largest first."""
+    caps = np.array([3, 6, 4, 5])
+
+    def pairs(*args, **kw):
+        groups, amounts = tightest_else_largest(*args, **kw)
+        return list(zip(groups.tolist(), amounts.tolist(), strict=True))
+
+    assert pairs(caps, 5) == [(3, 5)]
+    assert pairs(caps, 9) == [(1, 6), (0, 3)]
+    assert pairs(caps, 9, tight_remainder=False) == [(1, 6), (3, 3)]
+    assert pairs(caps, 30) == [(1, 6), (3, 5), (2, 4), (0, 3)]

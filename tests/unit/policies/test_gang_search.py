@@ -9,8 +9,10 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob
 from gpufleet.model.job import PodRequest
-from gpufleet.policies.gang_search import best_fit_order, fill_in_order, tightest_leaves
+from gpufleet.policies.filters import tightest_leaves
+from gpufleet.policies.gang_search import fill_in_order
 from gpufleet.policies.registry import profile
+from gpufleet.policies.scorers import best_fit_order
 from gpufleet.testing.builders import fleet, job
 
 

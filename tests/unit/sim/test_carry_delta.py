@@ -1,4 +1,4 @@
-"""fit_counts: NodeTable.slots' arithmetic batched over requests (sim/carry_delta.py)."""
+"""fit_counts (sim/carry_delta.py): Σ min(NodeTable.slots, replicas) per request and per block of rows."""
 
 from __future__ import annotations
 

@@ -60,3 +60,12 @@ def test_a_mig_slice_needs_a_mig_capable_model():
 def test_unschedulable_jobs_lists_each_job_with_its_reason_in_order():
     jobs = [job("ok"), job("big", replicas=4, gpus=8), job("ok2"), job("big2", replicas=4, gpus=8)]
     assert [u.job for u in unschedulable_jobs(jobs, FLEET)] == ["big", "big2"]
+
+
+def test_more_mig_slices_than_the_empty_fleet_holds_is_unschedulable():
+    """An H100 holds 7 instances of 1g.10gb; 2 nodes × 8 GPUs × 7 = 112. 112 pods may run, 113
+    never can (the engine's own count, ``NodeTable.slots``; before, a fractional pod was counted
+    as unbounded per node and 113 passed)."""
+    assert why_never(job("m", replicas=112, gpus=0, mig="1g.10gb"), FLEET) is None
+    reason = why_never(job("m", replicas=113, gpus=0, mig="1g.10gb"), FLEET)
+    assert reason is not None and "112 such pods" in reason

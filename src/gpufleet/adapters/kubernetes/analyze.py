@@ -11,15 +11,24 @@ selectors and affinity, a failed GPU layer, DRA eligibility) travel on each job 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
-from gpufleet.adapters.kubernetes import engine_run, kueue_quota
+from gpufleet.adapters.kubernetes import capacity, engine_run, kueue_quota
+from gpufleet.adapters.kubernetes.capacity import Overcommit, Stranded
 from gpufleet.adapters.kubernetes.cel import SelectorError
 from gpufleet.adapters.kubernetes.claims import DraState, read_dra
 from gpufleet.adapters.kubernetes.defrag import DefragPlan
 from gpufleet.adapters.kubernetes.defrag_milp import plan as defrag_plan
-from gpufleet.adapters.kubernetes.filters import capacity_reason, node_reasons, static_reason, summary
+from gpufleet.adapters.kubernetes.filters import (
+    capacity_reason,
+    node_reasons,
+    pod_shape,
+    static_reason,
+    summary,
+)
 from gpufleet.adapters.kubernetes.fixes import Fix, rank_fixes
 from gpufleet.adapters.kubernetes.fragmentation import fragmentation
 from gpufleet.adapters.kubernetes.jobs import Gang, group, minimum
@@ -37,12 +46,11 @@ from gpufleet.adapters.kubernetes.pods import (
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.adapters.kubernetes.stranding import CountsVsClaims, counts_vs_claims
 from gpufleet.engine.status import StatusCode
+from gpufleet.engine.types import CycleInput
 from gpufleet.model.errors import InputError
 
 PROFILE = engine_run.PROFILE
-STRANDED_WORDS = {"too few free GPUs": "wrong shape (fewer free GPUs than any pending pod asks)",
-                  "too little free CPU": "CPU exhausted on the node", "too little free memory":
-                  "memory exhausted on the node", "wrong GPU model": "wrong GPU model for every pending pod"}
+STRANDED_WORDS = capacity.STRANDED_WORDS
 
 
 @dataclass
@@ -68,13 +76,6 @@ class GangReport:
 
 
 @dataclass
-class Stranded:
-    node: str
-    gpus: int
-    reason: str
-
-
-@dataclass
 class Analysis:
     now: float
     nodes: list[KubeNode]
@@ -92,17 +93,33 @@ class Analysis:
     #: Kueue Workloads waiting for quota with no pending pod in the snapshot (a suspended Job
     #: creates no pods until admitted): "namespace/name" -> the quota arithmetic
     queued: dict[str, QuotaVerdict] = field(default_factory=dict)
+    #: where ``now`` came from: "--now", or the object whose timestamp is the latest
+    now_source: str = ""
+    #: nodes whose bound pods request more GPUs than they allocate (capacity.py)
+    overcommitted: list[Overcommit] = field(default_factory=list)
+    #: The engine cycle the gangs were decided by (None: no nodes); the live service's
+    #: Kubernetes source publishes its nodes, jobs and statuses.
+    engine_input: CycleInput | None = None
 
 
-def _now(snap: Snapshot, pods: list[KubePod]) -> float:
-    """The snapshot's time: the latest timestamp it holds (pod creations and starts, node heartbeats)."""
-    times = [t for p in pods for t in (p.created, p.started) if t is not None]
+def _now(snap: Snapshot, pods: list[KubePod]) -> tuple[float, str]:
+    """The snapshot's time and where it was read: the latest timestamp among node heartbeats and
+    the creations and starts of pods that hold or wait for capacity. Finished pods (Succeeded,
+    Failed) are left out: they bear on no estimate, and one created after the capture (a
+    merged folder, a later ``kubectl get``) must not move every estimate with it."""
+    best, src = 0.0, "no timestamp in the snapshot (estimates are relative to 1970-01-01)"
+    for p in pods:
+        if p.phase in ("Succeeded", "Failed"):
+            continue
+        for what, t in (("created", p.created), ("started", p.started)):
+            if t is not None and t > best:
+                best, src = t, f"Pod {p.key} {what}"
     for n in snap.of("Node"):
         for c in (n.get("status") or {}).get("conditions") or []:
             t = timestamp(c.get("lastHeartbeatTime"))
-            if t is not None:
-                times.append(t)
-    return max(times, default=0.0)
+            if t is not None and t > best:
+                best, src = t, f"Node {(n.get('metadata') or {}).get('name', '?')} heartbeat"
+    return best, (f"latest timestamp in the snapshot: {src}" if best else src)
 
 
 def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict[str, list[float]]:
@@ -140,8 +157,9 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     podgroups.update({pg.key: pg for o in snap.of("Workload") if str(o.get("apiVersion", "")).startswith(
         UPSTREAM_API) for pg in _guard(_name("Workload", o), read_upstream, o)})
     notes: list[str] = list(dra.notes)
-    t_now = now if now is not None else _now(snap, pods)
+    t_now, now_source = (now, "--now") if now is not None else _now(snap, pods)
     used = _usage(nodes, pods, notes)
+    over = capacity.overcommitted(nodes, used, pods)
     held = _claims_without_pods(nodes, used, dra)
     sched = {n.name: n.node.health.schedulable for n in nodes}
     free = {n.name: ((max(0.0, n.node.gpus - used[n.name][0]), n.node.cpus - used[n.name][1],
@@ -155,18 +173,21 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     notes += decided.notes
     results = decided.results
     mig_free = _mig_free(nodes, pods)
-    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra, mig_free) for g in pending_gangs]
+    caches = _Caches(layers=Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
+                                    if n.blocker is not None and n.has_gpus))
+    reports = [_report(g, nodes, free, results.get(g.key), t_now, dra, mig_free, caches)
+               for g in pending_gangs]
     for r in reports:
         r.eligible = decided.eligible.get(r.gang.key, frozenset())
     queued = _quota(snap, reports)
     for r in reports:
         if r.code not in ("SCHEDULED", *HELD):
-            r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now)
+            r.fixes = rank_fixes(r.gang, r.reasons, nodes, free, running_gangs, t_now, caches.fixes)
             if r.fixes:
                 r.chain.append("fixes (by GPU-hours of other work moved): " + "; ".join(
                     f"{i}) {f.what}: {f.displaced_gpu_h:g} GPU-h" for i, f in enumerate(r.fixes[:3], 1)))
-    stranded = _stranded(nodes, free, pending, dra)
-    totals = _totals(nodes, used, free, stranded, pending)
+    stranded = capacity.stranded(nodes, used, free, pending, dra)
+    totals = capacity.totals(nodes, used, free, stranded, pending, over)
     if any(p.mig for p in pending):
         notes.append("MIG requests are checked by the node filters; the engine estimate covers "
                      "whole-GPU pods and single MIG instances")
@@ -176,7 +197,20 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
                         and r.code not in ("SCHEDULED", *HELD)],
                        t_now, defrag_method) if defrag else None
     return Analysis(t_now, nodes, pods, reports, stranded, totals, snap.skipped, notes, assume_runtime_s,
-                    frag, plan, queued)
+                    frag, plan, queued, now_source, over, decided.input)
+
+
+@dataclass
+class _Caches:
+    """Answers shared by pending gangs of one pod shape (filters.pod_shape), for one snapshot:
+    at 4,000 nodes and thousands of pending pods, each gang asking every node again was most of
+    the analysis's time (bench/README.md, "k8s analyze at 4,000 nodes")."""
+
+    layers: Counter[str]
+    reasons: dict = field(default_factory=dict)
+    fits_empty: dict = field(default_factory=dict)
+    empty_reasons: dict = field(default_factory=dict)
+    fixes: dict = field(default_factory=dict)
 
 
 def _quota(snap: Snapshot, reports: list[GangReport]) -> dict[str, QuotaVerdict]:
@@ -268,9 +302,19 @@ def _claims_without_pods(nodes: list[KubeNode], used: dict, dra: DraState) -> di
     return out
 
 
+_AT = re.compile(r"t=(\d+(?:\.\d+)?)s \(in (\d+(?:\.\d+)?)s\)")
+
+
 def _engine_text(status) -> str:
+    """The engine's code and reasons, with its simulated-clock times (``t=1742508005s (in
+    81716s)``: on a snapshot the clock is Unix time) read as a UTC time and a duration."""
     reasons = list(dict.fromkeys(status.reasons))
-    return f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
+    text = f"{status.code}" + (": " + "; ".join(reasons) if reasons else "")
+    return _AT.sub(lambda m: f"{clock(float(m[1]))} (in {float(m[2]) / 3600:.1f} h)", text)
+
+
+def clock(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _mig_free(nodes: list[KubeNode], pods: list[KubePod]) -> dict[str, dict[str, int]]:
@@ -283,16 +327,33 @@ def _mig_free(nodes: list[KubeNode], pods: list[KubePod]) -> dict[str, dict[str,
     return out
 
 
+def _empty_reasons(p: KubePod, nodes: list[KubeNode], dra: DraState) -> Counter[str]:
+    """Per reason, the nodes that could not hold one pod ``p`` even empty ("fits" for the rest)."""
+    out: Counter[str] = Counter()
+    for n in nodes:
+        why = static_reason(p, n, dra) or capacity_reason(
+            p, n.node.gpus, n.node.cpus, n.node.memory_gb, {k: a for k, (_, a) in n.gpu.mig.items()})
+        out[(why or "fits").replace("free ", "")] += 1
+    return out
+
+
 def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, now: float,
-            dra: DraState, mig_free: dict[str, dict[str, int]] | None = None) -> GangReport:
+            dra: DraState, mig_free: dict[str, dict[str, int]] | None = None,
+            caches: _Caches | None = None) -> GangReport:
+    caches = caches or _Caches(Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
+                                       if n.blocker is not None and n.has_gpus))
     reasons: Counter[str] = Counter()
+    empty: Counter[str] = Counter()
     for p in g.pods[:1]:  # the gang's pods share a spec as a rule; the first speaks for them
-        reasons = node_reasons(p, nodes, free, dra, mig_free)
-    fits_empty = any(all(static_reason(p, n, dra) is None and capacity_reason(
-        p, n.node.gpus, n.node.cpus, n.node.memory_gb, {k: a for k, (_, a) in n.gpu.mig.items()}) is None
-        for p in g.pods[:1]) for n in nodes)
-    layers = Counter(f"{n.blocker.name}: {n.blocker.detail}" for n in nodes
-                     if n.blocker is not None and n.has_gpus)
+        reasons = node_reasons(p, nodes, free, dra, mig_free, caches.reasons)
+        shape = pod_shape(p)
+        empty = caches.empty_reasons.get(shape) if shape is not None else None
+        if empty is None:
+            empty = _empty_reasons(p, nodes, dra)
+            if shape is not None:
+                caches.empty_reasons[shape] = empty
+    fits_empty = bool(empty.get("fits"))
+    layers = caches.layers
     code, engine, start, blockers, assignments = "UNKNOWN", "not examined", None, [], []
     if result is not None:
         status, res, running, placed, names, assignments = result
@@ -307,12 +368,16 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                     on = sorted({names[b.node] for b in rj.bindings} & held)
                     if on:
                         blockers.append(f"{rj.job.id} on {', '.join(on)}")
-    chain = [f"{g.kind} {g.key}: {len(g.pods)} pending pod(s), {g.gpus} GPU(s)"
+    first = g.pods[0] if g.pods else None
+    asks = (f"{g.gpus} GPU(s)" if g.gpus or first is None or first.mig
+            else f"no GPU (CPU-only: {first.cpus:g} CPU(s), {first.memory_gb:.3g} GB per pod)")
+    chain = [f"{g.kind} {g.key}: {len(g.pods)} pending pod(s), {asks}"
              + (f", minMember {g.min_member}" if g.kind.endswith(("PodGroup", "Workload"))
                 and not g.missing_group else ""),
              "quota: no Kueue Workload in the snapshot (not checked)",
              "fit anywhere (cluster empty): "
-             + ("yes" if fits_empty else "no: no node could ever hold one pod"),
+             + ("yes" if fits_empty else "no: no node could ever hold one pod ("
+                + summary(empty).removesuffix(" ") + ")"),
              "per node now: " + (summary(reasons) or "no nodes")]
     if layers:
         chain.append("GPU readiness: " + "; ".join(f"{n} node(s) {r}" for r, n in layers.most_common(3)))
@@ -327,7 +392,8 @@ def _report(g: Gang, nodes: list[KubeNode], free: dict, result: tuple | None, no
                   "until its gates are removed; kueue.x-k8s.io/admission is removed when Kueue admits it)")
     chain.append(f"engine: {engine}")
     if code not in ("SCHEDULED", str(StatusCode.UNRESOLVABLE), *HELD):
-        chain.append("estimated start: " + (f"+{(start - now) / 3600:.1f} h" if start is not None else "none")
+        chain.append("estimated start: " + (f"{clock(start)} (+{(start - now) / 3600:.1f} h from now)"
+                                            if start is not None else "none")
                      + (f"; waits for {'; '.join(blockers)}" if blockers else ""))
     cvc = _counts_vs_claims(g, dra)
     if cvc is not None:
@@ -347,41 +413,3 @@ def _counts_vs_claims(g: Gang, dra: DraState) -> CountsVsClaims | None:
     if req is None or not dra.devices:
         return None
     return counts_vs_claims(dra.devices, req, dra.classes, dra.used)
-
-
-def _stranded(nodes: list[KubeNode], free: dict, pending: list[KubePod], dra: DraState) -> list[Stranded]:
-    out = []
-    shapes = {(p.gpus, p.cpus, p.memory_gb, p.gpu_models, tuple(p.tolerations),
-               tuple(p.node_selector.items())): p
-              for p in pending if p.gpus and not p.claims}
-    for n in nodes:
-        g, c, m = free[n.name]
-        if g < 1 or not n.node.health.schedulable:
-            continue
-        if not shapes:
-            continue  # idle, not stranded: nothing pending asks for a GPU
-        why: Counter[str] = Counter()
-        for p in shapes.values():
-            r = static_reason(p, n, dra) or capacity_reason(p, g, c, m)
-            if r is None:
-                break
-            why[STRANDED_WORDS.get(r.split(",")[0], r)] += 1
-        else:
-            out.append(Stranded(n.name, int(g), why.most_common(1)[0][0]))
-    return out
-
-
-def _totals(nodes: list[KubeNode], used: dict, free: dict, stranded: list[Stranded],
-            pending: list[KubePod]) -> dict[str, int]:
-    gpu_nodes = [n for n in nodes if n.has_gpus]
-    return {
-        "nodes": len(nodes), "gpu_nodes": len(gpu_nodes),
-        "physical": sum(max(n.gpu.physical, n.gpu.capacity, n.node.gpus) for n in gpu_nodes),
-        "registered": sum(n.gpu.capacity or n.node.gpus for n in gpu_nodes),   # DRA: published devices
-        "allocatable": sum(n.gpu.allocatable or n.node.gpus for n in gpu_nodes),
-        "usable": sum(n.node.gpus for n in gpu_nodes if n.node.health.schedulable),
-        "allocated": int(sum(used[n.name][0] for n in gpu_nodes)),
-        "free_usable": int(sum(free[n.name][0] for n in gpu_nodes)),
-        "stranded": sum(s.gpus for s in stranded),
-        "pending_pods": len(pending), "pending_gpus": sum(p.gpus for p in pending),
-    }

@@ -3,7 +3,7 @@ pods on free room elsewhere at once) so that the most waiting GPU demand can sta
 displacement — GPU-hours of other work moved (a moved gang restarts: its GPUs × hours run are
 lost without a checkpoint, the same cost as fixes.py uses).
 
-Greedy, one step at a time, on a working copy of the cluster's free capacity:
+Greedy, one step at a time, on the cluster's free capacity (trials undone from a journal):
 
 1. for every waiting gang not yet placed, find its cheapest placement: each pod of the gang's
    minimum (``minMember``) takes the node where making room costs least; room on a node is made
@@ -25,6 +25,8 @@ pod's new node is this plan's choice, the real scheduler may pick another.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from gpufleet.adapters.kubernetes.filters import static_reason
 from gpufleet.adapters.kubernetes.jobs import Gang
@@ -126,97 +128,219 @@ def free_vectors(nodes: list[KubeNode], free: dict, running: list[Gang]) -> dict
 
 
 class _State:
-    """Free capacity per node and where each running gang's pods are, for trial and commit."""
+    """Free capacity per node and where each running gang's pods are, for trial and commit.
+
+    Trials write into the one state and are undone from a journal (``mark`` / ``rollback``):
+    the earlier version copied every node's free vector and every gang's pod list per trial,
+    which is O(nodes + gangs) per trial and made a 4,000-node plan take hours (bench/README.md,
+    "k8s analyze at 4,000 nodes"). Restoring recorded values (not adding back) keeps the floats
+    bit for bit, so a rolled-back trial leaves the state exactly as it was.
+
+    Indexes kept beside it: the nodes' free GPUs as one array (first fit scans only the nodes
+    with enough, in node order), the gangs that have had pods on each node (a superset; the
+    positions in ``where`` decide), a version per node that every change bumps (cached lower
+    bounds are valid while it holds), and node-filter answers per (pod shape, node).
+    """
 
     def __init__(self, nodes: list[KubeNode], free: dict, running: list[Gang], now: float) -> None:
         self.nodes = [n for n in nodes if n.node.health.schedulable]
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
         self.free = free_vectors(nodes, free, running)
+        self.gpu = np.array([self.free[n.name]["gpu"] for n in self.nodes], dtype=float)
+        self.size = np.array([n.node.gpus for n in self.nodes], dtype=float)
         self.where = {g.key: [(p, p.node_name) for p in g.pods] for g in running}
         self.gangs = {g.key: g for g in running}
+        self.at: dict[str, set[str]] = {}
+        for g in running:
+            for p in g.pods:
+                self.at.setdefault(p.node_name, set()).add(g.key)
         self.moved: set[str] = set()   # a gang moves at most once in a plan
-        self.eligible: dict[tuple[str, str], bool] = {}   # (pod, node) -> node filters pass; shared
+        self.eligible: dict[tuple[tuple, str], bool] = {}   # (pod shape, node) -> node filters pass
+        self.version = dict.fromkeys(self.index, 0)
+        self.journal: list[tuple] = []
+        self._memo: dict[int, tuple[KubePod, dict[str, float], tuple]] = {}   # id -> (pod, demand, shape)
         self.cost = {g.key: sum(gpu_equivalents(p) for p in g.pods)
                      * max(0.0, now - min((p.started or p.created or now) for p in g.pods)) / 3600
                      for g in running}
 
-    def copy(self) -> _State:
-        c = object.__new__(_State)
-        c.nodes, c.gangs, c.cost = self.nodes, self.gangs, self.cost
-        c.moved = set(self.moved)
-        c.eligible = self.eligible
-        c.free = {k: dict(v) for k, v in self.free.items()}
-        c.where = {k: list(v) for k, v in self.where.items()}
-        return c
+    def _of(self, p: KubePod) -> tuple[KubePod, dict[str, float], tuple]:
+        m = self._memo.get(id(p))
+        if m is None or m[0] is not p:   # the pod is kept in the entry, so its id stays its own
+            m = self._memo[id(p)] = (p, demand(p), _shape(p))
+        return m
+
+    def demand(self, p: KubePod) -> dict[str, float]:
+        """``demand(p)``, computed once per pod (the hot loops ask it millions of times)."""
+        return self._of(p)[1]
+
+    def shape(self, p: KubePod) -> tuple:
+        return self._of(p)[2]
+
+    def mark(self) -> int:
+        return len(self.journal)
+
+    def rollback(self, mark: int) -> None:
+        while len(self.journal) > mark:
+            entry = self.journal.pop()
+            if entry[0] == "free":
+                _, name, old = entry
+                self.free[name] = old
+                if name in self.index:
+                    self.gpu[self.index[name]] = old.get("gpu", 0.0)
+                    self.version[name] += 1
+            elif entry[0] == "where":
+                self.where[entry[1]] = entry[2]
+            else:
+                self.moved.discard(entry[1])
 
     def allowed(self, p: KubePod, n: KubeNode) -> bool:
-        k = (p.key, n.name)
+        k = (self.shape(p), n.name)
         if k not in self.eligible:
             self.eligible[k] = static_reason(p, n) is None
         return self.eligible[k]
 
     def fits(self, p: KubePod, n: KubeNode) -> bool:
         f = self.free[n.name]
-        return all(v <= f.get(k, 0.0) + EPS for k, v in demand(p).items() if v) and self.allowed(p, n)
+        return all(v <= f.get(k, 0.0) + EPS for k, v in self.demand(p).items() if v) and self.allowed(p, n)
+
+    def first_fit(self, p: KubePod, skip: tuple[str, ...] = ()) -> KubeNode | None:
+        """The first node (in node order) that ``p`` fits, not one named in ``skip``."""
+        for i in np.flatnonzero(self.gpu + EPS >= p.gpus):
+            n = self.nodes[i]
+            if n.name not in skip and self.fits(p, n):
+                return n
+        return None
 
     def take(self, p: KubePod, name: str, sign: float = 1.0) -> None:
-        f = self.free[name]
-        for k, v in demand(p).items():
+        f = self.free.get(name)
+        if f is None:   # a node the plan does not use (cordoned, not ready): its room is not free
+            return
+        self.journal.append(("free", name, dict(f)))
+        for k, v in self.demand(p).items():
             f[k] = f.get(k, 0.0) - sign * v
+        if name in self.index:
+            self.gpu[self.index[name]] = f.get("gpu", 0.0)
+            self.version[name] += 1
+
+    def _place_at(self, key: str, placed: list[tuple[KubePod, str]]) -> None:
+        self.journal.append(("where", key, self.where[key]))
+        self.where[key] = placed
+        for _, at in placed:
+            self.at.setdefault(at, set()).add(key)
 
     def move(self, key: str, keep_off: str) -> Move | None:
-        """Move every pod of running gang ``key`` off its nodes onto others (not ``keep_off``)."""
+        """Move every pod of running gang ``key`` off its nodes onto others (not ``keep_off``).
+        On None the state is part-changed: the caller rolls back to its mark."""
         pods = self.where[key]
         if not pods or key in self.moved or not all(_movable(p) for p, _ in pods):
             return None
         self.moved.add(key)
+        self.journal.append(("moved", key))
         for p, at in pods:
             self.take(p, at, -1.0)
         placed = []
         for p, at in sorted(pods, key=lambda x: (-gpu_equivalents(x[0]), x[0].key)):
-            n = next((n for n in self.nodes if n.name not in (keep_off, at) and self.fits(p, n)), None)
+            n = self.first_fit(p, (keep_off, at))
             if n is None:
-                return None   # the caller drops this trial state
+                return None
             self.take(p, n.name)
             placed.append((p, n.name))
-        self.where[key] = placed
+        self._place_at(key, placed)
         return Move(key, round(sum(gpu_equivalents(p) for p, _ in pods), 4),
                     tuple(sorted({a for _, a in pods})), tuple(sorted({a for _, a in placed})),
                     round(self.cost[key], 2))
 
+    def here(self, name: str) -> dict[str, list[KubePod]]:
+        """Per gang not moved yet, its pods on node ``name`` (gangs holding no GPU there left out)."""
+        out = {}
+        for k in sorted(self.at.get(name, ())):
+            if k in self.moved:
+                continue
+            qs = [q for q, a in self.where[k] if a == name]
+            if any(gpu_equivalents(q) for q in qs):
+                out[k] = qs
+        return out
+
     def lower_bound(self, p: KubePod, n: KubeNode) -> float | None:
         """A cost no room-making on ``n`` can beat (its cheapest movable gang), or None when even
         moving every movable gang there would not free enough GPUs."""
+        d = self.demand(p)
         if n.node.gpus < p.gpus or not self.allowed(p, n) or any(
-                v > n.gpu.mig.get(k[4:], (0, 0))[1] for k, v in demand(p).items() if k.startswith("mig:")):
+                v > n.gpu.mig.get(k[4:], (0, 0))[1] for k, v in d.items() if k.startswith("mig:")):
             return None
-        here = {k: [q for q, a in ps if a == n.name] for k, ps in self.where.items() if k not in self.moved}
-        here = {k: qs for k, qs in here.items() if any(gpu_equivalents(q) for q in qs)}
-        for r, need in demand(p).items():
+        here = self.here(n.name)
+        for r, need in self.demand(p).items():
             if r in ("cpu", "mem") or not need:
                 continue
-            held = sum(demand(q).get(r, 0.0) for qs in here.values() for q in qs)
+            held = sum(self.demand(q).get(r, 0.0) for qs in here.values() for q in qs)
             if self.free[n.name].get(r, 0.0) + held + EPS < need:
                 return None
-        return round(min((self.cost[k] for k in here), default=0.0), 2)
+        # The moves that free the ``short`` GPUs missing here are a set S of the movable gangs on
+        # the node with Σ_S h ≥ short (h: a gang's GPU-equivalents here, c: its cost). The
+        # cheapest such set costs at least the LP relaxation of that covering problem: gangs
+        # taken whole by cost per GPU, the last one in part — and at least the cheapest gang.
+        # Moves' costs are rounded to 0.01 GPU-h, so the bound gives up 0.005 per gang that
+        # could be in S. (The cheapest gang alone was the bound before: valid, but so loose at
+        # 4,000 nodes that nearly every node was tried.)
+        cheapest = round(min((self.cost[k] for k in here), default=0.0), 2)
+        short = self.demand(p).get("gpu", 0.0) - self.free[n.name].get("gpu", 0.0)
+        if short <= EPS or not here:
+            return cheapest
+        items = sorted((self.cost[k] / h, h) for k, qs in here.items()
+                       if all(_movable(q) for q, _ in self.where[k])
+                       and (h := sum(gpu_equivalents(q) for q in qs)) > 0)
+        relaxed, left = 0.0, short
+        for ratio, h in items:
+            take = min(h, left)
+            relaxed += ratio * take
+            left -= take
+            if left <= EPS:
+                break
+        if left > EPS:
+            return None   # the movable gangs here hold too few GPUs: no room can be made
+        return max(cheapest, relaxed - 0.005 * len(items))
 
-    def make_room(self, p: KubePod, n: KubeNode) -> tuple[_State, list[Move]] | None:
-        """The cheapest moves that let ``p`` onto ``n`` (none when it fits), on a copy."""
-        trial, moves = self.copy(), []
+    def bounds(self, p: KubePod, cache: dict) -> list[tuple[float, str, KubeNode]]:
+        """(lower bound, name, node) for every node where room can be made, cheapest first;
+        ``cache`` keeps each node's bound while the node's version holds."""
+        shape = self.shape(p)
+        out = []
+        for i in np.flatnonzero(self.size >= p.gpus):
+            n = self.nodes[i]
+            k = (shape, n.name)
+            hit = cache.get(k)
+            if hit is None or hit[0] != self.version[n.name]:
+                hit = (self.version[n.name], self.lower_bound(p, n))
+                cache[k] = hit
+            if hit[1] is not None:
+                out.append((hit[1], n.name, n))
+        out.sort(key=lambda x: x[:2])
+        return out
+
+    def make_room(self, p: KubePod, n: KubeNode) -> list[Move] | None:
+        """The cheapest moves that let ``p`` onto ``n`` (none when it fits), applied to the
+        state; None (and the state as it was) when they cannot."""
+        start, moves = self.mark(), []
+
         def per_gpu(k: str) -> tuple[float, str]:
-            held = sum(gpu_equivalents(q) for q, a in trial.where[k] if a == n.name)
-            return trial.cost[k] / max(1e-9, held), k
+            held = sum(gpu_equivalents(q) for q, a in self.where[k] if a == n.name)
+            return self.cost[k] / max(1e-9, held), k
 
-        here = sorted({k for k, ps in trial.where.items() for q, a in ps
+        here = sorted({k for k in self.at.get(n.name, ()) for q, a in self.where[k]
                        if a == n.name and gpu_equivalents(q)}, key=per_gpu)
         for key in here:
-            if trial.fits(p, n):
+            if self.fits(p, n):
                 break
-            attempt = trial.copy()
-            mv = attempt.move(key, n.name)
-            if mv is not None:
-                trial = attempt
+            attempt = self.mark()
+            mv = self.move(key, n.name)
+            if mv is None:
+                self.rollback(attempt)
+            else:
                 moves.append(mv)
-        return (trial, moves) if trial.fits(p, n) else None
+        if self.fits(p, n):
+            return moves
+        self.rollback(start)
+        return None
 
 
 def _shape(p: KubePod) -> tuple:
@@ -224,32 +348,37 @@ def _shape(p: KubePod) -> tuple:
             tuple(map(str, p.tolerations)), tuple(sorted(p.node_selector.items())), p.affinity, p.namespace)
 
 
-def _place(state: _State, core: list[KubePod]) -> tuple[_State, list[str], list[Move]] | None:
+def _place(state: _State, core: list[KubePod], cache: dict) -> tuple[list[str], list[Move]] | None:
+    """Place the pods of ``core`` on ``state`` (applied; the caller marks and rolls back), each
+    on the node where making room costs least, or None (the state rolled back to where it was)."""
+    start = state.mark()
     nodes: list[str] = []
     moves: list[Move] = []
     for p in sorted(core, key=lambda q: (-gpu_equivalents(q), q.key)):
-        direct = next((n for n in state.nodes if state.fits(p, n)), None)
+        direct = state.first_fit(p)
         if direct is not None:   # fits without a move: no cheaper option exists
-            state = state.copy()
             state.take(p, direct.name)
             nodes.append(direct.name)
             continue
-        bounds = sorted((lb, n.name, n) for n in state.nodes
-                        if (lb := state.lower_bound(p, n)) is not None)
-        best: tuple | None = None
-        for lb, name, n in bounds:   # cheapest bound first; stop once no node can beat the best
-            if best is not None and (lb, name) > best[:2]:
+        best: tuple[float, str] | None = None
+        for lb, name, n in state.bounds(p, cache):   # cheapest bound first; stop once none can beat the best
+            if best is not None and (lb, name) > best:
                 break
+            at = state.mark()
             r = state.make_room(p, n)
-            if r is not None and (best is None or (sum(m.gpu_h for m in r[1]), name) < best[:2]):
-                best = (sum(m.gpu_h for m in r[1]), name, r[0], r[1])
+            if r is not None and (best is None or (sum(m.gpu_h for m in r), name) < best):
+                best = (sum(m.gpu_h for m in r), name)
+            state.rollback(at)
         if best is None:
+            state.rollback(start)
             return None
-        _, name, state, mv = best
-        state.take(p, name)
-        nodes.append(name)
+        n = state.nodes[state.index[best[1]]]
+        mv = state.make_room(p, n)   # the same moves again, now kept (the search is deterministic)
+        assert mv is not None
+        state.take(p, n.name)
+        nodes.append(n.name)
         moves += mv
-    return state, nodes, moves
+    return nodes, moves
 
 
 def gang_equivalents(g: Gang) -> float:
@@ -263,8 +392,10 @@ def candidates(waiting: list[Gang]) -> list[Gang]:
 
 
 def fits_without_moves(state: _State, g: Gang) -> bool:
-    r = _place(state, list(g.pods))
-    return r is not None and not r[2]
+    at = state.mark()
+    r = _place(state, list(g.pods), {})
+    state.rollback(at)
+    return r is not None and not r[1]
 
 
 def greedy(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[Gang],
@@ -273,24 +404,31 @@ def greedy(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list
     todo = candidates(waiting)
     out = DefragPlan(waiting_gpus=round(sum(gang_equivalents(g) for g in todo), 4))
     state = _State(nodes, free, running, now)
+    cache: dict = {}   # lower bounds per (pod shape, node), kept across steps while a node is unchanged
     while todo:
         best = None
         tried: dict[tuple, tuple | None] = {}
         for g in todo:
-            shape = tuple(_shape(p) for p in g.pods)   # gangs of one shape place alike: once per step
+            shape = tuple(state.shape(p) for p in g.pods)   # gangs of one shape place alike: once per step
             if shape not in tried:
-                tried[shape] = _place(state, list(g.pods))
+                at = state.mark()
+                tried[shape] = _place(state, list(g.pods), cache)
+                state.rollback(at)
             r = tried[shape]
-            if r is None or not r[2]:
+            if r is None or not r[1]:
                 continue
-            cost = sum(m.gpu_h for m in r[2])
+            cost = sum(m.gpu_h for m in r[1])
             gpus = gang_equivalents(g)
             rank = (cost / gpus, -gpus, g.key)
             if best is None or rank < best[0]:
-                best = (rank, g, r)
+                best = (rank, g)
         if best is None:
             break
-        _, g, (state, placed, moves) = best
+        g = best[1]
+        r = _place(state, list(g.pods), cache)   # commit: the same placement as the trial
+        assert r is not None
+        placed, moves = r
+        state.journal.clear()
         out.steps.append(Step(g.key, gang_equivalents(g), tuple(sorted(set(placed))), tuple(moves)))
         todo.remove(g)
     return out if out.steps else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpufleet.adapters.kubernetes.claims import DraState
-from gpufleet.adapters.kubernetes.filters import static_reason
+from gpufleet.adapters.kubernetes.filters import pod_shape, static_reason
 from gpufleet.adapters.kubernetes.jobs import Gang, minimum, pod_set_members, to_job
 from gpufleet.adapters.kubernetes.nodes import KubeNode
 from gpufleet.engine.cycle import run_cycle
@@ -29,9 +29,20 @@ from gpufleet.policies.registry import profile as named_profile
 PROFILE = "gang-conservative"
 
 
-def eligible_nodes(gang: Gang, nodes: list[KubeNode], dra: DraState | None) -> frozenset[str]:
-    """Names of the nodes every pod of ``gang`` may use (no static filter fails; filters.py)."""
-    return frozenset(n.name for n in nodes if all(static_reason(p, n, dra) is None for p in gang.pods))
+def eligible_nodes(gang: Gang, nodes: list[KubeNode], dra: DraState | None,
+                   cache: dict | None = None) -> frozenset[str]:
+    """Names of the nodes every pod of ``gang`` may use (no static filter fails; filters.py).
+    ``cache``: answers per pod shape (filters.pod_shape), kept by the caller for one snapshot."""
+    out: frozenset[str] | None = None
+    for p in gang.pods:
+        shape = pod_shape(p) if cache is not None else None
+        ok = cache.get(shape) if cache is not None and shape is not None else None
+        if ok is None:
+            ok = frozenset(n.name for n in nodes if static_reason(p, n, dra) is None)
+            if cache is not None and shape is not None:
+                cache[shape] = ok
+        out = ok if out is None else out & ok
+    return out if out is not None else frozenset(n.name for n in nodes)
 
 
 @dataclass
@@ -44,6 +55,8 @@ class EngineRun:
     jobs: dict[str, Job] = field(default_factory=dict)
     runs: int = 0
     notes: list[str] = field(default_factory=list)
+    #: The cycle's input (the live service's Kubernetes source reruns it for its statuses).
+    input: CycleInput | None = None
 
 
 def running_jobs(nodes: list[KubeNode], running: list[Gang], now: float, run_s: float) -> list[RunningJob]:
@@ -96,13 +109,15 @@ def run(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: fl
         return out
     rjobs = running_jobs(nodes, running, now, run_s)
     prof = named_profile(PROFILE)
+    cache: dict = {}
     for g in pending:
-        out.eligible[g.key] = eligible_nodes(g, nodes, dra)
+        out.eligible[g.key] = eligible_nodes(g, nodes, dra, cache)
         out.jobs[g.key] = replace(to_job(minimum(g), run_s), eligible_nodes=out.eligible[g.key])
     jobs = [PendingJob(out.jobs[g.key]) for g in pending]
     table = _table(nodes, [b for rj in rjobs for b in rj.bindings], held)
-    result = run_cycle(CycleInput(now=now, nodes=table, pending=jobs, profile=prof,
-                                  running=tuple(rjobs), seed=0))
+    inp = CycleInput(now=now, nodes=table, pending=jobs, profile=prof, running=tuple(rjobs), seed=0)
+    out.input = replace(inp, nodes=table.copy())
+    result = run_cycle(inp)
     out.runs = 1
     _collect(out, pending, jobs, result, table, rjobs)
     return out

@@ -69,10 +69,33 @@ def capacity_reason(pod: KubePod, free_gpu: float, free_cpu: float, free_mem: fl
     return ", ".join(short) or None
 
 
+def pod_shape(pod: KubePod) -> tuple | None:
+    """Everything the node filters read of a pod: pods of one shape get the same answers on
+    every node. None for a pod with DRA claims (its claims are its own: answered alone)."""
+    if pod.claims:
+        return None
+    return (pod.gpus, tuple(sorted(pod.mig.items())), pod.cpus, pod.memory_gb, pod.gpu_models,
+            pod.tolerations, tuple(sorted(pod.node_selector.items())), pod.affinity)
+
+
 def node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]],
-                 dra: DraState | None = None, mig_free: dict[str, dict[str, int]] | None = None
-                 ) -> Counter[str]:
-    """Per reason, how many nodes fail this pod (eligible nodes with room count as "fits")."""
+                 dra: DraState | None = None, mig_free: dict[str, dict[str, int]] | None = None,
+                 cache: dict | None = None) -> Counter[str]:
+    """Per reason, how many nodes fail this pod (eligible nodes with room count as "fits").
+    ``cache`` (a dict kept by the caller for one snapshot) answers a pod of a shape already
+    counted at once: 12,000 pods of a few shapes on 4,000 nodes are a few counts, not 48 million
+    filter calls."""
+    shape = pod_shape(pod) if cache is not None else None
+    if shape is not None and shape in cache:
+        return Counter(cache[shape])
+    out = _node_reasons(pod, nodes, free, dra, mig_free)
+    if shape is not None and cache is not None:
+        cache[shape] = Counter(out)
+    return out
+
+
+def _node_reasons(pod: KubePod, nodes: list[KubeNode], free: dict[str, tuple[float, float, float]],
+                  dra: DraState | None, mig_free: dict[str, dict[str, int]] | None) -> Counter[str]:
     out: Counter[str] = Counter()
     for n in nodes:
         why = static_reason(pod, n, dra)

@@ -33,7 +33,22 @@ class Fix:
 
 
 def rank_fixes(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict,
-               running: list[Gang], now: float) -> list[Fix]:
+               running: list[Gang], now: float, cache: dict | None = None) -> list[Fix]:
+    """The fixes for ``g`` (module docstring). They depend on the gang only through its first
+    pod's GPUs and claims, its size, ``minMember`` and its per-node reasons, so ``cache`` (kept
+    by the caller for one snapshot) answers every gang alike at once."""
+    pod = g.pods[0]
+    key = (pod.gpus, bool(pod.claims), tuple(sorted(reasons.items())), len(g.pods), g.min_member)
+    if cache is not None and key in cache:
+        return list(cache[key])
+    out = _rank(g, reasons, nodes, free, running, now, cache if cache is not None else {})
+    if cache is not None:
+        cache[key] = list(out)
+    return out
+
+
+def _rank(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict,
+          running: list[Gang], now: float, cache: dict) -> list[Fix]:
     pod = g.pods[0]
     need = max(1, pod.gpus)
     out: list[Fix] = []
@@ -49,30 +64,10 @@ def rank_fixes(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict
             out.append(Fix(f"allow other GPU models (opens {n} node(s))", 0.0))
     if pod.claims or not pod.gpus:
         return out
-    cost_on: dict[str, tuple[float, list[str]]] = {}
-    by_node: dict[str, list[tuple[float, int, str]]] = {}
-    for rg in running:
-        hours = max(0.0, now - min((p.started or p.created or now) for p in rg.pods)) / 3600
-        cost = rg.gpus * hours
-        for p in rg.pods:
-            by_node.setdefault(p.node_name, []).append((cost, p.gpus, rg.key))
-    for n in nodes:
-        if not n.node.health.schedulable or n.node.gpus < need:
-            continue
-        have = free[n.name][0]
-        chosen: list[str] = []
-        total = 0.0
-        for cost, gpus, key in sorted(by_node.get(n.name, []), key=lambda x: (x[0] / max(x[1], 1), x[2])):
-            if have >= need:
-                break
-            if key in chosen or gpus <= 0:
-                continue
-            chosen.append(key)
-            total += cost
-            have += gpus
-        if have >= need and chosen:
-            cost_on[n.name] = (total, chosen)
-    picks = sorted(cost_on.items(), key=lambda kv: (kv[1][0], kv[0]))[: min(len(g.pods), g.min_member)]
+    cost_on = cache.get(("cost_on", need))
+    if cost_on is None:
+        cost_on = cache[("cost_on", need)] = _cost_on(need, nodes, free, _by_node(running, now, cache))
+    picks = cost_on[: min(len(g.pods), g.min_member)]
     if len(picks) >= min(len(g.pods), g.min_member):
         evicted = sorted({k for _, (_, ks) in picks for k in ks})
         cost = sum(c for _, (c, _) in picks)
@@ -83,6 +78,44 @@ def rank_fixes(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict
         tag = " (a defrag move: they fit in free GPUs elsewhere now)" if _packs(moved, room) else ""
         out.append(Fix(f"evict {', '.join(evicted)} to place on {where}{tag}", round(cost, 2)))
     return sorted(out, key=lambda f: (f.displaced_gpu_h, f.what))
+
+
+def _by_node(running: list[Gang], now: float, cache: dict) -> dict[str, list[tuple[float, int, str]]]:
+    """Per node, (cost, GPUs there, gang) of each running gang's pods, cheapest per GPU first."""
+    by_node = cache.get("by_node")
+    if by_node is None:
+        by_node = {}
+        for rg in running:
+            hours = max(0.0, now - min((p.started or p.created or now) for p in rg.pods)) / 3600
+            cost = rg.gpus * hours
+            for p in rg.pods:
+                by_node.setdefault(p.node_name, []).append((cost, p.gpus, rg.key))
+        for v in by_node.values():
+            v.sort(key=lambda x: (x[0] / max(x[1], 1), x[2]))
+        cache["by_node"] = by_node
+    return by_node
+
+
+def _cost_on(need: int, nodes: list[KubeNode], free: dict, by_node: dict) -> list[tuple[str, tuple]]:
+    """(node, (cost, gangs)) of the cheapest evictions that free ``need`` GPUs, cheapest first."""
+    cost_on: dict[str, tuple[float, list[str]]] = {}
+    for n in nodes:
+        if not n.node.health.schedulable or n.node.gpus < need:
+            continue
+        have = free[n.name][0]
+        chosen: list[str] = []
+        total = 0.0
+        for cost, gpus, key in by_node.get(n.name, []):
+            if have >= need:
+                break
+            if key in chosen or gpus <= 0:
+                continue
+            chosen.append(key)
+            total += cost
+            have += gpus
+        if have >= need and chosen:
+            cost_on[n.name] = (total, chosen)
+    return sorted(cost_on.items(), key=lambda kv: (kv[1][0], kv[0]))
 
 
 def _packs(items: list[int], bins: list[int]) -> bool:

@@ -119,8 +119,15 @@ def load_file(path: Path, snap: Snapshot | None = None) -> Snapshot:
     except json.JSONDecodeError as e:
         raise InputError(source, f"line {e.lineno}", f"not valid JSON ({e.msg}); use kubectl -o json"
                          ) from None
-    for obj in _items(doc, source):
-        snap.add(obj, source)
+    except RecursionError:
+        raise InputError(source, "", "JSON nested too deeply to read (kubectl output is a few levels "
+                         "deep; this is not a snapshot)") from None
+    try:
+        for obj in _items(doc, source):
+            snap.add(obj, source)
+    except RecursionError:   # a deep object inside a real List (a field check or a comparison)
+        raise InputError(source, "", "an object nested too deeply to read; kubectl output is a few "
+                         "levels deep") from None
     snap.sources.append(source)
     return snap
 

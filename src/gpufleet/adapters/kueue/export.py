@@ -3,16 +3,21 @@
 * one ResourceFlavor per GPU model, named after it in lower case, with the value GPU Feature
   Discovery writes in ``nvidia.com/gpu.product`` on such nodes (adapters/kubernetes/gpu_labels.py
   ``GFD_PRODUCTS``, which says which values are sourced; a note names the others);
-* one ClusterQueue per tenant: a single resource group covering ``nvidia.com/gpu`` and every
-  other resource the tenant has quota for (Kueue requires every flavor of a group to list the
-  group's resources in the same order, so a missing one is written with nominalQuota 0 and, in a
-  cohort, borrowingLimit 0: never looser than our "no quota, refused"), the
+* one ClusterQueue per tenant: its resource groups as the tenancy has them (``resource_groups``),
+  else a single group covering ``nvidia.com/gpu`` and every other resource the tenant has quota
+  for (Kueue requires every flavor of a group to list the group's resources in the same order,
+  so a missing one is written with nominalQuota 0 and, in a cohort, borrowingLimit 0: never
+  looser than our "no quota, refused"), the
   cohort, the preemption policy, queueing strategy, flavor fungibility and fair-sharing weight;
 * one Cohort per cohort (parent, own quota, weight); the LocalQueues import recorded, else one
   per tenant in a namespace named after it; one WorkloadPriorityClass per priority class.
 
+* Kueue's Configuration (config.kueue.x-k8s.io, last) when the tenancy turns on fair sharing or
+  admission fair sharing: ``fairSharing`` with its preemption strategies, ``admissionFairSharing``
+  with the half-life and sampling interval (``configuration``).
+
 What Kueue has no field for (``priority_budget_gpus``, preemptible classes, the decayed-usage
-half-life) is returned as notes.
+half-life without admission fair sharing) is returned as notes.
 """
 
 from __future__ import annotations
@@ -22,14 +27,27 @@ from typing import Any
 
 from gpufleet.adapters.kubernetes.gpu_labels import gfd_product
 from gpufleet.adapters.kueue.quantity import format_quantity
+from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
+from gpufleet.model.tenancy import GPU_RESOURCE
 from gpufleet.model.tenancy_config import QuotaSpec, ResourceQuotaSpec, TenancySpec
 
 API = "kueue.x-k8s.io"
+CONFIG_API = "config.kueue.x-k8s.io"
 GPU = "nvidia.com/gpu"
 
 
 def flavor_name(model: str) -> str:
-    return model.lower()
+    """A GPU model's flavor is named after it in lower case; a flavor of a group without GPUs
+    keeps its own name."""
+    return model.lower() if _gpu_model(model) else model
+
+
+def _gpu_model(name: str) -> bool:
+    try:
+        canonical_gpu_name(name)
+    except UnknownGpuModel:
+        return False
+    return True
 
 
 def _quantity(resource: str, value: float) -> int | str:
@@ -60,18 +78,61 @@ def _res(name: str, q: QuotaSpec | ResourceQuotaSpec | None, resource: str, clos
 
 
 def _groups(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]],
-            closed: bool = False) -> list[dict[str, Any]]:
+            closed: bool = False, groups: list[list[str]] | None = None) -> list[dict[str, Any]]:
+    """The resource groups: as the tenancy has them, or one over everything."""
+    if groups:
+        return [g for g in (_group(quotas, resources, closed, cov) for cov in groups) if g["flavors"]]
     models = list(dict.fromkeys([*quotas, *resources]))
     if not models:
         return []
     others = list(dict.fromkeys(r for m in models for r in resources.get(m, {})))
-    covered = [GPU, *("memory" if r == "memory_gb" else r for r in others)]
-    flavors = []
-    for m in models:
-        rs = [_res(GPU, quotas.get(m), GPU, closed)]
-        rs += [_res(r, resources.get(m, {}).get(r), r, closed) for r in others]
-        flavors.append({"name": flavor_name(m), "resources": rs})
-    return [{"coveredResources": covered, "flavors": flavors}]
+    return [_group(quotas, resources, closed, [GPU_RESOURCE, *others], models)]
+
+
+def _group(quotas: dict[str, QuotaSpec], resources: dict[str, dict[str, ResourceQuotaSpec]], closed: bool,
+           covered: list[str], flavors: list[str] | None = None) -> dict[str, Any]:
+    """One group: every flavor carrying one of ``covered`` lists all of them, in that order."""
+    if flavors is None:
+        flavors = list(dict.fromkeys([*(quotas if GPU_RESOURCE in covered else ()),
+                                      *(f for f, rs in resources.items() if any(r in rs for r in covered))]))
+    out = []
+    for m in flavors:
+        rs = [_res(GPU, quotas.get(m), GPU, closed) if r == GPU_RESOURCE else
+              _res(r, resources.get(m, {}).get(r), r, closed) for r in covered]
+        out.append({"name": flavor_name(m), "resources": rs})
+    names = [GPU if r == GPU_RESOURCE else "memory" if r == "memory_gb" else r for r in covered]
+    return {"coveredResources": names, "flavors": out}
+
+
+def configuration(spec: TenancySpec, version: str) -> dict[str, Any] | None:
+    """Kueue's Configuration for what the tenancy sets cluster-wide, or None: ``fairSharing``
+    (v1beta1 spells "on" as ``enable: true``; v1beta2 dropped the field, the block's presence
+    turns it on: Kueue's apis/config/v1beta1/configuration_conversion.go) with the preemption
+    strategies in order, and ``admissionFairSharing`` (half-life, sampling interval)."""
+    body: dict[str, Any] = {}
+    if spec.fair_sharing is not None:
+        fs: dict[str, Any] = {"enable": True} if version == "v1beta1" else {}
+        fs["preemptionStrategies"] = list(spec.fair_sharing.preemption_strategies)
+        body["fairSharing"] = fs
+    if spec.admission_fair_sharing is not None:
+        body["admissionFairSharing"] = {
+            "usageHalfLifeTime": _duration(spec.half_life_h * 3600.0),
+            "usageSamplingInterval": _duration(spec.admission_fair_sharing.sampling_interval_s)}
+    if not body:
+        return None
+    return {"apiVersion": f"{CONFIG_API}/{version}", "kind": "Configuration", **body}
+
+
+def _duration(seconds: float) -> str:
+    """A Go duration that parses back to ``seconds`` exactly when it is a whole number of
+    milliseconds (168h, 5m, 1h30m, 1.5s)."""
+    ms = round(seconds * 1000)
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s, milli = divmod(rest, 1000)
+    parts = [f"{h}h" if h else "", f"{m}m" if m else "",
+             (f"{s}.{milli:03d}".rstrip("0") + "s") if milli else (f"{s}s" if s else "")]
+    return "".join(parts) or "0s"
 
 
 def _fungibility(value: str, version: str) -> str:
@@ -89,6 +150,9 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
                                 + [m for c in spec.cohorts for m in (*c.quotas, *c.resources)]))
     out: list[dict[str, Any]] = []
     for m in models:
+        if not _gpu_model(m):  # a flavor of a group without GPUs: it selects no GPU nodes
+            out.append({"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": m}, "spec": {}})
+            continue
         product, sourced = gfd_product(m)
         out.append({"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": flavor_name(m)},
                     "spec": {"nodeLabels": {"nvidia.com/gpu.product": product}}})
@@ -100,7 +164,7 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
         cs: dict[str, Any] = {}
         if c.parent:
             cs["parentName" if version == "v1beta2" else "parent"] = c.parent
-        groups = _groups(c.quotas, c.resources)
+        groups = _groups(c.quotas, c.resources, groups=c.resource_groups)
         if groups:
             cs["resourceGroups"] = groups
         if c.weight != 1.0:
@@ -110,7 +174,8 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
         s: dict[str, Any] = {"namespaceSelector": {}}
         if t.cohort:
             s["cohortName" if version == "v1beta2" else "cohort"] = t.cohort
-        s["resourceGroups"] = _groups(t.quotas, t.resources, closed=t.cohort is not None)
+        s["resourceGroups"] = _groups(t.quotas, t.resources, closed=t.cohort is not None,
+                                      groups=t.resource_groups)
         k = t.kueue
         pre: dict[str, Any] = {"withinClusterQueue": k.within_cluster_queue,
                                "reclaimWithinCohort": k.reclaim_within_cohort}
@@ -147,12 +212,10 @@ def export_manifests(spec: TenancySpec, version: str = "v1beta2", local_queues: 
                     "value": p.value})
         if not p.preemptible:
             notes.append(f"priority class {p.name!r}: 'preemptible: false' has no Kueue field; not exported")
-    if spec.admission_fair_sharing is not None:
-        notes.append("admission fair sharing's half-life and sampling interval are set in Kueue's "
-                     f"Configuration (admissionFairSharing.usageHalfLifeTime {spec.half_life_h:g}h, "
-                     f"usageSamplingInterval {spec.admission_fair_sharing.sampling_interval_s:g}s), "
-                     "not in these objects")
-    if spec.fair_sharing is not None:
-        notes.append("fair sharing is set in Kueue's Configuration (fairSharing.enable, "
-                     f"preemptionStrategies {spec.fair_sharing.preemption_strategies}), not in these objects")
+    config = configuration(spec, version)
+    if config is not None:
+        out.append(config)
+        notes.append("the last object, Kueue's Configuration (config.kueue.x-k8s.io), is not applied "
+                     "with kubectl: merge its fields into the manager's config (ConfigMap "
+                     "kueue-manager-config, key controller_manager_config.yaml) and restart Kueue")
     return out, notes

@@ -34,6 +34,7 @@ from gpufleet.adapters.kueue.quantity import parse_exact, parse_gpus, parse_quan
 from gpufleet.adapters.kueue.read import Manifest
 from gpufleet.model.catalog import UnknownGpuModel, canonical_gpu_name
 from gpufleet.model.errors import InputError, from_validation_error
+from gpufleet.model.tenancy import GPU_RESOURCE
 from gpufleet.model.tenancy_config import TenancySpec
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
@@ -68,6 +69,11 @@ def _enum(m: Manifest, path: str, value: Any, key: str) -> Any:
     if value not in allowed:
         raise m.error(path, f"one of {', '.join(allowed)}, not {value!r}")
     return value
+
+
+def _ours(resource: str) -> str:
+    """Kueue's resource name as the tenancy config spells it."""
+    return GPU_RESOURCE if resource in GPU_RESOURCES else "memory_gb" if resource == "memory" else resource
 
 
 def _model(name: str) -> str | None:
@@ -120,6 +126,8 @@ class Translation:
     def resource_flavor(self, m: Manifest) -> None:
         spec = m.body.get("spec") or {}
         self.leftovers(m, spec, {"nodeLabels"}, "spec")
+        if spec.get("nodeLabels") and self.flavors.get(m.name) is None:
+            self.note(m, "spec.nodeLabels", "a flavor without a GPU model selects no nodes in gpufleet")
         self.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "spec", "status"}, "")
 
     # -- quota --------------------------------------------------------------------------------
@@ -127,11 +135,24 @@ class Translation:
         groups = spec.get("resourceGroups") or []
         if not isinstance(groups, list):
             raise m.error("spec.resourceGroups", "a list of resource groups")
+        covered: list[list[str]] = []
         for gi, g in enumerate(groups):
             gp = f"spec.resourceGroups[{gi}]"
             if not isinstance(g, dict) or not isinstance(g.get("flavors"), list):
                 raise m.error(gp, "coveredResources and a list of flavors")
             self.leftovers(m, g, {"coveredResources", "flavors"}, gp)
+            names = g.get("coveredResources") or []
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise m.error(f"{gp}.coveredResources", "a list of resource names")
+            covered.append([_ours(n) for n in names])
+        # Kueue assigns a flavor per group: two or more, or one without GPUs, are kept as they are
+        # (a group without GPUs has flavors of its own, by their Kueue names); one group with the
+        # GPUs is our default (every resource on the GPU flavor).
+        if len(covered) > 1 or any(GPU_RESOURCE not in c for c in covered):
+            out["resource_groups"] = covered
+        for gi, g in enumerate(groups):
+            gp = f"spec.resourceGroups[{gi}]"
+            own = GPU_RESOURCE not in covered[gi]
             for fi, fl in enumerate(g["flavors"]):
                 fp = f"{gp}.flavors[{fi}]"
                 if not isinstance(fl, dict) or not isinstance(fl.get("name"), str):
@@ -144,7 +165,7 @@ class Translation:
                     if not isinstance(res, dict) or not isinstance(res.get("name"), str):
                         raise m.error(f"{rp}.name", "a resource name (e.g. nvidia.com/gpu, cpu, memory)")
                     self.leftovers(m, res, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"}, rp)
-                    self._resource(m, rp, fname, model, res, out)
+                    self._resource(m, rp, fname, model or fname if own else model, res, out)
 
     def _resource(self, m: Manifest, rp: str, fname: str, model: str | None, res: dict,
                   out: dict[str, Any]) -> None:
@@ -268,11 +289,17 @@ def _admission_fair_sharing(m: Manifest, tr: Translation) -> dict:
 
 
 def _configuration(m: Manifest, tr: Translation) -> dict | None:
-    """Kueue's Configuration: only ``fairSharing`` bears on quota decisions."""
+    """Kueue's Configuration: only ``fairSharing`` bears on quota decisions. v1beta1 turns it on
+    with ``enable: true``; v1beta2 has no ``enable``: a ``fairSharing`` block turns it on (Kueue's
+    apis/config/v1beta1/configuration_conversion.go drops a disabled block on the way up)."""
     tr.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "fairSharing", "admissionFairSharing"}, "")
-    fs = m.body.get("fairSharing") or {}
-    tr.leftovers(m, fs, {"enable", "preemptionStrategies"}, "fairSharing")
-    if not fs.get("enable"):
+    fs = m.body.get("fairSharing")
+    if fs is not None and not isinstance(fs, dict):
+        raise m.error("fairSharing", "a mapping (preemptionStrategies, and enable in v1beta1)")
+    fs = fs or {}
+    v1 = m.version == "v1beta1"
+    tr.leftovers(m, fs, {"enable", "preemptionStrategies"} if v1 else {"preemptionStrategies"}, "fairSharing")
+    if not (fs.get("enable") if v1 else "fairSharing" in m.body):
         return None
     strategies = fs.get("preemptionStrategies") or list(ENUMS["preemptionStrategies"])
     if not isinstance(strategies, list):

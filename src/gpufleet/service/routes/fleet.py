@@ -67,7 +67,7 @@ def set_quota(tenant: Name, flavor: Name, body: QuotaIn, svc: Svc, who: Caller) 
     return body
 
 
-@router.get("/jobs/{job_id}/explain")
+@router.get("/jobs/{job_id:path}/explain")
 def job_explain(job_id: Name, svc: Svc, who: Caller) -> Explanation:
     e = explain(svc.snapshot(), job_id)
     if e is None:

@@ -1,4 +1,9 @@
-"""``GET /healthz``: up, and whether the source of truth answers (no token needed)."""
+"""``GET /healthz``: up, and whether the source of truth answers (no token needed).
+
+Always 200 while the process serves: a source that went away (slurmrestd stopped, the API
+server unreachable) is ``"status": "degraded"`` with ``source_reachable: false``, since when and
+the last error; the service keeps answering from the last state it read.
+"""
 
 from __future__ import annotations
 
@@ -16,5 +21,7 @@ def healthz(svc: Service = Depends(service)) -> JSONResponse:
     snap = svc.snapshot()
     body = {"status": "ok" if snap.health.ok else "degraded", "source": snap.source,
             "source_ok": snap.health.ok, "source_detail": snap.health.detail,
+            "source_reachable": snap.health.ok, "source_since": snap.health.since,
+            "source_last_error": snap.health.last_error,
             "cycles": snap.cycles, "now": snap.now}
     return JSONResponse(body, 200)

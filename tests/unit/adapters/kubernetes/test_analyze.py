@@ -51,7 +51,8 @@ def test_a_podgroup_no_node_can_hold_is_unresolvable_with_the_cpu_named(cluster_
 
 def test_totals_count_allocated_against_usable(cluster_dir):
     t = analyze(load(cluster_dir)).totals
-    assert (t["physical"], t["allocatable"], t["usable"], t["allocated"], t["free_usable"]) == (1, 1, 1, 1, 0)
+    assert (t["physical"], t["allocatable"], t["usable"], t["allocated"]) == (1, 1, 1, 1)
+    assert (t["free_on_schedulable_nodes"], t["free_incl_unschedulable_nodes"]) == (0, 0)
     assert (t["pending_pods"], t["pending_gpus"]) == (7, 1)
 
 

@@ -55,13 +55,36 @@ def schema(kind: str, version: str) -> dict:
     return v["schema"]["openAPIV3Schema"]
 
 
+#: The JSON fields of Kueue's Configuration that export writes, per version, from its Go types
+#: (apis/config/{v1beta1,v1beta2}/configuration_types.go at kubernetes-sigs/kueue ff69552e79):
+#: v1beta2's FairSharing has no ``enable``. The Configuration has no CRD to validate against.
+CONFIG_FIELDS = {
+    "v1beta1": {"fairSharing": {"enable", "preemptionStrategies"},
+                "admissionFairSharing": {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}},
+    "v1beta2": {"fairSharing": {"preemptionStrategies"},
+                "admissionFairSharing": {"usageHalfLifeTime", "usageSamplingInterval", "resourceWeights"}},
+}
+
+
+def validate(m: dict, version: str) -> None:
+    """``m`` against Kueue's CRD schema, or, for the Configuration, against its Go fields."""
+    if m["kind"] != "Configuration":
+        jsonschema.validate(m, schema(m["kind"], version))
+        return
+    assert m["apiVersion"] == f"config.kueue.x-k8s.io/{version}"
+    fields = CONFIG_FIELDS[version]
+    assert set(m) - {"apiVersion", "kind"} <= set(fields), m
+    for k, allowed in fields.items():
+        assert set(m.get(k, {})) <= allowed, (k, m[k])
+
+
 @pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
 def test_every_exported_object_is_valid_against_kueues_crd_schema(version):
     manifests, _ = export_manifests(TenancySpec.model_validate(RICH), version)
     assert {m["kind"] for m in manifests} == set(CRDS)
     for m in manifests:
         assert m["apiVersion"] == f"kueue.x-k8s.io/{version}"
-        jsonschema.validate(m, schema(m["kind"], version))
+        validate(m, version)
 
 
 def test_the_schema_check_would_catch_a_wrong_enum():
@@ -97,7 +120,7 @@ def test_kueues_own_example_survives_import_and_export_valid(version, tmp_path):
     manifests, _ = export_manifests(TenancySpec.model_validate(config["tenancy"]), version,
                                     config["kueue_local_queues"])
     for m in manifests:
-        jsonschema.validate(m, schema(m["kind"], version))
+        validate(m, version)
     cq = next(m for m in manifests if m["kind"] == "ClusterQueue")
     res = {r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
     assert res["nvidia.com/gpu"] == 16 and res["cpu"] == 100
@@ -129,10 +152,68 @@ def test_admission_fair_sharing_survives_export_valid_and_import_back(version, t
     spec = TenancySpec.model_validate(config["tenancy"])
     manifests, _ = export_manifests(spec, version, config["kueue_local_queues"])
     for m in manifests:
-        jsonschema.validate(m, schema(m["kind"], version))
+        validate(m, version)
     cq = next(m for m in manifests if m["kind"] == "ClusterQueue")
     assert cq["spec"]["admissionScope"] == {"admissionMode": "UsageBasedAdmissionFairSharing"}
     out = tmp_path / "m.yaml"
     out.write_text(yaml.safe_dump_all(manifests))
     back, _ = to_tenancy(read_manifests([out])[0])
     assert TenancySpec.model_validate(back["tenancy"]).build() == spec.build()
+
+
+FAIR = yaml.safe_load("""
+cohorts: [{name: c}]
+tenants:
+  - {name: a, cohort: c, quotas: {H100-80GB: {nominal: 8}}}
+  - {name: b, cohort: c, quotas: {H100-80GB: {nominal: 8}}}
+fair_sharing: {preemption_strategies: [LessThanInitialShare]}
+""")
+
+
+@pytest.mark.parametrize("version", ["v1beta1", "v1beta2"])
+def test_fair_sharing_is_exported_as_kueues_configuration_and_read_back(version, tmp_path):
+    """Fair sharing is cluster-wide in Kueue: Configuration.fairSharing, not a ClusterQueue
+    field. Exported, the strategies are written in their order (here LessThanInitialShare
+    alone, which is not Kueue's default pair), v1beta1 with ``enable: true``, v1beta2 without
+    (the field does not exist there); imported back, fair sharing is on with the same list."""
+    spec = TenancySpec.model_validate(FAIR)
+    manifests, notes = export_manifests(spec, version)
+    config = manifests[-1]
+    validate(config, version)
+    expected = {"preemptionStrategies": ["LessThanInitialShare"]}
+    if version == "v1beta1":
+        expected = {"enable": True, **expected}
+    assert config["kind"] == "Configuration" and config["fairSharing"] == expected
+    assert any("kueue-manager-config" in n for n in notes)
+    f = tmp_path / "m.yaml"
+    f.write_text(yaml.safe_dump_all(manifests))
+    back, _ = to_tenancy(read_manifests([f])[0])
+    t = TenancySpec.model_validate(back["tenancy"]).build()
+    assert t.fair_sharing and t.fair_sharing_strategies == ("LessThanInitialShare",)
+    assert t == spec.build()
+    plain = TenancySpec.model_validate({k: v for k, v in FAIR.items() if k != "fair_sharing"})
+    assert all(m["kind"] != "Configuration" for m in export_manifests(plain, version)[0])
+
+
+V1BETA2_CONFIG = """
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare]
+"""
+
+
+def test_a_v1beta2_configuration_turns_fair_sharing_on_without_an_enable_field(tmp_path):
+    """v1beta2's FairSharing has no ``enable``: the block itself turns fair sharing on (Kueue
+    converts a v1beta1 ``enable: false`` block to no block at all). Read, fair sharing is on
+    with the one strategy given; a v1beta1 block without ``enable: true`` leaves it off."""
+    objects, _ = read_manifests([DATA / "v1beta2" / "kueueviz"])
+    f = tmp_path / "config.yaml"
+    f.write_text(V1BETA2_CONFIG)
+    config, notes = to_tenancy(objects + read_manifests([f])[0])
+    t = TenancySpec.model_validate(config["tenancy"]).build()
+    assert t.fair_sharing and t.fair_sharing_strategies == ("LessThanOrEqualToFinalShare",)
+    assert not any("fairSharing" in n for n in notes)
+    f.write_text(V1BETA2_CONFIG.replace("v1beta2", "v1beta1"))
+    config, _ = to_tenancy(objects + read_manifests([f])[0])
+    assert not TenancySpec.model_validate(config["tenancy"]).build().fair_sharing

@@ -48,10 +48,18 @@ def test_kueueviz_v1beta2_queues_cohorts_and_classes_come_over_with_their_polici
     assert config["kueue_local_queues"] == {"default/emergency-queue": "emergency-cluster-queue",
                                             "default/llm-model-queue": "llm-cluster-queue",
                                             "default/agi-model-queue": "agi-cluster-queue"}
-    # Nothing is dropped silently: the cpu/memory quota on a flavor without GPUs, the flavor
-    # named "gpu" whose resource is also called "gpu" (not nvidia.com/gpu), the spot taints.
+    # Resource groups are kept as Kueue has them: emergency's cpu/memory group on default-flavor
+    # (1 core, 1Gi = 1.073741824 GB) and its group of the resource named "gpu" (not
+    # nvidia.com/gpu: a named resource) on the flavor named "gpu", each with its own flavors.
+    emergency = tenants["emergency-cluster-queue"]
+    assert emergency["resource_groups"] == [["cpu", "memory_gb"], ["gpu"]]
+    assert emergency["resources"] == {"default-flavor": {"cpu": {"nominal": 1.0},
+                                                         "memory_gb": {"nominal": 1.073741824}},
+                                      "gpu": {"gpu": {"nominal": 1073741824.0}}}
+    assert "quotas" not in emergency  # no nvidia.com/gpu anywhere: it admits no GPU job
+    # Nothing is dropped silently: the flavors' node labels and the spot taints.
     joined = "\n".join(notes)
-    assert "ClusterQueue/emergency-cluster-queue: not imported: spec.resourceGroups[1].flavors[0]" in joined
+    assert "ResourceFlavor/gpu: not imported: spec.nodeLabels" in joined
     assert "ResourceFlavor/spot: not imported: spec.nodeTaints" in joined
 
 

@@ -6,11 +6,10 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 from tests.scenarios.test_kueue_rules import F, w
-from tests.unit.adapters.kueue.test_kueue_export import DATA, schema
+from tests.unit.adapters.kueue.test_kueue_export import DATA, validate
 
 from gpufleet.adapters.kueue.export import export_manifests
 from gpufleet.adapters.kueue.read import Manifest, read_manifests
@@ -32,7 +31,7 @@ def round_trip(spec: TenancySpec, version: str, tmp_path: Path, local: dict | No
                gpu_models: dict | None = None) -> tuple[TenancySpec, list[dict]]:
     manifests, _ = export_manifests(spec, version, local)
     for m in manifests:
-        jsonschema.validate(m, schema(m["kind"], version))
+        validate(m, version)
     f = tmp_path / f"export-{version}.yaml"
     f.write_text(yaml.safe_dump_all(manifests))
     config, _ = to_tenancy(read_manifests([f])[0], gpu_models)

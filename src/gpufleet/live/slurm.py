@@ -1,0 +1,285 @@
+"""The ``slurm`` source: a real Slurm, read every few seconds; the engine explains, Slurm decides.
+
+Each poll (``poll_s`` of wall time apart, on the loop's thread) reads one ``SlurmView`` through
+slurmrestd or the client commands (adapters/slurm/rest.py) and rebuilds the world from it: the
+node table, the running jobs on their nodes and the pending jobs that wait for capacity or
+priority, all through ``engine_view.cycle_input`` — the same reading ``gpufleet slurm explain``
+gives, so ``/api/v1/jobs/{id}/explain`` answers every pending Slurm job with the engine's reason
+chain and estimate. The source is an observer: ``apply`` keeps the engine's reservations (for
+the planned nodes and blockers) and binds nothing; Slurm starts jobs itself.
+
+Events come from the difference between two polls: a job first seen pending is ``submit``, one
+now running ``start``, one no longer listed ``finish`` (squeue keeps finished jobs only for
+MinJobAge), so the store's records of jobs submitted through our API follow Slurm.
+
+When Slurm cannot be read (slurmrestd stopped, slurmctld unreachable), the source keeps the last
+world it read, reports ``health().ok = False`` with the time it went away and the error, and
+tries again every poll; the first good poll after that catches up (every job that started or
+ended meanwhile is one event) and says ``source-up``. Nothing on the loop's thread raises: a
+drain that Slurm refuses is an event with the error, not a dead loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from gpufleet.adapters.slurm.conf import SlurmConf
+from gpufleet.adapters.slurm.controller import conf_path
+from gpufleet.adapters.slurm.engine_view import cycle_input, fleet_from_snapshot
+from gpufleet.adapters.slurm.fleet_conf import read_fleet
+from gpufleet.adapters.slurm.mapping import MappingError, to_sbatch
+from gpufleet.adapters.slurm.queue import QueueSnapshot
+from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError
+from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
+from gpufleet.adapters.slurm.writer import sleep_command
+from gpufleet.engine.profile import Profile
+from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.types import CycleInput, CycleResult, Reservation, RunningJob
+from gpufleet.live.source import LiveEvent, SourceHealth, SourceRefused, SourceUnavailable
+from gpufleet.model.errors import InputError
+from gpufleet.model.fleet import Fabric, Fleet
+from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.slurm_like import slurm_like_profile
+
+
+class SlurmApi(Protocol):
+    """What the source needs from Slurm: ``SlurmRest`` or ``SlurmCommands``."""
+
+    name: str
+
+    def view(self) -> SlurmView: ...
+    def submit(self, request, command: str) -> str: ...  # noqa: ANN001 (an SbatchRequest)
+    def cancel(self, job_id: str) -> None: ...
+    def control(self, argv: list[str]) -> None: ...
+
+
+@dataclass
+class SlurmSource:
+    api: SlurmApi
+    #: The fleet of slurm.conf (GPU models, topology); None: nodes as scontrol lists them.
+    base_fleet: Fleet | None = None
+    conf: SlurmConf | None = None
+    poll_s: float = 3.0
+    wall: Callable[[], float] = time.time
+    name: str = "slurm"
+    #: Slurm decides: submissions, cancels and holds go to Slurm, in the caller's thread.
+    external: bool = True
+    tenancy: Tenancy | None = None
+    reservations: tuple[Reservation, ...] = ()
+    out_of_service: dict[str, str] = field(default_factory=dict)
+    preemptions: int = 0
+    lost_gpu_s: float = 0.0
+    view: SlurmView | None = None
+    polls: int = 0
+    failures: int = 0
+    _inp: CycleInput | None = None
+    _fleet: Fleet = field(default_factory=lambda: Fleet((), Fabric(), "slurm"))
+    _table: NodeTable | None = None
+    _pending: dict[str, Job] = field(default_factory=dict)
+    _running: dict[str, RunningJob] = field(default_factory=dict)
+    _seen: dict[str, str] = field(default_factory=dict)  # job id -> "pending" / "running"
+    _last_poll: float = float("-inf")
+    _ok: bool = False
+    _since: float | None = None
+    _last_error: str = ""
+
+    def __post_init__(self) -> None:
+        if self.base_fleet is not None:
+            self._fleet = self.base_fleet
+        self._table = NodeTable.from_fleet(self._fleet)
+
+    # --- what the loop reads ------------------------------------------------------------------
+    @property
+    def fleet(self) -> Fleet:
+        return self._fleet
+
+    @property
+    def table(self) -> NodeTable:
+        assert self._table is not None
+        return self._table
+
+    @property
+    def profile(self) -> Profile | None:
+        return self._inp.profile if self._inp is not None else None
+
+    def pending(self) -> dict[str, Job]:
+        return self._pending
+
+    def running(self) -> dict[str, RunningJob]:
+        return self._running
+
+    def waiting(self) -> dict[str, tuple[str, str]]:
+        """Pending jobs Slurm holds back for a reason no capacity resolves (held, a dependency,
+        a QOS or association limit): job id → (Slurm's reason, what it means)."""
+        q = self.view.queue if self.view is not None else None
+        if q is None:
+            return {}
+        return {j.job_id: (j.reason, j.wait_reason.explanation) for j in q.jobs
+                if j.pending and j.job_id not in self._pending}
+
+    def usage(self, now: float) -> dict[str, float]:
+        # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
+        # beside the queue (``view.fairshare``), not fed to the engine a second time.
+        return {}
+
+    def health(self) -> SourceHealth:
+        if self._ok:
+            q = self.view.queue if self.view is not None else None
+            detail = (f"{self.api.name}: {len(q.nodes) if q else 0} nodes, "
+                      f"{sum(j.pending for j in q.jobs) if q else 0} pending, "
+                      f"{sum(j.running for j in q.jobs) if q else 0} running; read every {self.poll_s:g}s")
+            return SourceHealth(True, detail, self._since, self._last_error)
+        if self.polls == 0 and not self._last_error:
+            return SourceHealth(False, f"{self.api.name}: not read yet", None, "")
+        return SourceHealth(False, f"{self.api.name} unreachable: {self._last_error}", self._since,
+                            self._last_error)
+
+    # --- polling ------------------------------------------------------------------------------
+    def advance(self, now: float) -> list[LiveEvent]:
+        wall = self.wall()
+        if wall - self._last_poll < self.poll_s:
+            return []
+        self._last_poll = wall
+        return self.poll(now)
+
+    def poll(self, now: float) -> list[LiveEvent]:
+        """Read Slurm once; the events of what changed since the last good read."""
+        self.polls += 1
+        try:
+            view = self.api.view()
+        except (SlurmCommandError, ValueError) as e:
+            self.failures += 1
+            first = not self._ok and self._since is not None
+            self._last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if first:
+                return []
+            self._ok, self._since = False, self.wall()
+            return [LiveEvent(now, "source-down", detail=self._last_error)]
+        events = [] if self._ok else [LiveEvent(now, "source-up", detail=self.api.name)]
+        if not self._ok:
+            self._ok, self._since = True, self.wall()
+        self.view = view
+        return events + self._rebuild(view.queue, view, now)
+
+    def _rebuild(self, snap: QueueSnapshot, view: SlurmView, now: float) -> list[LiveEvent]:
+        fleet = fleet_from_snapshot(snap, self.base_fleet)
+        inp = cycle_input(snap, fleet, self.conf)
+        self._fleet, self._inp, self._table = fleet, inp, inp.nodes
+        self._pending = {str(p.job.id): p.job for p in inp.pending}
+        self._running = {str(r.job.id): r for r in inp.running}
+        oos = {n.name: n.state.split("+")[-1].lower() for n in snap.nodes if not n.schedulable}
+        for r in view.reservations:
+            if r.active(snap.taken_at):
+                for n in r.nodes:
+                    oos.setdefault(n, f"reservation {r.name}")
+        self.out_of_service = oos
+        state = {j.job_id: ("running" if j.running else "pending") for j in snap.jobs}
+        events: list[LiveEvent] = []
+        for jid, st in state.items():
+            was = self._seen.get(jid)
+            if st == "pending" and was is None:
+                events.append(LiveEvent(now, "submit", jid, detail="seen in Slurm"))
+            elif st == "running" and was != "running":
+                q = snap.job(jid)
+                started = q.start if q is not None and q.start is not None else now
+                events.append(LiveEvent(started, "start", jid, detail=",".join(q.node_list) if q else ""))
+        for jid in self._seen.keys() - state.keys():
+            events.append(LiveEvent(now, "finish", jid, detail="no longer in Slurm's queue"))
+        self._seen = state
+        return events
+
+    # --- the engine ---------------------------------------------------------------------------
+    def cycle_input(self, now: float, seed: int) -> CycleInput:
+        if self._inp is None:
+            return CycleInput(now=now, nodes=self.table.copy(), pending=[], profile=slurm_like_profile(None),
+                              running=[], seed=seed)
+        return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
+
+    def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:
+        self.reservations = result.reservations
+        return []
+
+    # --- effects: Slurm does them -------------------------------------------------------------
+    def send(self, job: Job) -> str:
+        """Submit to Slurm now (the caller's thread); Slurm's job id."""
+        try:
+            request = to_sbatch(job)
+        except MappingError as e:
+            raise SourceRefused(str(e)) from None
+        if str(job.tenant) == "default":
+            request = replace(request, account=None)  # the user's default account
+        try:
+            return self.api.submit(request, sleep_command(job))
+        except SlurmRefused as e:
+            raise SourceRefused(str(e)) from None
+        except SlurmCommandError as e:
+            raise SourceUnavailable(str(e)) from None
+
+    def control(self, action: str, job_id: str, priority: int | None = None) -> None:
+        """cancel / hold / release / priority, done by Slurm now (the caller's thread)."""
+        try:
+            if action == "cancel":
+                self.api.cancel(job_id)
+            elif action in ("hold", "release"):
+                self.api.control(["scontrol", action, job_id])
+            elif action == "priority":
+                self.api.control(["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"])
+            else:
+                raise SourceRefused(f"{action}: not a Slurm job action")
+        except SlurmRefused as e:
+            raise SourceRefused(str(e)) from None
+        except SlurmCommandError as e:
+            raise SourceUnavailable(str(e)) from None
+        self._last_poll = float("-inf")  # read the change at the next tick
+
+    def submit(self, job: Job, now: float) -> None:
+        """Already in Slurm (``send``), or restored after a restart: the next poll shows it."""
+
+    def withdraw(self, job_id: str, now: float) -> Job | None:
+        job = self._pending.get(job_id) or (self._running[job_id].job if job_id in self._running else None)
+        try:
+            self.api.cancel(job_id)
+        except SlurmCommandError:
+            return None
+        return job
+
+    def replace(self, job: Job) -> None:
+        """Priority changes go to Slurm through ``control``; the next poll shows them."""
+
+    def set_schedulable(self, node: str, ok: bool) -> None:
+        argv = ["scontrol", "update", f"NodeName={node}", "State=RESUME" if ok else "State=DRAIN"]
+        if not ok:
+            argv.append("Reason=gpufleet")
+        with contextlib.suppress(SlurmCommandError):  # the next poll shows the node as Slurm has it
+            self.api.control(argv)
+        self._last_poll = float("-inf")
+
+
+def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | None = None,
+                 user: str = "root", fleet: Fleet | None = None, poll_s: float = 3.0) -> SlurmSource:
+    """The source for ``gpufleet serve --source slurm``: slurmrestd at ``rest_url`` (JWT: the
+    one given, else minted and renewed with ``scontrol token``), or the client commands when no
+    URL is given. The fleet: the one given, else slurm.conf's (GPU models and topology, when the
+    file is readable here), else the nodes as Slurm lists them (GPU counts only)."""
+    cli = SlurmCli(slurm_conf)
+    conf: SlurmConf | None = None
+    path = conf_path(slurm_conf)
+    if path.is_file():
+        try:
+            topo = [path.with_name("topology.conf")] if path.with_name("topology.conf").is_file() else []
+            read = read_fleet(path, topology_paths=topo)
+            conf = read.conf
+            fleet = fleet if fleet is not None else read.fleet
+        except (InputError, OSError):
+            conf = None  # unreadable here (another machine's paths): Slurm's own listing stands
+    api: SlurmApi
+    if rest_url:
+        api = SlurmRest(rest_url, JwtToken(run=cli, fixed=jwt, user=user), user=user, cli=cli)
+    else:
+        api = SlurmCommands(cli)
+    return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s)
