@@ -159,6 +159,8 @@ def test_an_admin_attaches_from_the_node_page_by_paste_and_by_files(served) -> N
     # the bundle's nvidia-smi -q holds 1 of its 8 GPU blocks: the page repeats the CLI's own verdict
     healthy = cli_json("healthy-h100")["failure"]
     assert r.status_code == 200 and f"diagnosis attached (none: {healthy})" in r.text
+    page = text(s.client.get(f"/nodes/{node}").text)   # the bundle is cut: the page says so
+    assert "Not a confident verdict: nvidia-smi-q.txt: 1 of 8 GPU blocks" in page
     r = s.client.post(f"/nodes/{node}/diagnosis", data={"result": "{nope"}, headers=h)
     assert r.status_code == 422 and 'id="action-error">result: not JSON' in r.text
     sign_in(s, s.viewer)
