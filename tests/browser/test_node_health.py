@@ -21,6 +21,13 @@ def test_an_admin_attaches_a_bundle_and_the_node_page_names_the_failed_layer(
     browser.get(f"{server.url}/nodes/{node}")
     live(browser)
     assert browser.find_element(By.CSS_SELECTOR, "[data-k=no-diagnosis]").text.startswith("None attached")
+    # a decision refreshes the live panel; what the admin is typing stays
+    browser.find_element(By.ID, "diag-result").send_keys('{"layer": ')
+    panel = browser.find_element(By.ID, "node-panel")
+    server.submit("diag-refresh", "interns", pods=1, gpus=1, run_time=60)
+    wait(browser, 30).until(EC.staleness_of(panel))     # the live refresh swapped the panel
+    assert browser.find_element(By.ID, "diag-result").get_attribute("value") == '{"layer": '
+    browser.find_element(By.ID, "diag-result").clear()
     files = "\n".join(str(p) for p in sorted(BUNDLE.iterdir()))
     browser.find_element(By.ID, "diag-files").send_keys(files)
     wait(browser).until(lambda b: b.find_element(By.ID, "diag-bundle").get_attribute("value"))

@@ -22,10 +22,12 @@ device plugin and Kubernetes are *device plugin*; *allocatable* is the scheduler
 node table), never the diagnosis's. RDMA and thermal/power, when a diagnosis names them, get a row of
 their own after these.
 
-The node's state on the health machine (model/health.py) is where the source's label enters it
-(``machine_state``), a failed node quarantined (its jobs already requeued: suspect → draining →
-quarantined happened at once), then walked by the diagnosis's verdict (``ops.health_moves``), so the
-page says the next step the runbook allows.
+The node's state on the health machine (model/health.py): a failed node is quarantined (its jobs
+already requeued: suspect → draining → quarantined happened at once); a drained or cordoned one is
+draining (no new work, its jobs finish: Slurm's DRAIN, as model/health.py maps it); one held for a
+reservation is healthy; a node in service is where its fleet label enters it (``machine_state``).
+A diagnosis's verdict walks it on from there (``ops.health_moves``): the next steps the runbook
+allows.
 
 A diagnosis is kept in the store's ``meta`` table under the node's key (one row per node, the newest
 wins, every replica sees it) and audited with the diagnosis as ``after``, in one transaction.
@@ -44,6 +46,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpufleet.live.snapshot import LiveSnapshot
+from gpufleet.model.fleet import NodeHealth
 from gpufleet.model.health import HealthState, IllegalTransition, fleet_label, machine_state
 from gpufleet.ops.bundle import MAX_FILES
 from gpufleet.ops.diagnose import diagnose
@@ -133,14 +136,18 @@ def last_diagnosis(store: Store, node: str) -> AttachedDiagnosis | None:
     return AttachedDiagnosis.model_validate_json(raw) if raw else None
 
 
-def attach(store: Store, who: Principal, node: str, doc: DiagnosisDoc,
-           how: str = "posted") -> AttachedDiagnosis:
-    """Keep ``doc`` as ``node``'s last diagnosis, audited as ``node.diagnosis`` (admin only; a refusal
-    is audited too)."""
+def require_admin(store: Store, who: Principal, node: str) -> None:
+    """Only an admin attaches a diagnosis; a refusal is audited (before any work is done)."""
     if who.role != "admin":
         store.audit(actor=who.actor, role=who.role, action="node.diagnosis", target=node, outcome="refused",
                     detail=f"{who.role} may not attach a diagnosis; admin only")
         raise ApiError(403, f"{who.role} may not attach a diagnosis; admin only")
+
+
+def attach(store: Store, who: Principal, node: str, doc: DiagnosisDoc,
+           how: str = "posted") -> AttachedDiagnosis:
+    """Keep ``doc`` as ``node``'s last diagnosis, audited as ``node.diagnosis`` (admin only)."""
+    require_admin(store, who, node)
     before = last_diagnosis(store, node)
     att = AttachedDiagnosis(at=time.time(), by=who.actor, how=how, diagnosis=doc)
     with store.writing() as c:
@@ -176,7 +183,7 @@ def health(snap: LiveSnapshot, node: str, att: AttachedDiagnosis | None) -> Node
     out = snap.out_of_service.get(node)
     down = not bool(snap.table.schedulable[i]) and str(n.health) == "down"
     failed = (out or "").startswith(FAILED) or (out is None and down)
-    state = HealthState.QUARANTINED if failed else machine_state(n.health)
+    state = _machine_state(out, failed, n.health)
     d = att.diagnosis if att is not None else None
     nxt: list[str] = []
     if d is not None:
@@ -191,6 +198,18 @@ def health(snap: LiveSnapshot, node: str, att: AttachedDiagnosis | None) -> Node
     layers.append(_allocatable(snap, i, out))
     return NodeHealthOut(node=node, state=str(state), fleet_label=str(fleet_label(state)), next_states=nxt,
                          layers=layers, last_diagnosis=att)
+
+
+def _machine_state(out: str | None, failed: bool, label: NodeHealth) -> HealthState:
+    """Where the node is on the health machine: a failed node is quarantined (its jobs already
+    left); one taken out of service otherwise (drained, cordoned: no new work, its jobs finish)
+    is draining, as model/health.py maps Slurm's DRAIN; one held for a reservation is healthy;
+    a node in service is where its fleet label enters the machine."""
+    if failed:
+        return HealthState.QUARANTINED
+    if out is None:
+        return machine_state(label)
+    return HealthState.HEALTHY if out.startswith("reservation") else HealthState.DRAINING
 
 
 def _row(key: str, label: str, covers: tuple[str, ...], d: DiagnosisDoc | None, failed: bool, label_now: str,

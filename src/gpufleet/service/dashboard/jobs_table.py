@@ -12,8 +12,10 @@ last cycle's ``Status``).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,6 +40,27 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @cached_property
+    def _text(self) -> tuple[str, np.ndarray]:
+        """Every row's "id<TAB>tenant", lower-cased, one per line, and each line's start offset."""
+        lines = [f"{i}\t{t}".lower() for i, t in zip(self.ids, self.tenants, strict=True)]
+        starts = np.zeros(len(lines) + 1, dtype=np.int64)
+        np.cumsum([len(x) + 1 for x in lines], out=starts[1:])
+        return "\n".join(lines), starts
+
+    def search(self, needle: str) -> np.ndarray:
+        """Rows whose id or tenant contains ``needle`` (case-insensitive), ascending: ``str.find``
+        over one string (C) and a binary search per hit, instead of a Python test per row."""
+        needle = needle.lower().replace("\t", " ").replace("\n", " ")
+        text, starts = self._text
+        hits: list[int] = []
+        pos = text.find(needle)
+        while pos >= 0:
+            row = int(np.searchsorted(starts, pos, side="right")) - 1
+            hits.append(row)
+            pos = text.find(needle, int(starts[row + 1]))   # the next row: one hit per row
+        return np.array(hits, dtype=np.int64)
 
 
 def columns(snap: LiveSnapshot) -> Columns:
@@ -75,9 +98,26 @@ class ColumnCache:
 
     def get(self, snap: LiveSnapshot) -> Columns:
         with self._lock:
-            if self._snap is not snap or self._cols is None:
-                self._cols, self._snap = columns(snap), snap
+            if self._cols is None or not self._same(snap):
+                self._cols = columns(snap)
+            self._snap = snap
             return self._cols
+
+    def _same(self, snap: LiveSnapshot) -> bool:
+        """Whether ``snap`` has the cached snapshot's columns. The loop publishes a snapshot every
+        tick, changed or not. The columns are a function of the statuses and of the pending and
+        running job objects (frozen), so a snapshot with the same statuses object (no cycle ran
+        since) and the very same job objects in the same order has the same columns. The check
+        is C loops (``map(operator.is_, …)``), ~ms at 100,000 jobs; a rebuild is ~120 ms."""
+        old = self._snap
+        if old is snap:
+            return True
+        return (old is not None and snap.statuses is old.statuses
+                and _same_objects(snap.pending, old.pending) and _same_objects(snap.running, old.running))
+
+
+def _same_objects(a: dict, b: dict) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a.values(), b.values()))
 
 
 @dataclass(frozen=True)
@@ -136,11 +176,9 @@ def select(cols: Columns, query: Query) -> np.ndarray:
     if query.tenant:
         mask &= cols.tenants == query.tenant
     if query.q:
-        needle = query.q.lower()
-        idx = np.flatnonzero(mask)
-        hit = [i for i in idx if needle in cols.ids[i].lower() or needle in cols.tenants[i].lower()]
-        mask = np.zeros(len(cols), dtype=bool)
-        mask[hit] = True
+        found = np.zeros(len(cols), dtype=bool)
+        found[cols.search(query.q)] = True
+        mask &= found
     idx = np.flatnonzero(mask)
     if query.sort == "id":
         order = np.argsort(cols.ids[idx].astype(str), kind="stable")

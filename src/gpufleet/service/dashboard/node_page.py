@@ -87,8 +87,7 @@ def add_routes(r: APIRouter, d: Dashboard, guard: Guard, guard_post: Guard, read
             return render(d, request, who, name)
         form = await read_form(request, limit=FORM_LIMIT)
         try:
-            if who.role != "admin":  # refused and audited before any work
-                nh.attach(d.svc.store, who, name, nh.DiagnosisDoc(layer="none", failure="", action="none"))
+            nh.require_admin(d.svc.store, who, name)   # refused and audited before any work
             doc, how = _diagnosis_of(form)
             att = nh.attach(d.svc.store, who, name, doc, how)
         except ApiError as e:

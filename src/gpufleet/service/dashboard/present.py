@@ -75,7 +75,11 @@ def biggest_waiting(snap: LiveSnapshot) -> BiggestGang | None:
     equals): the gang most likely to be stuck behind fragmentation."""
     if not snap.pending:
         return None
-    job = max(snap.pending.values(), key=lambda j: (j.total_gpus, -j.submit_time, _neg(j.id)))
+    jobs = list(snap.pending.values())
+    gpus = [j.total_gpus for j in jobs]
+    most = max(gpus)
+    widest = [j for j, g in zip(jobs, gpus, strict=True) if g == most]   # few: the ties only
+    job = min(widest, key=lambda j: (j.submit_time, j.id))
     view, why = views.job_view(snap, job.id), explain(snap, job.id)
     assert view is not None and why is not None
     clock = Clock(snap)
@@ -88,10 +92,6 @@ def biggest_waiting(snap: LiveSnapshot) -> BiggestGang | None:
     else:
         sentence += " The engine gives it no start time yet."
     return BiggestGang(view, why, sentence)
-
-
-def _neg(s: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in s)
 
 
 def stranded_words(snap: LiveSnapshot, summary: views.FleetSummary) -> str:

@@ -19,6 +19,9 @@ and the spares arithmetic (sim/reliability.py), as the CLI's ``simulate``, ``swe
   KPI is the unallocated share of GPU capacity when 100 % has arrived.
 - ``spares``: hot spares so that P(a failure finds no spare) < risk for this fleet's node count
   by the finite-source formula, Llama 3's failure rate and the health machine's repair times.
+- ``capacity``: the committed / capacity-block / spot / on-demand mix (econ/capacity.py's MILP, the
+  default prices of econ/inputs.py) for the demand this fleet has run: every finished job from
+  its start to its end, every running one from its start to now (econ/demand.from_jobs).
 
 Bounds (each a 422 naming the field): ``MAX_POLICIES`` policies, ``MAX_SEEDS`` seeds,
 ``MAX_DAYS`` days, ``MAX_LOADS`` loads, ``MAX_NODES`` nodes for the simulated studies.
@@ -26,18 +29,25 @@ Bounds (each a 422 naming the field): ``MAX_POLICIES`` policies, ``MAX_SEEDS`` s
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from gpufleet.econ.capacity import Prices, plan_capacity, rule_rows
+from gpufleet.econ.demand import from_jobs
+from gpufleet.econ.inputs import load_inputs
+from gpufleet.econ.spot import largest_spot_gang, spot_economics
 from gpufleet.engine.profile import Profile
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.live.whatif import Change, fork
+from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
+from gpufleet.model.job import Job
 from gpufleet.policies.fgd import POLICIES as PACKING
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.dashboard.format import duration_words
@@ -50,7 +60,7 @@ from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import TenantMix, WorkloadSpec, generate
 from gpufleet.traces.openb import MILLI, NodeList, PodList
 
-KINDS = ("policies", "sweep", "fragbench", "spares")
+KINDS = ("policies", "sweep", "fragbench", "spares", "capacity")
 MAX_POLICIES, MAX_SEEDS, MAX_DAYS, MAX_LOADS, MAX_NODES = 3, 3, 7.0, 3, 2000
 MAX_PODS = 20_000
 DAY = 86400.0
@@ -102,8 +112,13 @@ def _names(form: dict[str, str], key: str, allowed: list[str], most: int) -> tup
     return names
 
 
-def parse(kind: str, form: dict[str, str], snap: LiveSnapshot, today: str) -> Params:
-    """The study's parameters from the page's form; ApiError (422) naming the field."""
+Runs = list[tuple[str, float, float]]
+
+
+def parse(kind: str, form: dict[str, str], snap: LiveSnapshot, today: str,
+          history: tuple[list[Job], Runs] | None = None) -> Params:
+    """The study's parameters from the page's form; ApiError (422) naming the field. ``history``
+    (capacity): the jobs that ran and their (id, start, end) runs, source time."""
     if kind not in KINDS:
         raise ApiError(404, f"no study {kind!r}; the studies are {', '.join(KINDS)}")
     if kind != "spares" and len(snap.fleet.nodes) > MAX_NODES:
@@ -130,6 +145,14 @@ def parse(kind: str, form: dict[str, str], snap: LiveSnapshot, today: str) -> Pa
     if kind == "fragbench":
         names = _names(form, "packers", sorted(PACKING), 4) or ("fgd", "bestfit")
         return Params(kind, names, seeds, words=f"{', '.join(names)}, {seeds} seed(s)")
+    if kind == "capacity":
+        jobs, runs = history or ([], [])
+        if not runs:
+            raise ApiError(422, "capacity: no job has run on this fleet yet; there is no demand to plan for",
+                           "capacity")
+        hours = (max(e for _, _, e in runs) - min(s for _, s, _ in runs)) / 3600.0
+        return Params(kind, words=f"{len(runs):,} runs over {hours:,.1f} h",
+                      extra={"jobs": jobs, "runs": runs})
     risk = _number(form, "risk", 0.01, 1e-6, 0.5)
     return Params(kind, risk=risk, words=f"{len(snap.fleet.nodes):,} nodes, risk {risk:g}")
 
@@ -146,8 +169,8 @@ def _pct(raw: str) -> float:
 
 
 def run(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> Table:
-    return {"policies": _policies, "sweep": _sweep, "fragbench": _fragbench, "spares": _spares}[p.kind](
-        p, snap, base, progress)
+    return {"policies": _policies, "sweep": _sweep, "fragbench": _fragbench, "spares": _spares,
+            "capacity": _capacity}[p.kind](p, snap, base, progress)
 
 
 def _wait(s: float | None) -> str:
@@ -213,32 +236,31 @@ def _sweep(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> 
 
 def fragbench_workload(snap: LiveSnapshot) -> Workload:
     """FGD's inputs from the live world: the fleet's nodes, and one pod per replica of every live
-    job (whole GPUs as 1000 milli each, a share as its milli)."""
+    job (whole GPUs as 1000 milli each, a share as its milli), running jobs first, at most
+    ``MAX_PODS`` (FGD inflates the list to 130 % of capacity by drawing from it anyway)."""
     nodes = snap.fleet.nodes
     node_list = NodeList(tuple(n.id for n in nodes), np.array([n.cpus * 1000 for n in nodes], np.int64),
                          np.array([n.memory_gb * 1024 for n in nodes], np.int64),
                          np.array([n.gpus for n in nodes], np.int64), tuple(n.gpu for n in nodes))
-    names, cpu, mem, count, milli, spec = [], [], [], [], [], []
-    jobs = [rj.job for rj in snap.running.values()] + list(snap.pending.values())
-    for j in jobs:
-        for ps in j.pod_sets:
-            r = ps.request
-            if r.mig_profile is not None or (r.gpus == 0 and r.gpu_milli == 0):
-                continue
-            for k in range(ps.replicas):
-                names.append(f"{j.id}/{ps.name}/{k}")
-                cpu.append(int(r.cpus * 1000))
-                mem.append(int(r.memory_gb * 1024))
-                count.append(r.gpus if r.gpus > 0 else 1)
-                milli.append(MILLI if r.gpus > 0 else r.gpu_milli)
-                spec.append(frozenset(r.gpu_models))
-                if len(names) >= MAX_PODS:
-                    break
+    def pods() -> Iterator[tuple[str, int, int, int, int, frozenset[str]]]:
+        for j in [rj.job for rj in snap.running.values()] + list(snap.pending.values()):
+            for ps in j.pod_sets:
+                r = ps.request
+                if r.mig_profile is not None or (r.gpus == 0 and r.gpu_milli == 0):
+                    continue   # a MIG slice or a CPU pod: not a GPU request FGD models
+                for k in range(ps.replicas):
+                    yield (f"{j.id}/{ps.name}/{k}", int(r.cpus * 1000), int(r.memory_gb * 1024),
+                           r.gpus if r.gpus > 0 else 1, MILLI if r.gpus > 0 else r.gpu_milli,
+                           frozenset(r.gpu_models))
+
+    rows = list(itertools.islice(pods(), MAX_PODS))
+    names = [row[0] for row in rows]
     if not names:
         raise ApiError(422, "fragbench: no live job asks for GPUs, so there are no pods to replay", "packers")
-    pods = PodList(tuple(names), np.array(cpu, np.int64), np.array(mem, np.int64), np.array(count, np.int64),
-                   np.array(milli, np.int64), tuple(spec))
-    return Workload(node_list, pods)
+    _, cpu, mem, count, milli, spec = zip(*rows, strict=True)
+    pod_list = PodList(tuple(names), np.array(cpu, np.int64), np.array(mem, np.int64),
+                       np.array(count, np.int64), np.array(milli, np.int64), tuple(spec))
+    return Workload(node_list, pod_list)
 
 
 def _fragbench(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> Table:
@@ -273,3 +295,36 @@ def _spares(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) ->
                  f"Finite source (sim/reliability.py): {nodes * r * DAY:.2f} failures a day (Llama 3's "
                  f"rate), each node away {away / DAY:.2f} d on average (the health machine's steps, repair "
                  "or RMA by kind).")
+
+
+def _capacity(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> Table:
+    cfg = load_inputs(None)
+    c, sp = cfg.capacity, cfg.spot
+    gpn = max(n.gpus for n in snap.fleet.nodes)
+    notice_min = sp.notice_s / 60.0
+    args = (sp.price_ratio, sp.checkpoint_write_min, sp.restart_min, sp.node_mtbi_h * 60.0)
+    one = spot_economics(*args, 1, notice_min)
+    max_nodes = largest_spot_gang(*args, notice_min=notice_min)
+    t0 = min(s for _, s, _ in p.extra["runs"])   # the curve starts at the first run's hour
+    runs = [(j, s - t0, e - t0) for j, s, e in p.extra["runs"]]
+    try:
+        d = from_jobs("this fleet's runs", p.extra["jobs"], runs, gpn, max_nodes)
+    except InputError as e:
+        raise ApiError(422, f"capacity: {e}", "capacity") from None
+    prices = Prices(od=c.od_price_per_gpu_hr, committed_ratio=c.committed_ratio,
+                    block=c.capacity_block_price_per_gpu_hr, block_hours=24 * c.capacity_block_days,
+                    gpus_per_node=gpn, spot_effective=one.effective_price,
+                    spot_by_nodes=tuple((n, spot_economics(*args, n, notice_min).effective_price)
+                                        for n in sorted(set(d.by_nodes()) | {1})))
+    plan = plan_capacity(d, prices)
+    progress(1, 1)
+    rows = [[r.label, f"{r.committed:,.0f}", f"{r.used_fraction:.0%}", f"${r.cost:,.0f}", r.basis]
+            for r in rule_rows(plan)]
+    rows.append(["all on demand", "0", "—", f"${plan.all_od_cost:,.0f}", "on-demand price"])
+    return Table(f"Capacity mix for {d.hours:,} h of this fleet's demand (mean {plan.mean:,.0f} GPUs, "
+                 f"peak {plan.peak:,.0f})", ("rule", "committed GPUs", "hours over it", "cost", "basis"),
+                 rows, None,
+                 f"econ/capacity.py's MILP (HiGHS) at the default prices (on demand "
+                 f"${c.od_price_per_gpu_hr:g}/GPU-h, commitment at {c.committed_ratio:g}×); the demand "
+                 "is the GPUs this fleet's jobs held each hour (finished ones start to end, running ones "
+                 "to now).")

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from gpufleet.live.snapshot import LiveSnapshot
+from gpufleet.model.job import Job
 from gpufleet.policies.fgd import POLICIES as PACKING
 from gpufleet.policies.registry import PROFILES
 from gpufleet.service.auth import Principal
@@ -41,7 +43,8 @@ def add_routes(r: APIRouter, d: Dashboard, guard: Guard, guard_post: Guard, read
         form = await read_form(request)
         snap = d.svc.snapshot()
         try:
-            params = study_kinds.parse(kind, form, snap, d.svc.config.profile_name)
+            history = _history(d, snap) if kind == "capacity" else None
+            params = study_kinds.parse(kind, form, snap, d.svc.config.profile_name, history)
             study = d.studies.submit(params, snap, who.actor)
         except ApiError as e:
             return d.render(request, "study_card.html", who, e.status, study=None, error=e.message, kind=kind)
@@ -57,3 +60,12 @@ def add_routes(r: APIRouter, d: Dashboard, guard: Guard, guard_post: Guard, read
             return d.render(request, "study_card.html", who, 404, study=None, kind=kind,
                             error=f"No study {study_id!r} (finished studies are kept until 20 newer ones).")
         return d.render(request, "study_card.html", who, study=study, error="", kind=kind)
+
+
+def _history(d: Dashboard, snap: LiveSnapshot) -> tuple[list[Job], study_kinds.Runs]:
+    """What this fleet has run: finished jobs (the store) start to end, running ones start to now."""
+    done = [r for r in d.svc.store.history(0.0) if r.start_time is not None and r.end_time is not None]
+    jobs = d.svc.jobs_of(done) + [rj.job for rj in snap.running.values()]
+    runs = [(r.id, float(r.start_time or 0.0), float(r.end_time or 0.0)) for r in done]
+    runs += [(jid, rj.start_time, snap.now) for jid, rj in snap.running.items()]
+    return jobs, runs

@@ -41,6 +41,5 @@ def diagnose_bundle(name: Name, body: nh.BundleIn, svc: Svc, who: Caller) -> nh.
     """Diagnose a node bundle's files here (``{"files": {"dmesg.txt": "…", …}}``, what ``gpufleet node
     collect`` writes) and attach the result. Admin only."""
     _known(svc, name)
-    if who.role != "admin":  # refuse (and audit) before the work of a diagnosis
-        return nh.attach(svc.store, who, name, nh.DiagnosisDoc(layer="none", failure="", action="none"))
+    nh.require_admin(svc.store, who, name)   # before the work of a diagnosis
     return nh.attach(svc.store, who, name, nh.diagnose_files(body), how="bundle")

@@ -58,6 +58,7 @@ def test_a_drained_node_shows_on_allocatable_only(served) -> None:
     assert s.client.post(f"/api/v1/nodes/{node}/drain", headers=s.admin).status_code == 200
     s.tick()
     got = layers(s, node, s.viewer)
+    assert s.client.get(f"/api/v1/nodes/{node}/health", headers=s.viewer).json()["state"] == "draining"
     assert [got[k][0] for k in ("driver", "toolkit", "device_plugin")] == ["ok"] * 3
     assert got["allocatable"] == ("out", "0 of 8 GPUs: drained by an admin: running jobs finish, no new "
                                          "work; 0 still held by running work")
@@ -158,6 +159,8 @@ def test_an_admin_attaches_from_the_node_page_by_paste_and_by_files(served) -> N
     # the bundle's nvidia-smi -q holds 1 of its 8 GPU blocks: the page repeats the CLI's own verdict
     healthy = cli_json("healthy-h100")["failure"]
     assert r.status_code == 200 and f"diagnosis attached (none: {healthy})" in r.text
+    page = text(s.client.get(f"/nodes/{node}").text)   # the bundle is cut: the page says so
+    assert "Not a confident verdict: nvidia-smi-q.txt: 1 of 8 GPU blocks" in page
     r = s.client.post(f"/nodes/{node}/diagnosis", data={"result": "{nope"}, headers=h)
     assert r.status_code == 422 and 'id="action-error">result: not JSON' in r.text
     sign_in(s, s.viewer)
@@ -165,15 +168,16 @@ def test_an_admin_attaches_from_the_node_page_by_paste_and_by_files(served) -> N
     assert s.client.post(f"/nodes/{node}/diagnosis", data={"result": "{}"}, headers=h).status_code == 403
 
 
-@pytest.mark.parametrize(("reason", "driver", "allocatable"), [
-    pytest.param("down*", "fault", "0 of 8 GPUs: out of service (down*)", id="Slurm DOWN* (not responding)"),
-    pytest.param("fail", "fault", "0 of 8 GPUs: failed: its jobs were requeued", id="failed"),
-    pytest.param("drained", "ok", "0 of 8 GPUs: drained by an admin: running jobs finish, no new work",
-                 id="Slurm DRAINED"),
-    pytest.param("reservation maint", "ok", "0 of 8 GPUs: out of service (reservation maint)",
+@pytest.mark.parametrize(("reason", "state", "driver", "allocatable"), [
+    pytest.param("down*", "quarantined", "fault", "0 of 8 GPUs: out of service (down*)",
+                 id="Slurm DOWN* (not responding)"),
+    pytest.param("fail", "quarantined", "fault", "0 of 8 GPUs: failed: its jobs were requeued", id="failed"),
+    pytest.param("drained", "draining", "ok",
+                 "0 of 8 GPUs: drained by an admin: running jobs finish, no new work", id="Slurm DRAINED"),
+    pytest.param("reservation maint", "healthy", "ok", "0 of 8 GPUs: out of service (reservation maint)",
                  id="held for a Slurm reservation"),
 ])
-def test_a_sources_out_of_service_words_pick_the_layer(served, reason: str, driver: str,
+def test_a_sources_out_of_service_words_pick_the_layer(served, reason: str, state: str, driver: str,
                                                         allocatable: str) -> None:
     """The reasons live/slurm.py reports (the node state's last word, lowered) as the virtual
     fleet's: a node that is down or failed broke below the scheduler; drained or reserved did not."""
@@ -185,5 +189,6 @@ def test_a_sources_out_of_service_words_pick_the_layer(served, reason: str, driv
     node = table.names[0]
     out = nh.health(replace(snap, table=table, out_of_service={node: reason}), node, None)
     got = {row.key: (row.state, row.words) for row in out.layers}
+    assert out.state == state
     assert got["driver"][0] == driver
     assert got["allocatable"] == ("out", allocatable + "; 0 still held by running work")

@@ -212,3 +212,39 @@ def test_a_member_holds_its_own_job_but_gets_no_buttons_on_another_tenants(serve
     assert r.status_code == 303 and s.svc.store.job("g3").state == "held"
     assert s.client.post("/jobs/theirs/cancel", headers=ORIGIN).status_code == 403
     assert s.svc.store.job("theirs").state != "cancelled"
+
+
+def test_the_jobs_columns_are_built_again_only_when_the_world_changed(served_tenancy) -> None:
+    """The loop publishes a snapshot every tick; the Jobs table's columns are rebuilt for a tick
+    that changed something (here a submission, which makes a cycle), not for an idle one."""
+    from gpufleet.service.dashboard.jobs_table import ColumnCache
+    s = served_tenancy
+    submit(s, "a1")
+    submit(s, "big", replicas=16)       # 128 GPUs on a 64-GPU fleet: pending for good
+    s.tick()
+    cache = ColumnCache()
+    first = cache.get(s.svc.snapshot())
+    s.tick(1.0)                          # nothing happened: a new snapshot, the same world
+    assert s.svc.snapshot() is not None and cache.get(s.svc.snapshot()) is first
+    submit(s, "a2")
+    s.tick(1.0)
+    again = cache.get(s.svc.snapshot())
+    assert again is not first and sorted(again.ids) == ["a1", "a2", "big"]
+
+
+def test_the_text_search_finds_ids_and_tenants_once_per_row_and_never_across_them(served_tenancy) -> None:
+    """Jobs a-1, a-2 (tenant a) and b-1 (tenant b): "a" is in a-1, a-2 (id and tenant: one row
+    each); "b" is in b-1 only; "1" in a-1 and b-1; "1 a" or "1\\ta" spans id and tenant: nothing."""
+    from gpufleet.service.dashboard.jobs_table import columns
+    s = served_tenancy
+    for jid, tenant in (("a-1", "a"), ("a-2", "a"), ("b-1", "b")):
+        submit(s, jid, tenant=tenant)
+    s.tick()
+    cols = columns(s.svc.snapshot())
+
+    def found(needle: str) -> list[str]:
+        return sorted(str(cols.ids[i]) for i in cols.search(needle))
+    assert found("A") == ["a-1", "a-2"]
+    assert found("b") == ["b-1"]
+    assert found("1") == ["a-1", "b-1"]
+    assert found("1\ta") == found("1 a") == []

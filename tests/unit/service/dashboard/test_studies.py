@@ -9,6 +9,7 @@ import html as html_lib
 
 import pytest
 
+from gpufleet.econ.inputs import load_inputs
 from gpufleet.service.dashboard import study_kinds
 from gpufleet.sim import reliability as R
 from gpufleet.sim.failures import FailureConfig, mean_out_of_service_s
@@ -112,3 +113,28 @@ def test_a_study_needs_a_session_and_a_page_of_ours(served_tenancy) -> None:
     sign_in(s, s.viewer)
     r = s.client.post("/studies/spares", data={}, headers={"Origin": "http://evil.example"})
     assert r.status_code == 403
+
+
+def test_plan_capacity_plans_for_the_demand_this_fleet_has_run(served_tenancy) -> None:
+    """b1 (16 GPUs, 3,600 s) has finished, a1 (8 GPUs) has run 5,400 s: 16 × 1 h + 8 × 1.5 h = 28
+    GPU-hours, at most 24 GPUs at once; all on demand costs 28 × the on-demand price."""
+    s = served_tenancy
+    s.post_job({"id": "a1", "tenant": "a", "run_time": 7200.0, "pod_sets": [{"replicas": 1, "gpus": 8}]})
+    s.post_job({"id": "b1", "tenant": "b", "run_time": 3600.0, "pod_sets": [{"replicas": 2, "gpus": 8}]})
+    s.tick()
+    s.tick(3600.0)
+    s.tick(1800.0)
+    assert s.svc.store.job("b1").state == "finished" and s.svc.store.job("a1").state == "running"
+    sign_in(s, s.viewer)
+    card = run(s, "capacity", {})
+    od = load_inputs(None).capacity.od_price_per_gpu_hr
+    assert "Capacity mix for 2 h of this fleet's demand" in card and "peak 24)" in card
+    assert f"all on demand 0 — ${28 * od:,.0f}" in card
+
+
+def test_plan_capacity_before_anything_ran_says_so(served_tenancy) -> None:
+    s = served_tenancy
+    s.tick()
+    sign_in(s, s.viewer)
+    r = s.client.post("/studies/capacity", data={}, headers=ORIGIN)
+    assert r.status_code == 422 and "no job has run on this fleet yet" in r.text
