@@ -102,9 +102,9 @@ def finite_positive(value: float | None) -> float | None:
 
 
 def working(what: str) -> Any:
-    """A spinner on stderr naming ``what`` while a computation of several seconds runs, with the
-    seconds elapsed (Rich's status). Only at a terminal: piped or redirected stderr gets nothing,
-    so logs and ``-o json`` stay clean."""
+    """A spinner on stderr naming ``what`` while a computation of several seconds runs (Rich's
+    status). Only at a terminal: piped or redirected stderr gets nothing, so logs and ``-o json``
+    stay clean."""
     if err_console.is_terminal:
         return err_console.status(f"{what} …")
     return contextlib.nullcontext()

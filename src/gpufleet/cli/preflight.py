@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from gpufleet.cli.common import Output, Table, console, emit_json, one_line_errors
+from gpufleet.cli.common import Output, Table, console, emit_json, one_line_errors, working
 from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError
 from gpufleet.ops.gate_plan import plan
@@ -74,7 +74,8 @@ def run_cmd(
         if v is not None and not (0 < v < 1e6):
             raise InputError(name, "", f"expected a positive number below 1e6 (got {v})")
     opts = Options(list(storage or []), min_busbw, fleet_tflops, fleet_hbm, min_nic_gbps)
-    results = run_preflight(long=long, opts=opts)
+    with working(f"running the {'long' if long else 'quick'} pre-flight checks"):
+        results = run_preflight(long=long, opts=opts)
     verdict = gate_verdict(results, waive or [])
     if output == "json":
         checks = as_dicts(results)

@@ -26,7 +26,7 @@ from gpufleet.adapters.slurm.explain import explain as explain_job
 from gpufleet.adapters.slurm.fleet_conf import read_fleet, write_fleet
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError, SlurmReader, build_snapshot
-from gpufleet.cli.common import console, err_console, fail, one_line_errors
+from gpufleet.cli.common import console, err_console, fail, one_line_errors, working
 from gpufleet.cli.main import app
 from gpufleet.cli.outdir import claim_out_dir
 from gpufleet.model.errors import InputError
@@ -284,10 +284,12 @@ def compare(
                                 max_gpus=min(n.gpus for n in fleet.nodes))
     started = time.monotonic()
     try:
-        run = run_on_slurm(SlurmCli(slurm_conf), workload, timeout_s=timeout)
+        with working(f"running {jobs} sleep jobs on Slurm (at most {timeout:g} s)"):
+            run = run_on_slurm(SlurmCli(slurm_conf), workload, timeout_s=timeout)
     except (SlurmCommandError, TimeoutError) as e:
         raise fail(str(e)) from None
-    cmp = replay(fleet, conf, workload, run, backfill, slurm_nodes=node_choice == "cons-tres")
+    with working("replaying them through the engine"):
+        cmp = replay(fleet, conf, workload, run, backfill, slurm_nodes=node_choice == "cons-tres")
     meta = {"wall_s": round(time.monotonic() - started, 1), "submit_s": round(run.submit_s, 1),
             "drain_s": round(run.drain_s, 1),
             "cluster": f"{len(fleet)} nodes, {fleet.total_gpus} GPUs ({slurm_conf})",
