@@ -534,7 +534,11 @@ do_node_start() {
   log "started slurmd of $n"
 }
 
-do_env() { echo "export SLURM_CONF=$B/etc/slurm.conf"; }
+do_env() {
+  echo "export SLURM_CONF=$B/etc/slurm.conf"
+  [ "$RESTD" = 1 ] && echo "export SLURMRESTD_URL=http://127.0.0.1:$RESTD_PORT"   # gpufleet serve --source slurm --slurmrestd $SLURMRESTD_URL
+  return 0
+}
 
 do_status() {
   local f
