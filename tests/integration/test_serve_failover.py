@@ -88,18 +88,25 @@ async def load(ports: tuple[int, int], token: str, leader: subprocess.Popen, db:
                watcher: threading.Thread) -> tuple[set[int], float, dict]:
     acked: set[int] = set()
     headers = {"Authorization": f"Bearer {token}"}
-    clients = [httpx.AsyncClient(base_url=f"http://127.0.0.1:{p}", headers=headers, timeout=5,
+    clients = [httpx.AsyncClient(base_url=f"http://127.0.0.1:{p}", headers=headers, timeout=10,
                                  limits=httpx.Limits(max_connections=32)) for p in ports]
 
     async def one(i: int) -> None:
-        for c in (clients[i % 2], clients[1]):  # A's share falls back to B
+        """Like a client behind a load balancer: A's share falls back to B, and a request that
+        timed out is sent again with the same key (the machine is shared: B may be slow)."""
+        c = clients[i % 2]
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
             try:
                 r = await c.post("/api/v1/jobs", json=body(i), headers={"Idempotency-Key": f"fo-key-{i}"})
             except httpx.HTTPError:
+                c = clients[1]  # A is gone (or slow): B, with the same key
+                await asyncio.sleep(0.2)
                 continue
             if r.status_code in (200, 201):
                 acked.add(i)
                 return
+            c = clients[1]
 
     t0 = time.monotonic()
     killed_at = 0.0

@@ -180,9 +180,10 @@ class LiveLoop:
         for sink in self.sinks:
             sink(events)
         prev = self._snapshot
-        if prev is not None and not (changed or moved or cycled):
+        if prev is not None and not (changed or moved or cycled or getattr(self.source, "external", False)):
             # Nothing moved: the last picture with the clock and health brought up to date (a
-            # full one copies the 100,000-job maps and the node columns: 30 ms a tick).
+            # full one copies the 100,000-job maps and the node columns: 30 ms a tick). Not for
+            # an external source: a read can change what it holds without an event.
             self._snapshot = replace(prev, now=now, health=self.source.health())
         else:
             self._snapshot = take_snapshot(self.source, now, self.statuses, self.last, self.cycles)

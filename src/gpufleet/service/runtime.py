@@ -15,6 +15,7 @@ edits are re-applied, and the source clock goes on from where it was.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from dataclasses import replace
@@ -53,6 +54,7 @@ from gpufleet.service.store.db import JobRecord, body_hash
 from gpufleet.service.store.schema import jobs as jobs_table
 
 SOURCES = ("virtual", "slurm", "kubernetes")
+log = logging.getLogger("gpufleet.service")
 NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
 
 
@@ -176,10 +178,18 @@ class Service:
         if not self.leadership.leading:
             return
         rows = self.store.changes_after(self._cursor)
+        if self.external:  # jobs went to the source on the request's thread: nodes and quota only
+            self._cursor = rows[-1]["seq"] if rows else self._cursor
+            rows = [r for r in rows if r["kind"] in ("node", "quota")]
         for row, rec in commands_of(rows, self._fresh, self.store):
-            self._cursor = row["seq"]
+            self._cursor = max(self._cursor, row["seq"])
             if row["kind"] == "submit" and rec is not None and not isinstance(rec, Job):
-                rec = job_from_body(rec.body)
+                try:
+                    rec = job_from_body(rec.body)
+                except ValueError as e:  # a stored body this build cannot read: skip it, keep going
+                    log.warning("change %s: job %s not applied (%s)", row["seq"], row["target"],
+                                str(e).splitlines()[0])
+                    continue
             cmd = self._command(row, rec)
             if cmd is not None:  # a submission only adds a job: the engine may reuse its memo
                 self.loop.post(cmd, rec if row["kind"] == "submit" else None)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 from tests.unit.service.conftest import job_body
 
+from gpufleet.live.whatif import Change, fork, fork_seeds
+from gpufleet.service.jobs import build_job, parse_submission
+
 
 def probe(replicas: int) -> dict:
     return {"run_time": 600, "pod_sets": [{"replicas": replicas, "gpus": 8}]}
@@ -51,3 +54,17 @@ def test_a_bad_what_if_is_a_422_naming_the_field(served, body, field):
     r = served.client.post("/api/v1/whatif", json=body, headers=served.viewer)
     assert r.status_code == 422
     assert r.json()["error"]["field"] == field
+
+
+def test_seeds_forked_into_child_processes_answer_what_the_same_forks_answer_here(served):
+    """fork_seeds runs each seed in a child process: the answers are the in-process ones, seed
+    by seed (the same snapshot, the same seeded draws)."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.post_job(job_body("next", gpus=8, replicas=4, run_time=1800))
+    served.tick()
+    snap = served.svc.snapshot()
+    shape = build_job(parse_submission({"id": "p", **probe(2)}), "p", snap.now)
+    here = [fork(snap, served.svc.source.profile, Change(), shape, seed=k) for k in range(3)]
+    there = fork_seeds(snap, served.svc.source.profile, Change(), shape, 3)
+    assert there == here
+    assert here[0].probe_start == pytest.approx(snap.now + 3600, abs=1)
