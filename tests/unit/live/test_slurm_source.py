@@ -255,10 +255,12 @@ def test_a_restart_over_slurm_sends_nothing_again_and_keeps_what_slurm_runs(tmp_
 def test_an_overdue_estimate_does_not_rerun_the_cycle_until_slurm_is_read_again():
     """Job 1's reservation starts when job 3's limit ends; past that time Slurm has not started it
     yet, but the same input gives the same answer: five ticks without a read run one cycle (the
-    loop's idle cycle, every 60 s of source time), not five."""
+    loop's idle cycle, every 60 s of source time), not five. The duty gap (a wall-clock pause
+    after each cycle, to share the CPU with the API) is off: the ticks here are back to back and
+    the question is about source time."""
     t = [recorded_view().queue.taken_at]
     src = SlurmSource(Replay(), poll_s=3.0, wall=lambda: t[0])
-    loop = LiveLoop(src, epoch=t[0], clock=lambda: t[0])
+    loop = LiveLoop(src, epoch=t[0], clock=lambda: t[0], duty=0.0)
     loop.tick()
     assert loop.cycles == 1 and src.reservations
     t[0] = max(r.start for r in src.reservations) + 1.0     # every reservation overdue
