@@ -213,3 +213,14 @@ def test_every_file_option_given_an_empty_file_gives_a_result_or_one_line(path, 
         if res.exit_code == 1 and " ".join(path) == "preflight run":
             continue
         result_or_one_line(res)
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host:6820", "http://", "6820"])
+def test_serve_refuses_a_slurmrestd_address_that_is_not_an_http_url_before_starting(url, tmp_path):
+    """Before the check, ``--slurmrestd notaurl`` started the service and reported the source as
+    unreachable for ever (found trying serve as a new user, 2026-12-02)."""
+    res = runner.invoke(app, ["serve", "--source", "slurm", "--slurmrestd", url,
+                              "--data-dir", str(tmp_path / "d"), "--port", "1"])
+    assert res.exit_code == 2 and "--slurmrestd" in res.output and "http://host:6820" in res.output
+    result_or_one_line(res)
+    assert not (tmp_path / "d").exists()

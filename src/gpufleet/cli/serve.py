@@ -12,6 +12,7 @@ import os
 import socket
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -108,6 +109,10 @@ def serve(
         raise fail(f"--source {source!r}: expected virtual, slurm or kubernetes")
     if kube_mode not in ("observer", "scheduler"):
         raise fail(f"--kube-mode {kube_mode!r}: expected observer or scheduler")
+    if slurmrestd is not None:
+        rest = urlsplit(slurmrestd)
+        if rest.scheme not in ("http", "https") or not rest.hostname:
+            raise fail(f"--slurmrestd {slurmrestd!r}: expected a URL such as http://host:6820")
     # a real source brings its own nodes (slurm.conf and scontrol; the API server's Node objects)
     the_fleet = load_fleet(fleet) if fleet is not None else \
         bundled("default").fleet if source == "virtual" else Fleet((), name=source)
