@@ -13,6 +13,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from gpufleet.engine.checkpoints import eviction_cost, remaining_run_s
+from gpufleet.engine.fit import node_need
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
@@ -127,12 +128,7 @@ class VirtualSource:
             return False
         if len(binds) != job.total_pods:
             return False
-        need: dict[int, list[float]] = {}
-        for b in binds:
-            n = need.setdefault(b.node, [0.0, 0.0, 0.0])
-            n[0] += b.request.gpus
-            n[1] += b.request.cpus
-            n[2] += b.request.memory_gb
+        need = node_need(binds)
         t = c.table
         if any(g > t.gpu_free[i] or cpu > t.cpu_free[i] or mem > t.mem_free[i]
                for i, (g, cpu, mem) in need.items()):
