@@ -17,13 +17,14 @@ Interface (every driver: the simulator, the service's live loop, Slurm, Kubernet
   keep it and hand it back, never read or build its fields. It is tied to the profile it was made
   under (another profile starts afresh).
 - ``run_incremental`` answers from the memo when one of the rules below proves the full cycle
-  would decide the same, and runs ``run_cycle`` otherwise; either way it returns the decisions as
-  a ``CycleResult`` (``stats.reused`` names the rule, "" for a full cycle) and the next memo. A
-  reused result holds statuses only for the jobs it judged (the arrivals): every other waiting job
-  keeps the status it last had, which is what a driver that logs on change needs.
-- ``reused_answer`` is the first half alone (the rule's answer, or None), for a driver that has a
-  shortcut of its own over the full cycle (the simulator's input cut).
-- ``verify=True`` runs the full cycle beside every reused answer and raises
+  would decide the same, and runs the cycle otherwise (cut, where rule 3 applies); either way it
+  returns the decisions as a ``CycleResult`` (``stats.reused`` names the rule, "" for a cycle that
+  ran) and the next memo. A reused result holds statuses only for the jobs it judged (the
+  arrivals): every other waiting job keeps the status it last had, which is what a driver that
+  logs on change needs. A cut result holds statuses for the jobs the cycle saw, and per shape
+  class the verdict of the jobs it left out (``CycleResult.left_out``).
+- ``reused_answer`` is the first half alone (the rule's answer from the memo, or None).
+- ``verify=True`` runs the full cycle beside every reused or cut answer and raises
   ``IncrementalMismatch`` when they decide differently (the tests and benchmarks turn it on).
 
 Which rule may fire is declared by the policies (engine/reuse.py, ``CycleReuse``), never found by
@@ -40,9 +41,12 @@ checking concrete types. The rules, each with the premises it checks and why it 
    (by (−priority, submit time, id)), which still waits. The pass tries the same jobs on the same
    table in the same order and stops at the same job; every job behind it, the arrivals included,
    gets the status for jobs the pass did not reach.
+3. *The cut* (``CycleReuse.cut``: the same policies as 1 or 2; any news). The cycle runs on the
+   head of each shape class only, read from the driver's ``PendingQueue``; the proof and its
+   checks are in engine/cut.py.
 
-The simulator's other shortcuts (the greedy cycle cut, sim/greedy_cut.py; carrying EASY cycles on,
-sim/easy_carry.py) are switched on by the same declarations and still live in sim/.
+The simulator's last shortcut, carrying EASY cycles on from the last backfill scan
+(sim/easy_carry.py), is switched on by the same declarations and still lives in sim/.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gpufleet.engine.cut import cut_cycle
 from gpufleet.engine.cycle import run_cycle, unexamined_status
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.profile import Profile
@@ -109,18 +114,22 @@ class IncrementalMismatch(AssertionError):
 def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
                     verify: bool = False) -> tuple[CycleResult, CycleMemo]:
     """The cycle at ``inp``, reusing what ``memo`` proves unchanged; and the next memo."""
+    memo = memo.under(inp.profile)
     reused = reused_answer(memo, delta, inp, verify=verify)
     if reused is not None:
-        return reused, memo.under(inp.profile)
-    result = run_cycle(inp)
+        return reused, memo
+    if memo.reuse.cut is None:
+        result = run_cycle(inp)
+    else:
+        result = cut_cycle(inp, memo.reuse.cut, run_cycle)
+        if verify and result.left_out:
+            check(result, run_cycle(inp))
     return result, remember(memo, inp, result)
 
 
 def reused_answer(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
                   verify: bool = False) -> CycleResult | None:
-    """The answer a rule proves from ``memo`` (the memo stays as it is), or None: run the cycle.
-    For a driver with shortcuts of its own over the full cycle (the simulator's cut): it asks
-    this first, and runs its shortcut through ``run_incremental`` with ``CycleDelta.unknown()``."""
+    """The answer a rule proves from ``memo`` (the memo stays as it is), or None: run the cycle."""
     reused = _reuse(memo.under(inp.profile), delta, inp)
     if reused is not None and verify:
         check(reused, run_cycle(inp))
@@ -190,12 +199,13 @@ def check(reused: CycleResult, full: CycleResult, *, where: str = "",
     bindings, reservations and evictions, and each judged job held back with the same code
     (the exact status where the rule promises it: jobs past a strict-FIFO stop).
 
+    A cut cycle promises the exact status of every job it saw and of every job it left out.
     A carried-on cycle (the simulator's EASY carry) promises more, and says so with ``earlier``
     (the verdicts every waiting job last had) and ``shape`` (a status without its numbers): each
     job it judged gets the full cycle's exact status, every job in ``earlier`` keeps a verdict of
     the same shape, and the full cycle judges no job beyond those two. ``where`` names the
     instant in the error."""
-    rule = reused.stats.reused or "carried"
+    rule = reused.stats.reused or ("cut" if reused.left_out else "carried")
 
     def need(ok: bool, what: object) -> None:
         if not ok:
@@ -205,12 +215,15 @@ def check(reused: CycleResult, full: CycleResult, *, where: str = "",
     need(full.bindings == reused.bindings, "bindings")
     need(full.reservations == reused.reservations, ("reservations", full.reservations))
     need(full.preemptions == reused.preemptions, ("preemptions", full.preemptions))
-    exact = reused.stats.reused == BEHIND_STOP or shape is not None
+    exact = reused.stats.reused == BEHIND_STOP or shape is not None or bool(reused.left_out)
     for jid, status in reused.statuses.items():
         got = full.statuses.get(jid)
         need(got is not None and got.code is status.code, (jid, got, status))
         if exact:
             need(got == status, (jid, got, status))
+    for left in reused.left_out:
+        for jid in left.ids():
+            need(full.statuses.get(jid) == left.verdict, (jid, "left out", full.statuses.get(jid)))
     if shape is None:
         return
     for jid, status in full.statuses.items():

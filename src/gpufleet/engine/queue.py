@@ -27,6 +27,7 @@ from typing import overload
 
 import numpy as np
 
+from gpufleet.engine.shape_classes import ShapeClasses
 from gpufleet.engine.types import PendingJob
 from gpufleet.model.ids import JobId
 
@@ -207,6 +208,9 @@ class PendingQueue(Sequence[PendingJob]):
         self._added: list[int] = []               # rows added since ``_order`` was built
         self._removed = False                     # rows removed since ``_order`` was built
         self._live: np.ndarray | None = None      # live rows in input order (cache)
+        #: The same jobs by shape class, each class in priority-FIFO order (engine/shape_classes.py).
+        self.shapes = ShapeClasses()
+        self._bound = 0                           # queued jobs with pods bound (partial gangs)
         self.extend(jobs)
 
     # ---- what a driver does -----------------------------------------------------------------
@@ -224,14 +228,18 @@ class PendingQueue(Sequence[PendingJob]):
         self._row[pj.job.id] = row
         self._added.append(row)
         self._live = None
+        self.shapes.add(pj.job)
+        self._bound += bool(pj.bound)
 
     def refresh(self, pj: PendingJob) -> None:
         """Swap in a new ``PendingJob`` for the same queued job (its ``bound`` pods changed),
         keeping its place in the queue; the job itself, hence every column, is unchanged. Views
         taken earlier see the new one too (they read jobs, and the job is the same)."""
         row = self._row[pj.job.id]
-        if self._store.jobs[row].job is not pj.job:
+        old = self._store.jobs[row]
+        if old.job is not pj.job:
             raise ValueError(f"refresh of {pj.job.id!r} with a different Job; remove and add it")
+        self._bound += bool(pj.bound) - bool(old.bound)
         self._store.jobs[row] = pj
 
     def extend(self, jobs: Iterable[PendingJob]) -> None:
@@ -244,7 +252,10 @@ class PendingQueue(Sequence[PendingJob]):
         self._alive[row] = False
         self._removed = True
         self._live = None
-        return self._store.jobs[row]
+        pj = self._store.jobs[row]
+        self.shapes.remove(pj.job)
+        self._bound -= bool(pj.bound)
+        return pj
 
     def discard(self, job: JobId) -> None:
         if job in self._row:
@@ -259,6 +270,15 @@ class PendingQueue(Sequence[PendingJob]):
     def get(self, job: JobId) -> PendingJob | None:
         row = self._row.get(job)
         return None if row is None else self._store.jobs[row]
+
+    @property
+    def partial(self) -> bool:
+        """Some queued job holds bound pods (a partially placed gang)."""
+        return self._bound > 0
+
+    def position(self, job: JobId) -> int:
+        """Where ``job`` sits in the order added (its place in ``view()``'s order, as a rank)."""
+        return self._row[job]
 
     # ---- what the engine reads --------------------------------------------------------------
 

@@ -146,9 +146,26 @@ class CycleStats:
 
 
 @dataclass(frozen=True, slots=True)
+class LeftOut:
+    """The jobs of one shape class a cut cycle did not hand the engine (engine/cut.py): each got
+    ``verdict``. ``keys`` is the class's waiting jobs' order keys in order, the queue's own list:
+    read it before the queue changes (a driver applies a result before it starts anything)."""
+
+    key: tuple
+    keys: Sequence[tuple[int, float, JobId]]
+    included: int
+    verdict: Status
+
+    def ids(self) -> list[JobId]:
+        return [k[2] for k in self.keys[self.included:]]
+
+
+@dataclass(frozen=True, slots=True)
 class CycleResult:
     bindings: tuple[PodBinding, ...]
     started: tuple[JobId, ...]
+    #: Every waiting job's status; after a cut cycle, the jobs it handed the engine (``left_out``
+    #: has the others); after a reused answer, the jobs it judged (engine/incremental.py).
     statuses: Mapping[JobId, Status]
     reservations: tuple[Reservation, ...] = ()
     preemptions: tuple[Preemption, ...] = ()
@@ -157,6 +174,8 @@ class CycleResult:
     admission: AdmissionState = field(default_factory=AdmissionState)
     #: What the backfill scan concluded (``BackfillTrace``); None when no scan ran.
     backfill: BackfillTrace | None = None
+    #: Per shape class a cut cycle cut, the verdict of the jobs it left out (engine/cut.py).
+    left_out: tuple[LeftOut, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

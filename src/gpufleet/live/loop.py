@@ -197,11 +197,14 @@ class LiveLoop:
         delta = CycleDelta.unknown() if self._other else CycleDelta(arrived=tuple(self._arrived))
         self._arrived, self._other = [], False
         result, self._memo = decide(inp, delta, self._memo)
+        left_out = {jid: left.verdict for left in result.left_out for jid in left.ids()}
         events = self.source.apply(result, now)
         if result.stats.reused:  # statuses for the arrivals only: the others keep theirs
             merged = dict(self.statuses)
             merged.update(result.statuses)
             self.statuses = merged
+        elif left_out:  # a cut cycle: the jobs it left out got their class's verdict
+            self.statuses = {**result.statuses, **left_out}
         else:
             self.statuses = Settled(result.statuses)
             len(self.statuses)  # settled here, before it is published: no reader waits for it

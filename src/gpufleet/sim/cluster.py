@@ -12,7 +12,6 @@ from gpufleet.engine.types import PendingJob, RunningJob
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.sim.shape_queues import ShapeQueues
 
 
 class RunningJobs(dict[JobId, RunningJob]):
@@ -81,8 +80,6 @@ class SimulatedCluster:
     #: refreshed on demand.
     _views: PendingQueue = field(default_factory=PendingQueue, repr=False)
     _stale: set[JobId] = field(default_factory=set, repr=False)
-    #: The same pending jobs by shape class, in order (sim/shape_queues.py).
-    shapes: ShapeQueues = field(default_factory=ShapeQueues, repr=False)
     #: Ids of jobs that (re)joined the queue since a reader last cleared it; None: not kept (the
     #: driver-compatibility filter turns it on: sim/upgrade_compat.py).
     entered: list[JobId] | None = field(default=None, repr=False)
@@ -93,7 +90,6 @@ class SimulatedCluster:
     def submit(self, job: Job) -> None:
         self.pending[job.id] = job
         self._views.add(PendingJob(job))
-        self.shapes.add(job)
         if self.entered is not None:
             self.entered.append(job.id)
 
@@ -102,10 +98,7 @@ class SimulatedCluster:
         in ``partial`` for the caller to give back); the job, or None when it was not pending."""
         self._views.discard(jid)
         self._stale.discard(jid)
-        job = self.pending.pop(jid, None)
-        if job is not None:
-            self.shapes.remove(job)
-        return job
+        return self.pending.pop(jid, None)
 
     def replace_pending(self, job: Job) -> None:
         """Swap a pending job for a changed copy of itself (same id; e.g. a new node filter, whose
@@ -145,7 +138,6 @@ class SimulatedCluster:
 
     def start(self, jid: JobId, now: float) -> RunningJob:
         job = self.pending.pop(jid)
-        self.shapes.remove(job)
         self._views.discard(jid)
         self._stale.discard(jid)
         rj = RunningJob(job, now, tuple(self.partial.pop(jid, ())), self.progress.get(jid, 0.0),
@@ -172,7 +164,6 @@ class SimulatedCluster:
         self.progress[jid] = saved_progress
         self.pending[jid] = rj.job
         self._views.add(PendingJob(rj.job))
-        self.shapes.add(rj.job)
         if self.entered is not None:
             self.entered.append(jid)
         return rj

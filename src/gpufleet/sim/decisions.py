@@ -28,8 +28,7 @@ from gpufleet.model.ids import JobId
 from gpufleet.sim.recorder import Recorder
 
 if TYPE_CHECKING:
-    from gpufleet.sim.greedy_cut import Cut
-    from gpufleet.sim.shape_queues import ShapeQueues
+    from gpufleet.engine.queue import PendingQueue
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -51,6 +50,11 @@ def status_shape(status: Status) -> tuple:
     return (status.code, status.policy, stripped)
 
 
+def _in_class(queue: PendingQueue, jid: JobId, key: tuple) -> bool:
+    pj = queue.get(jid)
+    return pj is not None and pj.job.shape_key == key
+
+
 def wait_detail(status: Status) -> str:
     est = "" if status.estimated_start is None else f" (estimated start t={status.estimated_start:.0f})"
     return status.explain() + est
@@ -62,6 +66,11 @@ class DecisionLog:
     _raw: dict[str, tuple] = field(default_factory=dict)
     _logged: dict[str, tuple] = field(default_factory=dict)
     _reserved: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    #: Per shape class the last cut cycle cut: its verdict's shape, and the included jobs logged
+    #: otherwise; ``_mark``: the queue's join position then (``record_cut``).
+    _settled: dict[tuple, tuple] = field(default_factory=dict)
+    _unsettled: dict[tuple, set[JobId]] = field(default_factory=dict)
+    _mark: int = 0
 
     def record(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
                submit_times: dict[str, float]) -> None:
@@ -82,14 +91,17 @@ class DecisionLog:
             rec.event(t, "wait", jid, wait_detail(status))
 
     def record_cut(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
-                   submit_times: dict[str, float], cut: Cut, shapes: ShapeQueues,
+                   submit_times: dict[str, float], queue: PendingQueue,
                    line_key: Callable[[JobId, Status], tuple]) -> None:
-        """``record`` for a cut cycle (sim/greedy_cut.py): the engine judged the included jobs;
-        every left-out job of a class gets the class's verdict. The lines are the ones ``record``
-        would write for the full cycle, in its order (``line_key``: where the full cycle's status
-        board lists the job), but only the jobs whose logged shape may differ are looked at: the
-        class's dirty set while its verdict's shape stays the settled one, every left-out job of
-        the class when it changes."""
+        """``record`` for a cut cycle (engine/cut.py): the engine judged the included jobs; every
+        left-out job of a class got the class's verdict (``CycleResult.left_out``). The lines are
+        the ones ``record`` would write for the full cycle, in its order (``line_key``: where the
+        full cycle's status board lists the job), but only the jobs whose logged shape may differ
+        are looked at. While a class's verdict keeps the shape it had at the last cut cycle
+        (``_settled``), every left-out job that was in the class then is logged with that shape,
+        unless it was included then and logged otherwise (``_unsettled``); so the jobs to look at
+        are those and the ones that joined since (``ShapeClasses.joined_since``). When the shape
+        changed, every left-out job of the class is looked at."""
         self._reservations(rec, t, result.reservations, names)
         self._backfills(rec, t, result, submit_times)
         lines: list[tuple[tuple, JobId, str]] = []
@@ -102,31 +114,39 @@ class DecisionLog:
             if self._logged.get(judged) != shape:
                 self._logged[judged] = shape
                 lines.append((line_key(judged, status), judged, wait_detail(status)))
-        for c, (keys, k) in cut.classes.items():
-            verdict = cut.verdicts[c]
+        joined: dict[tuple, list[JobId]] = {}
+        for jid in queue.shapes.joined_since(self._mark):
+            pj = queue.get(jid)
+            if pj is not None:
+                joined.setdefault(pj.job.shape_key, []).append(jid)
+        settled: dict[tuple, tuple] = {}
+        unsettled: dict[tuple, set[JobId]] = {}
+        for left in result.left_out:
+            c, verdict = left.key, left.verdict
             shape = status_shape(verdict)
-            detail = ""
-            if shapes.settled.get(c) == shape:
-                included = {key[2] for key in keys[:k]}
-                look = [jid for jid in shapes.dirty[c] if jid not in included]
+            included = {key[2] for key in left.keys[:left.included]}
+            if self._settled.get(c) == shape:
+                look = [jid for jid in (*self._unsettled.get(c, ()), *joined.get(c, ()))
+                        if jid not in included and _in_class(queue, jid, c)]
             else:
-                look = [key[2] for key in keys[k:]]
+                look = left.ids()
+            detail = ""
             for left_out in look:
                 if self._logged.get(left_out) != shape:
                     self._logged[left_out] = shape
                     self._raw.pop(left_out, None)
                     detail = detail or wait_detail(verdict)
                     lines.append((line_key(left_out, verdict), left_out, detail))
+            settled[c] = shape
+            unsettled[c] = {jid for jid in included if self._logged.get(jid) != shape}
         lines.sort()
         for _, waiting, line in lines:
             rec.event(t, "wait", waiting, line)
-        for c in shapes.settled:
-            if c not in cut.classes:
-                shapes.settled[c] = None
-        for c, (keys, k) in cut.classes.items():
-            shape = status_shape(cut.verdicts[c])
-            shapes.settled[c] = shape
-            shapes.dirty[c] = {key[2] for key in keys[:k] if self._logged.get(key[2]) != shape}
+        self._settled, self._unsettled, self._mark = settled, unsettled, queue.shapes.mark
+
+    def unsettle(self) -> None:
+        """Statuses were logged for every job (an uncut cycle): no class's settled shape holds."""
+        self._settled, self._unsettled = {}, {}
 
     def started(self, jid: str) -> None:
         """A job left the queue: its next wait (after a preemption or failure) is logged afresh."""

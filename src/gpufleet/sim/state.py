@@ -105,8 +105,6 @@ class SimState:
     #: ``Carry``); None after any instant whose news was not arrivals and finishes.
     carry: Carry | Remembered | None = None
     carried_cycles: int = 0
-    #: GPUs one job of each shape class takes (sim/greedy_cut.py's cache).
-    class_gpus: dict[tuple, int] = field(default_factory=dict)
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
     #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.

@@ -9,7 +9,7 @@ tells it what changed (``delta_of``) and keeps the memo it returns. An instant w
 arrivals is told as such; any other news is "unknown" (a finish and a node failure both read
 CHANGED). An instant with news and no cycle has an empty queue, whose changes a memo need not hear
 (the engine's contract). Where the profile declares it, the pending input is first cut to the jobs
-that can change the decisions (sim/greedy_cut.py), or the cycle carried on (sim/easy_carry.py).
+that can change the decisions (engine/cut.py), or the cycle carried on (sim/easy_carry.py).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpufleet.engine.checkpoints import remaining_run_s
-from gpufleet.engine.incremental import CycleDelta, reused_answer, run_incremental
+from gpufleet.engine.incremental import CycleDelta, run_incremental
 from gpufleet.engine.phases.order import order_key
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleResult, PendingJob
+from gpufleet.engine.types import CycleResult
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
@@ -33,7 +33,6 @@ from gpufleet.sim.easy_carry import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failure_handlers import restarted
 from gpufleet.sim.failures import run_wall_s
-from gpufleet.sim.greedy_cut import Cut, run_cut_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState, cycle_input
 from gpufleet.sim.upgrade_compat import restrict
@@ -91,44 +90,33 @@ def delta_of(st: SimState, outcome: Outcome) -> CycleDelta:
 
 def engine_cycle(st: SimState, delta: CycleDelta) -> None:
     """Ask the engine what to do now, then do it."""
-    cfg, cluster, t = st.cfg, st.cluster, st.t
     st.cycle_seq += 1
-    reused = (reused_answer(st.memo, delta, cycle_input(st, cluster.pending_view()), verify=cfg.verify_carry)
-              if delta.arrivals_only else None)
-    if reused is not None:
+    due = any(r.protected and r.start <= st.t for r in st.reservations)
+    result, st.memo = run_incremental(st.memo, delta, cycle_input(st, st.cluster.pending_view()),
+                                      verify=st.cfg.verify_carry)
+    if result.stats.reused:
         st.skipped_cycles += 1
-        apply_result(st, reused)
+        apply_result(st, result)
         return
     st.cycles += 1
-
-    def full(pending: Sequence[PendingJob]) -> CycleResult:
-        result, st.memo = run_incremental(st.memo, CycleDelta.unknown(), cycle_input(st, pending))
-        return result
-
-    cut = None
-    due = any(r.protected and r.start <= t for r in st.reservations)
-    if cfg.reuse.cut is not None:
-        result, cut = run_cut_cycle(full, cluster, cfg.reuse.cut, st.class_gpus)
-    else:
-        result = full(cluster.pending_view())
-    apply_result(st, result, cut)
+    apply_result(st, result)
     remember(st, result, due)
 
 
-def apply_result(st: SimState, result: CycleResult, cut: Cut | None = None) -> None:
+def apply_result(st: SimState, result: CycleResult) -> None:
     """Do what a cycle decided: keep its reservations and admission state, log why jobs wait,
     send eviction notices, bind and start."""
     cluster, t = st.cluster, st.t
     st.reservations = result.reservations
     st.admission = result.admission  # quota reservations, sticky heads (engine/types.py)
     if st.decisions is not None:
-        if cut is not None:
-            st.decisions.record_cut(st.rec, t, result, cluster.table.names, st.submit_times, cut,
-                                    cluster.shapes, lambda jid, status: board_position(st, jid, status))
+        if result.left_out:
+            st.decisions.record_cut(st.rec, t, result, cluster.table.names, st.submit_times,
+                                    cluster.pending_view(), lambda jid, s: board_position(st, jid, s))
         else:
             st.decisions.record(st.rec, t, result, cluster.table.names, st.submit_times)
             if not result.stats.reused:  # a reused answer logs the arrivals only
-                cluster.shapes.unsettle()
+                st.decisions.unsettle()
     schedule_wakeups(st)
     for res in st.reservations:
         if res.protected:
@@ -145,7 +133,7 @@ def board_position(st: SimState, jid: JobId, status: Status) -> tuple:
     """Where the full cycle's status board lists a waiting job: jobs the placer judged in queue
     order, then the jobs past a strict-FIFO stop (the cycle's WAIT default) in input order."""
     if status.code is StatusCode.WAIT:
-        return (1, st.cluster.shapes.seq[jid])
+        return (1, st.cluster.pending_view().position(jid))
     return (0, order_key(st.cluster.pending[jid]))
 
 
@@ -223,7 +211,7 @@ def sample(st: SimState) -> None:
     st.rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
     if t >= st.next_stranded:
         # one job per shape class: the pod shapes are what counts (stranded_gpus dedups them)
-        reps = [cluster.pending[jid] for jid in cluster.shapes.first_ids()]
+        reps = [cluster.pending[jid] for jid in cluster.pending_view().shapes.first_ids()]
         st.rec.sample_stranded(t, stranded_gpus(cluster.table, reps))
         st.frag.sample(t, cluster.table)
         st.next_stranded = t + st.cfg.stranded_every_s

@@ -96,3 +96,28 @@ def test_under_strict_fifo_an_arrival_behind_the_blocked_head_is_answered_from_t
     finally:
         svc.stop()
         svc.store.close()
+
+
+def test_the_live_loop_gets_the_cycle_cut_and_publishes_every_waiting_jobs_status(tmp_path):
+    """gang-bestfit on 64 GPUs: "a" takes 56; twelve 1-GPU jobs then queue at once. F = 8 free:
+    the engine's cut hands the cycle ⌊8/1⌋ + 1 = 9 of them (not 12); 8 start, and the four still
+    waiting (one the cycle saw, three it left out) all show the same UNSCHEDULABLE status."""
+    cfg = ServiceConfig(fleet=FLEET, data_dir=tmp_path / "d", policy="gang-bestfit", run_loop=False,
+                        argon2_time_cost=1, argon2_memory_kib=1024)
+    svc = Service(cfg)
+    svc.loop.clock = ManualClock()
+    try:
+        svc.submit(SYSTEM, job_body("a", gpus=8, replicas=7), None)
+        svc.tick()
+        for i in range(12):
+            svc.submit(SYSTEM, job_body(f"w{i:02d}", gpus=1), None)
+        svc.tick()
+        snap = svc.snapshot()
+        assert svc.loop.last.pending == 9
+        waiting = sorted(set(snap.pending))
+        assert len(snap.running) == 9 and len(waiting) == 4
+        assert {snap.statuses[j].code for j in waiting} == {"UNSCHEDULABLE"}
+        assert len({snap.statuses[j].reasons for j in waiting}) == 1
+    finally:
+        svc.stop()
+        svc.store.close()

@@ -11,16 +11,9 @@ import numpy as np
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.queue import id_ranks as id_ranks
 from gpufleet.engine.reuse import Reuse
+from gpufleet.engine.shape_classes import OrderKey as OrderKey
+from gpufleet.engine.shape_classes import order_key as order_key
 from gpufleet.engine.types import CycleContext, PendingJob
-from gpufleet.model.ids import JobId
-from gpufleet.model.job import Job
-
-#: (−priority, submit time, id): the total order ``PriorityFifo`` tries jobs in.
-OrderKey = tuple[int, float, JobId]
-
-
-def order_key(job: Job) -> OrderKey:
-    return (-job.priority, job.submit_time, job.id)
 
 
 class Orderer(Protocol):

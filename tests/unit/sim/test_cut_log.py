@@ -1,4 +1,4 @@
-"""The greedy cycle cut (sim/greedy_cut.py): the engine sees the head of each shape class, the
+"""The cycle cut (engine/cut.py) in the simulator: the engine sees the head of each shape class, the
 event log - decisions included - stays byte for byte the one the full cycles write."""
 
 from __future__ import annotations
