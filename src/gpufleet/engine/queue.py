@@ -208,8 +208,7 @@ class PendingQueue(Sequence[PendingJob]):
         self._added: list[int] = []               # rows added since ``_order`` was built
         self._removed = False                     # rows removed since ``_order`` was built
         self._live: np.ndarray | None = None      # live rows in input order (cache)
-        #: The same jobs by shape class, each class in priority-FIFO order (engine/shape_classes.py).
-        self.shapes = ShapeClasses()
+        self._shapes: ShapeClasses | None = None  # built on first use, then kept (``shapes``)
         self._bound = 0                           # queued jobs with pods bound (partial gangs)
         self.extend(jobs)
 
@@ -228,7 +227,8 @@ class PendingQueue(Sequence[PendingJob]):
         self._row[pj.job.id] = row
         self._added.append(row)
         self._live = None
-        self.shapes.add(pj.job)
+        if self._shapes is not None:
+            self._shapes.add(pj.job)
         self._bound += bool(pj.bound)
 
     def refresh(self, pj: PendingJob) -> None:
@@ -253,7 +253,8 @@ class PendingQueue(Sequence[PendingJob]):
         self._removed = True
         self._live = None
         pj = self._store.jobs[row]
-        self.shapes.remove(pj.job)
+        if self._shapes is not None:
+            self._shapes.remove(pj.job)
         self._bound -= bool(pj.bound)
         return pj
 
@@ -270,6 +271,17 @@ class PendingQueue(Sequence[PendingJob]):
     def get(self, job: JobId) -> PendingJob | None:
         row = self._row.get(job)
         return None if row is None else self._store.jobs[row]
+
+    @property
+    def shapes(self) -> ShapeClasses:
+        """The same jobs by shape class, each class in priority-FIFO order (engine/shape_classes.py);
+        built from the queue at the first call (a driver whose profile never cuts never pays for
+        it), then kept up to date by ``add`` and ``remove``."""
+        if self._shapes is None:
+            self._shapes = ShapeClasses()
+            for pj in self.view():
+                self._shapes.add(pj.job)
+        return self._shapes
 
     @property
     def partial(self) -> bool:

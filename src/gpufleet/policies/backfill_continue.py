@@ -17,20 +17,27 @@ job's verdict follows from the trace (``BackfillTrace``) and the current capacit
    failure is appended to the trace and kills as any failure does.
 
 Modes: a job of planned run p at time t runs past the k protected starts before t + p (mode k).
+
+The checks that the old candidates' verdicts still hold (``give_back``, ``still_failing``,
+``shrunk_alike``, ``re_anchor``) are here too; which of them a carried-on cycle needs, and why
+they suffice, is the caller's proof (sim/easy_carry.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from gpufleet.engine.plan import Plan
+from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import BackfillTrace, CycleContext, ScanFailure
+from gpufleet.engine.types import BackfillTrace, CycleContext, RunningJob, ScanFailure
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill import UNEXAMINED, delay_status, feasible, limited_view, take_from_limits
+from gpufleet.policies.carry_delta import Delta
 from gpufleet.policies.shapes import dominates
 
 
@@ -88,3 +95,73 @@ def continue_scan(trace: BackfillTrace, jobs: Sequence[Job], plan: Plan, ctx: Cy
         take_from_limits(trace.limits, mode, fitted)
         started.append(job.id)
     return started, verdicts
+
+
+def give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleContext) -> None:
+    """A job that ended now gives a protected limit back what it held past the reservation's start
+    (what it held before that, the limit already counted as released): the limits of the
+    protected starts before its planned end."""
+    for rj in finished:
+        end = rj.start_time + max(ctx.planned_run(rj.job) - rj.progress_before, 0.0)
+        take_from_limits(trace.limits, mode_of(trace, end), rj.bindings, sign=+1)
+
+
+def still_failing(trace: BackfillTrace, head: Job, table: NodeTable, ctx: CycleContext,
+                  shape: Callable[[Status], object]) -> bool:
+    """After finishes: the head ``head`` and every failed search fail now as they did, with a
+    verdict of the same ``shape`` (sim/easy_carry.py, premise 7). A verdict made at the anchor
+    whose fit counts on the changed nodes are the anchor's is the same verdict; any other is
+    searched again now (and, failing alike, renewed with now's numbers)."""
+    placer = ctx.profile.placer
+    delta = Delta(trace, table)
+    anchored = [i for i, f in enumerate(trace.failures[:trace.anchored])
+                if f.status.code is not StatusCode.UNRESOLVABLE]
+    same = delta.same([(head, 0)] + [(trace.failures[i].job, trace.failures[i].mode) for i in anchored])
+    unchanged = {i for i, ok in zip(anchored, same[1:], strict=True) if ok}
+    if not same[0]:
+        head_now = placer.fit(head, table, ctx)
+        head_then = placer.fit(head, table.with_free(*trace.view0), ctx)
+        if not (isinstance(head_now, Status) and isinstance(head_then, Status)
+                and shape(head_now) == shape(head_then)):
+            return False
+    views: dict[int, NodeTable] = {}
+    renewed = []
+    for i, f in enumerate(trace.failures):
+        if f.status.code is StatusCode.UNRESOLVABLE or i in unchanged:
+            renewed.append(f)  # against the empty fleet, or the anchor's counts: the same verdict
+            continue
+        mode = f.mode
+        if mode not in views:
+            views[mode] = limited_view(table, trace.limits, mode)
+        now = placer.fit(f.job, views[mode], ctx)
+        if not isinstance(now, Status):
+            return False
+        fits_now = mode > 0 and feasible(ctx, f.job, table)
+        if f.planned is not None:
+            if not fits_now:
+                return False
+            renewed.append(f)  # still fits in mode 0: the same delay verdict
+            continue
+        if fits_now or shape(now) != shape(f.status):
+            return False  # freed capacity would turn it into a delay verdict, or another reason
+        renewed.append(replace(f, status=now))  # its numbers now, for the jobs it kills from now on
+    trace.failures[:] = renewed
+    return True
+
+
+def re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
+    """Every failed search was just checked against the capacity now: it is the new anchor."""
+    trace.view0 = (table.gpu_free.copy(), table.cpu_free.copy(), table.mem_free.copy())
+    trace.limits_initial = [[a.copy() for a in lim] for lim in trace.limits]
+    trace.anchored = len(trace.failures)
+
+
+def shrunk_alike(trace: BackfillTrace, head: Job, table: NodeTable) -> bool:
+    """Arrivals only (sim/easy_carry.py, premise 7): on the nodes whose free capacity moved since
+    the anchor, ``head`` and every failed search fit as many pods as they did."""
+    delta = Delta(trace, table)
+    if not delta:
+        return True
+    checked = [(head, 0)] + [(f.job, f.mode) for f in trace.failures
+                                  if f.status.code is not StatusCode.UNRESOLVABLE]
+    return all(delta.same(checked))

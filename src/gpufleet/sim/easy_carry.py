@@ -69,7 +69,7 @@ With ``verify_carry`` the full cycle runs beside each carried-on one and the eng
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -77,19 +77,18 @@ from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.incremental import check
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
-from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation, RunningJob
+from gpufleet.engine.status import Status
+from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.backfill import (
-    feasible,
-    limited_view,
-    take_from_limits,
+from gpufleet.policies.backfill_continue import (
+    continue_scan,
+    give_back,
+    re_anchor,
+    shrunk_alike,
+    still_failing,
 )
-from gpufleet.policies.backfill_continue import continue_scan, mode_of
-from gpufleet.sim.carry_delta import Delta
 from gpufleet.sim.decisions import status_shape
 from gpufleet.sim.kernel import Outcome
 from gpufleet.sim.state import SimState, cycle_input
@@ -231,12 +230,12 @@ def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
     ctx = CycleContext(now=t, profile=st.cfg.profile, rng=np.random.default_rng(st.cfg.seed + seq),
                        estimate_accuracy=_accuracy(st), previous_reservations=memo.reservations)
     if finished:
-        _give_back(trace, finished, ctx)
-        if not _still_failing(memo, cluster.table, ctx):
+        give_back(trace, finished, ctx)
+        if not still_failing(trace, memo.head, cluster.table, ctx, status_shape):
             st.carry = None  # the limits and verdicts moved: this memo is spent
             return None
-        _re_anchor(trace, cluster.table)
-    elif not _shrunk_alike(memo, cluster.table):
+        re_anchor(trace, cluster.table)
+    elif not shrunk_alike(trace, memo.head, cluster.table):
         return None
     started: list[JobId] = []
     verdicts: dict[JobId, Status] = {}
@@ -269,71 +268,3 @@ def _after(memo: Carry, result: CycleResult, arrivals: list[Job], ctx: CycleCont
             memo.earliest_end = min(memo.earliest_end, ctx.now + ctx.planned_run(j))
     if memo.statuses is not None:
         memo.statuses.update(result.statuses)
-
-
-def _give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleContext) -> None:
-    """A job that ended now gives a protected limit back what it held past the reservation's start
-    (what it held before that, the limit already counted as released): the limits of the
-    protected starts before its planned end."""
-    for rj in finished:
-        end = rj.start_time + max(ctx.planned_run(rj.job) - rj.progress_before, 0.0)
-        take_from_limits(trace.limits, mode_of(trace, end), rj.bindings, sign=+1)
-
-
-def _still_failing(memo: Carry, table: NodeTable, ctx: CycleContext) -> bool:
-    """Premise 7 after finishes: H and every failed search fail now as they did. A verdict made at
-    the anchor whose fit counts on the changed nodes are the anchor's is the same verdict; any
-    other is searched again now (and, failing alike, renewed with now's numbers)."""
-    placer, trace = ctx.profile.placer, memo.trace
-    delta = Delta(trace, table)
-    anchored = [i for i, f in enumerate(trace.failures[:trace.anchored])
-                if f.status.code is not StatusCode.UNRESOLVABLE]
-    same = delta.same([(memo.head, 0)] + [(trace.failures[i].job, trace.failures[i].mode) for i in anchored])
-    unchanged = {i for i, ok in zip(anchored, same[1:], strict=True) if ok}
-    if not same[0]:
-        head_now = placer.fit(memo.head, table, ctx)
-        head_then = placer.fit(memo.head, table.with_free(*trace.view0), ctx)
-        if not (isinstance(head_now, Status) and isinstance(head_then, Status)
-                and status_shape(head_now) == status_shape(head_then)):
-            return False
-    views: dict[int, NodeTable] = {}
-    renewed = []
-    for i, f in enumerate(trace.failures):
-        if f.status.code is StatusCode.UNRESOLVABLE or i in unchanged:
-            renewed.append(f)  # against the empty fleet, or the anchor's counts: the same verdict
-            continue
-        mode = f.mode
-        if mode not in views:
-            views[mode] = limited_view(table, trace.limits, mode)
-        now = placer.fit(f.job, views[mode], ctx)
-        if not isinstance(now, Status):
-            return False
-        fits_now = mode > 0 and feasible(ctx, f.job, table)
-        if f.planned is not None:
-            if not fits_now:
-                return False
-            renewed.append(f)  # still fits in mode 0: the same delay verdict
-            continue
-        if fits_now or status_shape(now) != status_shape(f.status):
-            return False  # freed capacity would turn it into a delay verdict, or another reason
-        renewed.append(replace(f, status=now))  # its numbers now, for the jobs it kills from now on
-    trace.failures[:] = renewed
-    return True
-
-
-def _re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
-    """Every failed search was just checked against the capacity now: it is the new anchor."""
-    trace.view0 = (table.gpu_free.copy(), table.cpu_free.copy(), table.mem_free.copy())
-    trace.limits_initial = [[a.copy() for a in lim] for lim in trace.limits]
-    trace.anchored = len(trace.failures)
-
-
-def _shrunk_alike(memo: Carry, table: NodeTable) -> bool:
-    """Premise 7, arrivals only: on the nodes whose free capacity moved since the anchor, H and
-    every failed search fit as many pods as they did."""
-    delta = Delta(memo.trace, table)
-    if not delta:
-        return True
-    checked = [(memo.head, 0)] + [(f.job, f.mode) for f in memo.trace.failures
-                                  if f.status.code is not StatusCode.UNRESOLVABLE]
-    return all(delta.same(checked))

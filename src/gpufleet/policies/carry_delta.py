@@ -1,11 +1,12 @@
 """The nodes whose free capacity moved since the anchor, and whether jobs fit there as often.
 
-A carried-on EASY cycle (sim/easy_carry.py) knows each failed search's verdict as it was made at
-the *anchor* (a capacity state); on every node whose free capacity is the anchor's, a job's pods
-fit as many times now as then. So "is the verdict the same now?" reduces to the few changed nodes
-(Δ): does each job's pod set fit there as many times now as at the anchor, in its mode's view
-(the protected limits applied) and in mode 0's, by whole request and by GPUs alone (the two
-numbers an UNSCHEDULABLE reason names: ``gang_search.insufficiency_reason``).
+A carried-on EASY cycle (sim/easy_carry.py, policies/backfill_continue.py) knows each failed
+search's verdict as it was made at the *anchor* (a capacity state); on every node whose free
+capacity is the anchor's, a job's pods fit as many times now as then. So "is the verdict the same
+now?" reduces to the few changed nodes (Δ): does each job's pod set fit there as many times now as
+at the anchor, in its mode's view (the protected limits applied) and in mode 0's, by whole request
+and by GPUs alone (the two numbers an UNSCHEDULABLE reason names:
+``gang_search.insufficiency_reason``).
 
 ``fit_counts`` answers that for many requests at once: Σ over the rows of min(slots, replicas),
 with ``NodeTable.slots`` itself counting each distinct request's pods per row.

@@ -1,4 +1,4 @@
-"""fit_counts (sim/carry_delta.py): Σ min(NodeTable.slots, replicas) per request and per block of rows."""
+"""fit_counts (policies/carry_delta.py): Σ min(NodeTable.slots, replicas) per request and per row block."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.model.job import PodRequest
-from gpufleet.sim.carry_delta import fit_counts
+from gpufleet.policies.carry_delta import fit_counts
 from gpufleet.testing.builders import fleet
 
 _TABLE = NodeTable.from_fleet(fleet().leaves(1, nodes=3).leaves(1, nodes=3, gpu="A100-80GB").build())
