@@ -2,38 +2,31 @@
 
 Applies where the profile's policies declare it (``CycleReuse.cut``, engine/reuse.py): whole-gang
 placement whose fit depends on the shape class and free capacity alone, monotone in it, in
-priority-FIFO order, every other step inert (no admission, reservation, backfill or preemption);
-and where the driver keeps its queue in a ``PendingQueue`` (its per-class order,
-engine/shape_classes.py) with no partially placed gang. On a congested queue (thousands waiting,
-a few GPUs freed) nearly every job fails, and the cycle's per-job cost (order, fit or known
-failure, status) is paid for nothing.
+priority-FIFO order, every other step inert; and where the driver keeps a ``PendingQueue`` (its
+per-class order, engine/shape_classes.py) with no partially placed gang. On a congested queue
+nearly every job fails, and the cycle's per-job cost (order, fit or known failure, status) is paid
+for nothing.
 
-*Greedy* (``gang-bestfit``, Tiresias's ``fjf``: the pass goes on past a job that does not fit):
-per shape class ``c`` the cycle gets the first ``k_c = ⌊F / g_c⌋ + 1`` waiting jobs of the class,
-where ``F`` is the free GPUs on schedulable nodes and ``g_c`` the GPUs one job of the class takes.
-Why the result is the same:
+*Greedy* (``gang-bestfit``, Tiresias's ``fjf``): per shape class ``c`` the cycle gets the first
+``k_c = ⌊F / g_c⌋ + 1`` waiting jobs, ``F`` the free GPUs on schedulable nodes, ``g_c`` the GPUs
+one job of the class takes. Exact because:
 
-1. At most ``⌊F / g_c⌋`` jobs of class ``c`` can start in one cycle (each takes ``g_c`` of the
-   ``F`` free GPUs, and capacity only shrinks while a cycle places), so among the first ``k_c``
-   jobs of a class with more than ``k_c`` at least one fails.
-2. Feasibility is monotone in free capacity: once a job of class ``c`` failed, every later job of
-   the class fails too (the cycle's ``FailedShapes`` rests on the same fact), and a failed fit
-   binds nothing. So the jobs left out all fail in the full cycle and change nothing for the jobs
-   after them: every placement, and every included job's status, is the same.
-3. The full cycle gives every left-out job the status of its class's first failing job
-   (``FailedShapes`` memoises the verdict per shape key); the cut result says so per class
-   (``CycleResult.left_out``), found among the included jobs.
+1. At most ``⌊F / g_c⌋`` jobs of class ``c`` can start in one cycle (capacity only shrinks while
+   a cycle places), so among the first ``k_c`` of a longer class at least one fails.
+2. Feasibility is monotone in free capacity: after a job of class ``c`` failed, every later one
+   fails (the cycle's ``FailedShapes`` rests on the same fact) and binds nothing. So the jobs left
+   out change nothing for the jobs after them: every placement and included status is the same.
+3. The full cycle gives every left-out job its class's first failure's status (``FailedShapes``
+   memoises it per shape key); the result says so per class (``CycleResult.left_out``).
 
-*Strict FIFO* (``gang-fifo``, Tiresias's ``fifo``: the same placer stopping at the first job that
-does not fit) is cut along the queue: at most ``F`` jobs can start (each takes at least one GPU),
-so the pass stops within the first ``F + 1`` jobs in order; the cycle gets the first ``F + 2``
-(merged from the class heads), and every job after them gets the status the cycle gives jobs past
-its stop ("not examined this cycle"), taken from an included job that got it.
+*Strict FIFO* (``gang-fifo``, Tiresias's ``fifo``): at most ``F`` jobs can start (each takes a
+GPU), so the pass stops within the first ``F + 1`` in order; the cycle gets the first ``F + 2``
+(merged from the class heads), and every job after them the status the cycle gives jobs past its
+stop ("not examined this cycle"), taken from an included job that got it.
 
 Checked, not assumed: if a class's included jobs all started (1. rules it out), or a strict-FIFO
-pass did not stop inside the included jobs (unresolvable jobs do not stop it), the cycle is run
-uncut. Jobs with no whole GPU (fractional, CPU-only) are never cut (every job of such a class is
-included; strict FIFO is then not cut at all).
+pass did not stop inside the included jobs (unresolvable jobs do not stop it), the cycle runs
+uncut. A class with no whole GPU (fractional, CPU-only) is never cut (strict FIFO not at all).
 """
 
 from __future__ import annotations
@@ -78,18 +71,12 @@ def _free_gpus(table: NodeTable) -> int:
     return max(int(table.gpu_free[table.schedulable].sum()), 0)
 
 
-def _gpus(queue: PendingQueue, key: tuple, first: JobId) -> int:
-    pj = queue.get(first)
-    assert pj is not None
-    return queue.shapes.whole_gpus(key, pj.job)
-
-
 def _greedy(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classes]:
     free = _free_gpus(table)
     ids: list[JobId] = []
     cut: _Classes = {}
     for c, lst in queue.shapes.classes.items():
-        g = _gpus(queue, c, lst[0][2])
+        g = queue.shapes.gpus[c]
         k = len(lst) if g <= 0 else min(len(lst), free // g + 1)
         if k < len(lst):
             cut[c] = (lst, k)
@@ -99,7 +86,7 @@ def _greedy(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classe
 
 def _fifo(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classes] | None:
     classes = queue.shapes.classes
-    if any(_gpus(queue, c, lst[0][2]) <= 0 for c, lst in classes.items()):
+    if any(queue.shapes.gpus[c] <= 0 for c in classes):
         return None
     head = list(islice(heapq.merge(*classes.values()), _free_gpus(table) + 2))
     taken: dict[tuple, int] = {}

@@ -44,15 +44,17 @@ checking concrete types. The rules, each with the premises it checks and why it 
 3. *The cut* (``CycleReuse.cut``: the same policies as 1 or 2; any news). The cycle runs on the
    head of each shape class only, read from the driver's ``PendingQueue``; the proof and its
    checks are in engine/cut.py.
-
-The simulator's last shortcut, carrying EASY cycles on from the last backfill scan
-(sim/easy_carry.py), is switched on by the same declarations and still lives in sim/.
+4. *Carried on* (``CycleReuse.carry_scan``: strict-FIFO gang placement, reservations kept as
+   promises, a backfiller that implements ``ScanCarrier``). News: arrivals and/or ends, with no
+   gap. The last full cycle's backfill scan is continued over the arrivals, its reservations
+   kept; the premises and the proof are the backfiller's (policies/backfill_carry.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
 
 from gpufleet.engine.cut import cut_cycle
 from gpufleet.engine.cycle import run_cycle, unexamined_status
@@ -65,7 +67,7 @@ from gpufleet.engine.types import AdmissionState, CycleInput, CycleResult, Cycle
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 
-UNFIT_ARRIVALS, BEHIND_STOP = "unfit-arrivals", "behind-stop"
+UNFIT_ARRIVALS, BEHIND_STOP, CARRIED = "unfit-arrivals", "behind-stop", "carried"
 UNFIT_REASON = "more GPUs than the free capacity holds now (no cycle run: nothing was freed)"
 
 
@@ -79,6 +81,11 @@ class CycleDelta:
     nodes: tuple[int, ...] = ()
     #: Anything else changed, or the driver does not know what did: no reuse.
     other: bool = False
+    #: Something may have changed since the memo's cycle that this delta does not list: a change
+    #: at an instant with no cycle (the queue was empty), or effects on running jobs the driver
+    #: does not report one by one (the simulator's failure model). Rules 1–3 rest on no such
+    #: change (see above); rule 4 rests on every end being listed, and refuses.
+    gap: bool = False
 
     @classmethod
     def unknown(cls) -> CycleDelta:
@@ -99,12 +106,28 @@ class CycleMemo:
     #: Strict FIFO: the job the last pass stopped at, and its order key.
     stop: JobId | None = None
     stop_key: OrderKey | None = None
+    #: Rule 4: what the backfiller kept of its last scan (its own type; None: nothing to carry).
+    scan: object | None = None
 
     def under(self, profile: Profile) -> CycleMemo:
         """This memo, or a fresh one when it was made under another profile."""
         if self.profile is profile:
             return self
         return CycleMemo(profile=profile, reuse=CycleReuse.of(profile))
+
+
+@runtime_checkable
+class ScanCarrier(Protocol):
+    """A backfiller whose scan a later cycle may carry on (rule 4). ``remember_scan`` is asked
+    after every full cycle (``promises``: the reservations such a cycle keeps); ``carry_scan``
+    answers a later cycle from what it kept, or None. The state is the backfiller's own and may
+    be updated in place: a memo is consumed by the call it is handed to."""
+
+    def remember_scan(self, inp: CycleInput, result: CycleResult, promises: int,
+                      verify: bool) -> object | None: ...
+
+    def carry_scan(self, state: object, delta: CycleDelta, inp: CycleInput,
+                   verify: bool) -> tuple[CycleResult, object] | None: ...
 
 
 class IncrementalMismatch(AssertionError):
@@ -118,13 +141,26 @@ def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
     reused = reused_answer(memo, delta, inp, verify=verify)
     if reused is not None:
         return reused, memo
+    carrier = inp.profile.backfiller if memo.reuse.carry_scan else None
+    if not isinstance(carrier, ScanCarrier):
+        carrier = None
+    if (carrier is not None and memo.scan is not None and (delta.arrived or delta.ended)
+            and not (delta.other or delta.nodes or delta.gap)):
+        carried = carrier.carry_scan(memo.scan, delta, inp, verify)
+        if carried is not None:
+            result, scan = carried
+            return replace(result, stats=CycleStats(pending=len(inp.pending), reused=CARRIED)), \
+                replace(memo, scan=scan)
     if memo.reuse.cut is None:
         result = run_cycle(inp)
     else:
         result = cut_cycle(inp, memo.reuse.cut, run_cycle)
         if verify and result.left_out:
             check(result, run_cycle(inp))
-    return result, remember(memo, inp, result)
+    memo = remember(memo, inp, result)
+    if carrier is not None:
+        memo = replace(memo, scan=carrier.remember_scan(inp, result, memo.reuse.promises, verify))
+    return result, memo
 
 
 def reused_answer(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
@@ -205,7 +241,7 @@ def check(reused: CycleResult, full: CycleResult, *, where: str = "",
     job it judged gets the full cycle's exact status, every job in ``earlier`` keeps a verdict of
     the same shape, and the full cycle judges no job beyond those two. ``where`` names the
     instant in the error."""
-    rule = reused.stats.reused or ("cut" if reused.left_out else "carried")
+    rule = reused.stats.reused or ("cut" if reused.left_out else CARRIED)
 
     def need(ok: bool, what: object) -> None:
         if not ok:

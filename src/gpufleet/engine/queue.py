@@ -210,6 +210,9 @@ class PendingQueue(Sequence[PendingJob]):
         self._live: np.ndarray | None = None      # live rows in input order (cache)
         self._shapes: ShapeClasses | None = None  # built on first use, then kept (``shapes``)
         self._bound = 0                           # queued jobs with pods bound (partial gangs)
+        #: Every request of every job ever queued asks for whole GPUs, CPUs and memory (a
+        #: shape class's requests are its key's: checked once per class).
+        self.integral = True
         self.extend(jobs)
 
     # ---- what a driver does -----------------------------------------------------------------
@@ -218,7 +221,11 @@ class PendingQueue(Sequence[PendingJob]):
         """Queue ``pj`` (a job already queued is replaced: its ``bound`` pods changed)."""
         if pj.job.id in self._row:
             self.remove(pj.job.id)
+        classes = len(self._store.classes)
         row = self._store.append(pj)
+        if len(self._store.classes) > classes and self.integral:
+            self.integral = all(float(x).is_integer() for ps in pj.job.pod_sets
+                                for x in (ps.request.gpus, ps.request.cpus, ps.request.memory_gb))
         if row >= self._alive.size:
             alive = np.zeros(max(2 * self._alive.size, row + 1, 64), bool)
             alive[: self._alive.size] = self._alive

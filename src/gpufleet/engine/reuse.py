@@ -12,7 +12,7 @@ A policy that declares nothing can reuse nothing (``reuse_of`` answers ``Reuse()
 policy is correct by default and fast once it states its promises. ``CycleReuse`` combines the
 six declarations of a profile into the rules the incremental cycle and the simulator apply; each
 rule lists the promises its proof rests on (the proofs live with the rules: engine/incremental.py,
-engine/cut.py, sim/easy_carry.py).
+engine/cut.py, policies/backfill_carry.py).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class CycleReuse:
     behind_stop: bool = False
     #: The pending input may be cut per shape class or along the queue (engine/cut.py).
     cut: CutMode | None = None
-    #: EASY cycles may be carried on from the last one's backfill trace (sim/easy_carry.py); the
+    #: EASY cycles may be carried on from the last one's backfill trace (policies/backfill_carry.py); the
     #: reserver's ``promises`` is how many reservations such a cycle keeps.
     carry_scan: bool = False
     promises: int = 0

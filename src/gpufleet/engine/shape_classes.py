@@ -1,14 +1,10 @@
 """The pending queue by shape class, each class in the engine's order, kept across cycles.
 
-A job's shape class is ``Job.shape_key``: jobs with equal keys are interchangeable for
-feasibility. Inside a class, jobs are kept sorted by the key ``PriorityFifo`` orders by
-(−priority, submit time, id), so "the first k waiting jobs of this shape" is a slice, and an
-arrival or a leaver costs a binary search and one list insert/delete (a C ``memmove``), not a
-re-sort of the queue. ``PendingQueue`` keeps one beside its columns.
-
-Readers: the cycle cut (engine/cut.py) hands the engine only the head of each class; a sample of
-stranded capacity needs one job per class; a driver that logs statuses on change asks which jobs
-joined since it last looked (``joined_since``), instead of walking the queue.
+Jobs with equal ``Job.shape_key`` are interchangeable for feasibility. Inside a class jobs stay
+sorted by (−priority, submit time, id), ``PriorityFifo``'s key, so "the first k waiting jobs of
+this shape" is a slice, and an arrival or a leaver costs a binary search and one list insert or
+delete, not a re-sort. Readers: the cycle cut (engine/cut.py); a sample of stranded capacity (one
+job per class); a driver that logs statuses on change (``joined_since``, not a walk of the queue).
 """
 
 from __future__ import annotations
@@ -29,19 +25,25 @@ def order_key(job: Job) -> OrderKey:
 class ShapeClasses:
     """Per shape class, its waiting jobs' order keys, sorted; and the ids in the order they joined."""
 
-    __slots__ = ("classes", "_joined", "_gpus")
+    __slots__ = ("classes", "_joined", "gpus")
 
     def __init__(self) -> None:
         self.classes: dict[tuple, list[OrderKey]] = {}
         #: Every id added, in order (a job that left and rejoined appears again): ``joined_since``.
         self._joined: list[JobId] = []
-        self._gpus: dict[tuple, int] = {}
+        #: Per class ever seen, the GPUs one job takes; 0 when a pod set asks for no whole GPU or
+        #: for a fraction (such classes are never cut).
+        self.gpus: dict[tuple, int] = {}
 
     def add(self, job: Job) -> None:
         self._joined.append(job.id)
-        lst = self.classes.get(job.shape_key)
+        c = job.shape_key
+        lst = self.classes.get(c)
         if lst is None:
-            self.classes[job.shape_key] = [order_key(job)]
+            self.classes[c] = [order_key(job)]
+            if c not in self.gpus:
+                whole = all(ps.request.gpus >= 1 and not ps.request.is_fractional for ps in job.pod_sets)
+                self.gpus[c] = job.total_gpus if whole else 0
         else:
             insort(lst, order_key(job))
 
@@ -67,12 +69,3 @@ class ShapeClasses:
     def joined_since(self, mark: int) -> list[JobId]:
         """Ids added after ``mark`` (some may have left since)."""
         return self._joined[mark:]
-
-    def whole_gpus(self, key: tuple, job: Job) -> int:
-        """GPUs one job of class ``key`` (``job`` is one) takes; 0 when a pod set asks for no whole
-        GPU or for a fraction (such classes are never cut)."""
-        g = self._gpus.get(key)
-        if g is None:
-            whole = all(ps.request.gpus >= 1 and not ps.request.is_fractional for ps in job.pod_sets)
-            g = self._gpus[key] = job.total_gpus if whole else 0
-        return g

@@ -8,9 +8,11 @@ last. Phases record verdicts on a ``StatusBoard``; nothing else writes statuses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from gpufleet.model.ids import JobId
 
@@ -33,6 +35,21 @@ class Status:
     def explain(self) -> str:
         head = f"{self.code}" + (f" [{self.policy}]" if self.policy else "")
         return head + (": " + "; ".join(self.reasons) if self.reasons else "")
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def status_shape(status: Status) -> tuple:
+    """A status without its numbers: code, policy and reasons with every number replaced. Free-GPU
+    counts and times move every cycle; a driver that logs statuses on change compares these, and
+    a carried-on cycle promises a verdict of the same shape."""
+    return (status.code, status.policy, _stripped(status.reasons))
+
+
+@lru_cache(maxsize=4096)  # a congested queue sees the same few reason texts again and again
+def _stripped(reasons: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_NUMBER.sub("#", r) for r in reasons)
 
 
 def merge(earlier: Status, later: Status) -> Status:

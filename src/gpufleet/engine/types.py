@@ -147,9 +147,8 @@ class CycleStats:
 
 @dataclass(frozen=True, slots=True)
 class LeftOut:
-    """The jobs of one shape class a cut cycle did not hand the engine (engine/cut.py): each got
-    ``verdict``. ``keys`` is the class's waiting jobs' order keys in order, the queue's own list:
-    read it before the queue changes (a driver applies a result before it starts anything)."""
+    """One shape class's jobs a cut cycle left out (engine/cut.py), each with ``verdict``: ``keys``
+    past ``included``, the queue's own list (read it before the queue changes)."""
 
     key: tuple
     keys: Sequence[tuple[int, float, JobId]]
@@ -197,7 +196,7 @@ class BackfillTrace:
     """What one backfill scan concluded, as data: enough for a driver to carry the same scan on
     for jobs queued behind every candidate it saw, without scanning those again
     (``policies/backfill_continue.py``; the proof of when that is the same lives with its
-    caller, sim/easy_carry.py).
+    caller, policies/backfill_carry.py).
 
     The limits are per protected reservation [gpu, cpu, memory] per node: ``limits_initial`` as
     the scan began, ``limits`` after the jobs it started. ``view0`` is the free capacity the scan

@@ -35,6 +35,7 @@ import numpy as np
 
 from gpufleet.engine.capacity import CapacityTimeline, Hold, release_schedule
 from gpufleet.engine.fit import need_met, node_need
+from gpufleet.engine.incremental import CycleDelta
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import QueueView
@@ -44,6 +45,8 @@ from gpufleet.engine.status import Status, StatusBoard, StatusCode
 from gpufleet.engine.types import (
     BackfillTrace,
     CycleContext,
+    CycleInput,
+    CycleResult,
     PendingJob,
     Reservation,
     ReservationPlan,
@@ -52,6 +55,12 @@ from gpufleet.engine.types import (
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.policies.backfill_carry import Carry, Remembered, carry_scan, remember_scan
+from gpufleet.policies.backfill_limits import UNEXAMINED as UNEXAMINED
+from gpufleet.policies.backfill_limits import delay_status as delay_status
+from gpufleet.policies.backfill_limits import feasible as feasible
+from gpufleet.policies.backfill_limits import limited_view as limited_view
+from gpufleet.policies.backfill_limits import take_from_limits as take_from_limits
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
@@ -68,12 +77,6 @@ def _just_placed(plan: Plan, ctx: CycleContext) -> list[RunningJob]:
     for b in plan.commit():
         by_job.setdefault(b.job, []).append(b)
     return [RunningJob(j, ctx.now, tuple(by_job.get(j.id, ()))) for j in placed_now]
-
-
-def feasible(ctx: CycleContext, job: Job, table: NodeTable) -> bool:
-    """Yes/no without building a placement where the placer's cheap test can tell."""
-    answer = ctx.profile.placer.feasible(job, table, ctx)
-    return not isinstance(_fit(ctx, job, table), Status) if answer is None else answer
 
 
 def window_free(avail: CapacityTimeline, holds: list[Hold], start: float, end: float
@@ -121,7 +124,7 @@ class ShadowReserver:
 
     def reuse(self) -> Reuse:
         """Promises kept with no window, grid or compression stand while nothing they rest on
-        moved (sim/easy_carry.py checks what moved); any of those makes them depend on now."""
+        moved (policies/backfill_carry.py checks what moved); any of those makes them depend on now."""
         if (self.keep_promises and not self.compress and self.protect >= 1 and math.isinf(self.window_s)
                 and self.resolution_s <= 0):
             return Reuse(promises=self.depth)
@@ -233,6 +236,17 @@ class ReservationBackfill:
     def reuse(self) -> Reuse:
         return Reuse(continues_scan=True)
 
+    def remember_scan(self, inp: CycleInput, result: CycleResult, promises: int, verify: bool
+                      ) -> Remembered | None:
+        """What a later cycle needs to carry this scan on (policies/backfill_carry.py)."""
+        return remember_scan(inp, result, promises, verify)
+
+    def carry_scan(self, state: object, delta: CycleDelta, inp: CycleInput, verify: bool
+                   ) -> tuple[CycleResult, Carry] | None:
+        """The cycle at ``inp`` carried on from ``state``, or None (policies/backfill_carry.py)."""
+        assert isinstance(state, Remembered | Carry)
+        return carry_scan(state, delta, inp, verify)
+
     def backfill(self, blocked: Sequence[PendingJob], reservations: list[Reservation], plan: Plan,
                  ctx: CycleContext) -> PlaceOutcome:
         out = PlaceOutcome()
@@ -308,42 +322,6 @@ class ReservationBackfill:
             trace.anchored = len(trace.failures)
         ctx.out.backfill = trace
         return out
-
-
-def limited_view(table: NodeTable, limits: Sequence[Sequence[np.ndarray]], mode: int) -> NodeTable:
-    """What a backfill candidate of ``mode`` sees: the free capacity capped, per node, by the
-    first ``mode`` protected reservations' limits (never below zero); the table itself in mode 0."""
-    if mode == 0:
-        return table
-    gpu, cpu, mem = table.gpu_free, table.cpu_free, table.mem_free
-    for lim in limits[:mode]:
-        gpu, cpu, mem = np.minimum(gpu, lim[0]), np.minimum(cpu, lim[1]), np.minimum(mem, lim[2])
-    return table.with_free(np.maximum(gpu, 0), np.maximum(cpu, 0), np.maximum(mem, 0))
-
-
-def take_from_limits(limits: Sequence[Sequence[np.ndarray]], mode: int,
-                     bindings: Sequence[PodBinding], sign: int = -1) -> None:
-    """A started candidate of ``mode`` runs past the first ``mode`` protected starts: its pods
-    come off those reservations' per-node limits (``sign=+1``: a job that ended early gives
-    back what it would have held past them)."""
-    for lim in limits[:mode]:
-        for b in bindings:
-            lim[0][b.node] += sign * b.request.gpus
-            lim[1][b.node] += sign * b.request.cpus
-            lim[2][b.node] += sign * b.request.memory_gb
-
-
-def delay_status(end: float, first: Reservation, policy: str) -> Status:
-    """A candidate that fits now but, running until ``end``, would take what the first protected
-    reservation needs at its start."""
-    return Status(StatusCode.WAIT, (
-        f"fits now, but running until ~t={end:.0f}s it would delay "
-        f"the reservation for {first.job} at t={first.start:.0f}s",), policy)
-
-
-#: Backfill's verdict for a candidate the scan never reached (``max_tests`` searches were made).
-UNEXAMINED = Status(StatusCode.WAIT, ("not examined this cycle: the backfill scan limit "
-                                      "was reached before this job's turn",), "backfill")
 
 
 class _ViewJobs:

@@ -2,7 +2,7 @@
 
 ``ReservationBackfill`` walks its candidates in queue order, so a job queued behind all of them
 is reached last: after every kill and every start the scan made. When nothing the old candidates'
-verdicts depend on has changed since (the caller's proof: sim/easy_carry.py), a scan over the
+verdicts depend on has changed since (the caller's proof: policies/backfill_carry.py), a scan over the
 old candidates plus new ones ends, for the old ones, exactly as the traced scan did, and each new
 job's verdict follows from the trace (``BackfillTrace``) and the current capacity alone:
 
@@ -20,7 +20,7 @@ Modes: a job of planned run p at time t runs past the k protected starts before 
 
 The checks that the old candidates' verdicts still hold (``give_back``, ``still_failing``,
 ``shrunk_alike``, ``re_anchor``) are here too; which of them a carried-on cycle needs, and why
-they suffice, is the caller's proof (sim/easy_carry.py).
+they suffice, is the caller's proof (policies/backfill_carry.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,13 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, RunningJob, ScanFailure
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.backfill import UNEXAMINED, delay_status, feasible, limited_view, take_from_limits
+from gpufleet.policies.backfill_limits import (
+    UNEXAMINED,
+    delay_status,
+    feasible,
+    limited_view,
+    take_from_limits,
+)
 from gpufleet.policies.carry_delta import Delta
 from gpufleet.policies.shapes import dominates
 
@@ -109,7 +115,7 @@ def give_back(trace: BackfillTrace, finished: Sequence[RunningJob], ctx: CycleCo
 def still_failing(trace: BackfillTrace, head: Job, table: NodeTable, ctx: CycleContext,
                   shape: Callable[[Status], object]) -> bool:
     """After finishes: the head ``head`` and every failed search fail now as they did, with a
-    verdict of the same ``shape`` (sim/easy_carry.py, premise 7). A verdict made at the anchor
+    verdict of the same ``shape`` (policies/backfill_carry.py, premise 7). A verdict made at the anchor
     whose fit counts on the changed nodes are the anchor's is the same verdict; any other is
     searched again now (and, failing alike, renewed with now's numbers)."""
     placer = ctx.profile.placer
@@ -157,7 +163,7 @@ def re_anchor(trace: BackfillTrace, table: NodeTable) -> None:
 
 
 def shrunk_alike(trace: BackfillTrace, head: Job, table: NodeTable) -> bool:
-    """Arrivals only (sim/easy_carry.py, premise 7): on the nodes whose free capacity moved since
+    """Arrivals only (policies/backfill_carry.py, premise 7): on the nodes whose free capacity moved since
     the anchor, ``head`` and every failed search fit as many pods as they did."""
     delta = Delta(trace, table)
     if not delta:

@@ -1,6 +1,6 @@
 """The nodes whose free capacity moved since the anchor, and whether jobs fit there as often.
 
-A carried-on EASY cycle (sim/easy_carry.py, policies/backfill_continue.py) knows each failed
+A carried-on EASY cycle (policies/backfill_carry.py) knows each failed
 search's verdict as it was made at the *anchor* (a capacity state); on every node whose free
 capacity is the anchor's, a job's pods fit as many times now as then. So "is the verdict the same
 now?" reduces to the few changed nodes (Δ): does each job's pod set fit there as many times now as
@@ -21,7 +21,7 @@ import numpy as np
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import BackfillTrace
 from gpufleet.model.job import Job, PodRequest
-from gpufleet.policies.backfill import limited_view
+from gpufleet.policies.backfill_limits import limited_view
 
 #: (request, replicas) of a job with one whole-GPU pod set and no node filter.
 Plain = tuple[PodRequest, int]
@@ -46,7 +46,8 @@ def fit_counts(table: NodeTable, reqs: Sequence[Plain], parts: int = 1) -> tuple
     sums are one array operation over all requests."""
     row_of: dict[tuple, int] = {}  # (GPUs, CPUs, memory, models): all a plain request's slots read
     asks: list[PodRequest] = []
-    whole_row, gpus_row = [], []
+    whole_row: list[int] = []
+    gpus_row: list[int] = []
     for q, _ in reqs:
         for rows, key in ((whole_row, (q.gpus, q.cpus, q.memory_gb, q.gpu_models)),
                           (gpus_row, (q.gpus, 0.0, 0.0, q.gpu_models))):

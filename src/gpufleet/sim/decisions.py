@@ -17,38 +17,17 @@ status's text changed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpufleet.engine.status import Status
+from gpufleet.engine.status import Status, status_shape
 from gpufleet.engine.types import CycleResult, Reservation
 from gpufleet.model.ids import JobId
 from gpufleet.sim.recorder import Recorder
 
 if TYPE_CHECKING:
     from gpufleet.engine.queue import PendingQueue
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-#: Reasons with their numbers replaced, per reasons tuple: a congested queue sees the same few
-#: reason texts again and again (bounded: cleared past _STRIPPED_MAX entries, since reasons that
-#: carry times, such as reservation notes, are new every cycle: 4,096 entries are ~1 MiB).
-_STRIPPED: dict[tuple[str, ...], tuple[str, ...]] = {}
-_STRIPPED_MAX = 4096
-
-
-def status_shape(status: Status) -> tuple:
-    """What the log compares: code, policy and reasons with their numbers replaced."""
-    stripped = _STRIPPED.get(status.reasons)
-    if stripped is None:
-        if len(_STRIPPED) >= _STRIPPED_MAX:
-            _STRIPPED.clear()
-        stripped = _STRIPPED[status.reasons] = tuple(_NUMBER.sub("#", r) for r in status.reasons)
-    return (status.code, status.policy, stripped)
-
 
 def _in_class(queue: PendingQueue, jid: JobId, key: tuple) -> bool:
     pj = queue.get(jid)
@@ -81,39 +60,34 @@ class DecisionLog:
 
     def one(self, rec: Recorder, t: float, jid: str, status: Status) -> None:
         """One waiting job's status: a line when its shape changed."""
+        if self._changed(jid, status):
+            rec.event(t, "wait", jid, wait_detail(status))
+
+    def _changed(self, jid: str, status: Status) -> bool:
         raw = (status.code, status.reasons, status.policy)
         if self._raw.get(jid) == raw:
-            return
+            return False
         self._raw[jid] = raw
         shape = status_shape(status)
-        if self._logged.get(jid) != shape:
-            self._logged[jid] = shape
-            rec.event(t, "wait", jid, wait_detail(status))
+        if self._logged.get(jid) == shape:
+            return False
+        self._logged[jid] = shape
+        return True
 
     def record_cut(self, rec: Recorder, t: float, result: CycleResult, names: tuple[str, ...],
                    submit_times: dict[str, float], queue: PendingQueue,
                    line_key: Callable[[JobId, Status], tuple]) -> None:
-        """``record`` for a cut cycle (engine/cut.py): the engine judged the included jobs; every
-        left-out job of a class got the class's verdict (``CycleResult.left_out``). The lines are
-        the ones ``record`` would write for the full cycle, in its order (``line_key``: where the
-        full cycle's status board lists the job), but only the jobs whose logged shape may differ
-        are looked at. While a class's verdict keeps the shape it had at the last cut cycle
-        (``_settled``), every left-out job that was in the class then is logged with that shape,
-        unless it was included then and logged otherwise (``_unsettled``); so the jobs to look at
-        are those and the ones that joined since (``ShapeClasses.joined_since``). When the shape
-        changed, every left-out job of the class is looked at."""
+        """``record`` for a cut cycle (engine/cut.py; ``CycleResult.left_out``): the lines
+        ``record`` would write for the full cycle, in its order (``line_key``: where its status
+        board lists the job), looking only at jobs whose logged shape may differ. While a class's
+        verdict keeps the shape it had at the last cut cycle (``_settled``), every left-out job in
+        the class then is logged with it, unless it was included then and logged otherwise
+        (``_unsettled``): those and the ones that joined since (``ShapeClasses.joined_since``) are
+        looked at; when the shape changed, every left-out job of the class."""
         self._reservations(rec, t, result.reservations, names)
         self._backfills(rec, t, result, submit_times)
-        lines: list[tuple[tuple, JobId, str]] = []
-        for judged, status in result.statuses.items():
-            raw = (status.code, status.reasons, status.policy)
-            if self._raw.get(judged) == raw:
-                continue
-            self._raw[judged] = raw
-            shape = status_shape(status)
-            if self._logged.get(judged) != shape:
-                self._logged[judged] = shape
-                lines.append((line_key(judged, status), judged, wait_detail(status)))
+        lines = [(line_key(jid, status), jid, wait_detail(status))
+                 for jid, status in result.statuses.items() if self._changed(jid, status)]
         joined: dict[tuple, list[JobId]] = {}
         for jid in queue.shapes.joined_since(self._mark):
             pj = queue.get(jid)

@@ -16,7 +16,6 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.easy_carry import integral_resources
 from gpufleet.sim.failure_events import install
 from gpufleet.sim.failure_handlers import FAILURE_HANDLERS
 from gpufleet.sim.failures import FailureConfig, FailureLedger
@@ -61,7 +60,7 @@ class SimResult:
     fragmentation: FragmentationSamples | None = None
     #: Interruptions, recoveries, spares and GPU-time lost by cause, when failures were on.
     failures: FailureLedger | None = None
-    #: EASY cycles (arrivals, finishes) carried on from the last one instead of run (sim/easy_carry.py).
+    #: EASY cycles carried on from the last one instead of run (policies/backfill_carry.py).
     carried_cycles: int = 0
 
 
@@ -77,12 +76,11 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     events (sim/decisions.py) to the event log; off, the log holds what happened only.
     ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon).
     ``verify_carried_cycles`` runs the full cycle beside every carried-on EASY cycle and fails
-    loudly if they differ (sim/easy_carry.py; for tests and benchmarks)."""
+    loudly if they differ (engine/incremental.py, verify mode; for tests and benchmarks)."""
     started_wall = wallclock.perf_counter()
     cfg = SimConfig(profile=profile, seed=seed, cycle_interval_s=cycle_interval_s,
                     stranded_every_s=stranded_every_s, progress=progress, tenancy=tenancy,
                     usage_tracker=usage_tracker, runtime_model=runtime_model)
-    cfg.carry_on = cfg.reuse.carry_scan and integral_resources(fleet, jobs)
     cfg.verify_carry = verify_carried_cycles
     st = SimState(cfg=cfg, cluster=SimulatedCluster(fleet), frag=FragmentationSamples.for_workload(jobs))
     if not decision_log:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from gpufleet.engine.incremental import CycleMemo
 from gpufleet.engine.profile import Profile
-from gpufleet.engine.reuse import CycleReuse
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import AdmissionState, CycleInput, PendingJob, Reservation, RunningJob
 from gpufleet.model.job import Job
@@ -25,7 +24,6 @@ from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
 
 if TYPE_CHECKING:
-    from gpufleet.sim.easy_carry import Carry, Remembered
     from gpufleet.sim.failures import FailureState
 
 ProgressFn = Callable[[float], None]
@@ -45,16 +43,8 @@ class SimConfig:
     tenancy: object = None
     usage_tracker: UsageTracker | None = None
     runtime_model: RuntimeModel | None = None
-    #: What the profile's policies declare they can reuse across cycles (engine/reuse.py).
-    reuse: CycleReuse = field(default_factory=CycleReuse)
-    #: Whether EASY cycles may be carried on (sim/easy_carry.py): the profile declares it and
-    #: every capacity and request is a whole number (set by ``simulate``).
-    carry_on: bool = False
-    #: Run the full cycle beside every reused or carried-on one and compare (tests, bench).
+    #: Run the full cycle beside every reused, cut or carried-on one and compare (tests, bench).
     verify_carry: bool = False
-
-    def __post_init__(self) -> None:
-        self.reuse = CycleReuse.of(self.profile)
 
 
 @dataclass
@@ -91,7 +81,7 @@ class SimState:
     next_stranded: float = 0.0
     #: Jobs that arrived at this instant (for the idle-cycle skip, sim/step.py).
     arrived_now: list[Job] = field(default_factory=list)
-    #: Runs that ended at this instant (sim/easy_carry.py).
+    #: Runs that ended at this instant (``CycleDelta.ended``).
     finished_now: list[RunningJob] = field(default_factory=list)
     #: Cycle opportunities, run or skipped: the engine's seed follows it, so a skipped cycle does
     #: not shift the randomness of the cycles after it.
@@ -100,10 +90,9 @@ class SimState:
     skipped_cycles: int = 0
     #: The engine's memo of the last cycle, handed back at the next (engine/incremental.py).
     memo: CycleMemo = field(default_factory=CycleMemo)
-    #: The last full EASY cycle's result (with its time, taken nodes and accuracy multipliers),
-    #: or, once a cycle was carried on, what carried-on cycles keep of it (sim/easy_carry.py
-    #: ``Carry``); None after any instant whose news was not arrivals and finishes.
-    carry: Carry | Remembered | None = None
+    #: Something changed at an instant with no cycle since the last cycle (``CycleDelta.gap``).
+    gap: bool = False
+    #: Cycles the engine carried on from the last backfill scan (policies/backfill_carry.py).
     carried_cycles: int = 0
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)

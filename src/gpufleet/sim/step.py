@@ -4,12 +4,10 @@ The driver owns time and effects; the engine only decides. Cycles run after ever
 something changed (an arrival, a finish, an eviction), or on a fixed cadence when
 ``cycle_interval_s`` > 0, as a live scheduler would.
 
-Every cycle goes through the engine's incremental interface (engine/incremental.py): the driver
-tells it what changed (``delta_of``) and keeps the memo it returns. An instant whose only news is
-arrivals is told as such; any other news is "unknown" (a finish and a node failure both read
-CHANGED). An instant with news and no cycle has an empty queue, whose changes a memo need not hear
-(the engine's contract). Where the profile declares it, the pending input is first cut to the jobs
-that can change the decisions (engine/cut.py), or the cycle carried on (sim/easy_carry.py).
+Every cycle goes through the engine's incremental interface (engine/incremental.py) alone: the
+driver tells it what changed (``delta_of``) and keeps the memo it returns; the engine decides
+whether to answer from the memo, cut the input or carry the last scan on. An instant with news and
+no cycle has an empty queue; its changes reach the next cycle as the delta's ``gap``.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpufleet.engine.checkpoints import remaining_run_s
-from gpufleet.engine.incremental import CycleDelta, run_incremental
+from gpufleet.engine.incremental import CARRIED, CycleDelta, run_incremental
 from gpufleet.engine.phases.order import order_key
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
@@ -29,7 +27,6 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
-from gpufleet.sim.easy_carry import carry_on, remember
 from gpufleet.sim.elastic import grow, is_delta
 from gpufleet.sim.failure_handlers import restarted
 from gpufleet.sim.failures import run_wall_s
@@ -68,39 +65,38 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     if due and st.cluster.pending:
         if st.fail is not None and st.fail.upgrade is not None:
             restrict(st)  # images go only to nodes whose driver runs them (sim/upgrade_compat.py)
-        if (carried := carry_on(st, outcome)) is not None:
-            st.cycle_seq += 1
-            st.carried_cycles += 1
-            apply_result(st, carried)
-        else:
-            engine_cycle(st, delta_of(st, outcome))
+        engine_cycle(st, delta_of(st, outcome))
     elif outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
-        st.carry = None  # the fleet moved with no cycle to carry on: the next one runs in full
+        st.gap = True  # the fleet moved with no cycle: the next cycle's delta says so
     st.arrived_now.clear()
     st.finished_now.clear()
     sample(st)
 
 
 def delta_of(st: SimState, outcome: Outcome) -> CycleDelta:
-    """What changed at this instant, as far as the outcome tells: arrivals alone, or unknown.
-    Pods held by partially placed gangs make it unknown too (no rule covers them)."""
-    known = outcome == Outcome.ARRIVED and not st.cluster.partial
-    return CycleDelta(arrived=tuple(st.arrived_now), ended=tuple(st.finished_now), other=not known)
+    """What changed at this instant, as far as the outcome tells: the arrivals and the runs that
+    ended, and "other" for a cycle due by the clock, a change at an instant with no finish (an
+    eviction, a node event), or pods held by partially placed gangs (no rule covers them). A change
+    at an earlier instant with no cycle, and the failure model's effects, are the delta's gap."""
+    other = (bool(outcome & Outcome.CYCLE_DUE) or bool(st.cluster.partial)
+             or (bool(outcome & Outcome.CHANGED) and not st.finished_now))
+    return CycleDelta(arrived=tuple(st.arrived_now), ended=tuple(st.finished_now), other=other,
+                      gap=st.gap or st.fail is not None)
 
 
 def engine_cycle(st: SimState, delta: CycleDelta) -> None:
     """Ask the engine what to do now, then do it."""
     st.cycle_seq += 1
-    due = any(r.protected and r.start <= st.t for r in st.reservations)
     result, st.memo = run_incremental(st.memo, delta, cycle_input(st, st.cluster.pending_view()),
                                       verify=st.cfg.verify_carry)
-    if result.stats.reused:
+    st.gap = False
+    if result.stats.reused == CARRIED:
+        st.carried_cycles += 1
+    elif result.stats.reused:
         st.skipped_cycles += 1
-        apply_result(st, result)
-        return
-    st.cycles += 1
+    else:
+        st.cycles += 1
     apply_result(st, result)
-    remember(st, result, due)
 
 
 def apply_result(st: SimState, result: CycleResult) -> None:

@@ -1,5 +1,6 @@
-"""Carried-on EASY cycles (sim/easy_carry.py): an arrival-only gang-easy cycle continued from
-the last one decides what the full cycle decides, and the event log stays byte for byte the same."""
+"""Carried-on EASY cycles (engine/incremental.py rule 4, policies/backfill_carry.py) in the
+simulator: a gang-easy cycle continued from the last one decides what the full cycle decides, and
+the event log stays byte for byte the same."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpufleet.sim.step as step
+from gpufleet.engine.incremental import CARRIED
+from gpufleet.engine.reuse import CycleReuse
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.policies.registry import profile
-from gpufleet.sim.easy_carry import integral_resources
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import WorkloadSpec, generate
 from gpufleet.testing.builders import fleet, job
@@ -30,21 +32,22 @@ def _congested(seed: int = 11, load: float = 1.6):
 
 
 def _without_carry_on(monkeypatch) -> None:
-    monkeypatch.setattr(step, "carry_on", lambda st, outcome: None)
+    declared = CycleReuse.of
+    monkeypatch.setattr(CycleReuse, "of", classmethod(lambda cls, p: replace(declared(p), carry_scan=False)))
 
 
 def _carried_instants(monkeypatch) -> list[float]:
     """The times of the cycles carried on from now on (filled as the simulation runs)."""
     times: list[float] = []
-    real = step.carry_on
+    real = step.run_incremental
 
-    def spy(st, outcome):
-        out = real(st, outcome)
-        if out is not None:
-            times.append(st.t)
-        return out
+    def spy(memo, delta, inp, **kw):
+        result, memo = real(memo, delta, inp, **kw)
+        if result.stats.reused == CARRIED:
+            times.append(inp.now)
+        return result, memo
 
-    monkeypatch.setattr(step, "carry_on", spy)
+    monkeypatch.setattr(step, "run_incremental", spy)
     return times
 
 
@@ -75,12 +78,11 @@ def test_the_trusting_profile_is_carried_on_too(monkeypatch):
 
 
 def test_fractional_cpu_requests_turn_carrying_on_off():
-    """0.5 CPU per pod: sums taken in another order could round differently, so no cycle is
-    carried on (and the run is the full-cycle run)."""
+    """0.5 CPU per pod: sums taken in another order could round differently, so once such a job
+    was queued (here the first) no cycle is carried on."""
     f, jobs = _congested()
-    assert integral_resources(f, jobs)
-    jobs.append(job("half").gpus(1).cpus(0.5).at(10.0).runs(100).build())
-    assert not integral_resources(f, jobs)
+    assert simulate(f, jobs, profile("gang-easy")).carried_cycles > 0
+    jobs.append(job("half").gpus(1).cpus(0.5).at(0.0).runs(100).build())
     assert simulate(f, jobs, profile("gang-easy")).carried_cycles == 0
 
 
@@ -110,12 +112,12 @@ def test_any_congested_workload_carries_on_exactly(seed, load, nodes, overrun):
     if overrun:
         jobs = [replace(j, run_time_estimate=j.run_time * 0.7) for j in jobs]
     carried = simulate(f, jobs, profile("gang-easy"), seed=seed, verify_carried_cycles=True)
-    real = step.carry_on
-    step.carry_on = lambda st, outcome: None
+    declared = CycleReuse.of
+    CycleReuse.of = classmethod(lambda cls, p: replace(declared(p), carry_scan=False))
     try:
         full = simulate(f, jobs, profile("gang-easy"), seed=seed)
     finally:
-        step.carry_on = real
+        CycleReuse.of = declared
     assert carried.recorder.log == full.recorder.log
 
 

@@ -1,5 +1,9 @@
 """EASY cycles carried on from the last one instead of run again, when a proof says they decide the same.
 
+The rule ``run_incremental`` applies for a backfiller that declares ``continues_scan``
+(engine/incremental.py, rule 4): ``ReservationBackfill.remember_scan`` keeps what the next cycle
+needs after a full one, ``carry_scan`` answers from it or says no.
+
 In a congested EASY run (gang-easy: strict-FIFO gang best fit, a protected reservation for the
 head and estimates for the next jobs, backfill around them) a cycle runs at every arrival and every
 finish, and most of them decide nothing new: the head fails again, reservation keeps the same
@@ -13,14 +17,15 @@ State: the last full cycle C0 at t0, its reservations and scan trace; the *ancho
 capacity and protected limits at which every failed search in the trace is known to fail with its
 verdict (C0's scan start, moved to "now" whenever a carried-on cycle re-checks them all); ``taken``,
 the nodes of every job started since C0's reserve step (C0's backfills, carried-on starts).
-Between C0 and now only instants of arrivals and finishes passed, each carried on: the driver
-drops the carry at any other change, and at a change with no cycle run (sim/step.py).
+Between C0 and now only instants of arrivals and finishes passed, each carried on: any other news
+(``CycleDelta.other``, ``nodes``, ``gap``) runs the full cycle, which starts a new memo.
 
-Premises at an instant t whose news is finishes and/or arrivals (``carry_on`` checks each):
+Premises at an instant t whose news is finishes and/or arrivals (``carry_scan`` checks each):
 1. Profile: gang-easy's phases, as its policies declare them (``CycleReuse.carry_scan``,
-   engine/reuse.py); no failures, cycle cadence or tenancy;
-   every capacity and request a whole number (``integral_resources``), so sums taken in any order
-   are the same floats.
+   engine/reuse.py); no tenancy; the driver's queue a ``PendingQueue`` and its running set
+   columns (``CycleInput.running_columns``); every node capacity and every request the queue
+   ever held a whole number (``PendingQueue.integral``), so sums taken in any order are the same
+   floats.
 2. Queue: every new job sorts after every waiting job (priority-FIFO key). C0 made ``depth``
    reservations (its reserve step tried ``depth`` jobs, all ahead of any new job, each holding
    one; the first is the head H, where the place step stopped), none for a job its backfill then
@@ -51,7 +56,7 @@ Why the full cycle C at t decides the same:
   node (6); a reservation's own bindings fit its C0 window (a whole-number fit proves it), so they
   fit C's; the holds are the same by induction. The protected limits are C0's but on the nodes of
   jobs started since (less what they take past the reservation's start: the scan's bookkeeping)
-  and finished since (more what they held past it: ``_give_back``) — exact by 1.
+  and finished since (more what they held past it: ``give_back``) — exact by 1.
 - backfill: the same candidates, order and modes (4), the same limits; each failed search fails
   again with a verdict of the same shape: checked (7, finishes: fit counts equal to the ones its
   verdict was made with mean the same verdict), or, when only arrivals came, what it saw lies
@@ -60,26 +65,25 @@ Why the full cycle C at t decides the same:
   starts; the cap is not reached (5). New jobs come last: ``continue_scan``.
 - log: old jobs get verdicts of the shapes they had (numbers inside reasons move: a reservation's
   "in N s", "K pod(s) fit now"), and the decision log compares shapes without numbers
-  (sim/decisions.py), so it writes nothing for them; new jobs' lines, starts and backfill lines
+  (``status_shape``), so it writes nothing for them; new jobs' lines, starts and backfill lines
   are written by the same code as a full cycle's.
-With ``verify_carry`` the full cycle runs beside each carried-on one and the engine's verify check
+In verify mode the full cycle runs beside each carried-on one and the engine's check
 (``engine.incremental.check``) compares them (tests, bench).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.incremental import check
+from gpufleet.engine.incremental import CycleDelta, check
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
-from gpufleet.engine.status import Status
-from gpufleet.engine.types import BackfillTrace, CycleContext, CycleResult, Reservation
-from gpufleet.model.fleet import Fleet
+from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.status import Status, status_shape
+from gpufleet.engine.types import BackfillTrace, CycleContext, CycleInput, CycleResult, Reservation
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill_continue import (
@@ -89,18 +93,8 @@ from gpufleet.policies.backfill_continue import (
     shrunk_alike,
     still_failing,
 )
-from gpufleet.sim.decisions import status_shape
-from gpufleet.sim.kernel import Outcome
-from gpufleet.sim.state import SimState, cycle_input
 
-
-def integral_resources(fleet: Fleet, jobs: Sequence[Job]) -> bool:
-    """Every node's CPU and memory and every pod's request a whole number (GPUs always are)."""
-    def whole(x: float) -> bool:
-        return float(x).is_integer()
-    return (all(whole(n.cpus) and whole(n.memory_gb) for n in fleet.nodes)
-            and all(whole(ps.request.cpus) and whole(ps.request.memory_gb) and whole(ps.request.gpus)
-                    for job in jobs for ps in job.pod_sets))
+CARRIED = "carried"
 
 
 @dataclass(frozen=True)
@@ -114,11 +108,13 @@ class Remembered:
     taken: np.ndarray
     multipliers: dict[str, float]
     earliest_end: float
+    verify: bool
 
 
 @dataclass
 class Carry:
-    """The last full cycle's decisions and scan, and what the carried-on cycles since changed."""
+    """The last full cycle's decisions and scan, and what the carried-on cycles since changed
+    (updated in place: a memo is consumed by the cycle it is handed to)."""
 
     trace: BackfillTrace
     reservations: tuple[Reservation, ...]
@@ -139,118 +135,129 @@ class Carry:
     statuses: dict | None = None
 
 
-def remember(st: SimState, result: CycleResult, due: bool) -> None:
-    """After a full cycle (its decisions applied): keep what a carried-on cycle needs; the rest is
-    built at the first carried-on cycle."""
-    st.carry = None
-    cfg = st.cfg
+def remember_scan(inp: CycleInput, result: CycleResult, promises: int, verify: bool) -> Remembered | None:
+    """After a full cycle on ``inp``: what a carried-on cycle needs, or None when premise 1 or 2
+    fails at C0 already; the rest is built at the first carried-on cycle."""
     trace = result.backfill
-    if (not cfg.carry_on or due or trace is None or result.preemptions
-            or len(result.reservations) != cfg.reuse.promises
-            or not set(result.started).isdisjoint(r.job for r in result.reservations)):
-        return  # (a reserved job backfilled in the same cycle leaves its place to the next one)
-    earliest_end = _earliest_end(st)
-    if earliest_end <= st.t:
-        return  # a job past its estimate: C0 planned its release at t0 + 1 s (premise 3 at t0)
-    table = st.cluster.table
+    queue, table = inp.pending, inp.nodes
+    if (trace is None or result.preemptions or len(result.reservations) != promises
+            or inp.tenancy is not None or inp.running_columns is None
+            or not isinstance(queue, PendingQueue) or not queue.integral
+            or any(r.protected and r.start <= inp.now for r in inp.reservations)
+            or not set(result.started).isdisjoint(r.job for r in result.reservations)
+            or not _whole(table.cpu_total) or not _whole(table.mem_total)):
+        return None  # (a reserved job backfilled in the same cycle leaves its place to the next one)
+    # Premise 3 at t0, over the running jobs and C0's starts (they resume no progress: nothing is
+    # requeued without a preemptor or failures, and either stops the carry).
+    accuracy = _accuracy(inp)
+    earliest_end = min([_earliest_end(inp)] + [inp.now + pj.job.estimate * max(1.0, accuracy.get(
+        pj.job.tenant, 1.0)) for pj in map(queue.get, result.started) if pj is not None])
+    if earliest_end <= inp.now:
+        return None  # a job past its estimate: C0 planned its release at t0 + 1 s
+    after = table.copy()
+    for b in result.bindings:
+        after.take(b.node, b.request, slot=b.slot)
     g0, c0, m0 = trace.view0
-    taken = (g0 != table.gpu_free) | (c0 != table.cpu_free) | (m0 != table.mem_free)
-    st.carry = Remembered(result, st.t, taken, _multipliers(st), earliest_end)
+    taken = (g0 != after.gpu_free) | (c0 != after.cpu_free) | (m0 != after.mem_free)
+    return Remembered(result, inp.now, taken, _multipliers(inp), earliest_end, verify)
 
 
-def _multipliers(st: SimState) -> dict[str, float]:
-    if not st.cfg.profile.estimate_history:
+def _whole(x: np.ndarray) -> bool:
+    return bool(np.all(np.mod(x, 1.0) == 0.0))
+
+
+def _multipliers(inp: CycleInput) -> dict[str, float]:
+    if not inp.profile.estimate_history:
         return {}
-    return {t: m for t, v in st.accuracy.medians().items() if (m := max(1.0, v)) != 1.0}
+    return {t: m for t, v in inp.estimate_accuracy.items() if (m := max(1.0, v)) != 1.0}
 
 
-def _accuracy(st: SimState) -> dict[str, float]:
-    return st.accuracy.medians() if st.cfg.profile.estimate_history else {}
+def _accuracy(inp: CycleInput) -> dict[str, float]:
+    return dict(inp.estimate_accuracy) if inp.profile.estimate_history else {}
 
 
-def _build(st: SimState, kept: Remembered) -> Carry | None:
+def _earliest_end(inp: CycleInput) -> float:
+    assert inp.running_columns is not None
+    return inp.running_columns.earliest_planned_end(_accuracy(inp))
+
+
+def _build(kept: Remembered, delta: CycleDelta, inp: CycleInput) -> Carry | None:
     result, multipliers = kept.result, kept.multipliers
     trace = result.backfill
-    assert trace is not None
-    cluster = st.cluster
-    head = cluster.pending.get(result.reservations[0].job)
+    assert trace is not None and isinstance(inp.pending, PendingQueue)
+    head = inp.pending.get(result.reservations[0].job)
     if head is None or trace.tests >= trace.max_tests:
         return None
-    new = {j.id for j in st.arrived_now}
+    new = {j.id for j in delta.arrived}
     protected = {r.job for r in result.reservations if r.protected}
     keys: list[OrderKey] = []
     planned: list[float] = []
-    for jid, job in cluster.pending.items():
-        if jid in new:
+    for pj in inp.pending:
+        job = pj.job
+        if job.id in new:
             continue
         keys.append(order_key(job))
-        if jid not in protected:
+        if job.id not in protected:
             planned.append(job.estimate * multipliers.get(job.tenant, 1.0))
-    held = np.zeros(len(cluster.table), bool)
+    held = np.zeros(len(inp.nodes), bool)
     for r in result.reservations:
         held[list(r.nodes)] = True
     p = np.asarray(planned, float)
-    return Carry(trace, result.reservations, head, held, kept.taken, max(keys), p,
+    return Carry(trace, result.reservations, head.job, held, kept.taken, max(keys), p,
                  np.full(p.size, kept.t0), kept.earliest_end, multipliers,
-                 dict(result.statuses) if st.cfg.verify_carry else None)
+                 dict(result.statuses) if kept.verify else None)
 
 
-def _earliest_end(st: SimState) -> float:
-    return st.cluster.running.columns.earliest_planned_end(_accuracy(st))
-
-
-def carry_on(st: SimState, outcome: Outcome) -> CycleResult | None:
-    """The cycle at this instant (news: finishes and/or arrivals), carried on from the last one;
-    None when a premise does not hold (run the cycle)."""
-    memo = st.carry
-    if (memo is None or st.fail is not None or st.cfg.cycle_interval_s > 0 or st.cfg.tenancy is not None
-            or outcome & Outcome.CYCLE_DUE or (outcome & Outcome.CHANGED and not st.finished_now)):
-        return None
-    finished = st.finished_now
-    if isinstance(memo, Remembered):
-        memo = st.carry = _build(st, memo)
+def carry_scan(state: Remembered | Carry, delta: CycleDelta, inp: CycleInput, verify: bool
+               ) -> tuple[CycleResult, Carry] | None:
+    """The cycle at ``inp`` (news: finishes and/or arrivals only), carried on from ``state``, and
+    the state to keep; None when a premise does not hold (run the cycle)."""
+    memo: Carry | None
+    if isinstance(state, Remembered):
+        memo = _build(state, delta, inp)
         if memo is None:
             return None
-    if finished and _multipliers(st) != memo.multipliers:
+    else:
+        memo = state
+    finished, table = delta.ended, inp.nodes
+    if finished and _multipliers(inp) != memo.multipliers:
         return None
-    t, trace, cluster = st.t, memo.trace, st.cluster
-    arrivals = sorted(st.arrived_now, key=order_key)
+    t, trace = inp.now, memo.trace
+    arrivals = sorted(delta.arrived, key=order_key)
     if arrivals and order_key(arrivals[0]) <= memo.last_key:
         return None
     if finished:
-        memo.earliest_end = _earliest_end(st)
+        memo.earliest_end = _earliest_end(inp)
+    assert inp.running_columns is not None
     if (min(r.start for r in memo.reservations) <= t or memo.earliest_end <= t
-            or trace.tests + len(arrivals) >= trace.max_tests or cluster.running.columns.any_evicting()
+            or trace.tests + len(arrivals) >= trace.max_tests or inp.running_columns.any_evicting()
             or memo.taken[memo.held].any()):
         return None
     for s in trace.starts:
         if np.any((memo.since + memo.planned <= s) & (s < t + memo.planned)):
             return None  # a candidate's mode moved
-    seq = st.cycle_seq + 1  # the sequence number the full cycle at this instant would get
-    ctx = CycleContext(now=t, profile=st.cfg.profile, rng=np.random.default_rng(st.cfg.seed + seq),
-                       estimate_accuracy=_accuracy(st), previous_reservations=memo.reservations)
+    ctx = CycleContext(now=t, profile=inp.profile, rng=np.random.default_rng(inp.seed),
+                       estimate_accuracy=_accuracy(inp), previous_reservations=memo.reservations)
     if finished:
         give_back(trace, finished, ctx)
-        if not still_failing(trace, memo.head, cluster.table, ctx, status_shape):
-            st.carry = None  # the limits and verdicts moved: this memo is spent
-            return None
-        re_anchor(trace, cluster.table)
-    elif not shrunk_alike(trace, memo.head, cluster.table):
+        if not still_failing(trace, memo.head, table, ctx, status_shape):
+            return None  # the limits and verdicts moved: this memo is spent
+        re_anchor(trace, table)
+    elif not shrunk_alike(trace, memo.head, table):
         return None
     started: list[JobId] = []
     verdicts: dict[JobId, Status] = {}
     bindings: tuple[PodBinding, ...] = ()
     if arrivals:
-        plan = Plan(cluster.table)
+        plan = Plan(table)
         started, verdicts = continue_scan(trace, arrivals, plan, ctx)
         bindings = plan.commit()
     result = CycleResult(bindings=bindings, started=tuple(started), statuses=verdicts,
-                         reservations=memo.reservations, admission=st.admission)
-    if st.cfg.verify_carry:  # the full cycle too, with the seed (``seq``) it would have run with
-        check(result, run_cycle(cycle_input(st, st.cluster.pending_view(), seq)), where=f"t={st.t}: ",
-              earlier=memo.statuses or {}, shape=status_shape)
+                         reservations=memo.reservations, admission=inp.admission)
+    if verify:
+        check(result, run_cycle(inp), where=f"t={t}: ", earlier=memo.statuses or {}, shape=status_shape)
     _after(memo, result, arrivals, ctx)
-    return result
+    return result, memo
 
 
 def _after(memo: Carry, result: CycleResult, arrivals: list[Job], ctx: CycleContext) -> None:
