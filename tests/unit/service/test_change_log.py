@@ -121,3 +121,32 @@ def test_the_live_loop_gets_the_cycle_cut_and_publishes_every_waiting_jobs_statu
     finally:
         svc.stop()
         svc.store.close()
+
+
+def test_under_easy_backfill_the_live_loop_carries_the_last_scan_on(tmp_path):
+    """gang-easy on 64 GPUs: "a" takes 56 for 10 h; eight 16-GPU jobs wait (EASY's depth: eight
+    reservations, the first protected). "x-late" (16 GPUs) arrives behind them: the engine carries
+    the last cycle's backfill scan on (rule 4, no pass over the queue); "x-late" cannot start (16
+    GPUs do not fit the 8 free) and the eight reservations stand. The same loop as every driver's:
+    it tells the engine what arrived, nothing else."""
+    cfg = ServiceConfig(fleet=FLEET, data_dir=tmp_path / "d", policy="gang-easy", run_loop=False,
+                        argon2_time_cost=1, argon2_memory_kib=1024)
+    svc = Service(cfg)
+    svc.loop.clock = ManualClock()
+    svc.loop.duty = 0.0  # ticks back to back: the question is what the cycle reuses
+    try:
+        svc.submit(SYSTEM, job_body("a", gpus=8, replicas=7, run_time=36_000.0), None)
+        for i in range(8):
+            svc.submit(SYSTEM, job_body(f"w{i}", gpus=8, replicas=2), None)
+        svc.tick()
+        assert svc.loop.last.reused == ""
+        svc.submit(SYSTEM, job_body("x-late", gpus=8, replicas=2), None)
+        svc.tick()
+        snap = svc.snapshot()
+        assert svc.loop.last.reused == "carried"
+        assert set(snap.running) == {"a"} and "x-late" in snap.pending
+        assert snap.statuses["x-late"].code == "UNSCHEDULABLE"
+        assert snap.statuses["w0"].code == "UNSCHEDULABLE"  # the head keeps the verdict it had
+    finally:
+        svc.stop()
+        svc.store.close()
