@@ -12,7 +12,8 @@ Interface (every driver: the simulator, the service's live loop, Slurm, Kubernet
   else (a withdrawal, an eviction, a requeue, a cadence tick, a change the driver did not follow).
   ``CycleDelta.unknown()`` is always correct: it asks for the full cycle. A driver need not run a
   cycle while no job waits, nor report what changed then: a cycle over an empty queue decides
-  nothing, and no rule below rests on a job that was not waiting at the memo's cycle.
+  nothing, and no rule below rests on a job that was not waiting at the memo's cycle (rule 4
+  also rests on the running set: a driver says such a change happened with ``gap``).
 - ``CycleMemo``: what the last cycle decided that a later one can reuse. Opaque to drivers: they
   keep it and hand it back, never read or build its fields. It is tied to the profile it was made
   under (another profile starts afresh).
@@ -23,7 +24,6 @@ Interface (every driver: the simulator, the service's live loop, Slurm, Kubernet
   arrivals): every other waiting job keeps the status it last had, which is what a driver that
   logs on change needs. A cut result holds statuses for the jobs the cycle saw, and per shape
   class the verdict of the jobs it left out (``CycleResult.left_out``).
-- ``reused_answer`` is the first half alone (the rule's answer from the memo, or None).
 - ``verify=True`` runs the full cycle beside every reused or cut answer and raises
   ``IncrementalMismatch`` when they decide differently (the tests and benchmarks turn it on).
 
@@ -138,8 +138,10 @@ def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
                     verify: bool = False) -> tuple[CycleResult, CycleMemo]:
     """The cycle at ``inp``, reusing what ``memo`` proves unchanged; and the next memo."""
     memo = memo.under(inp.profile)
-    reused = reused_answer(memo, delta, inp, verify=verify)
+    reused = _reuse(memo, delta, inp)
     if reused is not None:
+        if verify:
+            check(reused, run_cycle(inp))
         return reused, memo
     carrier = inp.profile.backfiller if memo.reuse.carry_scan else None
     if not isinstance(carrier, ScanCarrier):
@@ -161,15 +163,6 @@ def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
     if carrier is not None:
         memo = replace(memo, scan=carrier.remember_scan(inp, result, memo.reuse.promises, verify))
     return result, memo
-
-
-def reused_answer(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
-                  verify: bool = False) -> CycleResult | None:
-    """The answer a rule proves from ``memo`` (the memo stays as it is), or None: run the cycle."""
-    reused = _reuse(memo.under(inp.profile), delta, inp)
-    if reused is not None and verify:
-        check(reused, run_cycle(inp))
-    return reused
 
 
 def remember(memo: CycleMemo, inp: CycleInput, result: CycleResult) -> CycleMemo:

@@ -56,11 +56,13 @@ from gpufleet.engine.types import (
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill_carry import Carry, Remembered, carry_scan, remember_scan
-from gpufleet.policies.backfill_limits import UNEXAMINED as UNEXAMINED
-from gpufleet.policies.backfill_limits import delay_status as delay_status
-from gpufleet.policies.backfill_limits import feasible as feasible
-from gpufleet.policies.backfill_limits import limited_view as limited_view
-from gpufleet.policies.backfill_limits import take_from_limits as take_from_limits
+from gpufleet.policies.backfill_limits import (
+    UNEXAMINED,
+    delay_status,
+    feasible,
+    limited_view,
+    take_from_limits,
+)
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 

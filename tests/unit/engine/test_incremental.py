@@ -13,7 +13,6 @@ from gpufleet.engine.incremental import (
     CycleMemo,
     IncrementalMismatch,
     check,
-    reused_answer,
     run_incremental,
 )
 from gpufleet.engine.queue import PendingQueue
@@ -79,7 +78,8 @@ def test_an_arrival_that_fits_runs_the_full_cycle_and_starts():
 def test_only_arrivals_alone_are_ever_reused(delta):
     table = _busy_table(2, 1)
     big = job("big").gpus(8).gang(2).build()
-    assert reused_answer(CycleMemo(), delta, _input(table, [big], "gang-bestfit")) is None
+    result, _ = run_incremental(CycleMemo(), delta, _input(table, [big], "gang-bestfit"))
+    assert result.stats.reused == ""
 
 
 def test_strict_fifo_arrivals_behind_the_stop_get_the_status_past_the_stop():
@@ -120,7 +120,7 @@ def test_a_memo_made_under_another_profile_is_not_used():
     late = job("late").gpus(8).gang(2).at(2.0).build()
     inp = CycleInput(now=2.0, nodes=table, pending=PendingQueue(PendingJob(j) for j in (head, late)),
                      profile=profile("gang-easy"))
-    assert reused_answer(memo, CycleDelta(arrived=(late,)), inp) is None
+    assert run_incremental(memo, CycleDelta(arrived=(late,)), inp)[0].stats.reused == ""
 
 
 def test_verify_mode_catches_an_answer_that_differs_from_the_full_cycle():
