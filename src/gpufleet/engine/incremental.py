@@ -96,26 +96,6 @@ class CycleDelta:
         return bool(self.arrived) and not (self.ended or self.nodes or self.other)
 
 
-@dataclass(frozen=True, slots=True)
-class CycleMemo:
-    """What the last cycle decided that a later one can reuse (owned by the engine)."""
-
-    #: The profile the memo was made under, and what its policies declared they can reuse.
-    profile: Profile | None = None
-    reuse: CycleReuse = CycleReuse()
-    #: Strict FIFO: the job the last pass stopped at, and its order key.
-    stop: JobId | None = None
-    stop_key: OrderKey | None = None
-    #: Rule 4: what the backfiller kept of its last scan (its own type; None: nothing to carry).
-    scan: object | None = None
-
-    def under(self, profile: Profile) -> CycleMemo:
-        """This memo, or a fresh one when it was made under another profile."""
-        if self.profile is profile:
-            return self
-        return CycleMemo(profile=profile, reuse=CycleReuse.of(profile))
-
-
 @runtime_checkable
 class ScanCarrier(Protocol):
     """A backfiller whose scan a later cycle may carry on (rule 4). ``remember_scan`` is asked
@@ -128,6 +108,31 @@ class ScanCarrier(Protocol):
 
     def carry_scan(self, state: object, delta: CycleDelta, inp: CycleInput,
                    verify: bool) -> tuple[CycleResult, object] | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CycleMemo:
+    """What the last cycle decided that a later one can reuse (owned by the engine)."""
+
+    #: The profile the memo was made under, and what its policies declared they can reuse.
+    profile: Profile | None = None
+    reuse: CycleReuse = CycleReuse()
+    #: Strict FIFO: the job the last pass stopped at, and its order key.
+    stop: JobId | None = None
+    stop_key: OrderKey | None = None
+    #: Rule 4: the profile's backfiller when it carries scans on, and what it kept of its last
+    #: scan (its own type; None: nothing to carry).
+    carrier: ScanCarrier | None = None
+    scan: object | None = None
+
+    def under(self, profile: Profile) -> CycleMemo:
+        """This memo, or a fresh one when it was made under another profile."""
+        if self.profile is profile:
+            return self
+        reuse = CycleReuse.of(profile)
+        carrier = profile.backfiller if reuse.carry_scan else None
+        return CycleMemo(profile=profile, reuse=reuse,
+                         carrier=carrier if isinstance(carrier, ScanCarrier) else None)
 
 
 class IncrementalMismatch(AssertionError):
@@ -143,9 +148,7 @@ def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
         if verify:
             check(reused, run_cycle(inp))
         return reused, memo
-    carrier = inp.profile.backfiller if memo.reuse.carry_scan else None
-    if not isinstance(carrier, ScanCarrier):
-        carrier = None
+    carrier = memo.carrier
     if (carrier is not None and memo.scan is not None and (delta.arrived or delta.ended)
             and not (delta.other or delta.nodes or delta.gap)):
         carried = carrier.carry_scan(memo.scan, delta, inp, verify)

@@ -82,6 +82,7 @@ from gpufleet.engine.incremental import CycleDelta, check
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import PendingQueue
+from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, status_shape
 from gpufleet.engine.types import BackfillTrace, CycleContext, CycleInput, CycleResult, Reservation
 from gpufleet.model.ids import JobId
@@ -154,12 +155,35 @@ def remember_scan(inp: CycleInput, result: CycleResult, promises: int, verify: b
         pj.job.tenant, 1.0)) for pj in map(queue.get, result.started) if pj is not None])
     if earliest_end <= inp.now:
         return None  # a job past its estimate: C0 planned its release at t0 + 1 s
-    after = table.copy()
-    for b in result.bindings:
-        after.take(b.node, b.request, slot=b.slot)
+    g, c, m = _free_after(table, result.bindings)
     g0, c0, m0 = trace.view0
-    taken = (g0 != after.gpu_free) | (c0 != after.cpu_free) | (m0 != after.mem_free)
+    taken = (g0 != g) | (c0 != c) | (m0 != m)
     return Remembered(result, inp.now, taken, _multipliers(inp), earliest_end, verify)
+
+
+def _free_after(table: NodeTable, bindings: tuple[PodBinding, ...]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The free GPUs, CPUs and memory once ``bindings`` are taken, as ``NodeTable.take`` leaves
+    them: its arithmetic on three copied columns where no binding touches the per-GPU state (a
+    fractional slot, or idle MIG-configured GPUs), else a copy of the table (a full cycle pays
+    this: the cheap path matters)."""
+    g, c, m = table.gpu_free.copy(), table.cpu_free.copy(), table.mem_free.copy()
+    pg = table.per_gpu
+    for b in bindings:
+        r, n = b.request, b.node
+        if pg is not None and r.is_fractional and b.slot is not None:
+            break
+        g[n] -= r.gpus
+        c[n] -= r.cpus
+        m[n] -= r.memory_gb
+        if pg is not None and r.gpus > 0 and pg.idle_configured[n] > g[n]:
+            break
+    else:
+        return g, c, m
+    after = table.copy()
+    for b in bindings:
+        after.take(b.node, b.request, slot=b.slot)
+    return after.gpu_free, after.cpu_free, after.mem_free
 
 
 def _whole(x: np.ndarray) -> bool:
