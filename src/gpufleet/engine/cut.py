@@ -58,7 +58,7 @@ def cut_cycle(inp: CycleInput, mode: CutMode, run: Callable[[CycleInput], CycleR
     if cutting is None or not cutting[1]:
         return run(inp)
     ids, classes = cutting
-    ids.sort(key=queue.position)  # the queue's own order, as the full cycle's input has it
+    ids.sort(key=queue.positions.__getitem__)  # the queue's own order: the full cycle's input
     get = queue.get
     result = run(replace(inp, pending=[pj for pj in map(get, ids) if pj is not None]))
     left = _verdicts(mode, classes, result)
@@ -75,8 +75,9 @@ def _greedy(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classe
     free = _free_gpus(table)
     ids: list[JobId] = []
     cut: _Classes = {}
-    for c, lst in queue.shapes.classes.items():
-        g = queue.shapes.gpus[c]
+    shapes = queue.shapes
+    for c, lst in shapes.classes.items():
+        g = shapes.gpus[c]
         k = len(lst) if g <= 0 else min(len(lst), free // g + 1)
         if k < len(lst):
             cut[c] = (lst, k)
@@ -85,8 +86,9 @@ def _greedy(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classe
 
 
 def _fifo(queue: PendingQueue, table: NodeTable) -> tuple[list[JobId], _Classes] | None:
-    classes = queue.shapes.classes
-    if any(queue.shapes.gpus[c] <= 0 for c in classes):
+    shapes = queue.shapes
+    classes, gpus = shapes.classes, shapes.gpus
+    if any(gpus[c] <= 0 for c in classes):
         return None
     head = list(islice(heapq.merge(*classes.values()), _free_gpus(table) + 2))
     taken: dict[tuple, int] = {}

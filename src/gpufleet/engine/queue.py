@@ -295,9 +295,10 @@ class PendingQueue(Sequence[PendingJob]):
         """Some queued job holds bound pods (a partially placed gang)."""
         return self._bound > 0
 
-    def position(self, job: JobId) -> int:
-        """Where ``job`` sits in the order added (its place in ``view()``'s order, as a rank)."""
-        return self._row[job]
+    @property
+    def positions(self) -> Mapping[JobId, int]:
+        """Per queued job, a rank of its place in the order added (``view()``'s order)."""
+        return self._row
 
     # ---- what the engine reads --------------------------------------------------------------
 

@@ -55,6 +55,9 @@ def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
     return int(table.gpu_free[~usable].sum())
 
 
+_DUE, _CHANGED = int(Outcome.CYCLE_DUE), int(Outcome.CHANGED)
+
+
 def after_instant(st: SimState, outcome: Outcome) -> None:
     cfg = st.cfg
     changed = bool(outcome & (Outcome.CHANGED | Outcome.ARRIVED))
@@ -78,8 +81,8 @@ def delta_of(st: SimState, outcome: Outcome) -> CycleDelta:
     ended, and "other" for a cycle due by the clock, a change at an instant with no finish (an
     eviction, a node event), or pods held by partially placed gangs (no rule covers them). A change
     at an earlier instant with no cycle, and the failure model's effects, are the delta's gap."""
-    other = (bool(outcome & Outcome.CYCLE_DUE) or bool(st.cluster.partial)
-             or (bool(outcome & Outcome.CHANGED) and not st.finished_now))
+    news = int(outcome)  # IntFlag's own operators cost a Python call each, at every instant
+    other = (bool(news & _DUE) or bool(st.cluster.partial) or (bool(news & _CHANGED) and not st.finished_now))
     return CycleDelta(arrived=tuple(st.arrived_now), ended=tuple(st.finished_now), other=other,
                       gap=st.gap or st.fail is not None)
 
@@ -129,7 +132,7 @@ def board_position(st: SimState, jid: JobId, status: Status) -> tuple:
     """Where the full cycle's status board lists a waiting job: jobs the placer judged in queue
     order, then the jobs past a strict-FIFO stop (the cycle's WAIT default) in input order."""
     if status.code is StatusCode.WAIT:
-        return (1, st.cluster.pending_view().position(jid))
+        return (1, st.cluster.pending_view().positions[jid])
     return (0, order_key(st.cluster.pending[jid]))
 
 
