@@ -100,8 +100,9 @@ class CycleDelta:
 class ScanCarrier(Protocol):
     """A backfiller whose scan a later cycle may carry on (rule 4). ``remember_scan`` is asked
     after every full cycle (``promises``: the reservations such a cycle keeps); ``carry_scan``
-    answers a later cycle from what it kept, or None. The state is the backfiller's own and may
-    be updated in place: a memo is consumed by the call it is handed to."""
+    answers a later cycle from what it kept (``stats.reused`` = ``CARRIED``), or None. The
+    state is the backfiller's own and may be updated in place: a memo is consumed by the call it
+    is handed to."""
 
     def remember_scan(self, inp: CycleInput, result: CycleResult, promises: int,
                       verify: bool) -> object | None: ...
@@ -153,9 +154,7 @@ def run_incremental(memo: CycleMemo, delta: CycleDelta, inp: CycleInput, *,
             and not (delta.other or delta.nodes or delta.gap)):
         carried = carrier.carry_scan(memo.scan, delta, inp, verify)
         if carried is not None:
-            result, scan = carried
-            return replace(result, stats=CycleStats(pending=len(inp.pending), reused=CARRIED)), \
-                replace(memo, scan=scan)
+            return carried[0], replace(memo, scan=carried[1])
     if memo.reuse.cut is None:
         result = run_cycle(inp)
     else:

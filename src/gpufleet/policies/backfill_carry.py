@@ -78,13 +78,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpufleet.engine.cycle import run_cycle
-from gpufleet.engine.incremental import CycleDelta, check
+from gpufleet.engine.incremental import CARRIED, CycleDelta, check
 from gpufleet.engine.phases.order import OrderKey, order_key
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, status_shape
-from gpufleet.engine.types import BackfillTrace, CycleContext, CycleInput, CycleResult, Reservation
+from gpufleet.engine.types import (
+    BackfillTrace,
+    CycleContext,
+    CycleInput,
+    CycleResult,
+    CycleStats,
+    Reservation,
+)
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.policies.backfill_continue import (
@@ -94,8 +101,6 @@ from gpufleet.policies.backfill_continue import (
     shrunk_alike,
     still_failing,
 )
-
-CARRIED = "carried"
 
 
 @dataclass(frozen=True)
@@ -277,7 +282,8 @@ def carry_scan(state: Remembered | Carry, delta: CycleDelta, inp: CycleInput, ve
         started, verdicts = continue_scan(trace, arrivals, plan, ctx)
         bindings = plan.commit()
     result = CycleResult(bindings=bindings, started=tuple(started), statuses=verdicts,
-                         reservations=memo.reservations, admission=inp.admission)
+                         reservations=memo.reservations, admission=inp.admission,
+                         stats=CycleStats(pending=len(inp.pending), reused=CARRIED))
     if verify:
         check(result, run_cycle(inp), where=f"t={t}: ", earlier=memo.statuses or {}, shape=status_shape)
     _after(memo, result, arrivals, ctx)
