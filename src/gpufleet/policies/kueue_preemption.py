@@ -22,9 +22,10 @@ Y (the two children of that cohort on their paths, so cohort weights count there
 ``LessThanOrEqualToFinalShare``: share(X's side with W) ≤ share(Y's side without U);
 ``LessThanInitialShare``: share(X's side with W) < share(Y's side). Then minimise as above.
 
-"Fits" is Kueue's quota test plus our physical test (fit_gang on the Plan with the targets
-released), so a Kueue run in the simulator never evicts for a job that then cannot start.
-Victims stay released while W is bound tentatively (no GPU counted twice, as in ours).
+"Fits" is Kueue's quota test plus our physical test (the profile's own placer's ``fit`` on the
+Plan with the targets released: topology and fractional rules judge the freed room), so a
+Kueue run in the simulator never evicts for a job that then cannot start. Victims stay
+released while W is bound tentatively (no GPU counted twice, as in ours).
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJ
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.gang import fit_gang
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_fair import fair_targets
@@ -218,7 +218,7 @@ class KueuePreemptor:
         of it?"""
         if not all(quota_fits(start_ledger, tenancy, part, f, borrow=True) for f, part in parts.items()):
             return False
-        return not isinstance(fit_gang(job, start_table, ctx, "kueue"), Status)
+        return not isinstance(ctx.profile.placer.fit(job, start_table, ctx), Status)
 
     @staticmethod
     def _quota_hopeless(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
@@ -330,7 +330,7 @@ class _Search:
             for b in rj.bindings:
                 if b.node != QUOTA_ONLY:
                     self.plan.release_binding(b)
-        fitted = fit_gang(self.job, self.plan.table, self.ctx, "kueue")
+        fitted = self.ctx.profile.placer.fit(self.job, self.plan.table, self.ctx)
         return None if isinstance(fitted, Status) else fitted
 
     def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
