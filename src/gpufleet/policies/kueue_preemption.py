@@ -31,6 +31,7 @@ released while W is bound tentatively (no GPU counted twice, as in ours).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.status import Status, StatusCode
@@ -41,12 +42,13 @@ from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
 from gpufleet.policies.kueue_fair import fair_targets
-from gpufleet.policies.kueue_reserved import QUOTA_ONLY, charge, pod_set_parts, reserved_candidates
+from gpufleet.policies.kueue_reserved import charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue_resources import ResourceLedger
 from gpufleet.policies.kueue_share import share_ledger
 from gpufleet.policies.kueue_targets import REASON, WITHOUT_BORROWING, attempts, classify, search
 from gpufleet.policies.kueue_tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
+from gpufleet.policies.victims import VictimSearch
 
 
 class KueuePreemptor:
@@ -277,7 +279,6 @@ class _Search:
         assert q is not None
         self.queue = q
         self.g = job.total_gpus
-        self.mark = plan.checkpoint()
         self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
                                   for f, p in self.parts.items())
         self.live = live
@@ -285,8 +286,12 @@ class _Search:
         self.gpus = gpus
         self.own: list[RunningJob] = []
         self.others: list[RunningJob] = []
-        #: Whether the last ``_fits`` passed the quota (and so failed, if it did, on the nodes).
+        #: Whether the last attempt passed the quota (and so failed, if it did, on the nodes).
         self.quota_ok = False
+        #: The victim search (policies/victims.py) per borrowing option: Kueue's quota test,
+        #: then the profile's placer on the Plan with the targets released.
+        self.searches = {borrow: VictimSearch(plan, self._fits, partial(self._allowed, borrow=borrow))
+                         for borrow in (True, False)}
 
     def _gpus(self, rj: RunningJob) -> int:
         return gpus_on(self.ledger, rj, self.flavor)
@@ -302,8 +307,9 @@ class _Search:
             others.update((rj.job.id, rj) for rj in x)
         return sorted(own.values(), key=candidate_key), sorted(others.values(), key=candidate_key)
 
-    def _fits(self, victims: list[RunningJob], borrow: bool) -> tuple[PodBinding, ...] | None:
-        self.plan.rollback(self.mark)
+    def _allowed(self, victims: Sequence[RunningJob], borrow: bool) -> bool:
+        """Kueue's quota test for W once ``victims`` are gone, with or without borrowing
+        (GPUs per flavor against nominal, borrowing limit and the cohort; then cpu and memory)."""
         self.quota_ok = False
         trial = self.ledger.copy()
         for rj in victims:
@@ -312,24 +318,23 @@ class _Search:
             q, g = self.queue.quota(f), part.total_gpus
             used = trial.used(self.cq, f)
             if not borrow and used + g > q.nominal:
-                return None
+                return False
             if q.borrowing_limit is not None and used + g > q.nominal + q.borrowing_limit:
-                return None
+                return False
             if self.queue.cohort is not None and g > trial.available(("t", self.cq), f):
-                return None
+                return False
             if self.queue.cohort is None and used + g > q.nominal:
-                return None
+                return False
         if self.queue.resources:
             rtrial = self.res.copy()
             for rj in victims:
                 rtrial.charge(rj.job.tenant, rj.bindings, -1)
             if any(rtrial.refusal(part, f, borrow) is not None for f, part in self.parts.items()):
-                return None
+                return False
         self.quota_ok = True
-        for rj in victims:
-            for b in rj.bindings:
-                if b.node != QUOTA_ONLY:
-                    self.plan.release_binding(b)
+        return True
+
+    def _fits(self) -> tuple[PodBinding, ...] | None:
         fitted = self.ctx.profile.placer.fit(self.job, self.plan.table, self.ctx)
         return None if isinstance(fitted, Status) else fitted
 
@@ -341,9 +346,10 @@ class _Search:
 
     def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
         """W's bindings when it fits once the workloads already under notice are gone."""
-        fitted = self._fits([], True)
+        search = self.searches[True]
+        fitted = search.attempt([])
         if fitted is None:
-            self.plan.rollback(self.mark)
+            search.undo()
         return fitted
 
     def targets(self) -> tuple[list[RunningJob], tuple[PodBinding, ...], dict[JobId, str]] | None:
@@ -357,24 +363,23 @@ class _Search:
             self.own, self.others = self._candidates(self.live)
             request = {f: p.total_gpus for f, p in self.parts.items()}
             picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*self.others, *self.own],
-                                  lambda victims: self._fits(victims, True) is not None) if (
-                self.own or self.others) else None
+                                  self.searches[True]) if (self.own or self.others) else None
             chosen = [t.rj for t in picked] if picked else None
             why = {t.rj.job.id: t.reason for t in picked or ()}
         else:
             # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
-            # (policies/kueue_targets.py); "fits" is the quota and the nodes (``_fits``).
+            # (policies/kueue_targets.py); "fits" is the quota and the nodes (``searches``).
             request = {f: p.total_gpus for f, p in self.parts.items()}
             cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values(),
                              self.gpus)
             found = search(self.job, request, self.tenancy, self.ledger, self.base, cands,
-                           lambda victims, b: self._fits(victims, b) is not None)
+                           self.searches.__getitem__)
             if found is not None:
                 chosen, borrow = [c.rj for c in found[0]], found[1]
             why = {c.rj.job.id: REASON[c.variant] for c in (found[0] if found else ())}
         if not chosen:
-            self.plan.rollback(self.mark)
+            self.searches[True].undo()
             return None
-        fitted = self._fits(chosen, borrow)
+        fitted = self.searches[borrow].settle(chosen)
         assert fitted is not None
         return chosen, fitted, why
