@@ -1,7 +1,7 @@
 """One victim search: release running jobs on the Plan until a job fits, then give back the ones
 it does not need. Tenancy preemption (policies/preemption.py), defragmentation
-(policies/defrag.py) and Kueue's classical and fair-sharing targets (policies/kueue_targets.py,
-kueue_fair.py) are configurations of it; none keeps its own release-and-retry loop.
+(policies/defrag.py) and Kueue's classical and fair-sharing targets (policies/kueue/targets.py,
+kueue/fair.py) are configurations of it; none keeps its own release-and-retry loop.
 
 A search is configured by:
 - ``fits``: with the victims released on the plan, where the beneficiary would go (its bindings),

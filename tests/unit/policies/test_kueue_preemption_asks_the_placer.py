@@ -17,8 +17,8 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
 from gpufleet.policies.gang import GangBestFit
-from gpufleet.policies.kueue_admit import KueueAdmitter, KueueOrder
-from gpufleet.policies.kueue_preemption import KueuePreemptor
+from gpufleet.policies.kueue.admit import KueueAdmitter, KueueOrder
+from gpufleet.policies.kueue.preemption import KueuePreemptor
 from gpufleet.policies.quota import with_flavor
 from gpufleet.policies.topology import TopologyAware
 from gpufleet.testing.builders import fleet, job

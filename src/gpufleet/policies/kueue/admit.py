@@ -5,18 +5,18 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
 
 * Each tenant is a ClusterQueue; its pending workloads are ordered by priority (high first),
   then creation (submit) time; with admission fair sharing, by their LocalQueue's decayed usage
-  first (policies/kueue_afs.py), re-sorted after each admission (the entry penalty).
+  first (policies/kueue/afs.py), re-sorted after each admission (the entry penalty).
 * A workload is admitted on the first of its queue's flavors where its GPUs fit the *unused
   quota*: usage + g ≤ nominal (no borrowing), or g ≤ what the cohort can lend within the
   borrowing limit (borrowing, QuotaLedger.available). With ``whenCanBorrow: TryNextFlavor`` a
   later flavor that fits without borrowing is preferred to borrowing on an earlier one.
   Unlike ours, nominal quota is not a promise of admission: when borrowers hold it, the
-  workload stays pending until preemption frees the quota (policies/kueue_preemption.py).
+  workload stays pending until preemption frees the quota (policies/kueue/preemption.py).
 * Queues are served by their heads: classic Kueue takes heads by *borrowing level* (0: fits
   the queue's nominal quota; k: the nearest ancestor cohort whose own subtree has room is k
   levels up, ``borrowing_level``), so a head borrowing inside its team's cohort goes before one
   that must borrow from the whole organisation; then higher priority, then older. With fair
-  sharing, Kueue's tournament over the cohort tree (policies/kueue_fair.py).
+  sharing, Kueue's tournament over the cohort tree (policies/kueue/fair.py).
   ``StrictFIFO``: a head that does not fit blocks its whole queue; ``BestEffortFIFO``: it
   steps aside and the next workload of the queue is tried.
 * A head that does not fit holds quota for the rest of the cycle (Kueue's scheduler,
@@ -39,9 +39,9 @@ What the ``kueue`` profile does in step 1 (admit) and 2 (order), from Kueue's co
 * Sticky head (BestEffortFIFO, KEP-7157): a workload whose preemptions are pending stays first
   in its queue's order (after LocalQueue usage with admission fair sharing) until admitted, so
   an older workload of its queue that does not fit cannot step in front of it while its victims
-  leave, and let the victims be re-admitted (kueue#6929). policies/kueue_preemption.py names it.
+  leave, and let the victims be re-admitted (kueue#6929). policies/kueue/preemption.py names it.
 * Weighted share (Kueue's DRS value) at every level of the cohort tree, with the queues' and
-  the cohorts' weights: policies/kueue_share.py. Heads are compared at their common ancestor.
+  the cohorts' weights: policies/kueue/share.py. Heads are compared at their common ancestor.
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from gpufleet.engine.types import CycleContext, PendingJob, QuotaReservation, Ru
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_afs import AfsUsage
-from gpufleet.policies.kueue_fair import Entry, entry, tournament
-from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
+from gpufleet.policies.kueue.afs import AfsUsage
+from gpufleet.policies.kueue.fair import Entry, entry, tournament
+from gpufleet.policies.kueue.flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
     MODE_RANK,
     assign_flavor,
     assign_pod_sets,
@@ -72,10 +72,10 @@ from gpufleet.policies.kueue_flavors import (  # noqa: F401  (re-exported: tests
     still_fits,
     worst_mode,
 )
-from gpufleet.policies.kueue_reserved import charge_reservation, reservation_still_valid, sticky_heads
-from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import share_ledger
-from gpufleet.policies.kueue_targets import possibility
+from gpufleet.policies.kueue.reserved import charge_reservation, reservation_still_valid, sticky_heads
+from gpufleet.policies.kueue.resources import ResourceLedger
+from gpufleet.policies.kueue.share import share_ledger
+from gpufleet.policies.kueue.targets import possibility
 from gpufleet.policies.quota import (
     UNKNOWN_TENANT,
     AdmissionBook,
@@ -114,7 +114,7 @@ class KueueAdmitter:
         keep = {rj.job.id for rj in ctx.running} | set(state.reserved)
         res = ResourceLedger.from_running(tenancy, ctx.running, assigned={
             j: fl for j, fl in state.group_flavors.items() if j in keep} if state.group_flavors else None)
-        # With fair sharing and cpu or memory quota, the shares count those too (kueue_share.py).
+        # With fair sharing and cpu or memory quota, the shares count those too (kueue/share.py).
         ledger = share_ledger(QuotaLedger.from_running(tenancy, ctx.running), res)
         queues: dict[str, list[PendingJob]] = {}
         records: list[AdmissionRecord] = []
@@ -396,7 +396,7 @@ class KueueAdmitter:
     def _head_key(pj: PendingJob, ledger: QuotaLedger, res: ResourceLedger, tenancy: Tenancy
                   ) -> tuple | Entry:
         """Classic: (borrowing level, priority, age, id), the lowest first. Fair sharing: the
-        head's shares with it admitted, for the tournament (policies/kueue_fair.py)."""
+        head's shares with it admitted, for the tournament (policies/kueue/fair.py)."""
         job = pj.job
         if tenancy.fair_sharing:
             flavor, _ = kueue_flavor(ledger, job, res)

@@ -19,7 +19,7 @@ asks v(f) GPUs on each flavor f it needs preemption on.
   borrow), else *while borrowing*.
 
 **Order**: hierarchical, then the other queues' (the "priority" candidates), then X's own; each
-list by lower priority first, then most recently admitted (policies/kueue_candidates.py).
+list by lower priority first, then most recently admitted (policies/kueue/candidates.py).
 
 **Attempts** (borrowing allowed or not): only [borrowing] when no other queue has a candidate,
 or when ``borrowWithinCohort`` is Never and X's usage is not below its nominal quota on every
@@ -47,9 +47,9 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
-from gpufleet.policies.kueue_fair import fair_targets
-from gpufleet.policies.kueue_tree import local_available, lowest_subtree_height
+from gpufleet.policies.kueue.candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue.fair import fair_targets
+from gpufleet.policies.kueue.tree import local_available, lowest_subtree_height
 from gpufleet.policies.quota import Node, QuotaLedger
 from gpufleet.policies.victims import VictimSearch
 

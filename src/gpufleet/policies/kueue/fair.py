@@ -3,7 +3,7 @@
 From Kueue's "Fair Sharing" concept doc, KEP-1714 and its scheduler (kubernetes-sigs/kueue
 pkg/scheduler/fair_sharing_iterator.go, pkg/scheduler/preemption/preemption.go
 ``fairPreemptions``, pkg/scheduler/preemption/fairsharing/*). Shares are Kueue's DRS
-(policies/kueue_share.py), taken with the workload in question added to its queue.
+(policies/kueue/share.py), taken with the workload in question added to its queue.
 
 **Tournament** (which head is admitted next): each head's DRS is computed for its queue and
 every cohort on its path with it admitted. From the root down, each cohort nominates one head
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_share import NEGATIVE, Drs, add_request, drs, release
+from gpufleet.policies.kueue.share import NEGATIVE, Drs, add_request, drs, release
 from gpufleet.policies.quota import Node, QuotaLedger
 from gpufleet.policies.victims import VictimSearch
 
@@ -149,7 +149,7 @@ class Target:
 def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: QuotaLedger,
                  cands: Sequence[RunningJob], search: VictimSearch) -> list[Target] | None:
     """Kueue's fair-sharing targets for ``job`` (module docstring), or None. ``ledger``: usage
-    without W; ``cands``: Kueue's candidates (policies/kueue_candidates.candidates) in its order;
+    without W; ``cands``: Kueue's candidates (policies/kueue/candidates.candidates) in its order;
     ``search``: the victim search whose ``attempt`` says W fits the quota (and, for the
     preemptor, the nodes) once the targets are gone, and which fills them back."""
     me = job.tenant

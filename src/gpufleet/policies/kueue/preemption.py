@@ -3,19 +3,19 @@
 From Kueue's concept doc "Preemption" (kubernetes-sigs/kueue, site/content/en/docs/concepts/
 preemption.md). A workload W of ClusterQueue X that does not fit the unused quota (admission
 left it pending with InsufficientUnusedQuota) may
-preempt the candidates of policies/kueue_candidates.py (its own queue's, by
+preempt the candidates of policies/kueue/candidates.py (its own queue's, by
 ``withinClusterQueue``; borrowing queues' of the cohort tree, by ``reclaimWithinCohort`` and,
 when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
-admission (policies/kueue_admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
+admission (policies/kueue/admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
 Targets (classic) are Kueue's: candidates classified by the cohort tree (hierarchical
 advantage, ``borrowWithinCohort`` and its threshold), its attempts with and without
 borrowing, the walk that skips candidates whose queues stopped borrowing, and the fill-back
-from the second-to-last target (policies/kueue_targets.py). A workload Kueue's flavor
-assigner refuses up front (policies/kueue_tree.may_preempt) preempts nothing.
+from the second-to-last target (policies/kueue/targets.py). A workload Kueue's flavor
+assigner refuses up front (policies/kueue/tree.may_preempt) preempts nothing.
 
 **Fair sharing** (``Tenancy.fair_sharing``): for each strategy in order, while W does not fit,
-take the candidate queue Y with the highest weighted share (policies/kueue_share.py, compared
+take the candidate queue Y with the highest weighted share (policies/kueue/share.py, compared
 level by level down the cohort tree) and the first of its candidates U that satisfies the
 strategy (own-queue candidates always do), shares taken at the lowest common ancestor of X and
 Y (the two children of that cohort on their paths, so cohort weights count there):
@@ -39,14 +39,14 @@ from gpufleet.engine.types import CycleContext, PendingJob, Preemption, RunningJ
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA
-from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
-from gpufleet.policies.kueue_fair import fair_targets
-from gpufleet.policies.kueue_reserved import charge, pod_set_parts, reserved_candidates
-from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import share_ledger
-from gpufleet.policies.kueue_targets import REASON, WITHOUT_BORROWING, attempts, classify, search
-from gpufleet.policies.kueue_tree import may_preempt
+from gpufleet.policies.kueue.admit import INSUFFICIENT_QUOTA
+from gpufleet.policies.kueue.candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue.fair import fair_targets
+from gpufleet.policies.kueue.reserved import charge, pod_set_parts, reserved_candidates
+from gpufleet.policies.kueue.resources import ResourceLedger
+from gpufleet.policies.kueue.share import share_ledger
+from gpufleet.policies.kueue.targets import REASON, WITHOUT_BORROWING, attempts, classify, search
+from gpufleet.policies.kueue.tree import may_preempt
 from gpufleet.policies.quota import QuotaLedger, admission_book, with_flavor
 from gpufleet.policies.victims import VictimSearch
 
@@ -77,7 +77,7 @@ class KueuePreemptor:
         quota_only = reserved_candidates(admission_book(ctx).records, carried, waiting)
         res = ResourceLedger.from_running(tenancy, ctx.running, skip_evicting=True,
                                           assigned=ctx.handoff.group_flavors or ctx.admission.group_flavors)
-        ledger = share_ledger(ledger, res)  # fair shares over cpu and memory too (kueue_share.py)
+        ledger = share_ledger(ledger, res)  # fair shares over cpu and memory too (kueue/share.py)
         # Every workload admitted this cycle holds its quota, placed or not (Kueue's quota
         # reservation): charging only the placed ones would show quota that admission already
         # gave away, and each pending workload would then try the nodes for nothing. A workload
@@ -105,7 +105,7 @@ class KueuePreemptor:
         hopeless: set[tuple] = set()
         # (queue, flavor) → (priority, GPUs) of workloads that could not fit the quota even with
         # every candidate gone. A later workload of that queue with no higher priority and at
-        # least as many GPUs has no more candidates (policies/kueue_candidates.py: the sets only
+        # least as many GPUs has no more candidates (policies/kueue/candidates.py: the sets only
         # shrink as priority falls) and needs more quota: skipped until a preemption frees some.
         no_quota: dict[tuple[str, str], list[tuple[int, int]]] = {}
         gpus: dict[JobId, dict[str, int]] = {}
@@ -128,7 +128,7 @@ class KueuePreemptor:
             if t is None or not flavors or job.total_gpus == 0:
                 continue
             # The flavor Kueue's flavor assigner chose at admission (whenCanPreempt, whenCanBorrow
-            # and the modes of every flavor, policies/kueue_admit.assign_flavor) is the one where
+            # and the modes of every flavor, policies/kueue/admit.assign_flavor) is the one where
             # targets are searched.
             flavors = (rec.flavor,) if rec.flavor in flavors else flavors[:1]
             # Pod sets assigned different flavors (admission hands them pinned): targets for the
@@ -267,7 +267,7 @@ class _Search:
                  gpus: dict[JobId, dict[str, int]] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
-        #: assigned different flavors: policies/kueue_admit.assign_pod_sets_modes).
+        #: assigned different flavors: policies/kueue/admit.assign_pod_sets_modes).
         self.parts = parts if parts is not None else {flavor: job}
         self.res = res
         #: The cycle's starting usage (without this cycle's admissions): who borrows.
@@ -359,7 +359,7 @@ class _Search:
         borrow = True
         if self.tenancy.fair_sharing:
             # Kueue's fair-sharing targets: the queue ordering and strategies of
-            # policies/kueue_fair.py; "fits" is the quota and the nodes.
+            # policies/kueue/fair.py; "fits" is the quota and the nodes.
             self.own, self.others = self._candidates(self.live)
             request = {f: p.total_gpus for f, p in self.parts.items()}
             picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*self.others, *self.own],
@@ -368,7 +368,7 @@ class _Search:
             why = {t.rj.job.id: t.reason for t in picked or ()}
         else:
             # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
-            # (policies/kueue_targets.py); "fits" is the quota and the nodes (``searches``).
+            # (policies/kueue/targets.py); "fits" is the quota and the nodes (``searches``).
             request = {f: p.total_gpus for f, p in self.parts.items()}
             cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values(),
                              self.gpus)
