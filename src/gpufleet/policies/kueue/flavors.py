@@ -1,6 +1,6 @@
 """Kueue's flavor assigner: which flavor (and mode) a workload, or each of its pod sets, takes.
 
-Split from policies/kueue/admit.py (admission uses it to pick flavors, the holds to size what a
+Split from policies/kueue/admit.py (admission uses it to pick flavors, order heads and size what a
 refused head keeps); the rules are in kueue/admit.py's docstring and docs/kueue.md.
 """
 
@@ -13,9 +13,11 @@ from dataclasses import dataclass, replace
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.kueue.candidates import quota_fits
+from gpufleet.policies.kueue.fair import Entry, entry
 from gpufleet.policies.kueue.resources import ResourceLedger
-from gpufleet.policies.kueue.targets import possibility_and_level
+from gpufleet.policies.kueue.targets import possibility, possibility_and_level
 from gpufleet.policies.kueue.tree import lowest_subtree_height, may_preempt, potential_available
 from gpufleet.policies.quota import QuotaLedger
 
@@ -275,3 +277,30 @@ def resume_scan(ledger: QuotaLedger, job: Job, start: int) -> Job | None:
     sets = tuple(replace(ps, request=replace(ps.request, gpu_models=allowed)) if ps.request.gpus else ps
                  for ps in job.pod_sets)
     return replace(job, pod_sets=sets)
+
+
+def refused_hold(ledger: QuotaLedger, job: Job, tenancy: Tenancy, flavor: str | None, mode: str,
+                 live: list[RunningJob]) -> tuple[str, int] | None:
+    """What a refused head keeps from later heads this cycle. With preemption targets Kueue
+    charges the head's whole request (``cq.AddUsage``; it preempts and is admitted once the
+    victims leave), else the reservation of ``reservation``."""
+    if job.total_gpus == 0:
+        return None
+    f = flavor or next(iter(ledger.candidate_flavors(job)), None)
+    if f is None or job.total_gpus > reachable(ledger, job.tenant, f):
+        return None
+    if mode not in ("reclaim", "preempt"):
+        mode = possibility(job, f, tenancy, ledger, live)
+    if mode in ("reclaim", "preempt"):
+        return (f, job.total_gpus)
+    return reservation(ledger, job, tenancy.fair_sharing, f)
+
+
+def head_key(ledger: QuotaLedger, job: Job, res: ResourceLedger, tenancy: Tenancy) -> tuple | Entry:
+    """The order of heads. Classic: (borrowing level, priority, age, id), the lowest first. Fair
+    sharing: the head's shares with it admitted, for the tournament (policies/kueue/fair.py)."""
+    flavor, borrows = kueue_flavor(ledger, job, res)
+    if tenancy.fair_sharing:
+        return entry(ledger, job, flavor)
+    level = borrowing_level(ledger, job.tenant, flavor, job.total_gpus) if borrows and flavor else 0
+    return (level, -job.priority, job.submit_time, job.id)

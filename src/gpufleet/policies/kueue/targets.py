@@ -256,7 +256,7 @@ def possibility_and_level(job: Job, flavor: str, tenancy: Tenancy, ledger: Quota
         victims = [c.rj for c in found[0]] if found else []
         mode = ("none" if found is None else
                 "preempt" if any(rj.job.tenant == job.tenant for rj in victims) else "reclaim")
-    level = lowest_subtree_height(_without(ledger, victims), job.tenant, flavor, job.total_gpus)[0]
+    level = lowest_subtree_height(without(ledger, victims), job.tenant, flavor, job.total_gpus)[0]
     return mode, level
 
 
@@ -264,10 +264,11 @@ def _on_quota(ledger: QuotaLedger, tenancy: Tenancy, job: Job, flavor: str, borr
               ) -> VictimSearch[bool]:
     """The oracle's victim search: on quota alone, W fits once the targets are gone."""
     return VictimSearch(None, lambda: True, lambda gone: quota_fits(
-        _without(ledger, gone), tenancy, job, flavor, borrow))
+        without(ledger, gone), tenancy, job, flavor, borrow))
 
 
-def _without(ledger: QuotaLedger, gone: Sequence[RunningJob]) -> QuotaLedger:
+def without(ledger: QuotaLedger, gone: Sequence[RunningJob]) -> QuotaLedger:
+    """``ledger`` with the usage of ``gone`` removed (a copy)."""
     trial = ledger.copy()
     for rj in gone:
         trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
