@@ -52,28 +52,7 @@ from collections.abc import Sequence
 
 from gpufleet.engine.types import CycleContext, PendingJob
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue.cycle import (  # noqa: F401  (re-exported: the reasons tests name)
-    INSUFFICIENT_QUOTA,
-    NO_FLAVOR_LEFT,
-    NO_LONGER_FITS,
-    STRICT_FIFO_BLOCKED,
-    AdmissionCycle,
-)
-from gpufleet.policies.kueue.flavors import (  # noqa: F401  (re-exported: tests and callers import them here)
-    MODE_RANK,
-    assign_flavor,
-    assign_pod_sets,
-    assign_pod_sets_modes,
-    borrowing_level,
-    kueue_flavor,
-    nominate,
-    pin_pod_sets,
-    reachable,
-    reservation,
-    resume_scan,
-    still_fits,
-    worst_mode,
-)
+from gpufleet.policies.kueue.cycle import AdmissionCycle
 from gpufleet.policies.quota import AdmissionBook, AdmissionRecord, _keep_admission_book, admission_book
 
 

@@ -6,7 +6,7 @@ left it pending with InsufficientUnusedQuota) may
 preempt the candidates of policies/kueue/candidates.py (its own queue's, by
 ``withinClusterQueue``; borrowing queues' of the cohort tree, by ``reclaimWithinCohort`` and,
 when W would borrow, ``borrowWithinCohort``), on the flavor Kueue's flavor assigner chose at
-admission (policies/kueue/admit.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
+admission (policies/kueue/flavors.assign_flavor: ``whenCanPreempt`` and ``whenCanBorrow``).
 
 Targets (classic) are Kueue's: candidates classified by the cohort tree (hierarchical
 advantage, ``borrowWithinCohort`` and its threshold), its attempts with and without
@@ -44,8 +44,8 @@ from gpufleet.engine.types import Admission, CycleContext, PendingJob, Preemptio
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue.admit import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue.candidates import candidates, quota_fits
+from gpufleet.policies.kueue.cycle import INSUFFICIENT_QUOTA
 from gpufleet.policies.kueue.reserved import charge, pod_set_parts, reserved_candidates
 from gpufleet.policies.kueue.resources import ResourceLedger
 from gpufleet.policies.kueue.search import TargetSearch

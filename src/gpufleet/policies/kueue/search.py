@@ -14,7 +14,7 @@ from gpufleet.engine.types import CycleContext, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue.candidates import candidate_key, candidates, gpus_on
+from gpufleet.policies.kueue.candidates import candidate_key, candidates
 from gpufleet.policies.kueue.fair import fair_targets
 from gpufleet.policies.kueue.resources import ResourceLedger
 from gpufleet.policies.kueue.targets import REASON, classify, search
@@ -31,7 +31,7 @@ class TargetSearch:
                  gpus: dict[JobId, dict[str, int]] | None = None) -> None:
         self.job, self.flavor, self.plan, self.ctx, self.ledger = job, flavor, plan, ctx, ledger
         #: flavor → the pod sets of W on it (one entry, W itself, unless its pod sets were
-        #: assigned different flavors: policies/kueue/admit.assign_pod_sets_modes).
+        #: assigned different flavors: policies/kueue/flavors.assign_pod_sets_modes).
         self.parts = parts if parts is not None else {flavor: job}
         self.res = res
         #: The cycle's starting usage (without this cycle's admissions): who borrows.
@@ -42,23 +42,15 @@ class TargetSearch:
         q = self.tenancy.tenant(self.cq)
         assert q is not None
         self.queue = q
-        self.g = job.total_gpus
-        self.within_nominal = all(ledger.used(self.cq, f) + p.total_gpus <= q.quota(f).nominal
-                                  for f, p in self.parts.items())
         self.live = live
         #: GPUs per flavor of each live workload, filled on first use (shared across searches).
         self.gpus = gpus
-        self.own: list[RunningJob] = []
-        self.others: list[RunningJob] = []
         #: Whether the last attempt passed the quota (and so failed, if it did, on the nodes).
         self.quota_ok = False
         #: The victim search (policies/victims.py) per borrowing option: Kueue's quota test,
         #: then the profile's placer on the Plan with the targets released.
         self.searches = {borrow: VictimSearch(plan, self._fits, partial(self._allowed, borrow=borrow))
                          for borrow in (True, False)}
-
-    def _gpus(self, rj: RunningJob) -> int:
-        return gpus_on(self.ledger, rj, self.flavor)
 
     def _candidates(self, live: dict[JobId, RunningJob]) -> tuple[list[RunningJob], list[RunningJob]]:
         if len(self.parts) == 1:
@@ -102,12 +94,6 @@ class TargetSearch:
         fitted = self.ctx.profile.placer.fit(self.job, self.plan.table, self.ctx)
         return None if isinstance(fitted, Status) else fitted
 
-    def _borrowing(self, tenant: str, gone: list[RunningJob]) -> bool:
-        """Is ``tenant`` above nominal, once ``gone`` leave, on a flavor W's pod sets use?"""
-        mine = [v for v in gone if v.job.tenant == tenant]
-        return any(not self.base.within_nominal(tenant, f, -sum(gpus_on(self.ledger, v, f) for v in mine))
-                   for f in self.parts)
-
     def fits_without_victims(self) -> tuple[PodBinding, ...] | None:
         """W's bindings when it fits once the workloads already under notice are gone."""
         search = self.searches[True]
@@ -121,19 +107,18 @@ class TargetSearch:
         with the victims released; or None with the Plan as found."""
         chosen: list[RunningJob] | None = None
         borrow = True
+        request = {f: p.total_gpus for f, p in self.parts.items()}
         if self.tenancy.fair_sharing:
             # Kueue's fair-sharing targets: the queue ordering and strategies of
             # policies/kueue/fair.py; "fits" is the quota and the nodes.
-            self.own, self.others = self._candidates(self.live)
-            request = {f: p.total_gpus for f, p in self.parts.items()}
-            picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*self.others, *self.own],
-                                  self.searches[True]) if (self.own or self.others) else None
+            own, others = self._candidates(self.live)
+            picked = fair_targets(self.job, request, self.tenancy, self.ledger, [*others, *own],
+                                  self.searches[True]) if (own or others) else None
             chosen = [t.rj for t in picked] if picked else None
             why = {t.rj.job.id: t.reason for t in picked or ()}
         else:
             # Kueue's classical targets: candidates by the cohort tree, its attempts and walk
             # (policies/kueue/targets.py); "fits" is the quota and the nodes (``searches``).
-            request = {f: p.total_gpus for f, p in self.parts.items()}
             cands = classify(self.job, request, self.tenancy, self.ledger, self.base, self.live.values(),
                              self.gpus)
             found = search(self.job, request, self.tenancy, self.ledger, self.base, cands,
