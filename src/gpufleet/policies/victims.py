@@ -75,17 +75,19 @@ class VictimSearch(Generic[R]):
              ready: Callable[[list[RunningJob]], bool] | None = None
              ) -> tuple[list[RunningJob], R] | None:
         """Add groups in order until the beneficiary fits: (victims, fit), or None with the plan
-        back at its starting state. ``admit`` may skip a candidate given those chosen so far;
+        back at its starting state. ``admit`` may skip a candidate given those chosen before it;
         ``ready`` says whether a fit is worth trying yet."""
         chosen: list[RunningJob] = []
         seen: set[str] = set()
         for group in groups:
-            new = [v for v in group if v.job.id not in seen
-                   and (admit is None or admit(chosen, v))]
+            new = 0
+            for v in group:  # (a loop, not comprehensions: Kueue's walk runs it per candidate)
+                if v.job.id not in seen and (admit is None or admit(chosen, v)):
+                    seen.add(v.job.id)
+                    chosen.append(v)
+                    new += 1
             if not new:
                 continue
-            seen.update(v.job.id for v in new)
-            chosen.extend(new)
             if ready is not None and not ready(chosen):
                 continue
             fitted = self.attempt(chosen)

@@ -62,6 +62,7 @@ class Head:
     no longer fits; neither: refused, ``chosen`` the flavor the preemptor searches)."""
 
     pj: PendingJob
+    job: Job
     tenant: str
     own_hold: Hold | None
     flavor: str | None = None
@@ -72,10 +73,6 @@ class Head:
     target: PendingJob | None = None
     chosen: str | None = None
     held: bool = False
-
-    @property
-    def job(self) -> Job:
-        return self.pj.job
 
 
 class AdmissionCycle:
@@ -180,7 +177,7 @@ class AdmissionCycle:
         own_hold = self.holds.get(tenant)
         if own_hold is not None:
             self.ledger.add(tenant, own_hold[0], -own_hold[1])
-        return Head(pj, tenant, own_hold, target=pj)
+        return Head(pj, pj.job, tenant, own_hold, target=pj)
 
     def process(self, head: Head) -> None:
         """Kueue's ``processEntry``: assign, then admit, skip or refuse; the queue's hold is

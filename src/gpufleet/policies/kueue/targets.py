@@ -191,21 +191,6 @@ def attempts(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: Quo
     return (True, False)
 
 
-def _valid(c: Candidate, borrow: bool, trial: QuotaLedger, me: str, flavors: Iterable[str]) -> bool:
-    """Kueue's ``candidateIsValid`` against ``trial`` (the targets so far removed)."""
-    if c.rj.job.tenant == me:
-        return True
-    if borrow and c.variant == WITHOUT_BORROWING:
-        return False
-    flavors = tuple(flavors)
-    node: Node | None = ("t", c.rj.job.tenant)
-    while node is not None and node != c.lca:
-        if within_nominal(trial, node, flavors):
-            return False
-        node = trial.parent(node)
-    return True
-
-
 #: The victim search for one borrowing option: its ``allowed`` is Kueue's quota test with or
 #: without borrowing, its ``fits`` the nodes (the preemptor) or nothing (the oracle).
 Searches = Callable[[bool], VictimSearch]
@@ -216,21 +201,33 @@ def search(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: Quota
            ) -> tuple[list[Candidate], bool] | None:
     """(targets, borrowing) by Kueue's attempts and walk, or None: per attempt, the victim search
     grows over the candidates in Kueue's order, skipping the invalid ones, then fills back."""
-    of = {c.rj.job.id: c for c in cands.ordered()}
+    ordered = cands.ordered()
+    of = {c.rj.job.id: c for c in ordered}
+    groups = [[c.rj] for c in ordered]
+    flavors = tuple(request)
     for borrow in attempts(job, request, tenancy, ledger, cands):
         trial = base.copy()
 
         def valid(chosen: list[RunningJob], rj: RunningJob, borrow: bool = borrow,
                   trial: QuotaLedger = trial) -> bool:
-            """Kueue's ``candidateIsValid``; a valid candidate is taken, so its usage leaves
-            ``trial`` (the targets so far removed)."""
-            if not _valid(of[rj.job.id], borrow, trial, job.tenant, request):
-                return False
+            """Kueue's ``candidateIsValid`` against ``trial`` (the targets so far removed): W's own
+            queue's always; another queue's not while borrowing if it is *without borrowing*,
+            nor once its queue (or a cohort up to where it was collected) is back within its
+            quota. A valid candidate is taken: its usage leaves ``trial``."""
+            c = of[rj.job.id]
+            if rj.job.tenant != job.tenant:
+                if borrow and c.variant == WITHOUT_BORROWING:
+                    return False
+                node: Node | None = ("t", rj.job.tenant)
+                while node is not None and node != c.lca:
+                    if within_nominal(trial, node, flavors):
+                        return False
+                    node = trial.parent(node)
             trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
             return True
 
         vs = searches(borrow)
-        found = vs.grow(([c.rj] for c in cands.ordered()), valid)
+        found = vs.grow(groups, valid)
         if found is not None:
             return [of[rj.job.id] for rj in vs.fill_back(found[0])], borrow
     return None
