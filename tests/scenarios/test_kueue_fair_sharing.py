@@ -15,8 +15,8 @@ from tests.scenarios.test_kueue_rules import A100, NOW, F, cq, cycle, on, preemp
 from gpufleet.engine.plan import PodBinding
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
-from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_share import Drs, drs, share_ledger
+from gpufleet.policies.kueue.resources import ResourceLedger
+from gpufleet.policies.kueue.share import Drs, drs, share_ledger
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.testing.builders import job
 

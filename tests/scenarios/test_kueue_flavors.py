@@ -14,7 +14,7 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.types import AdmissionState, CycleInput, PendingJob, RunningJob
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
 from gpufleet.model.tenancy_config import TenancySpec
-from gpufleet.policies.kueue_admit import NO_LONGER_FITS
+from gpufleet.policies.kueue.cycle import NO_LONGER_FITS
 from gpufleet.policies.quota import with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet

@@ -12,8 +12,9 @@ import pytest
 from tests.scenarios.test_kueue_rules import F, cq, cycle, on, preempted, ten, w
 
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import NO_LONGER_FITS, borrowing_level
-from gpufleet.policies.kueue_tree import lowest_subtree_height, potential_available
+from gpufleet.policies.kueue.cycle import NO_LONGER_FITS
+from gpufleet.policies.kueue.flavors import borrowing_level
+from gpufleet.policies.kueue.tree import lowest_subtree_height, potential_available
 from gpufleet.policies.quota import QuotaLedger
 from gpufleet.testing.builders import job
 

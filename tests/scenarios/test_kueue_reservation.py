@@ -31,7 +31,7 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import AdmissionState, CycleInput, CycleResult, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import INSUFFICIENT_QUOTA, NO_LONGER_FITS
+from gpufleet.policies.kueue.cycle import INSUFFICIENT_QUOTA, NO_LONGER_FITS
 from gpufleet.policies.registry import profile
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.usage import UsageTracker

@@ -18,13 +18,9 @@ from gpufleet.engine.status import StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob, RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
-from gpufleet.policies.kueue_admit import (
-    INSUFFICIENT_QUOTA,
-    NO_LONGER_FITS,
-    STRICT_FIFO_BLOCKED,
-    borrowing_level,
-)
-from gpufleet.policies.kueue_share import share_path, weighted_share
+from gpufleet.policies.kueue.cycle import INSUFFICIENT_QUOTA, NO_LONGER_FITS, STRICT_FIFO_BLOCKED
+from gpufleet.policies.kueue.flavors import borrowing_level
+from gpufleet.policies.kueue.share import share_path, weighted_share
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 from gpufleet.policies.registry import profile
 from gpufleet.testing.builders import fleet, job

@@ -157,9 +157,15 @@ def scheduler_cmd(
         help="port for /healthz: 200 while cycles succeed, 503 after an API or connection error (0: none)")]
     = 0,
     once: Annotated[bool, typer.Option("--once", help="run one cycle, print what it did, exit")] = False,
+    policy: Annotated[str, typer.Option(
+        "--policy", help="engine profile that decides the gangs (gpufleet simulate --help lists them)")]
+    = "gang-conservative",
 ) -> None:
     """Run gpufleet as a secondary scheduler: bind whole gangs of pods with schedulerName NAME,
     explain the others as Events and PodScheduled conditions."""
+    from gpufleet.policies.registry import PROFILES
+    if policy not in PROFILES:
+        raise fail(f"--policy {policy!r}: expected one of {', '.join(PROFILES)}")
     if not math.isfinite(interval_s) or not 0.1 <= interval_s <= 3600:
         raise fail(f"--interval-s: expected seconds in [0.1, 3600], got {interval_s}")
     if not math.isfinite(assume_runtime_h) or not 0 < assume_runtime_h <= 24 * 365:
@@ -177,7 +183,7 @@ def scheduler_cmd(
     except Exception as e:  # the client raises ConfigException and friends
         raise fail(f"cannot load a Kubernetes configuration: {str(e).splitlines()[0]}") from None
     sched = KubeScheduler(api, SchedulerConfig(name=name, identity=identity, lease_namespace=lease_namespace,
-                                               assume_runtime_s=assume_runtime_h * 3600))
+                                               assume_runtime_s=assume_runtime_h * 3600, profile=policy))
     if metrics_port and sched.metrics.registry is not None:
         from prometheus_client import start_http_server
         start_http_server(metrics_port, registry=sched.metrics.registry)

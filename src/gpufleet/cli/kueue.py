@@ -28,7 +28,7 @@ from gpufleet.cli.main import app
 from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy_config import TenancySpec
-from gpufleet.policies.kueue_afs import QUEUE_LABEL
+from gpufleet.policies.kueue.afs import QUEUE_LABEL
 from gpufleet.sim.scenario import Scenario, ScenarioSpec, parse_scenario
 
 kueue_app = typer.Typer(help="Read Kueue's quota objects into a tenancy config; write them back.",

@@ -91,7 +91,8 @@ def serve(
     poll_s: Annotated[float, typer.Option(
         "--poll-s", help="Seconds between reads of a slurm or kubernetes source.")] = 3.0,
     policy: Annotated[str | None, typer.Option(
-        help="Engine profile (default gang-easy; tenancy-easy with --tenancy).")] = None,
+        help="Engine profile (default gang-easy; tenancy-easy with --tenancy; gang-conservative "
+             "with --source kubernetes).")] = None,
     metrics_public: Annotated[bool, typer.Option(
         "--metrics-public", help="Serve /metrics without a token.")] = False,
 ) -> None:

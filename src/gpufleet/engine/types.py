@@ -90,7 +90,7 @@ class QuotaReservation:
 class AdmissionState:
     """What admission carries from one cycle to the next, kept by the driver: the engine reads it
     in ``CycleInput.admission`` and returns the next one in ``CycleResult.admission``. Only
-    admitters that model it (policies/kueue_admit.py) read or write it; empty otherwise."""
+    admitters that model it (policies/kueue/admit.py) read or write it; empty otherwise."""
 
     #: Pending jobs holding a quota reservation from an earlier cycle.
     reserved: Mapping[JobId, QuotaReservation] = field(default_factory=dict)

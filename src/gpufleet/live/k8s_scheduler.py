@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gpufleet.adapters.kubernetes import writer
-from gpufleet.adapters.kubernetes.analyze import Analysis, GangReport, analyze
+from gpufleet.adapters.kubernetes.analyze import PROFILE, Analysis, GangReport, analyze
 from gpufleet.adapters.kubernetes.pods import K8S_PODGROUP
 from gpufleet.adapters.kubernetes.snapshot import Snapshot
 from gpufleet.live.cache import AssumeCache
@@ -48,6 +48,8 @@ class SchedulerConfig:
     watch_timeout_s: int = 1
     assume_ttl_s: float = 30.0
     assume_runtime_s: float = 86400.0
+    #: The engine profile that decides the gangs (policies/registry.py).
+    profile: str = PROFILE
 
 
 @dataclass
@@ -128,7 +130,7 @@ class KubeScheduler:
         self.cache.reconcile({k: (p.get("spec") or {}).get("nodeName", "") for k, p in pods.items()},
                              set(pods), now)
         analysis = analyze(self.snapshot(), scheduler=self.cfg.name, now=now,
-                           assume_runtime_s=self.cfg.assume_runtime_s, defrag=False)
+                           assume_runtime_s=self.cfg.assume_runtime_s, defrag=False, profile=self.cfg.profile)
         self.last_analysis = analysis
         report = TickReport(leader=True)
         self.metrics.set_pending(sum(len(g.gang.pods) for g in analysis.gangs))

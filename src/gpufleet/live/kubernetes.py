@@ -135,7 +135,8 @@ class KubernetesSource:
             else:
                 for kind in KINDS:
                     self.scheduler.refresh(kind)
-                analysis = analyze(self.scheduler.snapshot(), now=self.wall(), defrag=False)
+                analysis = analyze(self.scheduler.snapshot(), now=self.wall(), defrag=False,
+                                   profile=self.scheduler.cfg.profile)
         except TRANSIENT as e:
             self.failures += 1
             for kind in KINDS:
@@ -178,7 +179,7 @@ class KubernetesSource:
     def cycle_input(self, now: float, seed: int) -> CycleInput:
         if self._inp is None:
             return CycleInput(now=now, nodes=self.table.copy(), pending=[], running=[], seed=seed,
-                              profile=named_profile("gang-conservative"))
+                              profile=named_profile(self.scheduler.cfg.profile))
         return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
 
     def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:

@@ -63,7 +63,7 @@ FLAVOR_PREFERENCES = ("BorrowingOverPreemption", "PreemptionOverBorrowing")
 
 @dataclass(frozen=True, slots=True)
 class KueueQueuePolicy:
-    """A ClusterQueue's own rules, used by the ``kueue`` profile only (policies/kueue_*.py).
+    """A ClusterQueue's own rules, used by the ``kueue`` profile only (policies/kueue/).
 
     Kueue's defaults: no preemption of any kind, BestEffortFIFO queueing."""
 
@@ -80,7 +80,7 @@ class KueueQueuePolicy:
     when_can_preempt: str = "TryNextFlavor"
     #: Kueue's admission fair sharing (ClusterQueue ``admissionScope.admissionMode:
     #: UsageBasedAdmissionFairSharing``): the queue's workloads are ordered by their LocalQueue's
-    #: decayed usage first (policies/kueue_afs.py).
+    #: decayed usage first (policies/kueue/afs.py).
     admission_fair_sharing: bool = False
     #: ``flavorFungibility.preference`` when every flavor needs borrowing or preemption: None or
     #: ``BorrowingOverPreemption`` (Kueue's default: the better preemption mode, then the lower
@@ -173,7 +173,7 @@ class Tenancy:
     fair_sharing: bool = False
     fair_sharing_strategies: tuple[str, ...] = FAIR_SHARING_STRATEGIES
     #: Kueue's ``admissionFairSharing.usageSamplingInterval``, seconds: the entry penalty of an
-    #: admitted workload is its usage over one interval (policies/kueue_afs.py). Its half-life is
+    #: admitted workload is its usage over one interval (policies/kueue/afs.py). Its half-life is
     #: ``half_life_s``.
     afs_sampling_s: float = 300.0
     #: LocalQueue fair-sharing weights (Kueue's LocalQueue ``spec.fairSharing.weight``), by the

@@ -206,7 +206,7 @@ class QuotaLedger:
             from_parent = min(from_parent, stored - used_in_parent + limit)
         return local + from_parent
 
-    # Public views of the tree for the kueue profile's borrowing level (policies/kueue_admit.py).
+    # Public views of the tree for the kueue profile's borrowing level (policies/kueue/admit.py).
     def node_usage(self, node: Node, flavor: str) -> int:
         """usage(x) of the module docstring."""
         return self._usage(node, flavor)

@@ -18,8 +18,8 @@ from gpufleet.policies.fairshare import (
 )
 from gpufleet.policies.fractional import FractionalGangFit
 from gpufleet.policies.gang import GangBestFit
-from gpufleet.policies.kueue_admit import KueueAdmitter, KueueOrder
-from gpufleet.policies.kueue_preemption import KueuePreemptor
+from gpufleet.policies.kueue.admit import KueueAdmitter, KueueOrder
+from gpufleet.policies.kueue.preemption import KueuePreemptor
 from gpufleet.policies.per_pod import PerPodLeastAllocated
 from gpufleet.policies.preemption import TenancyPreemptor
 from gpufleet.policies.quota import QuotaAdmitter

@@ -2,7 +2,7 @@
 
 Both runs read the same tenancy config; the ``kueue`` profile applies each queue's Kueue
 fields (preemption policies, queueing strategy, flavor fungibility, fair sharing) exactly as
-Kueue documents them (policies/kueue_*.py). The table puts the outcomes side by side, per
+Kueue documents them (policies/kueue/). The table puts the outcomes side by side, per
 tenant too; docs/kueue.md argues each difference.
 """
 

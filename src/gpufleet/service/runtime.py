@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from gpufleet.live.k8s_scheduler import SchedulerConfig
 from gpufleet.live.kube_api import OfficialKubeApi
 from gpufleet.live.kubernetes import MODES as KUBE_MODES
 from gpufleet.live.kubernetes import kubernetes_source
@@ -66,6 +67,10 @@ def make_source(config: ServiceConfig) -> Source:
         return slurm_source(rest_url=config.slurm_rest, slurm_conf=config.slurm_conf, jwt=config.slurm_jwt,
                             user=config.slurm_user, fleet=config.fleet if config.fleet.nodes else None,
                             poll_s=config.poll_s)
+    try:
+        prof = profile(config.profile_name, config.fleet.fabric)
+    except UnknownPolicy as e:
+        raise InputError("--policy", "", str(e)) from None
     if config.source == "kubernetes":
         if config.kube_mode not in KUBE_MODES:
             raise InputError("--kube-mode", "", f"expected one of {', '.join(KUBE_MODES)}, "
@@ -77,11 +82,10 @@ def make_source(config: ServiceConfig) -> Source:
                              "'gpufleet[k8s-scheduler]'") from None
         except Exception as e:  # the client's config errors (no kubeconfig, no in-cluster token)
             raise InputError("--kubeconfig", config.kubeconfig or "", f"no cluster to talk to: {e}") from None
-        return kubernetes_source(api, mode=config.kube_mode, poll_s=config.poll_s)
-    try:
-        prof = profile(config.profile_name, config.fleet.fabric)
-    except UnknownPolicy as e:
-        raise InputError("--policy", "", str(e)) from None
+        # The profile the user named decides the cluster's gangs; none named: the snapshot
+        # analysis's own (conservative backfill, a start estimate for every gang).
+        kube = SchedulerConfig(profile=config.policy) if config.policy is not None else None
+        return kubernetes_source(api, mode=config.kube_mode, poll_s=config.poll_s, config=kube)
     return VirtualSource(config.fleet, prof, config.tenancy)
 
 

@@ -388,3 +388,22 @@ def test_the_health_endpoint_says_503_until_a_cycle_works_and_after_a_failed_one
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_profile_the_user_names_decides_the_gangs():
+    """One 8-GPU node, p0 bound to it; then ``late`` (8 GPUs) waits. Under the default
+    (gang-conservative) every waiting gang gets a reservation: ``late`` is told it starts when p0
+    ends (its start, 23:10, + the 24 h assumed run time = 2025-03-20 23:10). Named gang-bestfit
+    (no reservations), the same cycle tells it no start at all: the named profile decided it,
+    where before every Kubernetes cycle ran gang-conservative whatever the user asked for."""
+    said = {}
+    for prof in ("gang-conservative", "gang-bestfit"):
+        api = ApiServerDouble([eight_gpu_node("a"), gpu_pod("p0")])
+        s = scheduler(api, profile=prof)
+        assert s.tick().bound == [("default/p0", "a")]
+        api.add(gpu_pod("late"))
+        said[prof] = s.tick().waiting["default/late"]
+        assert s.last_analysis is not None and s.last_analysis.engine_input is not None
+        assert s.last_analysis.engine_input.profile.name == prof
+    assert "estimated start: 2025-03-20 23:10 UTC" in said["gang-conservative"]
+    assert "estimated start: none" in said["gang-bestfit"]

@@ -67,3 +67,25 @@ def test_ready_skips_the_fit_until_the_bound_allows_it():
     found = VictimSearch(plan, fits).grow([[r["c"]], [r["b"]], [r["a"]]],
                                           ready=lambda chosen: len(chosen) >= 3)
     assert found is not None and asked == [8]
+
+
+def test_fill_back_tries_from_the_second_to_last_victim_back_to_the_first():
+    """Kueue's fill-back, for a beneficiary that needs 6 free GPUs. Walk b, c, a: b frees 2, b + c
+    4, b + c + a 8 (fits). Fill back tries c (without it b + a free 6: spared), then b (a alone
+    frees 4 < 6: kept); a, the last, is never tried. Victims: b and a."""
+    plan, r = setup()
+    search = VictimSearch(plan, lambda: True if int(plan.table.gpu_free[0]) >= 6 else None)
+    found = search.grow([[r["b"]], [r["c"]], [r["a"]]])
+    assert found is not None and [v.job.id for v in found[0]] == ["b", "c", "a"]
+    assert [v.job.id for v in search.fill_back(found[0])] == ["b", "a"]
+
+
+def test_without_a_plan_the_search_is_on_quota_alone():
+    """Kueue's oracle: no plan, ``allowed`` is the quota test (here: at least 4 GPUs of victims),
+    ``fits`` always true. c then b reach 4; the plan-less search touches no table."""
+    plan, r = setup()
+    search = VictimSearch(None, lambda: True,
+                          allowed=lambda vs: sum(v.job.total_gpus for v in vs) >= 4)
+    found = search.grow([[r["c"]], [r["b"]], [r["a"]]])
+    assert found is not None and [v.job.id for v in found[0]] == ["c", "b"]
+    assert int(plan.table.gpu_free[0]) == 0

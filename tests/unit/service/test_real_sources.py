@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from gpufleet.live.kubernetes import KubernetesSource
+from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.service.app import create_app
 from gpufleet.service.config import ServiceConfig
-from gpufleet.service.runtime import Service
+from gpufleet.service.runtime import Service, make_source
 
 from ..live.api_double import ApiServerDouble
 from ..live.test_k8s_scheduler import NOW, eight_gpu_node, gpu_pod
@@ -65,3 +67,13 @@ def test_the_service_over_kubernetes_says_when_the_api_server_is_gone_and_when_i
         assert h["source_reachable"] is True and h["source_since"] == NOW + 2
         assert "ConnectionRefusedError" in h["source_last_error"]            # kept after recovery
     svc.store.close()
+
+
+def test_a_kubernetes_service_names_an_unknown_policy_before_it_looks_for_a_cluster(tmp_path: Path):
+    """The Kubernetes source runs the profile the user names, so a misspelt one is refused as
+    --policy (before, it was ignored: the source always ran gang-conservative)."""
+    cfg = ServiceConfig(fleet=Fleet(()), data_dir=tmp_path, source="kubernetes", policy="gang-bestfitt",
+                        run_loop=False)
+    with pytest.raises(InputError) as e:
+        make_source(cfg)
+    assert e.value.source == "--policy" and "gang-bestfitt" in str(e.value)

@@ -142,10 +142,11 @@ def _usage(nodes: list[KubeNode], pods: list[KubePod], notes: list[str]) -> dict
 
 def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_runtime_s: float = 86400.0,
             now: float | None = None, scheduler: str | None = None, defrag: bool = True,
-            defrag_method: str = "milp") -> Analysis:
+            defrag_method: str = "milp", profile: str = PROFILE) -> Analysis:
     """The analysis of ``snap``; with ``scheduler``, only pending pods whose ``schedulerName`` is
     that one are decided (the others still hold what they are bound to). ``defrag=False`` skips
-    the cluster-wide defrag plan (the live scheduler's ticks do not act on it)."""
+    the cluster-wide defrag plan (the live scheduler's ticks do not act on it). ``profile``: the
+    engine profile that decides the pending gangs (engine_run.py)."""
     topo = topology or TopologyLabels()
     dra = _guard("DRA objects", read_dra, snap)
     nodes = [_guard(_name("Node", o), read_node, o, topo, dra_gpus=dra.gpu_devices(_name("", o).strip()))
@@ -169,7 +170,7 @@ def analyze(snap: Snapshot, *, topology: TopologyLabels | None = None, assume_ru
     running_gangs = group([p for p in pods if p.holds_capacity and p.node_name in used], podgroups)
     pending_gangs = group(pending, podgroups)
     decided = engine_run.run(nodes, running_gangs, [g for g in pending_gangs if not _held(g)],
-                             t_now, assume_runtime_s, dra, held)
+                             t_now, assume_runtime_s, dra, held, profile)
     notes += decided.notes
     results = decided.results
     mig_free = _mig_free(nodes, pods)

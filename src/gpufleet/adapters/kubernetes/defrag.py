@@ -109,6 +109,14 @@ def gpu_equivalents(p: KubePod) -> float:
     return p.gpus + sum(n * mig_slices(k) / 7 for k, n in p.mig.items())
 
 
+def displaced_gpu_h(g: Gang, now: float) -> float:
+    """What moving or evicting running gang ``g`` costs: its GPU-equivalents × the hours it has
+    run (restarted without a checkpoint, that work is lost). The one cost of the greedy plan,
+    the MILP (defrag_milp.py) and the fixes (fixes.py)."""
+    return (sum(gpu_equivalents(p) for p in g.pods)
+            * max(0.0, now - min((p.started or p.created or now) for p in g.pods)) / 3600)
+
+
 def free_vectors(nodes: list[KubeNode], free: dict, running: list[Gang]) -> dict[str, dict[str, float]]:
     """Per schedulable node: free GPUs, CPU, memory (``free``) and free MIG instances per
     profile (allocatable minus what running pods there hold)."""
@@ -159,9 +167,7 @@ class _State:
         self.version = dict.fromkeys(self.index, 0)
         self.journal: list[tuple] = []
         self._memo: dict[int, tuple[KubePod, dict[str, float], tuple]] = {}   # id -> (pod, demand, shape)
-        self.cost = {g.key: sum(gpu_equivalents(p) for p in g.pods)
-                     * max(0.0, now - min((p.started or p.created or now) for p in g.pods)) / 3600
-                     for g in running}
+        self.cost = {g.key: displaced_gpu_h(g, now) for g in running}
 
     def _of(self, p: KubePod) -> tuple[KubePod, dict[str, float], tuple]:
         m = self._memo.get(id(p))

@@ -26,6 +26,8 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job, PodRequest
 from gpufleet.policies.registry import profile as named_profile
 
+#: The profile a snapshot is decided with when the user names none (conservative backfill: every
+#: waiting gang gets a reservation, so each one is told when it would start).
 PROFILE = "gang-conservative"
 
 
@@ -102,13 +104,14 @@ def _collect(out: EngineRun, gangs: list[Gang], jobs: list[PendingJob], result: 
 
 
 def run(nodes: list[KubeNode], running: list[Gang], pending: list[Gang], now: float, run_s: float,
-        dra: DraState | None, held: dict[str, int]) -> EngineRun:
-    """Decide every pending gang in one ``run_cycle`` (module docstring)."""
+        dra: DraState | None, held: dict[str, int], profile: str = PROFILE) -> EngineRun:
+    """Decide every pending gang in one ``run_cycle`` (module docstring) of the named
+    ``profile`` (policies/registry.py)."""
     out = EngineRun()
     if not nodes:
         return out
     rjobs = running_jobs(nodes, running, now, run_s)
-    prof = named_profile(PROFILE)
+    prof = named_profile(profile)
     cache: dict = {}
     for g in pending:
         out.eligible[g.key] = eligible_nodes(g, nodes, dra, cache)

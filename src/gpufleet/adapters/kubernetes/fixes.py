@@ -7,8 +7,9 @@ Two kinds:
   the change and how many nodes it opens; listed only when those nodes (empty of this gang's
   competitors or not) have the GPUs one pod needs.
 - **moving work**: for each node, the cheapest set of running gangs whose eviction frees room
-  for one pod there, cost = Σ over the evicted gangs of GPUs × hours they have run (the work lost
-  without a checkpoint; a gang's pods on other nodes go too). The gang's pods take the cheapest
+  for one pod there, cost = Σ over the evicted gangs of GPU-equivalents × hours they have run
+  (defrag.displaced_gpu_h, the cost the defrag plans use: the work lost without a checkpoint; a
+  gang's pods on other nodes go too). The gang's pods take the cheapest
   nodes (one pod per node here, distinct evictions counted once).
 
 The cheapest set per node is found by trying running gangs on that node in order of cost per
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gpufleet.adapters.kubernetes.defrag import displaced_gpu_h
 from gpufleet.adapters.kubernetes.jobs import Gang
 from gpufleet.adapters.kubernetes.nodes import KubeNode
 
@@ -86,8 +88,7 @@ def _by_node(running: list[Gang], now: float, cache: dict) -> dict[str, list[tup
     if by_node is None:
         by_node = {}
         for rg in running:
-            hours = max(0.0, now - min((p.started or p.created or now) for p in rg.pods)) / 3600
-            cost = rg.gpus * hours
+            cost = displaced_gpu_h(rg, now)
             for p in rg.pods:
                 by_node.setdefault(p.node_name, []).append((cost, p.gpus, rg.key))
         for v in by_node.values():

@@ -380,3 +380,14 @@ def test_dra_objects_without_the_cel_extra_are_one_line_naming_the_extra(nori, t
     assert res.exit_code == 2, res.output
     assert len(res.output.strip().splitlines()) == 1
     assert "pip install 'gpufleet[k8s]'" in res.output
+
+
+def test_a_named_profile_decides_the_snapshot(cluster_dir):
+    """gpu-pod-2 waits behind gpu-pod (module's first test). gang-conservative, the default,
+    reserves nori for it at gpu-pod's end, 2025-03-20T22:00:05Z; gang-bestfit makes no
+    reservations, so the same snapshot gives it no estimated start."""
+    snap = load(cluster_dir)
+    assert gang(analyze(snap, assume_runtime_s=24 * 3600), "default/gpu-pod-2").estimated_start == epoch(
+        "2025-03-20T22:00:05Z")
+    g = gang(analyze(snap, assume_runtime_s=24 * 3600, profile="gang-bestfit"), "default/gpu-pod-2")
+    assert g.code == "UNSCHEDULABLE" and g.estimated_start is None

@@ -91,7 +91,8 @@ def test_export_claims_writes_templates_our_allocator_can_place(tmp_path):
     (["--interval-s", "nan"], "--interval-s"), (["--assume-runtime-h", "0"], "--assume-runtime-h"),
     (["--metrics-port", "70000"], "--metrics-port"),
     (["--once", "--kubeconfig", "/nonexistent/kubeconfig"], "Kubernetes configuration"),
-], ids=["NaN interval", "zero run time", "port out of range", "no cluster to reach"])
+    (["--policy", "gang-bestfitt"], "--policy 'gang-bestfitt'"),
+], ids=["NaN interval", "zero run time", "port out of range", "no cluster to reach", "unknown policy"])
 def test_the_scheduler_refuses_bad_flags_and_a_missing_cluster_in_one_line(args, expected):
     r = runner.invoke(app, ["k8s", "scheduler", *args])
     assert r.exit_code == 2 and expected in r.output and "Traceback" not in r.output

@@ -1,7 +1,7 @@
 """Kueue's flavor assigner: which flavor (and mode) a workload, or each of its pod sets, takes.
 
-Split from policies/kueue_admit.py (admission uses it to pick flavors, the holds to size what a
-refused head keeps); the rules are in kueue_admit.py's docstring and docs/kueue.md.
+Split from policies/kueue/admit.py (admission uses it to pick flavors, order heads and size what a
+refused head keeps); the rules are in kueue/admit.py's docstring and docs/kueue.md.
 """
 
 from __future__ import annotations
@@ -13,23 +13,25 @@ from dataclasses import dataclass, replace
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.policies.kueue_candidates import quota_fits
-from gpufleet.policies.kueue_resources import ResourceLedger
-from gpufleet.policies.kueue_targets import possibility_and_level
-from gpufleet.policies.kueue_tree import lowest_subtree_height, may_preempt, potential_available
+from gpufleet.model.tenancy import Tenancy
+from gpufleet.policies.kueue.candidates import quota_fits
+from gpufleet.policies.kueue.fair import Entry, entry
+from gpufleet.policies.kueue.resources import ResourceLedger
+from gpufleet.policies.kueue.targets import possibility, possibility_and_level
+from gpufleet.policies.kueue.tree import lowest_subtree_height, may_preempt, potential_available
 from gpufleet.policies.quota import QuotaLedger
 
 
 def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
     """Kueue's borrowing level of ``gpus`` more of ``flavor`` for ``tenant``: 0 when the queue's
     own nominal quota holds them, else the height of the lowest subtree of the cohort tree that
-    does (policies/kueue_tree.py, Kueue's ``FindHeightOfLowestSubtreeThatFits``)."""
+    does (policies/kueue/tree.py, Kueue's ``FindHeightOfLowestSubtreeThatFits``)."""
     return lowest_subtree_height(ledger, tenant, flavor, gpus)[0]
 
 
 def reachable(ledger: QuotaLedger, tenant: str, flavor: str) -> float:
     """The most GPUs of ``flavor`` a workload of ``tenant`` could hold if every other workload
-    were gone (Kueue's ``PotentialAvailable``, policies/kueue_tree.py)."""
+    were gone (Kueue's ``PotentialAvailable``, policies/kueue/tree.py)."""
     return potential_available(ledger, ("t", tenant), flavor)
 
 
@@ -84,8 +86,8 @@ def assign_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None,
     Flavors are tried in the queue's order; on each, the mode is ``fit`` (the unused quota
     holds it, borrowing or not), else what preemption could do (``reclaim``: other queues'
     borrowed quota only; ``preempt``: the queue's own work too; ``none``: no candidates; the
-    quota oracle of policies/kueue_candidates.py), or ``nofit`` (beyond what the queue could
-    ever hold, or not allowed to preempt: policies/kueue_tree.may_preempt). The search stops
+    quota oracle of policies/kueue/candidates.py), or ``nofit`` (beyond what the queue could
+    ever hold, or not allowed to preempt: policies/kueue/tree.may_preempt). The search stops
     on a flavor (Kueue's shouldTryNextFlavor) when it fits without borrowing; fits by
     borrowing and ``whenCanBorrow: Borrow``; or needs preemption, ``whenCanPreempt: Preempt``
     and either no borrowing or ``whenCanBorrow: Borrow``.
@@ -190,7 +192,7 @@ def pin_pod_sets(job: Job, assignment: list[tuple[int, str, bool]]) -> Job:
 def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = None
                  ) -> tuple[str | None, bool]:
     """(flavor, borrows) where ``job`` fits the unused quota now, or (None, False). Every
-    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue_resources.py)."""
+    covered resource must fit (GPUs here, cpu and memory in ``res``, policies/kueue/resources.py)."""
     t = ledger.tenancy.tenant(job.tenant)
     assert t is not None
     g = job.total_gpus
@@ -275,3 +277,30 @@ def resume_scan(ledger: QuotaLedger, job: Job, start: int) -> Job | None:
     sets = tuple(replace(ps, request=replace(ps.request, gpu_models=allowed)) if ps.request.gpus else ps
                  for ps in job.pod_sets)
     return replace(job, pod_sets=sets)
+
+
+def refused_hold(ledger: QuotaLedger, job: Job, tenancy: Tenancy, flavor: str | None, mode: str,
+                 live: list[RunningJob]) -> tuple[str, int] | None:
+    """What a refused head keeps from later heads this cycle. With preemption targets Kueue
+    charges the head's whole request (``cq.AddUsage``; it preempts and is admitted once the
+    victims leave), else the reservation of ``reservation``."""
+    if job.total_gpus == 0:
+        return None
+    f = flavor or next(iter(ledger.candidate_flavors(job)), None)
+    if f is None or job.total_gpus > reachable(ledger, job.tenant, f):
+        return None
+    if mode not in ("reclaim", "preempt"):
+        mode = possibility(job, f, tenancy, ledger, live)
+    if mode in ("reclaim", "preempt"):
+        return (f, job.total_gpus)
+    return reservation(ledger, job, tenancy.fair_sharing, f)
+
+
+def head_key(ledger: QuotaLedger, job: Job, res: ResourceLedger, tenancy: Tenancy) -> tuple | Entry:
+    """The order of heads. Classic: (borrowing level, priority, age, id), the lowest first. Fair
+    sharing: the head's shares with it admitted, for the tournament (policies/kueue/fair.py)."""
+    flavor, borrows = kueue_flavor(ledger, job, res)
+    if tenancy.fair_sharing:
+        return entry(ledger, job, flavor)
+    level = borrowing_level(ledger, job.tenant, flavor, job.total_gpus) if borrows and flavor else 0
+    return (level, -job.priority, job.submit_time, job.id)

@@ -3,7 +3,7 @@
 From Kueue's "Fair Sharing" concept doc, KEP-1714 and its scheduler (kubernetes-sigs/kueue
 pkg/scheduler/fair_sharing_iterator.go, pkg/scheduler/preemption/preemption.go
 ``fairPreemptions``, pkg/scheduler/preemption/fairsharing/*). Shares are Kueue's DRS
-(policies/kueue_share.py), taken with the workload in question added to its queue.
+(policies/kueue/share.py), taken with the workload in question added to its queue.
 
 **Tournament** (which head is admitted next): each head's DRS is computed for its queue and
 every cohort on its path with it admitted. From the root down, each cohort nominates one head
@@ -35,16 +35,15 @@ takes the root nominees by priority, then age, then queue name.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_share import NEGATIVE, Drs, add_request, drs, release
+from gpufleet.policies.kueue.share import NEGATIVE, Drs, add_request, drs, release
 from gpufleet.policies.quota import Node, QuotaLedger
-
-Fits = Callable[[list[RunningJob]], bool]
+from gpufleet.policies.victims import VictimSearch
 
 
 def _strategy_passes(name: str, new_p: Drs, old_t: Drs, new_t: Drs) -> bool:
@@ -148,10 +147,11 @@ class Target:
 
 
 def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: QuotaLedger,
-                 cands: Sequence[RunningJob], fits: Fits) -> list[Target] | None:
+                 cands: Sequence[RunningJob], search: VictimSearch) -> list[Target] | None:
     """Kueue's fair-sharing targets for ``job`` (module docstring), or None. ``ledger``: usage
-    without W; ``cands``: Kueue's candidates (policies/kueue_candidates.candidates) in its order;
-    ``fits(victims)``: W fits the quota (and, for the preemptor, the nodes) once they are gone."""
+    without W; ``cands``: Kueue's candidates (policies/kueue/candidates.candidates) in its order;
+    ``search``: the victim search whose ``attempt`` says W fits the quota (and, for the
+    preemptor, the nodes) once the targets are gone, and which fills them back."""
     me = job.tenant
     queue = tenancy.tenant(me)
     assert queue is not None
@@ -165,7 +165,7 @@ def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger:
     def take(rj: RunningJob, reason: str) -> bool:
         release(trial, rj)
         targets.append(Target(rj, reason))
-        return fits([t.rj for t in targets])
+        return search.attempt([t.rj for t in targets]) is not None
 
     done = False
     order = _Ordering(trial, me, cands)
@@ -209,12 +209,8 @@ def fair_targets(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger:
             order.drop(y)
     if not done:
         return None
-    out = list(targets)
-    for i in range(len(out) - 2, -1, -1):
-        rest = out[:i] + out[i + 1:]
-        if fits([t.rj for t in rest]):
-            out = rest
-    return out
+    reason = {t.rj.job.id: t.reason for t in targets}
+    return [Target(rj, reason[rj.job.id]) for rj in search.fill_back([t.rj for t in targets])]
 
 
 # -- the admission tournament --------------------------------------------------------------

@@ -8,7 +8,7 @@ pkg/cache/scheduler/fair_sharing.go ``dominantResourceShare``, ``calculateLendab
                                                                         summed over flavors
     lendable(p, r) = Σ_f potential_available(p, f, r)                   every flavor of the tree,
                                                                         what p could reach with
-                                                                        no usage (kueue_tree.py)
+                                                                        no usage (kueue/tree.py)
     ratio(x)       = max over r with lendable(p, r) > 0 of 1000 × borrowed(x, r) / lendable(p, r)
     share(x)       = 0 when ratio is 0; ∞ when weight(x) = 0; else ratio / weight(x)
 
@@ -22,7 +22,7 @@ usage a ``ShareLedger`` carries beside the GPUs. So a queue that borrows 8 of 32
 (250) but 40 of 128 lendable cores has share 312.5: cpu is its dominant resource.
 
 ``share_path`` lists the shares from the root's child down to the queue, the values Kueue's
-fair-sharing tournament compares at each level (policies/kueue_fair.py).
+fair-sharing tournament compares at each level (policies/kueue/fair.py).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Cohort, Tenancy, TenantQueue
-from gpufleet.policies.kueue_resources import RESOURCES, ResourceLedger
-from gpufleet.policies.kueue_tree import potential_available
+from gpufleet.policies.kueue.resources import RESOURCES, ResourceLedger
+from gpufleet.policies.kueue.tree import potential_available
 from gpufleet.policies.quota import Node, QuotaLedger
 
 

@@ -1,8 +1,8 @@
 """Kueue's preemption candidates, and the quota-only oracle its flavor assigner consults.
 
-Shared by admission (policies/kueue_admit.py, which must know, per flavor, whether a workload
+Shared by admission (policies/kueue/admit.py, which must know, per flavor, whether a workload
 could get in by preemption before it picks a flavor) and preemption (policies/
-kueue_preemption.py, which then searches real targets). From Kueue's concept doc "Preemption"
+kueue/preemption.py, which then searches real targets). From Kueue's concept doc "Preemption"
 and its scheduler: a workload W of ClusterQueue X, g GPUs of flavor f,
 
 * candidates in X satisfying X's ``withinClusterQueue``: ``LowerPriority`` (priority < W's),
@@ -15,7 +15,7 @@ and its scheduler: a workload W of ClusterQueue X, g GPUs of flavor f,
   before X's own by the target search).
 
 These are the candidates of fair-sharing preemption (Kueue's ``findCandidates``); classical
-preemption classifies them by the cohort tree (policies/kueue_targets.py), which also holds
+preemption classifies them by the cohort tree (policies/kueue/targets.py), which also holds
 the quota-only oracle the flavor assigner consults.
 """
 
@@ -27,7 +27,7 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_resources import root_cohort
+from gpufleet.policies.kueue.resources import root_cohort
 from gpufleet.policies.quota import QuotaLedger, job_gpus_by_flavor
 
 

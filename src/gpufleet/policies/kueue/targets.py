@@ -19,7 +19,7 @@ asks v(f) GPUs on each flavor f it needs preemption on.
   borrow), else *while borrowing*.
 
 **Order**: hierarchical, then the other queues' (the "priority" candidates), then X's own; each
-list by lower priority first, then most recently admitted (policies/kueue_candidates.py).
+list by lower priority first, then most recently admitted (policies/kueue/candidates.py).
 
 **Attempts** (borrowing allowed or not): only [borrowing] when no other queue has a candidate,
 or when ``borrowWithinCohort`` is Never and X's usage is not below its nominal quota on every
@@ -29,7 +29,9 @@ borrowing]. In each attempt, walk the candidates in order, skipping one whose qu
 cohort on its path up to where it was collected) is no longer above its quota once the
 targets so far are gone, and, when borrowing, the *without borrowing* ones; stop at the first
 prefix after which W fits (without borrowing: X's usage + v ≤ nominal too). Then fill back: in
-reverse order from the second-to-last target, drop a target when W still fits without it.
+reverse order from the second-to-last target, drop a target when W still fits without it. The
+walk and the fill-back are the one victim search's ``grow`` and ``fill_back``
+(policies/victims.py) with Kueue's candidate order, validity check and quota test.
 
 **The oracle** (Kueue's ``SimulatePreemption``, what the flavor assigner asks per flavor): the
 same search on quota alone — ``preempt`` when a target is X's own, ``reclaim`` when all belong
@@ -38,17 +40,18 @@ to other queues, ``none`` when there are no targets (NoCandidates).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_candidates import candidate_key, candidates, gpus_on, quota_fits
-from gpufleet.policies.kueue_fair import fair_targets
-from gpufleet.policies.kueue_tree import local_available, lowest_subtree_height
+from gpufleet.policies.kueue.candidates import candidate_key, candidates, gpus_on, quota_fits
+from gpufleet.policies.kueue.fair import fair_targets
+from gpufleet.policies.kueue.tree import local_available, lowest_subtree_height
 from gpufleet.policies.quota import Node, QuotaLedger
+from gpufleet.policies.victims import VictimSearch
 
 WITHIN_CQ = "within"
 HIERARCHICAL = "hierarchical"
@@ -188,50 +191,46 @@ def attempts(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: Quo
     return (True, False)
 
 
-def _valid(c: Candidate, borrow: bool, trial: QuotaLedger, me: str, flavors: Iterable[str]) -> bool:
-    """Kueue's ``candidateIsValid`` against ``trial`` (the targets so far removed)."""
-    if c.rj.job.tenant == me:
-        return True
-    if borrow and c.variant == WITHOUT_BORROWING:
-        return False
-    flavors = tuple(flavors)
-    node: Node | None = ("t", c.rj.job.tenant)
-    while node is not None and node != c.lca:
-        if within_nominal(trial, node, flavors):
-            return False
-        node = trial.parent(node)
-    return True
-
-
-Fits = Callable[[list[RunningJob], bool], bool]
+#: The victim search for one borrowing option: its ``allowed`` is Kueue's quota test with or
+#: without borrowing, its ``fits`` the nodes (the preemptor) or nothing (the oracle).
+Searches = Callable[[bool], VictimSearch]
 
 
 def search(job: Job, request: Mapping[str, int], tenancy: Tenancy, ledger: QuotaLedger,
-           base: QuotaLedger, cands: Candidates, fits: Fits) -> tuple[list[Candidate], bool] | None:
-    """(targets, borrowing) by Kueue's attempts and walk, or None. ``fits(victims, borrow)``
-    says whether W fits once ``victims`` are gone."""
+           base: QuotaLedger, cands: Candidates, searches: Searches
+           ) -> tuple[list[Candidate], bool] | None:
+    """(targets, borrowing) by Kueue's attempts and walk, or None: per attempt, the victim search
+    grows over the candidates in Kueue's order, skipping the invalid ones, then fills back."""
+    ordered = cands.ordered()
+    of = {c.rj.job.id: c for c in ordered}
+    groups = [[c.rj] for c in ordered]
+    flavors = tuple(request)
     for borrow in attempts(job, request, tenancy, ledger, cands):
         trial = base.copy()
-        chosen: list[Candidate] = []
-        for c in cands.ordered():
-            if not _valid(c, borrow, trial, job.tenant, request):
-                continue
-            trial.charge_bindings(c.rj.job.tenant, c.rj.bindings, -1)
-            chosen.append(c)
-            if fits([x.rj for x in chosen], borrow):
-                return fill_back(chosen, borrow, fits), borrow
+
+        def valid(chosen: list[RunningJob], rj: RunningJob, borrow: bool = borrow,
+                  trial: QuotaLedger = trial) -> bool:
+            """Kueue's ``candidateIsValid`` against ``trial`` (the targets so far removed): W's own
+            queue's always; another queue's not while borrowing if it is *without borrowing*,
+            nor once its queue (or a cohort up to where it was collected) is back within its
+            quota. A valid candidate is taken: its usage leaves ``trial``."""
+            c = of[rj.job.id]
+            if rj.job.tenant != job.tenant:
+                if borrow and c.variant == WITHOUT_BORROWING:
+                    return False
+                node: Node | None = ("t", rj.job.tenant)
+                while node is not None and node != c.lca:
+                    if within_nominal(trial, node, flavors):
+                        return False
+                    node = trial.parent(node)
+            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
+            return True
+
+        vs = searches(borrow)
+        found = vs.grow(groups, valid)
+        if found is not None:
+            return [of[rj.job.id] for rj in vs.fill_back(found[0])], borrow
     return None
-
-
-def fill_back(chosen: list[Candidate], borrow: bool, fits: Fits) -> list[Candidate]:
-    """Kueue's ``fillBackWorkloads``: from the second-to-last target back to the first, drop a
-    target when W still fits without it."""
-    out = list(chosen)
-    for i in range(len(out) - 2, -1, -1):
-        rest = out[:i] + out[i + 1:]
-        if fits([x.rj for x in rest], borrow):
-            out = rest
-    return out
 
 
 def possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedger,
@@ -249,19 +248,24 @@ def possibility_and_level(job: Job, flavor: str, tenancy: Tenancy, ledger: Quota
     else:
         request = {flavor: job.total_gpus}
         cands = classify(job, request, tenancy, ledger, ledger, live)
-
-        def fits(gone: list[RunningJob], borrow: bool) -> bool:
-            return quota_fits(_without(ledger, gone), tenancy, job, flavor, borrow)
-
-        found = search(job, request, tenancy, ledger, ledger, cands, fits)
+        found = search(job, request, tenancy, ledger, ledger, cands,
+                       lambda borrow: _on_quota(ledger, tenancy, job, flavor, borrow))
         victims = [c.rj for c in found[0]] if found else []
         mode = ("none" if found is None else
                 "preempt" if any(rj.job.tenant == job.tenant for rj in victims) else "reclaim")
-    level = lowest_subtree_height(_without(ledger, victims), job.tenant, flavor, job.total_gpus)[0]
+    level = lowest_subtree_height(without(ledger, victims), job.tenant, flavor, job.total_gpus)[0]
     return mode, level
 
 
-def _without(ledger: QuotaLedger, gone: list[RunningJob]) -> QuotaLedger:
+def _on_quota(ledger: QuotaLedger, tenancy: Tenancy, job: Job, flavor: str, borrow: bool
+              ) -> VictimSearch[bool]:
+    """The oracle's victim search: on quota alone, W fits once the targets are gone."""
+    return VictimSearch(None, lambda: True, lambda gone: quota_fits(
+        without(ledger, gone), tenancy, job, flavor, borrow))
+
+
+def without(ledger: QuotaLedger, gone: Sequence[RunningJob]) -> QuotaLedger:
+    """``ledger`` with the usage of ``gone`` removed (a copy)."""
     trial = ledger.copy()
     for rj in gone:
         trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
@@ -274,14 +278,8 @@ def _fair_possibility(job: Job, flavor: str, tenancy: Tenancy, ledger: QuotaLedg
     own, others = candidates(job, flavor, tenancy, ledger, live)
     if not own and not others:
         return "none", []
-
-    def fits(victims: list[RunningJob]) -> bool:
-        trial = ledger.copy()
-        for rj in victims:
-            trial.charge_bindings(rj.job.tenant, rj.bindings, -1)
-        return quota_fits(trial, tenancy, job, flavor, True)
-
-    found = fair_targets(job, {flavor: job.total_gpus}, tenancy, ledger, [*others, *own], fits)
+    found = fair_targets(job, {flavor: job.total_gpus}, tenancy, ledger, [*others, *own],
+                         _on_quota(ledger, tenancy, job, flavor, True))
     if not found:
         return "none", []
     victims = [t.rj for t in found]

@@ -3,8 +3,8 @@
 Kueue reserves a workload's quota at admission (``QuotaReserved``) and keeps it until the
 workload finishes or is evicted, whether or not its pods have found nodes; the driver carries
 those reservations in ``CycleInput.admission`` (engine/types.py ``AdmissionState``), with the
-sticky heads of KEP-7157. Admission (policies/kueue_admit.py) charges them first; preemption
-(policies/kueue_preemption.py) treats a reservation whose pods have not started as a candidate.
+sticky heads of KEP-7157. Admission (policies/kueue/admit.py) charges them first; preemption
+(policies/kueue/preemption.py) treats a reservation whose pods have not started as a candidate.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from gpufleet.engine.types import PendingJob, QuotaReservation, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
-from gpufleet.policies.kueue_flavors import pin_pod_sets
-from gpufleet.policies.kueue_resources import ResourceLedger
+from gpufleet.policies.kueue.flavors import pin_pod_sets
+from gpufleet.policies.kueue.resources import ResourceLedger
 from gpufleet.policies.quota import QuotaLedger, with_flavor
 
 
