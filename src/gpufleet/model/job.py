@@ -169,7 +169,7 @@ class Job:
     #: Slurm partition's node list) that every placer applies through its shared filter part and
     #: that reservation and backfill honour because they ask the placer.
     eligible_nodes: frozenset[str] | None = None
-    #: Elastic size range of the first pod set (sim/elastic.py); None: a rigid gang.
+    #: Elastic size range of the first pod set (fleet_events/elastic.py); None: a rigid gang.
     elastic: Elastic | None = None
     _shape: tuple = field(init=False, repr=False, compare=False, hash=False)
 

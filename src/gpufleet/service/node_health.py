@@ -11,7 +11,7 @@ Two witnesses speak, in this order:
 2. **The live state** the source reports, for what no diagnosis covers. A node that *failed* (the
    virtual fleet's ``fail``, a Slurm node DOWN) lost its GPUs below the scheduler: the fault shows on
    the first layer, *driver and GPU*, and the layers above it are collateral — the simulator's
-   failures (sim/failures.py, Llama 3's Table 5) are GPU, host and network faults that all take the
+   failures (fleet_events/failures.py, Llama 3's Table 5) are GPU, host and network faults that all take the
    node's GPUs away from the driver's view, and a diagnosis is what names the exact layer. A node an
    admin drained or cordoned has healthy layers and no allocatable GPUs: that shows on *allocatable*
    only. A node the fleet labels ``degraded`` is in service with a condition to watch.

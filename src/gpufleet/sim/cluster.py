@@ -84,7 +84,7 @@ class SimulatedCluster:
     #: The same pending jobs by shape class, in order (sim/shape_queues.py).
     shapes: ShapeQueues = field(default_factory=ShapeQueues, repr=False)
     #: Ids of jobs that (re)joined the queue since a reader last cleared it; None: not kept (the
-    #: driver-compatibility filter turns it on: sim/upgrade_compat.py).
+    #: driver-compatibility filter turns it on: fleet_events/upgrade_compat.py).
     entered: list[JobId] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -30,13 +30,13 @@ from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
 from gpufleet.sim.easy_carry import carry_on, remember
-from gpufleet.sim.elastic import grow, is_delta
-from gpufleet.sim.failure_handlers import restarted
-from gpufleet.sim.failures import run_wall_s
+from gpufleet.sim.fleet_events.elastic import grow, is_delta
+from gpufleet.sim.fleet_events.failure_handlers import restarted
+from gpufleet.sim.fleet_events.failures import run_wall_s
+from gpufleet.sim.fleet_events.upgrade_compat import restrict
 from gpufleet.sim.greedy_cut import Cut, run_cut_cycle
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState, cycle_input
-from gpufleet.sim.upgrade_compat import restrict
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
@@ -68,7 +68,7 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     due = bool(outcome & Outcome.CYCLE_DUE) or (changed and cfg.cycle_interval_s <= 0)
     if due and st.cluster.pending:
         if st.fail is not None and st.fail.upgrade is not None:
-            restrict(st)  # images go only to nodes whose driver runs them (sim/upgrade_compat.py)
+            restrict(st)  # images go only to nodes whose driver runs them (fleet_events/upgrade_compat.py)
         if (carried := carry_on(st, outcome)) is not None:
             st.cycle_seq += 1
             st.carried_cycles += 1
@@ -192,7 +192,7 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
         if not cfg.profile.gang:
             st.rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
     deltas = [jid for jid in result.started if is_delta(st, jid)]
-    if deltas:  # an elastic job's grow-back, placed as a gang delta (sim/elastic.py)
+    if deltas:  # an elastic job's grow-back, placed as a gang delta (fleet_events/elastic.py)
         grow(st, deltas)
     for jid in result.started:
         if deltas and jid in deltas:
