@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -140,6 +141,7 @@ class TopologyAware:
     max_wait_s: float = 6 * 3600.0
     stop_at_first_blocked: bool = False
     name: str = "topology-aware"
+    defer: ClassVar[bool] = False
     _models: dict[tuple, CommCostModel] = field(default_factory=dict, repr=False)
 
     # ---- pricing ---------------------------------------------------------------------------------

@@ -158,7 +158,7 @@ def schedule_wakeups(st: SimState) -> None:
         # reservation ends): make sure a cycle runs then.
         st.wakeups.add(wake)
         st.q.push(wake, EventKind.CYCLE)
-    period = getattr(st.cfg.profile.preemptor, "period_s", 0.0)
+    period = st.cfg.profile.period_s
     if period > 0 and st.cluster.running and t + period not in st.wakeups:
         # A periodic preemptor (defrag) looks again after its period even if nothing
         # changes; bounded: only while jobs run (each of which ends).
