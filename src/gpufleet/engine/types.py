@@ -14,6 +14,7 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.model.tenancy import Tenancy
 
 if TYPE_CHECKING:
@@ -164,7 +165,7 @@ class ScanFailure:
     """One search the backfill scan made that failed: it killed its shape class (and every class
     that dominates it) in its mode and every higher one."""
 
-    key: tuple[object, ...]
+    key: ShapeKey
     mode: int
     status: Status
     job: Job
@@ -190,7 +191,7 @@ class BackfillTrace:
     limits_initial: list[list[np.ndarray]]
     limits: list[list[np.ndarray]]
     #: The place step's UNRESOLVABLE verdicts by shape class, applied before the scan (every mode).
-    settled: tuple[tuple[tuple[object, ...], Status], ...]
+    settled: tuple[tuple[ShapeKey, Status], ...]
     failures: list[ScanFailure]
     tests: int
     max_tests: int
@@ -301,7 +302,7 @@ class Handoffs:
     #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
     #: dominates them), each with that verdict. Later phases settle a job of such a class by this
     #: verdict instead of searching it again.
-    unresolvable: dict[tuple[object, ...], Status] = field(default_factory=dict)
+    unresolvable: dict[ShapeKey, Status] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
