@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from gpufleet.model.shape_key import ShapeKey
 from gpufleet.model.tenancy import Tenancy
 
 if TYPE_CHECKING:
-    from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
+    from gpufleet.engine.capacity import CapacityTimeline, Hold
     from gpufleet.engine.profile import Profile
     from gpufleet.engine.running import RunningColumns
 
@@ -246,6 +246,7 @@ def job_estimates(jobs: Sequence[Job]) -> np.ndarray:
 
 #: A pod request's shape (``PodRequest.shape``): equal shapes are interchangeable for fitting.
 Shape = tuple[object, ...]
+S = TypeVar("S")
 
 
 @dataclass(slots=True)
@@ -259,18 +260,18 @@ class PlaceCaches:
     #: unresolvable test.
     empty_capacity: dict[tuple[int, Shape, int | None, frozenset[str] | None], int] = field(
         default_factory=dict)
-    #: Atoms the roomiest group at a topology level holds when empty, per (shape, replicas, level,
-    #: per-job node filter).
-    empty_group_room: dict[tuple[Shape, int, str, frozenset[str] | None], int] = field(
-        default_factory=dict)
-    #: Topology wait-or-start: seconds until a TP-intact slot opens (None: not within the horizon),
-    #: per (shape, replicas, atom size, level, horizon, ``NodeTable.free_state()``).
-    expected_wait: dict[tuple[Shape, int, int, str, float, bytes], float | None] = field(
-        default_factory=dict)
-    #: The running jobs' releases (engine/capacity.py), ranked once per cycle for the wait rule.
-    running_releases: Releases | None = None
     #: Per-job node filters (``Job.eligible_nodes``) as masks over the cycle's fleet, per node set.
     eligible_masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)
+    #: What one policy alone memoises, by the type it names (``owned``).
+    by_policy: dict[type, object] = field(default_factory=dict)
+
+    def owned(self, kind: type[S]) -> S:
+        """The cycle's one ``kind()`` (made on first use): a policy's own per-cycle state, whose
+        fields the engine does not know (policies/topology.py's ``TopologyCaches``)."""
+        state = self.by_policy.get(kind)
+        if state is None:
+            state = self.by_policy[kind] = kind()
+        return cast(S, state)
 
 
 @dataclass(slots=True)
