@@ -36,7 +36,6 @@ wins, every replica sees it) and audited with the diagnosis as ``after``, in one
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tempfile
 import time
@@ -255,11 +254,6 @@ def _allocatable(snap: LiveSnapshot, i: int, out: str | None) -> LayerRow:
         why = f"out of service ({reason})"
     return LayerRow(key="allocatable", label="Allocatable", state="out", basis=snap.source,
                     words=f"0 of {total} GPUs: {why}; {total - free} still held by running work")
-
-
-def as_json(att: AttachedDiagnosis | None) -> str:
-    """The attached diagnosis as the CLI prints it (the page's "raw" view)."""
-    return json.dumps(att.diagnosis.model_dump(), indent=2) if att is not None else ""
 
 
 def node_health(snap: LiveSnapshot, store: Store, node: str) -> NodeHealthOut | None:
