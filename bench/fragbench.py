@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from gpufleet.policies.fgd import OURS, POLICIES
-from gpufleet.sim.fragbench import Workload, run_policy
+from gpufleet.studies.fragbench import Workload, run_policy
 from gpufleet.traces.openb import read_nodes, read_pods
 
 #: The shared data sits beside the checkout (../shared), as on every developer's machine and CI.

@@ -2,7 +2,7 @@
 
     python bench/simulate.py                       # the bundled default scenario, its three policies
     python bench/simulate.py --nodes 2000 --jobs 100000 --policy gang-bestfit --policy gang-easy
-    python bench/simulate.py --policy gang-easy --failure-scale 50   # failures on (sim/failures.py)
+    python bench/simulate.py --policy gang-easy --failure-scale 50   # failures on (fleet_events/failures.py)
     python bench/simulate.py --policy gang-easy --no-decision-log    # without wait/reserve/backfill events
     python bench/simulate.py --nodes 500 --jobs 20000 --policy gang-bestfit --also-failures 1  # off, on
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from gpufleet.model.fleet import NodeGroup, build_fleet
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FailureConfig
+from gpufleet.sim.fleet_events.failures import FailureConfig
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.scenario import bundled

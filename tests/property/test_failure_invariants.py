@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FailureConfig, SpotConfig
+from gpufleet.sim.fleet_events.failures import FailureConfig, SpotConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.testing.builders import fleet, job
 

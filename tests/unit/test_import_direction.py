@@ -1,6 +1,7 @@
-"""Imports point one way (DESIGN.md): model ← engine ← policies ← {sim, live, adapters, ops, econ,
-traces, testing} ← {report, service} ← cli; and the code that runs inside ``run_cycle`` (engine/
-and policies/) is pure: no clock, no I/O, no unseeded randomness, no dynamic imports.
+"""Imports point one way (.importlinter): model ← engine ← policies ← {traces, testing} ← sim ←
+studies ← {adapters, ops, econ} ← live ← {report, service, sweep} ← cli; and the code that runs
+inside ``run_cycle`` (engine/ and policies/) is pure: no clock, no I/O, no unseeded randomness, no
+dynamic imports.
 
 Two independent checks, each shown to fail on the forms it must catch:
 - import-linter (``lint-imports`` with the repository's ``.importlinter``): the layer contract
@@ -24,7 +25,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "gpufleet"
 LAYER = {"model": 0, "scenarios": 0, "engine": 1, "policies": 2, "testing": 3, "traces": 3, "sim": 4,
-         "adapters": 5, "ops": 5, "econ": 5, "live": 6, "report": 7, "service": 7, "sweep": 7, "cli": 8}
+         "studies": 5, "adapters": 6, "ops": 6, "econ": 6, "live": 7, "report": 8, "service": 8, "sweep": 8,
+         "cli": 9}
 PURE = ("engine", "policies")
 
 #: Modules whose import alone breaks purity (a clock, entropy, dynamic import, process or socket).

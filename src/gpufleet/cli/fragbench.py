@@ -33,7 +33,7 @@ from gpufleet.cli.main import app  # noqa: E402
 from gpufleet.cli.outdir import claim_out_dir  # noqa: E402
 from gpufleet.policies.fgd import POLICIES  # noqa: E402
 from gpufleet.report.jsonsafe import dumps, write_json  # noqa: E402
-from gpufleet.sim.fragbench import X_MAX, PolicyResult, Workload, run_policy  # noqa: E402
+from gpufleet.studies.fragbench import X_MAX, PolicyResult, Workload, run_policy  # noqa: E402
 from gpufleet.traces.openb import read_nodes, read_pods  # noqa: E402
 
 SERIES = (("alloc_pct", "GPU allocation (% of capacity)"),

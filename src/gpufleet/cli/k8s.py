@@ -224,7 +224,7 @@ def hybrid_cmd(
     """Slurm partition for training gangs + Kubernetes pool for services on one fleet: static split,
     dynamic split (nodes lent on demand, each move drained) and all-Kubernetes, same workload."""
     from gpufleet.cli.common import Table
-    from gpufleet.sim.hybrid import ARMS, HybridSpec, k8s_limits, run_arm, workload
+    from gpufleet.studies.hybrid import ARMS, HybridSpec, k8s_limits, run_arm, workload
 
     checks = [(1 <= nodes <= 512, f"--nodes: expected 1..512, got {nodes}"),
               (math.isfinite(days) and 0 < days <= 30, f"--days: expected (0, 30], got {days}"),

@@ -1,6 +1,6 @@
 """`gpufleet plan spares`: how many hot spares keep P(no spare when needed) under a target.
 
-By the finite-source formula (sim/reliability.no_spare_probability_finite: the N + s nodes are
+By the finite-source formula (studies/reliability.no_spare_probability_finite: the N + s nodes are
 independent, a node away for repair cannot fail again, so the number away is Binomial), with the
 Poisson answer and Erlang B beside it, and — with ``--simulate`` — checked by the simulator over
 seeds, the pool and the pool with one fewer spare, each with its 95% interval.
@@ -17,9 +17,9 @@ import typer
 from gpufleet.cli.common import Output, Table, console, fail, in_range, one_line_errors, working
 from gpufleet.cli.plan import emit, out_dir_opt, plan_app
 from gpufleet.model.health import StepDurations
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import LLAMA3_KINDS, FailureConfig, FailureKind, mean_out_of_service_s
-from gpufleet.sim.reliability_study import spares_check
+from gpufleet.sim.fleet_events.failures import LLAMA3_KINDS, FailureConfig, FailureKind, mean_out_of_service_s
+from gpufleet.studies import reliability as R
+from gpufleet.studies.reliability_study import spares_check
 
 DAY = 86400.0
 

@@ -1,7 +1,7 @@
 """`gpufleet plan upgrade`: driver-upgrade wave sizes against rollout time and capacity lost.
 
-Each plan is worked by arithmetic (sim/upgrade_plan.py) and, with ``--simulate``, replayed in the
-simulator (sim/upgrade.py) with Llama 3's failure rates on the way: on ``--fleet``/``--trace``,
+Each plan is worked by arithmetic (studies/upgrade_plan.py) and, with ``--simulate``, replayed in the
+simulator (fleet_events/upgrade.py) with Llama 3's failure rates on the way: on ``--fleet``/``--trace``,
 or on a fleet of ``--nodes`` each busy with a job that checkpoints every ``--checkpoint-minutes``.
 """
 
@@ -16,9 +16,9 @@ import typer
 
 from gpufleet.cli.common import Output, Table, console, fail, in_range, one_line_errors
 from gpufleet.cli.plan import emit, out_dir_opt, plan_app
+from gpufleet.model.driver_compat import kernel_ok, placement
 from gpufleet.model.health import StepDurations
-from gpufleet.sim import upgrade_plan as P
-from gpufleet.sim.driver_compat import kernel_ok, placement
+from gpufleet.studies import upgrade_plan as P
 
 #: Default wave sizes, as shares of the fleet (the GPU Operator's maxUnavailable default is 25%).
 DEFAULT_SHARES = (0.01, 0.025, 0.05, 0.10, 0.25)
@@ -139,7 +139,7 @@ def upgrade(
             raise fail(f"--kernel: {why_old}: the fleet could not run --from-driver today")
         kernel_row = {"kernel": kernel, "new_driver_ok": new_ok, "why": why_new}
     if kernel_row is not None and not kernel_row["new_driver_ok"]:
-        fail_rate = 1.0  # the module does not load: every node fails validation (sim/upgrade_stack.py)
+        fail_rate = 1.0  # the module does not load: every node fails validation (upgrade_stack.py)
     plans = [P.plan(nodes, w, c, node_minutes * 60, tau, drain_timeout, soak_minutes * 60, fail_rate,
                     bad_fail_rate, rollback_share) for w in waves]
     busy = nodes if tau > 0 else 0
@@ -156,10 +156,10 @@ def upgrade(
         rows.append(row)
     drivers = (from_driver, to_driver) if compat_rows and from_driver and to_driver else None
     if simulate:
-        from gpufleet.sim.upgrade_replay import replay
+        from gpufleet.studies.upgrade_replay import replay
         if scn is None and nodes > MAX_SIM_NODES:
             raise fail(f"--simulate: at most {MAX_SIM_NODES:,} nodes without --fleet/--trace, got {nodes:,}")
-        from gpufleet.sim.estimate import t_interval
+        from gpufleet.studies.estimate import t_interval
         for row, p in zip(rows, plans, strict=True):
             runs = [replay(scn, nodes, gpus_per_node, p, node_minutes * 60, drain_timeout, tau,
                            soak_minutes * 60, fail_rate, bad_fail_rate, rollback_share, sd,

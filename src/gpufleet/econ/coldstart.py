@@ -30,7 +30,7 @@ from gpufleet.econ.queueing import (
     pool_for_wait,
     simulate_loss,
 )
-from gpufleet.sim.estimate import Estimate, t_interval
+from gpufleet.studies.estimate import Estimate, t_interval
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def sqrt_staffing_z(target: float) -> float:
 
 def simulated_loss(n: int, lam: float, hold: float, arrivals: int, seeds: range) -> Estimate:
     """Simulated P(cold) with ``n`` warm instances: the mean over ``seeds`` independent runs of
-    ``arrivals`` each, with its 95% t-interval (sim/estimate.py)."""
+    ``arrivals`` each, with its 95% t-interval (studies/estimate.py)."""
     return t_interval(simulate_loss(n, lam, hold, arrivals, seed) for seed in seeds)
 
 

@@ -20,11 +20,11 @@ import math
 import numpy as np
 from scipy.stats import poisson
 
-from gpufleet.sim import reliability
+from gpufleet.studies import reliability
 
 
 def erlang_b(n: int, a: float) -> float:
-    """Erlang B for ``n`` servers at ``a`` Erlangs: the one recurrence in sim/reliability.py."""
+    """Erlang B for ``n`` servers at ``a`` Erlangs: the one recurrence in studies/reliability.py."""
     return reliability.erlang_b(a, n)
 
 

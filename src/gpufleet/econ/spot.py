@@ -11,7 +11,7 @@ checkpoints.
 * The notice: when the checkpoint write fits in the reclaim notice (δ ≤ notice), the job saves at
   the notice and loses only the notice and the restart, (notice + R)/M per unit time; periodic
   checkpoints then buy nothing against reclaims, so τ = ∞ and the δ/τ term vanishes. This is what
-  the simulator does (sim/spot.py; sim/reliability.spot_waste_noticed_s). AWS's 2-minute notice
+  the simulator does (fleet_events/spot.py; sim/reliability.spot_waste_noticed_s). AWS's 2-minute notice
   covers the default 1-minute write: overhead (2 + 10)/240 = 5.0% on one node, not 13.3%.
 * Effective price: p_eff = p_spot / (1 − overhead) (price per unit of useful work, × OD).
 * A gang of n nodes each interrupted independently at MTBI M_node is interrupted at M_node / n:
@@ -20,9 +20,9 @@ checkpoints.
   never-on-spot rule for big gangs.
 
 The interval formulas and the waste per reclaim (τ/2 + R) are the simulator's own
-(sim/reliability.py): the spot reclaims the simulator runs (sim/failures.py, issue 13) are checked
-against exactly these, within 5% (tests/unit/sim/test_failures_sim.py), so the capacity planner's
-spot price rests on a simulated model, not on a second copy of the arithmetic.
+(studies/reliability.py): the spot reclaims the simulator runs (fleet_events/failures.py, issue 13)
+are checked against exactly these, within 5% (tests/unit/sim/fleet_events/test_failures_sim.py),
+so the capacity planner's spot price rests on a simulated model, not on a second copy of the arithmetic.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpufleet.sim.reliability import (
+from gpufleet.studies.reliability import (
     daly_interval_s,
     spot_waste_noticed_s,
     spot_waste_per_reclaim_s,
@@ -43,7 +43,7 @@ def young_interval(delta: float, mtbi: float) -> float:
 
 
 def daly_interval(delta: float, mtbi: float) -> float:
-    """Daly's interval (sim/reliability.py); 0 when checkpoints cost nothing."""
+    """Daly's interval (studies/reliability.py); 0 when checkpoints cost nothing."""
     return 0.0 if delta <= 0 else daly_interval_s(delta, mtbi)
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from gpufleet.engine.plan import Plan
 from gpufleet.engine.queue import PendingQueue
 from gpufleet.engine.reuse import reuse_of
@@ -28,7 +26,7 @@ from gpufleet.model.job import Job
 
 def run_cycle(inp: CycleInput) -> CycleResult:
     profile = inp.profile
-    ctx = CycleContext(now=inp.now, profile=profile, rng=np.random.default_rng(inp.seed),
+    ctx = CycleContext(now=inp.now, profile=profile, rng=inp.seed,
                        running=inp.running, tenancy=inp.tenancy, usage=inp.usage,
                        previous_reservations=inp.reservations,
                        estimate_accuracy=inp.estimate_accuracy if profile.estimate_history else {},

@@ -30,6 +30,7 @@ import numpy as np
 from gpufleet.engine.shape_classes import ShapeClasses
 from gpufleet.engine.types import PendingJob
 from gpufleet.model.ids import JobId
+from gpufleet.model.shape_key import ShapeKey
 
 #: Rows converted to Python ints at a time while iterating a view.
 _CHUNK = 512
@@ -44,7 +45,7 @@ class _Store:
     __slots__ = ("jobs", "prio", "submit", "est", "cls", "tenant", "n", "classes", "_class_of",
                  "tenants", "_tenant_of", "row_of")
 
-    def __init__(self, classes: list[tuple] | None = None, tenants: list[str] | None = None) -> None:
+    def __init__(self, classes: list[ShapeKey] | None = None, tenants: list[str] | None = None) -> None:
         self.jobs: list[PendingJob] = []
         #: Each job id's latest row (a view holds at most one row per id).
         self.row_of: dict[JobId, int] = {}
@@ -55,7 +56,7 @@ class _Store:
         self.cls = np.empty(0, np.int64)
         self.tenant = np.empty(0, np.int64)
         #: Shape classes (``Job.shape_key``) numbered by first appearance; tenants likewise.
-        self.classes: list[tuple] = list(classes or [])
+        self.classes: list[ShapeKey] = list(classes or [])
         self._class_of = {k: i for i, k in enumerate(self.classes)}
         self.tenants: list[str] = list(tenants or [])
         self._tenant_of = {t: i for i, t in enumerate(self.tenants)}
@@ -155,7 +156,7 @@ class QueueView(Sequence[PendingJob]):
     # ---- columns, aligned with the view ------------------------------------------------------
 
     @property
-    def classes(self) -> list[tuple]:
+    def classes(self) -> list[ShapeKey]:
         """Every shape class the store has seen; ``cls`` indexes it."""
         return self._store.classes
 

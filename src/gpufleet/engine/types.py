@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
@@ -14,10 +14,11 @@ from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusBoard
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.model.tenancy import Tenancy
 
 if TYPE_CHECKING:
-    from gpufleet.engine.capacity import CapacityTimeline, Hold, Releases
+    from gpufleet.engine.capacity import CapacityTimeline, Hold
     from gpufleet.engine.profile import Profile
     from gpufleet.engine.running import RunningColumns
 
@@ -182,7 +183,7 @@ class ScanFailure:
     """One search the backfill scan made that failed: it killed its shape class (and every class
     that dominates it) in its mode and every higher one."""
 
-    key: tuple[object, ...]
+    key: ShapeKey
     mode: int
     status: Status
     job: Job
@@ -208,7 +209,7 @@ class BackfillTrace:
     limits_initial: list[list[np.ndarray]]
     limits: list[list[np.ndarray]]
     #: The place step's UNRESOLVABLE verdicts by shape class, applied before the scan (every mode).
-    settled: tuple[tuple[tuple[object, ...], Status], ...]
+    settled: tuple[tuple[ShapeKey, Status], ...]
     failures: list[ScanFailure]
     tests: int
     max_tests: int
@@ -263,6 +264,7 @@ def job_estimates(jobs: Sequence[Job]) -> np.ndarray:
 
 #: A pod request's shape (``PodRequest.shape``): equal shapes are interchangeable for fitting.
 Shape = tuple[object, ...]
+S = TypeVar("S")
 
 
 @dataclass(slots=True)
@@ -276,18 +278,18 @@ class PlaceCaches:
     #: unresolvable test.
     empty_capacity: dict[tuple[int, Shape, int | None, frozenset[str] | None], int] = field(
         default_factory=dict)
-    #: Atoms the roomiest group at a topology level holds when empty, per (shape, replicas, level,
-    #: per-job node filter).
-    empty_group_room: dict[tuple[Shape, int, str, frozenset[str] | None], int] = field(
-        default_factory=dict)
-    #: Topology wait-or-start: seconds until a TP-intact slot opens (None: not within the horizon),
-    #: per (shape, replicas, atom size, level, horizon, ``NodeTable.free_state()``).
-    expected_wait: dict[tuple[Shape, int, int, str, float, bytes], float | None] = field(
-        default_factory=dict)
-    #: The running jobs' releases (engine/capacity.py), ranked once per cycle for the wait rule.
-    running_releases: Releases | None = None
     #: Per-job node filters (``Job.eligible_nodes``) as masks over the cycle's fleet, per node set.
     eligible_masks: dict[frozenset[str], np.ndarray] = field(default_factory=dict)
+    #: What one policy alone memoises, by the type it names (``owned``).
+    by_policy: dict[type, object] = field(default_factory=dict)
+
+    def owned(self, kind: type[S]) -> S:
+        """The cycle's one ``kind()`` (made on first use): a policy's own per-cycle state, whose
+        fields the engine does not know (policies/topology.py's ``TopologyCaches``)."""
+        state = self.by_policy.get(kind)
+        if state is None:
+            state = self.by_policy[kind] = kind()
+        return cast(S, state)
 
 
 @dataclass(slots=True)
@@ -319,7 +321,7 @@ class Handoffs:
     #: found UNRESOLVABLE (they fit not even the empty fleet, so neither does any shape that
     #: dominates them), each with that verdict. Later phases settle a job of such a class by this
     #: verdict instead of searching it again.
-    unresolvable: dict[tuple[object, ...], Status] = field(default_factory=dict)
+    unresolvable: dict[ShapeKey, Status] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -338,7 +340,8 @@ class CycleContext:
     """Per-cycle state shared by the phases, in four parts with one job each:
 
     - ``facts``: the frozen inputs (time, profile, running jobs, tenancy, history);
-    - ``rng``: the cycle's generator, seeded from ``CycleInput.seed`` (the only randomness);
+    - ``rng``: the cycle's generator, seeded from ``CycleInput.seed`` (the only randomness), made
+      on first use: most profiles draw nothing, and making one costs ~15 µs, a tenth of a small cycle;
     - ``caches``: per-cycle memo tables owned by placement (``PlaceCaches``);
     - ``handoff``: typed hand-offs between phases (``Handoffs``);
     - ``out``: statuses and counters (``CycleOutputs``).
@@ -346,9 +349,9 @@ class CycleContext:
     The inputs are also readable as attributes (``ctx.now``, ``ctx.running``, …), read-only.
     """
 
-    __slots__ = ("facts", "rng", "caches", "handoff", "out")
+    __slots__ = ("facts", "_rng", "caches", "handoff", "out")
 
-    def __init__(self, now: float, profile: Profile, rng: np.random.Generator,
+    def __init__(self, now: float, profile: Profile, rng: np.random.Generator | int,
                  running: Sequence[RunningJob] = (), tenancy: Tenancy | None = None,
                  usage: Mapping[str, float] | None = None,
                  previous_reservations: tuple[Reservation, ...] = (),
@@ -361,10 +364,17 @@ class CycleContext:
                                 estimate_accuracy if estimate_accuracy is not None else {},
                                 disruptions, admission if admission is not None else AdmissionState(),
                                 running_columns)
-        self.rng = rng
+        self._rng = rng
         self.caches = PlaceCaches()
         self.handoff = Handoffs()
         self.out = CycleOutputs()
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The cycle's generator (``rng`` as given, or made from it as a seed on first use)."""
+        if not isinstance(self._rng, np.random.Generator):
+            self._rng = np.random.default_rng(self._rng)
+        return self._rng
 
     @property
     def now(self) -> float:

@@ -135,10 +135,6 @@ class JobView(BaseModel):
     estimated_start: float | None = None
 
 
-def _gpus_of(job: Job) -> int:
-    return job.total_gpus
-
-
 def fleet_summary(snap: LiveSnapshot) -> FleetSummary:
     t = snap.table
     total = int(t.gpu_total.sum())

@@ -13,6 +13,7 @@ from enum import StrEnum
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.mig import COMPUTE_SLICES, profile_name
 from gpufleet.model.parallelism import Parallelism, TrainingProfile
+from gpufleet.model.shape_key import ShapeKey
 
 
 class JobKind(StrEnum):
@@ -122,11 +123,11 @@ class Elastic:
 #: keeps its own key object, and the queue groups jobs by key equality, not identity; only the
 #: sharing is lost for that shape.
 SHAPE_INTERN_LIMIT = 16_384
-_SHAPES: dict[tuple, tuple] = {}
-_OLDER: dict[tuple, tuple] = {}
+_SHAPES: dict[ShapeKey, ShapeKey] = {}
+_OLDER: dict[ShapeKey, ShapeKey] = {}
 
 
-def intern_shape(key: tuple) -> tuple:
+def intern_shape(key: ShapeKey) -> ShapeKey:
     """The one object for keys equal to ``key`` (``key`` itself the first time it is seen, or
     the first time since it was dropped)."""
     global _SHAPES, _OLDER
@@ -169,9 +170,9 @@ class Job:
     #: Slurm partition's node list) that every placer applies through its shared filter part and
     #: that reservation and backfill honour because they ask the placer.
     eligible_nodes: frozenset[str] | None = None
-    #: Elastic size range of the first pod set (sim/elastic.py); None: a rigid gang.
+    #: Elastic size range of the first pod set (fleet_events/elastic.py); None: a rigid gang.
     elastic: Elastic | None = None
-    _shape: tuple = field(init=False, repr=False, compare=False, hash=False)
+    _shape: ShapeKey = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.elastic is not None:
@@ -205,26 +206,21 @@ class Job:
         return self.run_time_estimate if self.run_time_estimate is not None else self.run_time
 
     @property
-    def shape_key(self) -> tuple:
+    def shape_key(self) -> ShapeKey:
         """Jobs with equal keys are interchangeable for feasibility (an equivalence class).
 
         Computed once, at construction: a 100,000-job queue asks for it every cycle."""
         return self._shape
 
-    def _compute_shape_key(self) -> tuple:
-        """Per pod set (replicas, request shape). A soft GPU share's key also names the tenant
-        (the tenant rule makes feasibility depend on who asks); topology constraints and
-        parallelism are part of the key when present (they change where a gang may go), and so is
-        a per-job node filter (``eligible_nodes``), as an entry that must match exactly: a job
-        that may use fewer nodes neither rules out nor is ruled out by one that may use others."""
-        key = tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
-                    for ps in self.pod_sets)
+    def _compute_shape_key(self) -> ShapeKey:
+        """Per pod set (replicas, request shape); a soft GPU share's also names the tenant (the
+        tenant rule makes feasibility depend on who asks). Topology constraints, parallelism and
+        the node filter (``eligible_nodes``: the set itself, whose hash a frozenset caches) are
+        part of the key when present, compared exactly (model/shape_key.py)."""
+        pods = tuple((ps.replicas, ps.request.shape + ((self.tenant,) if ps.request.gpu_milli else ()))
+                     for ps in self.pod_sets)
+        constraints = None
         if (self.topology_required or self.topology_preferred or self.parallelism is not None
                 or self.training is not None):
-            key += ((-1, ("topology", self.topology_required, self.topology_preferred,
-                          self.parallelism, self.training)),)
-        if self.eligible_nodes is not None:
-            # The set itself, not a sorted copy: a frozenset caches its hash, so 100,000 jobs
-            # sharing one filter cost no sort of a node list each (keys only ever compare equal).
-            key += ((-2, ("eligible", self.eligible_nodes)),)
-        return key
+            constraints = (self.topology_required, self.topology_preferred, self.parallelism, self.training)
+        return ShapeKey(pods, constraints, self.eligible_nodes)

@@ -163,10 +163,6 @@ def content_kind(head: str) -> str:
     return "other"
 
 
-def kind_of(name: str, head: str) -> str:
-    return kinds_of(name, head)[0]
-
-
 def kinds_of(name: str, head: str) -> tuple[str, str]:
     """(kind, the kind its name says when the content overrode it, else "")."""
     by_name = name_kind(name)

@@ -63,6 +63,7 @@ from gpufleet.policies.backfill_limits import (
     limited_view,
     take_from_limits,
 )
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 
@@ -359,7 +360,7 @@ class _Scan:
     not a Python step each.
     """
 
-    def __init__(self, classes: list[tuple], cls: np.ndarray, mode: np.ndarray, planned: np.ndarray,
+    def __init__(self, classes: list[ShapeKey], cls: np.ndarray, mode: np.ndarray, planned: np.ndarray,
                  end: np.ndarray, n_modes: int) -> None:
         self.classes = classes
         self.cls = cls
@@ -394,7 +395,7 @@ class _Scan:
         return cls([all_classes[c] for c in present.tolist()], remap[cls_col], mode.astype(np.int64),
                    planned, end, len(starts) + 1)
 
-    def settle_unresolvable(self, verdicts: Mapping[tuple[object, ...], Status]) -> None:
+    def settle_unresolvable(self, verdicts: Mapping[ShapeKey, Status]) -> None:
         """Kill, in every mode, each class that equals or dominates a class the place step found
         UNRESOLVABLE, with that verdict: no view of the fleet (however many limits cap it) can
         fit a shape that not even the empty fleet fits."""

@@ -44,7 +44,7 @@ from gpufleet.policies.backfill_limits import (
     take_from_limits,
 )
 from gpufleet.policies.carry_delta import Delta
-from gpufleet.policies.shapes import dominates
+from gpufleet.model.shape_key import ShapeKey
 
 
 def mode_of(trace: BackfillTrace, end: float) -> int:
@@ -52,13 +52,13 @@ def mode_of(trace: BackfillTrace, end: float) -> int:
     return int(np.searchsorted(np.asarray(trace.starts, float), end, side="left")) if trace.starts else 0
 
 
-def killed_by(trace: BackfillTrace, key: tuple, mode: int, now: float) -> Status | None:
+def killed_by(trace: BackfillTrace, key: ShapeKey, mode: int, now: float) -> Status | None:
     """The verdict a job of class ``key`` in ``mode`` gets without a search of its own, if any."""
     for shape, status in trace.settled:
-        if shape == key or dominates(key, shape):
+        if shape == key or key.dominates(shape):
             return status
     for f in trace.failures:
-        if f.mode <= mode and (f.key == key or dominates(key, f.key)):
+        if f.mode <= mode and (f.key == key or key.dominates(f.key)):
             if f.planned is not None and trace.first is not None:
                 return delay_status(now + f.planned, trace.first, trace.policy)
             return f.status

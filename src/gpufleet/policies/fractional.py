@@ -185,6 +185,7 @@ class FractionalGangFit:
     """Whole gangs or nothing over whole GPUs, MIG instances and soft shares (module docstring)."""
 
     name = "gang-fractional"
+    defer = False
 
     def __init__(self, stop_at_first_blocked: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked

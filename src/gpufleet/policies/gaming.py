@@ -9,14 +9,14 @@ tenant and within its budget). What it cannot remove it flags, per tenant:
   ``gpu-util``, a fraction; jobs without it count as fully used).
 * ``runtime-underestimate``: median of actual / estimated run time above ``RUNTIME_THRESHOLD``
   over jobs that gave an estimate: the tenant's estimates should be stretched before backfill
-  trusts them (``corrected_estimate``).
+  trusts them (``CycleContext.planned_run`` does, with the driver's per-tenant record).
 * ``priority-over-budget``: GPUs the tenant asked for in raised or non-preemptible classes exceed
   its ``priority_budget_gpus`` (the excess ran as the default class).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -54,11 +54,6 @@ def runtime_accuracy(jobs: Iterable[Job]) -> dict[str, float]:
         if j.run_time_estimate:
             ratios.setdefault(j.tenant, []).append(j.run_time / j.run_time_estimate)
     return {t: float(np.median(r)) for t, r in sorted(ratios.items())}
-
-
-def corrected_estimate(job: Job, accuracy: Mapping[str, float]) -> float:
-    """The estimate stretched by the tenant's record (never shortened)."""
-    return job.estimate * max(1.0, accuracy.get(job.tenant, 1.0))
 
 
 def raised_demand(jobs: Iterable[Job], tenancy: Tenancy) -> dict[str, int]:

@@ -45,6 +45,8 @@ def least_allocated_node(table: NodeTable, req: PodRequest) -> int | None:
 
 class PerPodLeastAllocated:
     name = "per-pod"
+    stop_at_first_blocked = False
+    defer = False
 
     def feasible(self, job: Job, table: NodeTable, ctx: CycleContext) -> bool | None:
         return gang_feasible(job, table, ctx)

@@ -112,6 +112,8 @@ class Choice:
 class TenancyPreemptor:
     """Reclaim and within-tenant priority preemption (module docstring)."""
 
+    period_s = 0.0
+
     def __init__(self, admitter: QuotaAdmitter, rule: str = "checkpoint-aware") -> None:
         self.admitter = admitter
         self.rule = rule

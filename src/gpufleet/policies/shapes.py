@@ -12,32 +12,15 @@ from dataclasses import dataclass, field
 
 from gpufleet.engine.status import Status
 from gpufleet.model.job import Job
+from gpufleet.model.shape_key import ShapeKey
 
 
-def dominates(big: tuple, small: tuple) -> bool:
-    """True when shape ``big`` asks for at least as much as ``small`` in every dimension."""
-    if len(big) != len(small):
-        return False
-    for (rb, shape_b), (rs, shape_s) in zip(big, small, strict=True):
-        if rb < 0 or rs < 0:  # a constraint entry (topology, parallelism): must match exactly
-            if (rb, shape_b) != (rs, shape_s):
-                return False
-            continue
-        gb, cb, mb, modb = shape_b[:4]
-        gs, cs, ms, mods = shape_s[:4]
-        if modb != mods or rb < rs or gb < gs or cb < cs or mb < ms:
-            return False
-        if shape_b[4:] != shape_s[4:]:  # fractional requests (and their tenant) compare exactly
-            return False
-    return True
-
-
-def known_unresolvable(key: tuple, verdicts: Mapping[tuple[object, ...], Status]) -> Status | None:
+def known_unresolvable(key: ShapeKey, verdicts: Mapping[ShapeKey, Status]) -> Status | None:
     """The verdict of the first class in ``verdicts`` (shape classes found UNRESOLVABLE this
     cycle: ``Handoffs.unresolvable``) that ``key`` equals or dominates, else None. A shape that
     asks at least as much as one that fits not even the empty fleet cannot fit it either."""
     for shape, status in verdicts.items():
-        if shape == key or dominates(key, shape):
+        if shape == key or key.dominates(shape):
             return status
     return None
 
@@ -50,8 +33,8 @@ class FailedShapes:
     each failed shape at most once per cycle: O(keys × failures), not O(jobs × failures).
     """
 
-    failed: list[tuple[tuple, Status]] = field(default_factory=list)
-    _verdict: dict[tuple, tuple[int, Status | None]] = field(default_factory=dict)
+    failed: list[tuple[ShapeKey, Status]] = field(default_factory=list)
+    _verdict: dict[ShapeKey, tuple[int, Status | None]] = field(default_factory=dict)
 
     def known_failure(self, job: Job) -> Status | None:
         key = job.shape_key
@@ -59,7 +42,7 @@ class FailedShapes:
         if verdict is not None or seen == len(self.failed):
             return verdict
         for shape, status in self.failed[seen:]:
-            if shape == key or dominates(key, shape):
+            if shape == key or key.dominates(shape):
                 verdict = status
                 break
         self._verdict[key] = (len(self.failed), verdict)
@@ -70,36 +53,24 @@ class FailedShapes:
         self._verdict[job.shape_key] = (len(self.failed), status)
 
 
-def _plain_row(key: tuple) -> tuple[float, float, float, float, tuple] | None:
-    """(replicas, GPUs, CPUs, memory, models) of a *plain* key — one whole-GPU pod set, no
-    constraint entry — else None. Between plain keys ``dominates`` is exactly four ≥ tests and an
-    equal model tuple, and a plain key is dominated only by plain keys (a longer key, a
-    constraint entry or a fractional tail never compares ≥ with one)."""
-    if len(key) == 1:
-        r, shape = key[0]
-        if r >= 0 and len(shape) == 4:
-            return (r, shape[0], shape[1], shape[2], shape[3])
-    return None
-
-
 class Dominance:
     """The classes that equal or dominate each class of ``keys``, as index lists, memoised: the
     place walk and the backfill scan kill every class that dominates a failed one, and a
     congested queue fails a few classes per cycle against tens of classes each time.
 
-    Plain keys (``_plain_row``) compare as five numbers in a tuple (no call, no unpacking of
+    Plain keys (``ShapeKey.plain``) compare as five numbers in a tuple (no call, no unpacking of
     nested tuples); any other failed key is compared with each key by ``dominates`` itself.
     The "not less than" form keeps ``dominates``' answers even for a NaN."""
 
     __slots__ = ("keys", "rows", "_memo")
 
-    def __init__(self, keys: list[tuple]) -> None:
+    def __init__(self, keys: list[ShapeKey]) -> None:
         self.keys = keys
-        self.rows = [_plain_row(k) for k in keys]
+        self.rows = [k.plain() for k in keys]
         self._memo: dict[int, list[int]] = {}
 
     def over(self, c: int) -> list[int]:
-        """``[d for d in range(len(keys)) if d == c or dominates(keys[d], keys[c])]``."""
+        """``[d for d in range(len(keys)) if d == c or keys[d].dominates(keys[c])]``."""
         out = self._memo.get(c)
         if out is not None:
             return out
@@ -111,6 +82,6 @@ class Dominance:
                        row[0] < r or row[1] < g or row[2] < cp or row[3] < m))]
         else:
             key = self.keys[c]
-            out = [d for d, k in enumerate(self.keys) if d == c or dominates(k, key)]
+            out = [d for d, k in enumerate(self.keys) if d == c or k.dominates(key)]
         self._memo[c] = out
         return out

@@ -27,15 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
-from gpufleet.engine.capacity import CapacityTimeline, release_schedule
+from gpufleet.engine.capacity import CapacityTimeline, Releases, release_schedule
 from gpufleet.engine.phases.place import PlaceOutcome
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.engine.types import CycleContext, PendingJob, Shape
 from gpufleet.model.fleet import Fabric
 from gpufleet.model.job import Job, PodSet
 from gpufleet.model.units import duration
@@ -131,6 +132,19 @@ class Decision:
         return (*opts, f"choice: {self.choice} ({self.why})")
 
 
+@dataclass(slots=True)
+class TopologyCaches:
+    """Per cycle, the topology placer's own memo (``PlaceCaches.owned``)."""
+
+    #: Atoms the roomiest group at a level holds when empty, per (shape, replicas, level, node filter).
+    empty_group_room: dict[tuple[Shape, int, str, frozenset[str] | None], int] = field(default_factory=dict)
+    #: Wait-or-start: seconds until a TP-intact slot opens (None: not within the horizon), per
+    #: (shape, replicas, atom size, level, horizon, ``NodeTable.free_state()``).
+    expected_wait: dict[tuple[Shape, int, int, str, float, bytes], float | None] = field(default_factory=dict)
+    #: The running jobs' releases (engine/capacity.py), ranked once per cycle for the wait rule.
+    running_releases: Releases | None = None
+
+
 @dataclass
 class TopologyAware:
     """Gang placement by the rule in the module doc; ``fit`` is what reserve and backfill call."""
@@ -140,6 +154,7 @@ class TopologyAware:
     max_wait_s: float = 6 * 3600.0
     stop_at_first_blocked: bool = False
     name: str = "topology-aware"
+    defer: ClassVar[bool] = False
     _models: dict[tuple, CommCostModel] = field(default_factory=dict, repr=False)
 
     # ---- pricing ---------------------------------------------------------------------------------
@@ -188,10 +203,10 @@ class TopologyAware:
         per table state: the plan changes as jobs bind, and reservation asks about other times."""
         ps = job.pod_sets[0]
         key = (ps.request.shape, ps.replicas, k, level, horizon_s, table.free_state())
-        cache = ctx.caches.expected_wait
+        caches = ctx.caches.owned(TopologyCaches)
+        cache = caches.expected_wait
         if key in cache:
             return cache[key]
-        caches = ctx.caches
         if caches.running_releases is None:
             caches.running_releases = release_schedule(ctx)
         atoms = ps.replicas // k
@@ -272,7 +287,7 @@ class TopologyAware:
             return level
         if level != "fleet":
             key = (ps.request.shape, ps.replicas, level, table.eligible)
-            rooms = ctx.caches.empty_group_room
+            rooms = ctx.caches.owned(TopologyCaches).empty_group_room
             if key not in rooms:
                 rooms[key] = largest_group_atoms(table, ps.request, ps.replicas, 1, level, empty=True)
             room = rooms[key]

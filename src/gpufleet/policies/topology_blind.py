@@ -46,6 +46,7 @@ class TopologyBlind:
     """Gang best fit that ignores leaves and NVLink domains; see the module doc."""
 
     name = "topology-blind"
+    defer = False
 
     def __init__(self, stop_at_first_blocked: bool = False) -> None:
         self.stop_at_first_blocked = stop_at_first_blocked

@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt
 from gpufleet.report import plots
 from gpufleet.report.fmt import duration
 from gpufleet.report.html import Section, img, table
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import FailureConfig
-from gpufleet.sim.reliability_study import (
+from gpufleet.sim.fleet_events.failures import FailureConfig
+from gpufleet.studies import reliability as R
+from gpufleet.studies.reliability_study import (
     cadence_curve,
     elastic_vs_rigid,
     preflight_payoff,
@@ -22,7 +22,7 @@ from gpufleet.sim.reliability_study import (
     spares_check,
     spot_cadences,
 )
-from gpufleet.sim.upgrade_plan import plan as upgrade_plan
+from gpufleet.studies.upgrade_plan import plan as upgrade_plan
 
 RELIABILITY_ROWS: tuple[tuple[str, str, str], ...] = (
     ("goodput_pct", "goodput (work kept / GPU-time held)", "pct"),
@@ -280,8 +280,8 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig,
         + table(*elastic_tab)
         + "<h3>Driver-upgrade waves on 2,000 nodes</h3>"
         "<p>Canary of 20 nodes watched 1 h, 8 min per node, jobs saving every 30 min drained at their "
-        "next checkpoint or after 300 s (<code>gpufleet plan upgrade</code>; sim/upgrade.py replays a plan "
-        "with failures on). Every node is out once, so the GPU-hours are the same for every wave; the "
+        "next checkpoint or after 300 s (<code>gpufleet plan upgrade</code>; fleet_events/upgrade.py replays "
+        "a plan with failures on). Every node is out once, so the GPU-hours are the same for every wave; the "
         "wave size trades the rollout's length against the capacity out at once. With 1% of upgrades "
         "failing validation, a rollback on more than 25% of the canary failing has P = 3.4e-8 with a "
         "good driver and catches a driver that fails half its nodes with P = 0.979.</p>"
@@ -290,7 +290,7 @@ def reliability_section(summaries: Mapping[str, dict], cfg: FailureConfig,
         "<p>A capacity event takes half of a zone's 64 spot nodes at once, 4 events a day: each node is "
         "reclaimed 2 times a day, as with independent reclaims at that rate, but a gang of n nodes is "
         "hit at most once per event, P = 1 − C(64−n, 32)/C(64, 32), and every gang of the zone together "
-        "(tests/unit/sim/test_spot_zones.py checks both by simulation).</p>"
+        "(tests/unit/sim/fleet_events/test_spot_zones.py checks both by simulation).</p>"
         + table(["gang (nodes)", "hits per running day, zone events", "independent reclaims (n × 2)"],
                 zone_rows)
     )

@@ -11,7 +11,7 @@ Two witnesses speak, in this order:
 2. **The live state** the source reports, for what no diagnosis covers. A node that *failed* (the
    virtual fleet's ``fail``, a Slurm node DOWN) lost its GPUs below the scheduler: the fault shows on
    the first layer, *driver and GPU*, and the layers above it are collateral — the simulator's
-   failures (sim/failures.py, Llama 3's Table 5) are GPU, host and network faults that all take the
+   failures (fleet_events/failures.py, Llama 3's Table 5) are GPU, host and network faults that all take the
    node's GPUs away from the driver's view, and a diagnosis is what names the exact layer. A node an
    admin drained or cordoned has healthy layers and no allocatable GPUs: that shows on *allocatable*
    only. A node the fleet labels ``degraded`` is in service with a condition to watch.
@@ -36,7 +36,6 @@ wins, every replica sees it) and audited with the diagnosis as ``after``, in one
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tempfile
 import time
@@ -255,11 +254,6 @@ def _allocatable(snap: LiveSnapshot, i: int, out: str | None) -> LayerRow:
         why = f"out of service ({reason})"
     return LayerRow(key="allocatable", label="Allocatable", state="out", basis=snap.source,
                     words=f"0 of {total} GPUs: {why}; {total - free} still held by running work")
-
-
-def as_json(att: AttachedDiagnosis | None) -> str:
-    """The attached diagnosis as the CLI prints it (the page's "raw" view)."""
-    return json.dumps(att.diagnosis.model_dump(), indent=2) if att is not None else ""
 
 
 def node_health(snap: LiveSnapshot, store: Store, node: str) -> NodeHealthOut | None:

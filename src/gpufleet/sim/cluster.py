@@ -81,7 +81,7 @@ class SimulatedCluster:
     _views: PendingQueue = field(default_factory=PendingQueue, repr=False)
     _stale: set[JobId] = field(default_factory=set, repr=False)
     #: Ids of jobs that (re)joined the queue since a reader last cleared it; None: not kept (the
-    #: driver-compatibility filter turns it on: sim/upgrade_compat.py).
+    #: driver-compatibility filter turns it on: fleet_events/upgrade_compat.py).
     entered: list[JobId] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -63,7 +63,7 @@ def on_cycle(st: SimState, ev: Event) -> Outcome:
     return Outcome.CYCLE_DUE
 
 
-#: The scheduling simulator's handlers; sim/failures.py adds its own kinds to a copy.
+#: The scheduling simulator's handlers; fleet_events/failures.py adds its own kinds to a copy.
 HANDLERS: dict[EventKind, Handler] = {
     EventKind.ARRIVAL: on_arrival,
     EventKind.FINISH: on_finish,

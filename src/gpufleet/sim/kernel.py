@@ -24,10 +24,10 @@ class EventKind(IntEnum):
 
     FINISH = 0       # a run completes: capacity returns first
     EVICT = 10       # a preemption's grace ran out
-    STOP = 11        # a failed gang is torn down after detection (sim/failures.py)
-    FAILURE = 12     # a GPU / node component fails (sim/failures.py)
+    STOP = 11        # a failed gang is torn down after detection (fleet_events/failures.py)
+    FAILURE = 12     # a GPU / node component fails (fleet_events/failures.py)
     RECLAIM = 13     # a spot node is taken back after its notice
-    UPGRADE = 14     # a driver-upgrade wave starts, a node finishes, a canary's soak ends (sim/upgrade.py)
+    UPGRADE = 14     # a driver-upgrade wave starts, a node finishes, a canary's soak ends (fleet_events/)
     HEALTH = 15      # a node moves to its next health state (model/health.py)
     ARRIVAL = 20     # a job is submitted
     CYCLE = 30       # a scheduling cycle is due (cadence, reservation start, defrag period)

@@ -160,7 +160,7 @@ def fragmentation_metrics(r: SimResult, window: float) -> dict[str, Any]:
 
 
 def reliability_metrics(r: SimResult) -> dict[str, Any]:
-    """Failures' cost, when the run had them (sim/failures.py); empty otherwise.
+    """Failures' cost, when the run had them (fleet_events/failures.py); empty otherwise.
 
     goodput = Σ GPUs × run time of finished jobs / Σ GPUs × (finish − first start): the share of
     the GPU-time those jobs held from their first start that went into work kept (restarts, lost
@@ -187,7 +187,7 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
         extra = {"elastic_shrinks": led.elastic_shrinks, "elastic_grows": led.elastic_grows,
                  "elastic_hours_below_full_size": led.elastic_reduced_s / 3600.0}
     up = led.upgrade
-    if up is not None:  # a driver-upgrade rollout ran (sim/upgrade.py)
+    if up is not None:  # a driver-upgrade rollout ran (fleet_events/upgrade.py)
         extra |= {"upgrade_rollout_hours": (up.finished_s - up.started_s) / 3600.0
                   if up.finished_s is not None else None,
                   "upgrade_nodes_upgraded": up.nodes_upgraded, "upgrade_nodes_failed": up.nodes_failed,
@@ -196,7 +196,7 @@ def reliability_metrics(r: SimResult) -> dict[str, Any]:
                   "upgrade_nodes_fm_mismatch": up.nodes_fm_mismatch,
                   "upgrade_nodes_kernel_too_old": up.nodes_kernel_too_old,
                   "upgrade_nodes_held_at_start": up.nodes_held_at_start,
-                  # jobs held back by the driver matrix (sim/upgrade_compat.py): how many, and the
+                  # jobs held back by the driver matrix (fleet_events/upgrade_compat.py): how many, and the
                   # GPU-hours they waited restricted to some nodes / with no node for their image
                   "driver_held_jobs": up.driver_held_jobs,
                   "driver_wait_gpu_hours": up.driver_wait_gpu_s / 3600.0,

@@ -16,16 +16,16 @@ from gpufleet.engine.profile import Profile
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.sim.cluster import SimulatedCluster
-from gpufleet.sim.failure_events import install
-from gpufleet.sim.failure_handlers import FAILURE_HANDLERS
-from gpufleet.sim.failures import FailureConfig, FailureLedger
+from gpufleet.sim.fleet_events.failure_events import install
+from gpufleet.sim.fleet_events.failure_handlers import FAILURE_HANDLERS
+from gpufleet.sim.fleet_events.failures import FailureConfig, FailureLedger
+from gpufleet.sim.fleet_events.upgrade_compat import close_all
 from gpufleet.sim.fragmentation import FragmentationSamples
 from gpufleet.sim.handlers import HANDLERS
 from gpufleet.sim.kernel import EventKind, Kernel
 from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.state import ProgressFn, RuntimeModel, SimConfig, SimState
 from gpufleet.sim.step import after_instant, stranded_gpus
-from gpufleet.sim.upgrade_compat import close_all
 from gpufleet.sim.usage import UsageTracker
 
 __all__ = ["ProgressFn", "RuntimeModel", "SimResult", "simulate", "stranded_gpus"]
@@ -74,7 +74,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
              verify_carried_cycles: bool = False) -> SimResult:
     """Run ``jobs`` on ``fleet`` under ``profile``. ``decision_log`` adds wait/reserve/backfill
     events (sim/decisions.py) to the event log; off, the log holds what happened only.
-    ``failures`` breaks nodes (sim/failures.py) until ``failures_until`` (default: the horizon).
+    ``failures`` breaks nodes (fleet_events/failures.py) until ``failures_until`` (default: the horizon).
     ``verify_carried_cycles`` runs the full cycle beside every carried-on EASY cycle and fails
     loudly if they differ (engine/incremental.py, verify mode; for tests and benchmarks)."""
     started_wall = wallclock.perf_counter()

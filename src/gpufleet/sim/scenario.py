@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.driver_compat import MIN_DRIVER, nccl_build, version
 from gpufleet.model.errors import InputError, from_validation_error
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.fleet_config import FleetSpec, read_yaml
@@ -35,10 +36,9 @@ from gpufleet.model.parallelism import Parallelism, ParallelismMismatch
 from gpufleet.model.tenancy import Tenancy
 from gpufleet.model.tenancy_config import TenancySpec
 from gpufleet.policies.registry import PROFILES
-from gpufleet.sim.driver_compat import MIN_DRIVER, nccl_build, version
-from gpufleet.sim.failures import FailureConfig
-from gpufleet.sim.failures_spec import ReliabilitySpec
-from gpufleet.sim.upgrade_compat import CUDA_LABEL, NCCL_LABEL
+from gpufleet.sim.fleet_events.failures import FailureConfig
+from gpufleet.sim.fleet_events.failures_spec import ReliabilitySpec
+from gpufleet.sim.fleet_events.upgrade_compat import CUDA_LABEL, NCCL_LABEL
 from gpufleet.sim.workload import TenantMix, TrainingMix, WorkloadSpec, generate, mean_gpu_seconds
 from gpufleet.traces.jsonl import read_jobs
 
@@ -151,17 +151,17 @@ class JobSpec(_Strict):
     gpu_milli: int = Field(default=0, ge=0, le=1000)
     share: ShareMode | None = None
     gpu_memory_gb: float = Field(default=0.0, ge=0, le=1e4)
-    #: Elastic gang (sim/elastic.py): shrink to ``min_replicas`` on a failure, grow back
+    #: Elastic gang (fleet_events/elastic.py): shrink to ``min_replicas`` on a failure, grow back
     #: ``replica_step`` pods (one DP replica) at a time. None: a rigid gang.
     min_replicas: int | None = Field(default=None, ge=1, le=MAX_REPLICAS)
     replica_step: int = Field(default=1, ge=1, le=MAX_REPLICAS)
-    #: Amdahl serial fraction of an elastic gang's step (sim/elastic.py): 0 = speed ∝ replicas.
+    #: Amdahl serial fraction of an elastic gang's step (fleet_events/elastic.py): 0 = speed ∝ replicas.
     elastic_serial_fraction: float = Field(default=0.0, ge=0, lt=1)
     #: The CUDA toolkit its image was built with ("12.8"): a ``cuda`` label that a driver rollout
-    #: reads (sim/upgrade_compat.py). None: runs on any driver.
+    #: reads (fleet_events/upgrade_compat.py). None: runs on any driver.
     cuda: str | None = None
     #: The NCCL its image carries ("2.27.3+cuda12.9", or "2.27.3" with ``cuda``): a ``nccl``
-    #: label; its build's CUDA must be of the image's major (sim/driver_compat.py nccl_build).
+    #: label; its build's CUDA must be of the image's major (model/driver_compat.py nccl_build).
     nccl: str | None = None
 
     @model_validator(mode="after")
@@ -285,7 +285,7 @@ class ScenarioSpec(_Strict):
     runtime_model: Literal["none", "topology"] = "none"
     #: Tenant queues, cohorts, quotas, priority classes (model/tenancy_config.py); None: no quotas.
     tenancy: TenancySpec | None = None
-    #: Failures, recovery and spares (sim/failures_spec.py); None: the fleet never breaks.
+    #: Failures, recovery and spares (fleet_events/failures_spec.py); None: the fleet never breaks.
     reliability: ReliabilitySpec | None = None
 
     def tenancy_problem(self) -> tuple[str, str] | None:

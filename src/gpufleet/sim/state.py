@@ -24,7 +24,7 @@ from gpufleet.sim.recorder import Recorder
 from gpufleet.sim.usage import UsageTracker
 
 if TYPE_CHECKING:
-    from gpufleet.sim.failures import FailureState
+    from gpufleet.sim.fleet_events.failures import FailureState
 
 ProgressFn = Callable[[float], None]
 #: Run-time stretch of a placement: (job, node indices of its pods in rank order, table) -> factor ≥ 1.
@@ -96,7 +96,7 @@ class SimState:
     carried_cycles: int = 0
     #: Why each job waits, reservations and backfills, on change (sim/decisions.py); None = off.
     decisions: DecisionLog | None = field(default_factory=DecisionLog)
-    #: Failures, node health and spares (sim/failures.py); None: the fleet never breaks.
+    #: Failures, node health and spares (fleet_events/failures.py); None: the fleet never breaks.
     fail: FailureState | None = None
 
     def gen(self, jid: str) -> int:

@@ -27,12 +27,12 @@ from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
 from gpufleet.model.mig import MIG_RECONFIGURE_S
 from gpufleet.policies.filters import for_job
-from gpufleet.sim.elastic import grow, is_delta
-from gpufleet.sim.failure_handlers import restarted
-from gpufleet.sim.failures import run_wall_s
+from gpufleet.sim.fleet_events.elastic import grow, is_delta
+from gpufleet.sim.fleet_events.failure_handlers import restarted
+from gpufleet.sim.fleet_events.failures import run_wall_s
+from gpufleet.sim.fleet_events.upgrade_compat import restrict
 from gpufleet.sim.kernel import EventKind, Outcome
 from gpufleet.sim.state import SimState, cycle_input
-from gpufleet.sim.upgrade_compat import restrict
 
 
 def stranded_gpus(table: NodeTable, pending: Sequence[Job]) -> int:
@@ -67,7 +67,7 @@ def after_instant(st: SimState, outcome: Outcome) -> None:
     due = bool(outcome & Outcome.CYCLE_DUE) or (changed and cfg.cycle_interval_s <= 0)
     if due and st.cluster.pending:
         if st.fail is not None and st.fail.upgrade is not None:
-            restrict(st)  # images go only to nodes whose driver runs them (sim/upgrade_compat.py)
+            restrict(st)  # images go only to nodes whose driver runs them (fleet_events/upgrade_compat.py)
         engine_cycle(st, delta_of(st, outcome))
     elif outcome & (Outcome.CHANGED | Outcome.CYCLE_DUE):
         st.gap = True  # the fleet moved with no cycle: the next cycle's delta says so
@@ -145,7 +145,7 @@ def schedule_wakeups(st: SimState) -> None:
         # reservation ends): make sure a cycle runs then.
         st.wakeups.add(wake)
         st.q.push(wake, EventKind.CYCLE)
-    period = getattr(st.cfg.profile.preemptor, "period_s", 0.0)
+    period = st.cfg.profile.period_s
     if period > 0 and st.cluster.running and t + period not in st.wakeups:
         # A periodic preemptor (defrag) looks again after its period even if nothing
         # changes; bounded: only while jobs run (each of which ends).
@@ -179,7 +179,7 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
         if not cfg.profile.gang:
             st.rec.event(t, "bind", b.job, f"{b.pod_set}/{b.replica}@{cluster.table.names[b.node]}")
     deltas = [jid for jid in result.started if is_delta(st, jid)]
-    if deltas:  # an elastic job's grow-back, placed as a gang delta (sim/elastic.py)
+    if deltas:  # an elastic job's grow-back, placed as a gang delta (fleet_events/elastic.py)
         grow(st, deltas)
     for jid in result.started:
         if deltas and jid in deltas:

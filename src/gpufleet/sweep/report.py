@@ -13,7 +13,8 @@ from markupsafe import Markup, escape
 from gpufleet.report.fmt import duration, pct
 from gpufleet.report.html import Section, img, render, table
 from gpufleet.report.plots import COLORS, plt, to_png_b64
-from gpufleet.sweep.stats import Interval, paired_tests, t_interval
+from gpufleet.studies.estimate import Estimate
+from gpufleet.sweep.stats import paired_tests, t_interval
 
 #: Metrics with no better direction. GPU allocation counts held GPUs, idle or working: a policy
 #: that holds more is not better for it (the deadlocked per-pod run holds 100 % and does nothing;
@@ -70,7 +71,7 @@ def direction_text(metric: str) -> str:
     return f"{d} is better"
 
 
-def wider_than_mean(c: Interval) -> bool:
+def wider_than_mean(c: Estimate) -> bool:
     """The interval reaches past 0 on the far side of the mean (few seeds, a skewed metric)."""
     return c.n > 1 and not math.isnan(c.half_width) and c.half_width > abs(c.mean)
 
@@ -174,7 +175,7 @@ def overview_plot(grouped: dict[str, dict[str, list[dict]]], metric: str) -> str
         scale, label = 1.0, metric
     cut = False
     for i, p in enumerate(policies):
-        cis: list[Interval] = [t_interval([_value(r, metric) / scale for r in grouped[s].get(p, [])])
+        cis: list[Estimate] = [t_interval([_value(r, metric) / scale for r in grouped[s].get(p, [])])
                                for s in settings]
         # A metric that cannot be negative gets its error bar cut at 0 in the picture (the tables
         # keep the symmetric t-interval, which with few skewed seeds can cross 0).

@@ -23,34 +23,9 @@ from itertools import combinations
 import numpy as np
 from scipy import stats
 
+from gpufleet.studies.estimate import t_interval
 
-@dataclass(frozen=True)
-class Interval:
-    mean: float
-    half_width: float
-    n: int
-
-    @property
-    def low(self) -> float:
-        return self.mean - self.half_width
-
-    @property
-    def high(self) -> float:
-        return self.mean + self.half_width
-
-
-def t_interval(values: list[float] | np.ndarray, level: float = 0.95) -> Interval:
-    """Mean and half-width of the two-sided ``level`` t-interval; one value: half-width 0 (no spread
-    can be estimated), so it is shown as a single number."""
-    x = np.asarray(values, float)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    if n == 0:
-        return Interval(math.nan, math.nan, 0)
-    if n == 1:
-        return Interval(float(x[0]), 0.0, 1)
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
-    return Interval(float(x.mean()), half, n)
+__all__ = ["Paired", "holm", "paired_p", "paired_tests", "t_interval"]
 
 
 @dataclass(frozen=True)

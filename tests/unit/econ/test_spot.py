@@ -94,9 +94,9 @@ def test_the_planner_and_the_simulator_agree_on_the_defaults_overhead_with_the_n
     jobs of 5 days (≈1,250 reclaims per seed; a 10-day interval stands for no periodic checkpoint):
     1 − work/held/u_od over 4 seeds is 4.89% ± 0.16% (measured), the planner's 5.0% inside."""
     from gpufleet.policies.registry import profile
-    from gpufleet.sim.estimate import t_interval
-    from gpufleet.sim.failures import FAST, FailureConfig, SpotConfig
+    from gpufleet.sim.fleet_events.failures import FAST, FailureConfig, SpotConfig
     from gpufleet.sim.runner import simulate
+    from gpufleet.studies.estimate import t_interval
     from gpufleet.testing.builders import fleet, job
 
     day, tau = 86400.0, 10 * 86400.0

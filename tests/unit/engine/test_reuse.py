@@ -18,6 +18,7 @@ class _Undeclared:
     """A placer that says nothing about reuse (the default for every new policy)."""
 
     name = "undeclared"
+    stop_at_first_blocked = defer = False
 
     def place(self, ordered, plan, ctx):
         return PlaceOutcome()

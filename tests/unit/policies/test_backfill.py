@@ -185,6 +185,14 @@ def test_a_class_the_place_step_found_unresolvable_is_not_searched_again_by_rese
         assert r.statuses[name].reasons == u1_status.reasons
 
 
+class _PerPodFifo(PerPodLeastAllocated):
+    """Per-pod placement declared FIFO, so that a profile may reserve behind it (engine/profile.py
+    refuses a reservation behind a greedy placer). Below, per-pod's greedy pass binds what a FIFO
+    pass would: nothing (``frac`` is never placed, ``big``'s one pod finds no room)."""
+
+    stop_at_first_blocked = True
+
+
 def test_reserve_and_backfill_skip_a_job_an_earlier_phase_judged_unresolvable():
     """Per-pod placement (no class hand-off) with reservation (depth 1) and backfill. Two nodes ×
     8 GPUs, r0 on node 0 until 100 s, r1 on node 1 until 200 s. ``frac`` (a soft GPU share) is
@@ -192,7 +200,7 @@ def test_reserve_and_backfill_skip_a_job_an_earlier_phase_judged_unresolvable():
     room. Reserve skips ``frac`` by its status, so its one try goes to ``big``: reserved at 100 s
     on node 0. Backfill has no candidate left (big reserved, frac judged): the only search of the
     cycle is place's one for big's pod (considered = 1)."""
-    prof = Profile("per-pod-easy", placer=PerPodLeastAllocated(), gang=False,
+    prof = Profile("per-pod-easy", placer=_PerPodFifo(), gang=False,
                    reserver=ShadowReserver(protect=1, depth=1), backfiller=ReservationBackfill())
     r = cycle([job("frac").share(500).build(), job("big").gpus(8).at(1).runs(50).build()],
               [running("r0", 0, 8, 100.0), running("r1", 1, 8, 200.0)], prof)

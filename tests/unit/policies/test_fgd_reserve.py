@@ -9,7 +9,7 @@ from gpufleet.policies.fgd import OURS, POLICIES
 from gpufleet.policies.fgd.cluster import ClusterState, PodRequest
 from gpufleet.policies.fgd.measure import FragTable, make_typical
 from gpufleet.policies.fgd.reserve import FgdReservePolicy, model_pressure
-from gpufleet.sim.fragbench import Workload, run_once
+from gpufleet.studies.fragbench import Workload, run_once
 from gpufleet.traces.openb import read_nodes, read_pods
 
 ANY = frozenset()

@@ -10,11 +10,11 @@ import pytest
 from gpufleet.engine.plan import Plan, PodBinding
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
-from gpufleet.engine.types import CycleContext, PendingJob, RunningJob
+from gpufleet.engine.types import CycleContext, PendingJob, PlaceCaches, RunningJob
 from gpufleet.model.job import Job, PodRequest
 from gpufleet.model.parallelism import LLAMA_70B, Parallelism
 from gpufleet.policies.registry import profile
-from gpufleet.policies.topology import TopologyAware, pipeline_order
+from gpufleet.policies.topology import TopologyAware, TopologyCaches, pipeline_order
 from gpufleet.policies.topology_blind import TopologyBlind
 from gpufleet.testing.builders import fleet, job
 
@@ -201,3 +201,17 @@ def test_the_expected_wait_is_recomputed_when_the_table_it_reads_changes():
     later = Plan(t)
     later.bind(PodBinding("x", "w", 0, 0, PodRequest(4)))
     assert placer.expected_wait(j, later.table, c, 1, "node", 1000.0) == 100.0
+
+
+def test_the_wait_memo_is_the_topology_placers_own_state_for_one_cycle():
+    """The memo lives in the placer's ``TopologyCaches`` (engine/types.py has no field of it): one
+    entry after one question, the same object for the rest of the cycle, none in the next cycle's
+    context."""
+    fields = set(PlaceCaches.__dataclass_fields__)
+    assert not {"expected_wait", "empty_group_room", "running_releases"} & fields
+    t = table_with({0: 4, 1: 8}, fleet().leaves(1, nodes=2))
+    c = ctx(0.0)
+    TopologyAware().expected_wait(job("j").gpus(8).build(), t, c, 1, "node", 1000.0)
+    mine = c.caches.owned(TopologyCaches)
+    assert len(mine.expected_wait) == 1 and c.caches.owned(TopologyCaches) is mine
+    assert ctx(0.0).caches.owned(TopologyCaches).expected_wait == {}

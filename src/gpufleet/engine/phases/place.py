@@ -44,6 +44,16 @@ class Placer(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def stop_at_first_blocked(self) -> bool:
+        """The first job that does not fit ends the pass (FIFO; EASY's head reservation)."""
+        ...
+
+    @property
+    def defer(self) -> bool:
+        """Only jobs whose protected reservation has come due start here (conservative)."""
+        ...
+
     def place(self, ordered: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> PlaceOutcome:
         """Bind what fits on ``plan``; record a Status on ``ctx.statuses`` for each job left."""
         ...

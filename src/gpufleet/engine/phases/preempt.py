@@ -14,11 +14,17 @@ class Preemptor(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def period_s(self) -> float:
+        """Look again after this long even if nothing changed (0: only on events)."""
+        ...
+
     def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]: ...
 
 
 class NoPreemption:
     name = "none"
+    period_s = 0.0
 
     def reuse(self) -> Reuse:
         return Reuse(inert=True)

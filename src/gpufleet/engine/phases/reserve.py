@@ -14,11 +14,17 @@ class Reserver(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def protect(self) -> int:
+        """How many reservations backfill may not delay (1: EASY; more: conservative)."""
+        ...
+
     def reserve(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Reservation]: ...
 
 
 class NoReservation:
     name = "none"
+    protect = 0
 
     def reuse(self) -> Reuse:
         return Reuse(inert=True)

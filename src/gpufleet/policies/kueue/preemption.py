@@ -61,6 +61,7 @@ class KueuePreemptor:
     """Kueue's preemption (module docstring)."""
 
     name = "kueue-preemption"
+    period_s = 0.0
 
     def preempt(self, blocked: Sequence[PendingJob], plan: Plan, ctx: CycleContext) -> list[Preemption]:
         tenancy: Tenancy | None = ctx.tenancy

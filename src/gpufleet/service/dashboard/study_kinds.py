@@ -3,8 +3,8 @@
 Every study takes the snapshot the loop published when it was asked for (the fleet, its queue, its
 tenancy) and today's engine profile, and returns one ``Table`` with today's policy in the first
 row where the study compares policies. Nothing here decides or simulates by itself: the answers
-are the simulator's (live/whatif.py's fork, sim/runner.py), FGD's experiment (sim/fragbench.py)
-and the spares arithmetic (sim/reliability.py), as the CLI's ``simulate``, ``sweep``,
+are the simulator's (live/whatif.py's fork, sim/runner.py), FGD's experiment (studies/fragbench.py)
+and the spares arithmetic (studies/reliability.py), as the CLI's ``simulate``, ``sweep``,
 ``fragbench`` and ``plan spares`` run them.
 
 - ``policies``: the live state forked (running jobs on their nodes, the queue as it is) and run
@@ -52,12 +52,12 @@ from gpufleet.policies.fgd import POLICIES as PACKING
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.dashboard.format import duration_words
 from gpufleet.service.errors import ApiError
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import FailureConfig, mean_out_of_service_s
-from gpufleet.sim.fragbench import Workload, run_policy
+from gpufleet.sim.fleet_events.failures import FailureConfig, mean_out_of_service_s
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.workload import TenantMix, WorkloadSpec, generate
+from gpufleet.studies import reliability as R
+from gpufleet.studies.fragbench import Workload, run_policy
 from gpufleet.traces.openb import MILLI, NodeList, PodList
 
 KINDS = ("policies", "sweep", "fragbench", "spares", "capacity")
@@ -278,7 +278,7 @@ def _fragbench(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress)
                  f"{len(work.pods):,} pods",
                  ("packing policy", "unallocated at 100 % arrived", "allocated at 130 % arrived"), rows, None,
                  "Pods arrive shuffled and inflated to 130 % of GPU capacity; one that fits nowhere fails; "
-                 "nothing departs (sim/fragbench.py). Lower unallocated is better.")
+                 "nothing departs (studies/fragbench.py). Lower unallocated is better.")
 
 
 def _spares(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) -> Table:
@@ -292,7 +292,7 @@ def _spares(p: Params, snap: LiveSnapshot, base: Profile, progress: Progress) ->
             for k in sorted({max(0, s - 1), s, s + 1})]
     return Table(f"Hot spares for {nodes:,} nodes: {s} keep P(no spare when needed) under {p.risk:g}",
                  ("spares", "P(a failure finds no spare)"), rows, None,
-                 f"Finite source (sim/reliability.py): {nodes * r * DAY:.2f} failures a day (Llama 3's "
+                 f"Finite source (studies/reliability.py): {nodes * r * DAY:.2f} failures a day (Llama 3's "
                  f"rate), each node away {away / DAY:.2f} d on average (the health machine's steps, repair "
                  "or RMA by kind).")
 

@@ -313,9 +313,6 @@ class Store:
         with self.engine.connect() as c:
             return [_job(r) for r in c.execute(q)]
 
-    def held_jobs(self) -> list[JobRecord]:
-        return self.jobs(state=("held",), limit=10**9)
-
     def set_job(self, job_id: str, c: Connection | None = None, **values: Any) -> None:
         values["updated_at"] = time.time()
         stmt = update(jobs).where(jobs.c.id == job_id).values(**values)

@@ -11,8 +11,8 @@ import pytest
 
 from gpufleet.econ.inputs import load_inputs
 from gpufleet.service.dashboard import study_kinds
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import FailureConfig, mean_out_of_service_s
+from gpufleet.sim.fleet_events.failures import FailureConfig, mean_out_of_service_s
+from gpufleet.studies import reliability as R
 
 from .test_pages import ORIGIN, sign_in, submit, text
 

@@ -1,12 +1,12 @@
 """The report's reliability studies: every simulated figure is a mean over seeds with a 95%
-interval, and a formula agrees only when it lies inside (sim/reliability_study.py)."""
+interval, and a formula agrees only when it lies inside (studies/reliability_study.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpufleet.sim.failures import FailureConfig
-from gpufleet.sim.reliability_study import cadence_curve, elastic_vs_rigid, spot_cadences
+from gpufleet.sim.fleet_events.failures import FailureConfig
+from gpufleet.studies.reliability_study import cadence_curve, elastic_vs_rigid, spot_cadences
 
 
 def test_the_cadence_curve_agrees_with_daly_exact_at_every_interval_and_the_first_order_one_does_not():

@@ -1,7 +1,7 @@
 """The NCCL ↔ CUDA and kernel ↔ driver-module rows of the compatibility matrix
-(sim/driver_compat.py), in the matrix itself and in a simulated rollout (sim/upgrade.py).
+(model/driver_compat.py), in the matrix itself and in a simulated rollout (fleet_events/upgrade.py).
 
-Sources (module docstring of sim/driver_compat.py): NCCL 2.10.3 release notes ("supports CUDA
+Sources (module docstring of model/driver_compat.py): NCCL 2.10.3 release notes ("supports CUDA
 10.2, CUDA 11.0, and CUDA 11.4"); NCCL 2.27.3 release notes as quoted (12.2, 12.4, 12.9); NVIDIA's
 redist index for 2.30.7 (+cuda12.9, +cuda13.3); NVIDIA/open-gpu-kernel-modules README.md ("Linux
 kernel 3.10 or newer" at 550.40.82, "4.15 or newer" at 560.31.02)."""
@@ -12,13 +12,13 @@ import dataclasses
 
 import pytest
 
+from gpufleet.model.driver_compat import image_compat, kernel_ok, nccl_build, placement
 from gpufleet.model.errors import InputError
 from gpufleet.policies.registry import profile
-from gpufleet.sim.driver_compat import image_compat, kernel_ok, nccl_build, placement
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.upgrade import NodeStart, UpgradeConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.scenario import parse_scenario
-from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0

@@ -8,7 +8,7 @@ TorchElastic does it (a membership change restarts the worker group from its las
    (the rendezvous notices the dead member) the survivors restart at size k' — the pods left on
    healthy nodes, rounded down to ``min + j·step`` — from the last checkpoint, paying the
    checkpoint load. No wait for a replacement. If k' < min the job stops like a rigid gang and
-   requeues at full size (sim/failure_events.py ``on_stop``).
+   requeues at full size (fleet_events/failure_events.py ``on_stop``).
 2. Throughput at size k is k/K of full speed (data parallelism: per-replica batch fixed, samples
    per step ∝ DP width). A run at size k is kept as a ``Job`` of k replicas whose run time is
    T·K/k: its progress (in seconds at size k) and its checkpoints (every τ of its own compute)
@@ -21,7 +21,7 @@ TorchElastic does it (a membership change restarts the worker group from its las
    DP replica (id ``<job>~grow<n>``), placed by the engine like any gang (all-or-nothing for the
    added pods). When deltas are placed the job writes a checkpoint (δ) and restarts at the larger
    size (load R): a grow costs δ + R of the whole job's time and loses no work. A job draining for
-   a driver upgrade (sim/upgrade.py) that grows leaves the nodes being upgraded at once, from the
+   a driver upgrade (fleet_events/upgrade.py) that grows leaves the nodes being upgraded at once, from the
    checkpoint it just wrote.
 
 Cost by cause in the ledger: the failure kind (lost work since the last save, the pause to the
@@ -37,8 +37,8 @@ from gpufleet.engine.types import RunningJob
 from gpufleet.model.health import HealthState
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.sim.failure_events import on_stop
-from gpufleet.sim.failures import FailureState, checkpoint_stretch, run_wall_s, work_done_s
+from gpufleet.sim.fleet_events.failure_events import on_stop
+from gpufleet.sim.fleet_events.failures import FailureState, checkpoint_stretch, run_wall_s, work_done_s
 from gpufleet.sim.handlers import on_finish
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from gpufleet.policies.fgd import POLICIES
-from gpufleet.sim.fragbench import RunTrace, Workload, arrival_order, curves, run_once, run_policy
+from gpufleet.studies.fragbench import RunTrace, Workload, arrival_order, curves, run_once, run_policy
 from gpufleet.traces.openb import read_nodes, read_pods
 
 NODES = "sn,cpu_milli,memory_mib,gpu,model\n" + "".join(

@@ -1,4 +1,4 @@
-"""Failures in the simulator, each checked against its formula (sim/reliability.py) within 5%."""
+"""Failures in the simulator, each checked against its formula (studies/reliability.py) within 5%."""
 
 from __future__ import annotations
 
@@ -7,9 +7,16 @@ import pytest
 
 from gpufleet.model.health import StepDurations
 from gpufleet.policies.registry import profile
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import FAST, LLAMA3_KINDS, SLOW, FailureConfig, FailureKind, mean_out_of_service_s
+from gpufleet.sim.fleet_events.failures import (
+    FAST,
+    LLAMA3_KINDS,
+    SLOW,
+    FailureConfig,
+    FailureKind,
+    mean_out_of_service_s,
+)
 from gpufleet.sim.runner import simulate
+from gpufleet.studies import reliability as R
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0
@@ -188,7 +195,7 @@ def test_a_preflight_gate_trades_node_minutes_for_failed_gang_starts():
     gate that catches 70% lets through about 0.3 × as many; a 1-hour gate catching 95% about 0.05 ×.
     The job loses least with the long gate, but its hours of idle nodes make the 2-minute gate the
     cheapest in total GPU-hours (measured: 5,137 / 4,254 / 4,862)."""
-    from gpufleet.sim.reliability_study import preflight_payoff
+    from gpufleet.studies.reliability_study import preflight_payoff
 
     none, short, long_ = preflight_payoff()
     assert none.caught == 0 and none.admitted_bad > 20

@@ -1,11 +1,11 @@
-"""The driver-upgrade compatibility matrix (sim/driver_compat.py), from the CUDA Toolkit release
+"""The driver-upgrade compatibility matrix (model/driver_compat.py), from the CUDA Toolkit release
 notes' minimum-driver table and NVIDIA's compatibility rules (ops reference §8.1–8.2)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpufleet.sim.driver_compat import compat, placement
+from gpufleet.model.driver_compat import compat, placement
 
 
 def test_a_driver_at_the_toolkits_minimum_runs_it_natively_and_newer_drivers_run_older_cuda():

@@ -12,7 +12,7 @@ does (NVIDIA/k8s-operator-libs ``pkg/upgrade``; reliability reference §6.2):
    ≤ ~21 min before the driver pod is restarted; default 8 min). It then fails validation with
    ``node_fail_p`` (an assumption: no published per-node figure; the operator marks
    ``upgrade-failed`` after its 600-s validation timeout) and goes through the node-health machine
-   (sim/failures.py); otherwise it is uncordoned.
+   (fleet_events/failures.py); otherwise it is uncordoned.
 3. The first ``canary`` nodes go alone and are watched for ``soak_s``. The new driver is bad with
    probability ``bad_driver_p`` (drawn once per seed); a bad driver fails each node with
    ``bad_fail_p``. When more than ``rollback_share`` of the canary failed the rollout stops and the
@@ -25,7 +25,7 @@ same failed upgrades. Failed and repairing nodes are skipped by their wave (thei
 the new driver).
 
 The node's software stack (driver, Fabric Manager, kernel; a mixed fleet) and what a mismatch
-does: sim/upgrade_stack.py.
+does: fleet_events/upgrade_stack.py.
 """
 
 from __future__ import annotations
@@ -35,13 +35,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpufleet.model.driver_compat import kernel_ok, version
 from gpufleet.model.health import HealthState
 from gpufleet.sim.cluster import set_schedulable
-from gpufleet.sim.driver_compat import kernel_ok, version
-from gpufleet.sim.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
+from gpufleet.sim.fleet_events.failures import UPGRADE_KIND, FailureState, checkpoint_stretch, work_done_s
+from gpufleet.sim.fleet_events.upgrade_compat import CompatFilter
+from gpufleet.sim.fleet_events.upgrade_stack import (
+    NodeStart,
+    driver_installed,
+    repair_installs,
+    stack_problem,
+    stacks,
+)
 from gpufleet.sim.kernel import Event, EventKind, Outcome
-from gpufleet.sim.upgrade_compat import CompatFilter
-from gpufleet.sim.upgrade_stack import NodeStart, driver_installed, repair_installs, stack_problem, stacks
 
 STREAM = 0x06DA
 
@@ -62,7 +68,7 @@ class UpgradeConfig:
     order: tuple[int, ...] | None = None
     #: The driver the fleet runs before and after (e.g. "550.54.14" → "580.65.06"). With both
     #: given, jobs labelled with their image's CUDA version (``("cuda", "13.0")`` in
-    #: ``Job.labels``) go only to nodes whose driver runs it (sim/upgrade_compat.py); None: no
+    #: ``Job.labels``) go only to nodes whose driver runs it (fleet_events/upgrade_compat.py); None: no
     #: restriction, every job runs on either driver.
     from_driver: str | None = None
     to_driver: str | None = None
@@ -103,7 +109,7 @@ class UpgradeLedger:
     nodes_fm_mismatch: int = 0
     nodes_kernel_too_old: int = 0
     nodes_held_at_start: int = 0
-    #: Jobs held back by the driver matrix, and GPU-seconds they waited so (sim/upgrade_compat.py):
+    #: Jobs held back by the driver matrix, and GPU-seconds they waited so (fleet_events/upgrade_compat.py):
     #: while restricted to some nodes, and while no node at all ran their image.
     driver_held_jobs: int = 0
     driver_wait_gpu_s: float = 0.0

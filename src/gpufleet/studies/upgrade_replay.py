@@ -1,4 +1,4 @@
-"""Replay an upgrade plan (sim/upgrade_plan.py) in the simulator, with failures on the way.
+"""Replay an upgrade plan (studies/upgrade_plan.py) in the simulator, with failures on the way.
 
 On a scenario (fleet + trace) or, without one, on a fleet of ``nodes`` each busy with a 1-node job
 that checkpoints every τ', their phases spread evenly, and the rollout visits the nodes in a seeded
@@ -7,7 +7,7 @@ plan's arithmetic assumes. Llama 3's failure rates run
 throughout (the 3-minute recovery, no spares): the rollout meets failures, as it would.
 
 With ``drivers`` (old, new) the rollout restricts placement by the compatibility matrix
-(sim/upgrade_compat.py): the busy jobs carry the ``images`` (CUDA versions) in turn, job i the
+(fleet_events/upgrade_compat.py): the busy jobs carry the ``images`` (CUDA versions) in turn, job i the
 image i mod len(images); a trace's jobs carry their own ``cuda`` labels.
 """
 
@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.upgrade import UpgradeConfig
+from gpufleet.sim.fleet_events.upgrade_compat import CUDA_LABEL, NCCL_LABEL
 from gpufleet.sim.runner import simulate
-from gpufleet.sim.upgrade import UpgradeConfig
-from gpufleet.sim.upgrade_compat import CUDA_LABEL, NCCL_LABEL
-from gpufleet.sim.upgrade_plan import RESTART_S, UpgradePlan
+from gpufleet.studies.upgrade_plan import RESTART_S, UpgradePlan
 from gpufleet.testing.builders import fleet as fleet_builder
 from gpufleet.testing.builders import job
 

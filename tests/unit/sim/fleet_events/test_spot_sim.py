@@ -1,4 +1,4 @@
-"""Spot reclaims in the simulator against their formulas (sim/reliability.py)."""
+"""Spot reclaims in the simulator against their formulas (studies/reliability.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from functools import cache
 import pytest
 
 from gpufleet.policies.registry import profile
-from gpufleet.sim import reliability as R
-from gpufleet.sim.failures import FAST, FailureConfig, SpotConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig, SpotConfig
 from gpufleet.sim.metrics import summarize
 from gpufleet.sim.runner import simulate
+from gpufleet.studies import reliability as R
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0
@@ -89,7 +89,7 @@ def test_the_renewal_exact_waste_tends_to_the_first_order_one_for_short_interval
 def _cadences(seeds: range = range(2, 3)):
     """τ = 15 min, 1 h, 4 h with δ = 300 s (no save fits the 120 s notice), R = 300 s, 100
     single-node jobs of 15 days on spot nodes reclaimed once a day: ≈ 1,600–1,900 reclaims each."""
-    from gpufleet.sim.reliability_study import spot_cadences
+    from gpufleet.studies.reliability_study import spot_cadences
 
     return spot_cadences(jobs=100, seeds=seeds)
 

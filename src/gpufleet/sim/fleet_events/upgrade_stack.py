@@ -17,7 +17,7 @@ each node has a driver, a Fabric Manager and a kernel; a mixed fleet starts with
   node that *starts* with FM ≠ driver is held out of service until its wave installs a matching
   pair.
 - **Kernel ↔ driver module.** A node whose kernel is older than the new driver's floor
-  (sim/driver_compat.py ``kernel_ok``) cannot build/load the module: it fails validation
+  (model/driver_compat.py ``kernel_ok``) cannot build/load the module: it fails validation
   (``kernel-too-old``); its repair upgrades the kernel (an assumption).
 """
 
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import TYPE_CHECKING
 
-from gpufleet.sim.driver_compat import kernel_ok
-from gpufleet.sim.failures import FM_MISMATCH_KIND, KERNEL_KIND
+from gpufleet.model.driver_compat import kernel_ok
+from gpufleet.sim.fleet_events.failures import FM_MISMATCH_KIND, KERNEL_KIND
 
 if TYPE_CHECKING:
-    from gpufleet.sim.upgrade import UpgradeConfig, UpgradeState
+    from gpufleet.sim.fleet_events.upgrade import UpgradeConfig, UpgradeState
 
 
 @dataclass(frozen=True, slots=True)

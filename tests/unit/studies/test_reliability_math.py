@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from gpufleet.sim.reliability import (
+from gpufleet.studies.reliability import (
     daly_goodput,
     daly_interval_s,
     erlang_b,
@@ -81,7 +81,7 @@ def test_spot_waste_and_break_even_discount():
 def test_counting_the_idle_spares_own_failures_adds_a_spare_at_the_tail():
     """1,024 nodes, 3-day repair: alone, 21 spares (λ = 11.64). With Λ = (1024 + s) r: s = 21 gives
     λ = 1045 × 3.789e-3 × 3 = 11.878 and P(N ≥ 21) = 1.046% ≥ 1%; s = 22 gives 0.548%: 22."""
-    from gpufleet.sim.reliability import spares_for_pool
+    from gpufleet.studies.reliability import spares_for_pool
 
     r = 419 / 110_592 / DAY
     assert spares_for_pool(1024, r, 3 * DAY) == 22
@@ -90,7 +90,7 @@ def test_counting_the_idle_spares_own_failures_adds_a_spare_at_the_tail():
 def test_a_run_that_starts_with_every_node_up_averages_above_the_steady_availability():
     """r = 1/day, E[T] = 1 day: A = 1/2; k = 2 per day. Over W = 1 day: Ā = ½ + ½(1 − e^{−2})/2 =
     0.7162; over 1,000 days ≈ A; over an instant, 1."""
-    from gpufleet.sim.reliability import mean_availability, node_availability
+    from gpufleet.studies.reliability import mean_availability, node_availability
 
     day = 86400.0
     assert node_availability(1 / day, day) == 0.5
@@ -104,7 +104,7 @@ def test_the_finite_source_spare_tail_of_one_node_and_one_spare_is_two_p_over_on
     min(1, 2 − d): 1, 1, 0. Failures that find the pool empty come from d = 1 (weight 2 − 1 = 1):
     P = 2p(1 − p) / [(1 − p)² + 2p(1 − p)] = 2p / (1 + p). r E[T] = 1: p = ½, P = ⅔; r E[T] = 0.1:
     p = 1/11, P = (2/11)/(12/11) = 1/6."""
-    from gpufleet.sim.reliability import no_spare_probability_finite
+    from gpufleet.studies.reliability import no_spare_probability_finite
 
     assert no_spare_probability_finite(1, 1, 1.0, 1.0) == pytest.approx(2 / 3)
     assert no_spare_probability_finite(1, 1, 0.1, 1.0) == pytest.approx(1 / 6)
@@ -119,7 +119,7 @@ def test_daly_exact_optimum_solves_its_first_order_condition_and_matches_the_hig
     """Minimising (e^{(τ+δ)/M} − 1)/τ gives e^{(τ+δ)/M}(1 − τ/M) = 1, root τ = M[1 + W₀(−e^{−1−δ/M})].
     Daly's higher-order estimate is its series: 116.69 vs 116.69 (M = 24 h), 9.14 vs 9.17 (15 min,
     where δ/M = 1/3 is no longer small), 1,422.6 vs 1,422.6 s; Young's √(2δM) says 120, 12.2, 1,462."""
-    from gpufleet.sim.reliability import daly_exact_interval_s, daly_interval_s
+    from gpufleet.studies.reliability import daly_exact_interval_s, daly_interval_s
 
     tau = daly_exact_interval_s(delta, mtti)
     assert math.exp((tau + delta) / mtti) * (1 - tau / mtti) == pytest.approx(1.0, abs=1e-12)
@@ -133,7 +133,7 @@ def test_the_exact_spot_share_of_a_64_node_gang_is_nothing_at_one_hour_and_a_thi
     no useful work (first order said the same with τ/2 + R = 2,250 s). τ = 600 s: τ' = 900, λτ' = 2/3,
     W = 1,350 − 900 × 0.5134/0.4866 + 300 = 700.4 s, share = ⅔ × (1 − 0.5188) = 0.3208. The best τ
     is near 10 min with a share a little above that."""
-    from gpufleet.sim.reliability import best_spot_interval, spot_useful_share_exact
+    from gpufleet.studies.reliability import best_spot_interval, spot_useful_share_exact
 
     lam = 64 / DAY
     assert spot_useful_share_exact(3600.0, 300.0, 300.0, lam) == 0.0

@@ -5,7 +5,7 @@ unexpected interruptions in 54 days on 2,048 8-GPU hosts (110,592 node-days, 884
 grouped here by kind. GPU kinds scale with GPUs per node (per-GPU rate × GPUs); the others are per
 node. ``scale`` multiplies every rate (to study a worse fleet, or to get enough events in a test).
 
-What a failure does (the event handlers are in sim/failure_events.py, one per event kind):
+What a failure does (the event handlers are in fleet_events/failure_events.py, one per event kind):
 1. FAILURE at t on node n: n goes healthy → suspect (out of service at once). Each gang running on
    n has stopped computing: its progress freezes at t; its GPUs stay held, idle, until detection.
    With a spare in the pool, a spare is brought in: in service after detection + teardown +
@@ -93,10 +93,10 @@ RECOVERIES = {"30-minute": SLOW, "3-minute": FAST}
 
 #: A node admitted bad after repair: it fails under its first load (kind index -1).
 BAD_NODE = FailureKind("bad-node", 0, False, 0.0, "admitted bad after repair, failed under load")
-#: A node whose driver upgrade failed validation (kind index -2, sim/upgrade.py).
+#: A node whose driver upgrade failed validation (kind index -2, fleet_events/upgrade.py).
 UPGRADE_FAILED = FailureKind("upgrade-failed", 0, False, 0.0, "driver upgrade failed validation")
 UPGRADE_KIND = -2
-#: Upgrades that failed for the stack itself (sim/upgrade.py): FM ≠ driver; kernel too old.
+#: Upgrades that failed for the stack itself (fleet_events/upgrade.py): FM ≠ driver; kernel too old.
 FM_MISMATCH = FailureKind("fm-mismatch", 0, False, 0.0, "Fabric Manager version differs from the driver")
 FM_MISMATCH_KIND = -3
 KERNEL_TOO_OLD = FailureKind("kernel-too-old", 0, False, 0.0, "kernel older than the driver module supports")
@@ -126,7 +126,7 @@ class SpotConfig:
     reclaims_per_node_day: float
     notice_s: float = 120.0
     away_s: float = 3600.0
-    #: Zone-correlated reclaims (sim/spot.py): per zone, capacity events at this rate, each taking
+    #: Zone-correlated reclaims (fleet_events/spot.py): per zone, capacity events at this rate, each taking
     #: ``zone_fraction`` of the zone's spot nodes at one instant. 0: independent reclaims only.
     zone_events_per_day: float = 0.0
     zone_fraction: float = 0.5
@@ -153,7 +153,7 @@ class FailureConfig:
     #: Nodes held out of service as hot spares (the highest-numbered nodes of the fleet).
     spares: int = 0
     seed: int = 0
-    #: Spot capacity reclaimed with a notice (sim/spot.py); None: no spot nodes.
+    #: Spot capacity reclaimed with a notice (fleet_events/spot.py); None: no spot nodes.
     spot: SpotConfig | None = None
     #: Pre-flight: share of repaired nodes that come back still bad, the share of those the gate
     #: (``steps.preflight_s`` long) catches, and how soon an admitted bad node fails under load.
@@ -162,7 +162,7 @@ class FailureConfig:
     bad_fails_after_s: float = 600.0
     #: Extra failures at fixed times, (t, node), repaired in place: for worked examples and tests.
     scripted: tuple[tuple[float, int], ...] = ()
-    #: A driver-upgrade rollout (sim/upgrade.py ``UpgradeConfig``); None: no upgrade.
+    #: A driver-upgrade rollout (fleet_events/upgrade.py ``UpgradeConfig``); None: no upgrade.
     upgrade: object = None
 
     def rate_per_node_s(self, gpus_per_node: int) -> float:
@@ -201,13 +201,13 @@ class FailureLedger:
     lost_gpu_s: dict[str, float] = field(default_factory=dict)
     #: (time, nodes away for repair) at every change: the M/G/∞ check.
     away: list[tuple[float, int]] = field(default_factory=list)
-    #: Elastic jobs (sim/elastic.py): shrinks instead of stops, grow-backs by gang delta.
+    #: Elastic jobs (fleet_events/elastic.py): shrinks instead of stops, grow-backs by gang delta.
     elastic_shrinks: int = 0
     elastic_grows: int = 0
     #: Wall seconds elastic jobs ran below full size, and the GPU-seconds they held, once finished.
     elastic_reduced_s: float = 0.0
     elastic_held_gpu_s: float = 0.0
-    #: The driver-upgrade rollout's own ledger (sim/upgrade.py UpgradeLedger), when there is one.
+    #: The driver-upgrade rollout's own ledger (fleet_events/upgrade.py UpgradeLedger), when there is one.
     upgrade: object = None
 
     def charge(self, cause: str, gpu_s: float) -> None:
@@ -231,11 +231,11 @@ class FailureState:
     reclaimed: set[int] = field(default_factory=set)
     spot_saved: dict[str, float | None] = field(default_factory=dict)
     away: int = 0
-    #: Elastic jobs seen failing (job id → sim/elastic.py ElasticRun), and pending deltas → job.
+    #: Elastic jobs seen failing (job id → fleet_events/elastic.py ElasticRun), and pending deltas → job.
     elastic: dict = field(default_factory=dict)
     deltas: dict[str, str] = field(default_factory=dict)
     delta_seq: int = 0
-    #: The driver-upgrade rollout in progress (sim/upgrade.py UpgradeState), if any.
+    #: The driver-upgrade rollout in progress (fleet_events/upgrade.py UpgradeState), if any.
     upgrade: object = None
 
 

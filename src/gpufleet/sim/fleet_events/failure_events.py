@@ -1,10 +1,10 @@
 """The failure model's event handlers: what FAILURE, STOP, HEALTH, RECLAIM, FINISH and UPGRADE do.
 
-One job: dispatch each failure-related event (sim/failures.py holds the model — kinds, rates,
+One job: dispatch each failure-related event (fleet_events/failures.py holds the model — kinds, rates,
 configs, the seeded stream, the ledger and the progress arithmetic; its docstring says what a
 failure does step by step). ``install`` gives a run its failure stream, spare pool, spot reclaims
 and rollout. The handler table (with the spot, elastic and upgrade handlers) is
-sim/failure_handlers.py: sim/elastic.py builds on ``on_stop`` here.
+fleet_events/failure_handlers.py: fleet_events/elastic.py builds on ``on_stop`` here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from gpufleet.model.health import HealthEvent, HealthState, NodeHealthBook
 from gpufleet.sim.cluster import set_schedulable
-from gpufleet.sim.failures import (
+from gpufleet.sim.fleet_events.failures import (
     SPECIAL_KINDS,
     FailureConfig,
     FailureState,
@@ -22,11 +22,11 @@ from gpufleet.sim.failures import (
     saved_s,
     work_done_s,
 )
+from gpufleet.sim.fleet_events.spot import install as install_spot
+from gpufleet.sim.fleet_events.spot import spot_back
+from gpufleet.sim.fleet_events.upgrade import install as install_upgrade
+from gpufleet.sim.fleet_events.upgrade_stack import repair_pins_fabric_manager
 from gpufleet.sim.kernel import Event, EventKind, Outcome
-from gpufleet.sim.spot import install as install_spot
-from gpufleet.sim.spot import spot_back
-from gpufleet.sim.upgrade import install as install_upgrade
-from gpufleet.sim.upgrade_stack import repair_pins_fabric_manager
 
 
 def on_failure(st, ev: Event) -> Outcome:  # noqa: ANN001 (SimState; avoids an import cycle)

@@ -1,4 +1,4 @@
-"""Zone-correlated spot reclaims (sim/spot.py): many nodes of one zone at once, and what that does
+"""Zone-correlated spot reclaims (fleet_events/spot.py): many nodes of one zone at once, and what that does
 to gangs."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from functools import cache
 import pytest
 
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FAST, FailureConfig, SpotConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig, SpotConfig
+from gpufleet.sim.fleet_events.spot import draw_reclaims, draw_zone_reclaims
 from gpufleet.sim.runner import simulate
-from gpufleet.sim.spot import draw_reclaims, draw_zone_reclaims
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0
@@ -98,8 +98,8 @@ def test_each_zone_draws_reclaims_at_its_own_rates():
     default 1; zone events 2/day in z1 only (fraction 1/4 → 2 nodes each). Over 20 days:
     z0 independent E = 8 × 10 × 20 = 1,600 (σ = 40); z1 independent 8 × 1 × 20 = 160 (σ = 12.6);
     z1 events E = 2 × 20 = 40, 2 nodes each → 80 node-reclaims (σ = 2√40 = 12.6); z0 none."""
-    from gpufleet.sim.failures import ZoneRates
-    from gpufleet.sim.spot import draw_reclaims, draw_zone_reclaims
+    from gpufleet.sim.fleet_events.failures import ZoneRates
+    from gpufleet.sim.fleet_events.spot import draw_reclaims, draw_zone_reclaims
     spot = SpotConfig(nodes=16, reclaims_per_node_day=1.0, zone_events_per_day=0.0,
                       zones=(ZoneRates("z0", reclaims_per_node_day=10.0),
                              ZoneRates("z1", events_per_day=2.0, fraction=0.25)))

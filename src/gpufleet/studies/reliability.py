@@ -1,7 +1,7 @@
 """Reliability arithmetic: the formulas the simulator's failure runs are checked against.
 
-Every function gives the closed form; tests/unit/sim/test_reliability_math.py works each one by
-hand and tests/unit/sim/test_failures_sim.py checks the simulated figure within 5%.
+Every function gives the closed form; tests/unit/studies/test_reliability_math.py works each one by
+hand and tests/unit/sim/fleet_events/test_failures_sim.py checks the simulated figure within 5%.
 Sources: Young, CACM 17(9) 1974; Daly, FGCS 22(3) 2006; Palm's theorem (M/G/∞); Erlang B.
 """
 
@@ -167,7 +167,7 @@ def spot_waste_noticed_s(notice_s: float, restart_s: float, tau_s: float = math.
     """Work lost per reclaim when the checkpoint write fits in the notice (δ ≤ notice), in wall
     seconds: the job saves at the notice, and what it computes until the node goes is lost — the
     notice's wall time, at τ of work per τ + δ — plus the restart: in the simulator's work units
-    notice·(τ+δ)/τ + R (sim/spot.py saves the progress at the notice). With no
+    notice·(τ+δ)/τ + R (fleet_events/spot.py saves the progress at the notice). With no
     periodic checkpoints (τ = ∞, none is needed against reclaims then) it is notice + R.
     Reference §5.4 writes R + δ_emergency, for a job released as soon as its write ends; a spot
     node is held and paid until it goes, so the whole notice is charged here, as the simulator does."""
@@ -266,7 +266,7 @@ def elastic_goodput(nodes: int, rate_per_node_s: float, away_s: float, tau_s: fl
         goodput = A · τ/(τ+δ) · [1 − Λ ((τ+δ)/2 + restart_pause + R + δ + R)].
     ``work_s``: a run of that much full-size work that starts with every node up uses Ā over its
     wall time W = work / goodput (``mean_availability``; a fixed point, a few iterations).
-    ``serial_fraction`` s (Amdahl, sim/elastic.py): the leading A becomes the mean speed
+    ``serial_fraction`` s (Amdahl, fleet_events/elastic.py): the leading A becomes the mean speed
     E[speed(k)]/speed(N) over k ~ Binomial(N, A) nodes up, speed(n) = 1/(s + (1 − s)/n)."""
     def speed(n: int) -> float:
         return 1.0 / (serial_fraction + (1.0 - serial_fraction) / n)

@@ -1,5 +1,5 @@
-"""Placement during a driver rollout follows the compatibility matrix (sim/upgrade_compat.py over
-sim/driver_compat.py): a job's image CUDA version (its ``cuda`` label) decides which drivers it
+"""Placement during a driver rollout follows the compatibility matrix (fleet_events/upgrade_compat.py over
+model/driver_compat.py): a job's image CUDA version (its ``cuda`` label) decides which drivers it
 may land on."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 
 from gpufleet.model.job import Job
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.upgrade import UpgradeConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.sim.scenario import bundled
-from gpufleet.sim.upgrade import UpgradeConfig
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0

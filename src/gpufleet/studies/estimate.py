@@ -7,7 +7,7 @@ Seeds are independent replications, so the 95% interval of the mean of x_1..x_n 
 (Student's t because n is small: for n = 8, t = 2.365, where the normal 1.96 would be 17% too
 narrow). A formula "agrees" with the simulation only when its value lies inside that interval; a
 check that says so is then one that can fail, and its width says what difference it can resolve.
-The same arithmetic as sweep/stats.py, which sits above the simulator and cannot be imported here.
+One value gives half-width 0 (no spread can be estimated): it is shown as a single number.
 """
 
 from __future__ import annotations

@@ -18,10 +18,17 @@ import numpy as np
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.health import StepDurations
 from gpufleet.policies.registry import profile
-from gpufleet.sim import reliability as R
-from gpufleet.sim.estimate import Estimate, t_interval
-from gpufleet.sim.failures import FAST, SLOW, FailureConfig, Recovery, SpotConfig, mean_out_of_service_s
+from gpufleet.sim.fleet_events.failures import (
+    FAST,
+    SLOW,
+    FailureConfig,
+    Recovery,
+    SpotConfig,
+    mean_out_of_service_s,
+)
 from gpufleet.sim.runner import simulate
+from gpufleet.studies import reliability as R
+from gpufleet.studies.estimate import Estimate, t_interval
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0
@@ -278,7 +285,7 @@ def elastic_vs_rigid(nodes: int = 32, scale: float = 20.0, work_days: float = 10
                      seeds: range = range(8)) -> list[ElasticRow]:
     """A gang of ``nodes`` at ``scale`` × the Llama 3 rate (default steps: E[T] = 3.77 d): rigid
     with no spare, rigid with ``spares`` hot spares, and elastic (min 1/2 of its size) with no
-    spare — the last beside its availability formula (sim/reliability.py ``elastic_goodput``, over
+    spare — the last beside its availability formula (studies/reliability.py ``elastic_goodput``, over
     the run's wall time: it starts with every node up). Goodput is the mean over ``seeds`` with its
     95% interval; the elastic row's formula agrees only when it lies inside."""
     out = []

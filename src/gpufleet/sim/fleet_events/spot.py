@@ -3,7 +3,7 @@
 At a reclaim notice (t) the node is cordoned (no new work). A job on it whose checkpoint cost fits
 in the notice writes a checkpoint and loses nothing but its restart; otherwise it computes on and
 loses the work since its last periodic checkpoint when the node goes at t + notice — on average
-half a checkpoint interval: expected waste per reclaim = τ/2 + R (sim/reliability.py). The node
+half a checkpoint interval: expected waste per reclaim = τ/2 + R (studies/reliability.py). The node
 returns ``away_s`` after it went. Reclaims are drawn up front from their own seeded stream, so every
 policy meets the same ones. A gang of n spot nodes is reclaimed n times as often as one node.
 
@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from gpufleet.sim.cluster import set_schedulable
-from gpufleet.sim.failures import FailureState, SpotConfig, work_done_s
+from gpufleet.sim.fleet_events.failures import FailureState, SpotConfig, work_done_s
 from gpufleet.sim.kernel import Event, EventKind, Outcome
 
 STREAM = 0x5907

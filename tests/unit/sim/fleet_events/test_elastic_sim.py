@@ -1,4 +1,4 @@
-"""Elastic gangs (sim/elastic.py): shrink on a failure, grow back by gang delta — worked by hand."""
+"""Elastic gangs (fleet_events/elastic.py): shrink on a failure, grow back by gang delta — worked by hand."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gpufleet.model.health import StepDurations
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
 from gpufleet.sim.runner import simulate
 from gpufleet.testing.builders import fleet, job
 
@@ -87,8 +87,8 @@ def test_elastic_goodput_matches_the_availability_formula_within_5_percent():
     1/E[T] = 1.37 per day: 0.7294, goodput 0.6762. Simulated (4 seeds × 20 days of work;
     seed-to-seed spread 1.6%, so the mean's is 0.8%): 0.675 — within 5% (6σ). The rigid gang on
     the same 16 nodes waits a day for every repair: goodput 0.09."""
-    from gpufleet.sim import reliability as R
-    from gpufleet.sim.failures import FailureKind, mean_out_of_service_s
+    from gpufleet.sim.fleet_events.failures import FailureKind, mean_out_of_service_s
+    from gpufleet.studies import reliability as R
 
     kind = FailureKind("any", 419, False, 0.0, "all")
     day = 86400.0
@@ -173,8 +173,8 @@ def test_elastic_gangs_survive_failures_spot_zone_events_and_an_upgrade_together
                                                                                  zone_events):
     """Everything at once on 8 nodes (4 of them spot, two zones): every job still ends, no instant
     holds more GPUs than the fleet, and nothing is held at the end."""
-    from gpufleet.sim.failures import SpotConfig
-    from gpufleet.sim.upgrade import UpgradeConfig
+    from gpufleet.sim.fleet_events.failures import SpotConfig
+    from gpufleet.sim.fleet_events.upgrade import UpgradeConfig
 
     jobs = [job("e1").gpus(8).gang(4).elastic(2, 2).runs(20_000).checkpoints(1800, 10, 30).build(),
             job("e2").gpus(8).gang(3).elastic(1).runs(15_000).at(100).checkpoints(900, 10, 30).build(),
@@ -205,8 +205,8 @@ def test_the_elastic_goodput_formula_with_a_serial_fraction_matches_the_simulati
     speed(16) with speed(n) = 1/(0.2 + 0.8/n) — above Ā = 0.729 since a shrunk gang keeps more than
     k/16 of its speed. Simulated over 4 seeds × 20 days of work, within 5%; and above the linear
     gang's goodput (0.676)."""
-    from gpufleet.sim import reliability as R
-    from gpufleet.sim.failures import FailureKind, mean_out_of_service_s
+    from gpufleet.sim.fleet_events.failures import FailureKind, mean_out_of_service_s
+    from gpufleet.studies import reliability as R
 
     kind = FailureKind("any", 419, False, 0.0, "all")
     day = 86400.0

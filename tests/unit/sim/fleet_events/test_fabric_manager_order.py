@@ -1,4 +1,4 @@
-"""Fabric Manager = driver, exactly (sim/upgrade.py): the driver goes in first, the FM after it on
+"""Fabric Manager = driver, exactly (fleet_events/upgrade.py): the driver goes in first, the FM after it on
 NVSwitch systems; a node whose FM differs from its driver runs no CUDA (nv-fabricmanager exits,
 CUDA error 802: ops reference §2.2, §8.2) — it fails validation, or, when it starts so, is held out
 of service until its wave installs a matching pair."""
@@ -11,9 +11,9 @@ import pytest
 
 from gpufleet.model.health import StepDurations
 from gpufleet.policies.registry import profile
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.upgrade import NodeStart, UpgradeConfig
 from gpufleet.sim.runner import simulate
-from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0

@@ -1,5 +1,5 @@
-"""Driver-upgrade waves (sim/upgrade.py) worked by hand, and against the plan arithmetic
-(sim/upgrade_plan.py)."""
+"""Driver-upgrade waves (fleet_events/upgrade.py) worked by hand, and against the plan arithmetic
+(studies/upgrade_plan.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from gpufleet.policies.registry import profile
-from gpufleet.sim import upgrade_plan as P
-from gpufleet.sim.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.failures import FAST, FailureConfig
+from gpufleet.sim.fleet_events.upgrade import UpgradeConfig
 from gpufleet.sim.runner import simulate
-from gpufleet.sim.upgrade import UpgradeConfig
+from gpufleet.studies import upgrade_plan as P
 from gpufleet.testing.builders import fleet, job
 
 DAY = 86400.0

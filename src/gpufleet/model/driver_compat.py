@@ -33,7 +33,7 @@ Two more rows (``nccl`` and ``kernel_ok``):
   currently Linux kernel 3.10 or newer" (NVIDIA/open-gpu-kernel-modules README.md at 550.40.82)
   and "… 4.15 or newer" (the same README at 560.31.02). A driver whose module cannot be built for
   the node's kernel does not load: the node runs no GPU work at all (a node property, not an
-  image's: sim/upgrade.py fails its validation). Where between 550.40.82 and 560.31.02 the floor
+  image's: fleet_events/upgrade.py fails its validation). Where between 550.40.82 and 560.31.02 the floor
   moved is not on file (the 555 branch is taken at 3.10: (uncertain)); drivers before the open
   modules (< 515) are taken at 3.10 too (uncertain). Newest kernels are not bounded here: a
   driver branch builds on kernels released before it (Debian: 550.144.03 "tested up to Linux

@@ -1,22 +1,22 @@
 """The failure model's handler table, and what a stopped gang's restart books.
 
-Joins the handlers of sim/failure_events.py (failures, health steps, rigid stops) with those of
-the modules built on them: spot reclaims (sim/spot.py), elastic shrink and grow (sim/elastic.py,
+Joins the handlers of failure_events.py (failures, health steps, rigid stops) with those of
+the modules built on them: spot reclaims (spot.py), elastic shrink and grow (elastic.py,
 which hands rigid jobs on to ``failure_events.on_stop`` and ``handlers.on_finish``) and driver
-upgrades (sim/upgrade.py).
+upgrades (fleet_events/upgrade.py).
 """
 
 from __future__ import annotations
 
-from gpufleet.sim.elastic import on_elastic_finish, on_elastic_stop
-from gpufleet.sim.elastic import restarted as elastic_restarted
-from gpufleet.sim.failure_events import on_failure, on_health
-from gpufleet.sim.failures import FailureState
+from gpufleet.sim.fleet_events.elastic import on_elastic_finish, on_elastic_stop
+from gpufleet.sim.fleet_events.elastic import restarted as elastic_restarted
+from gpufleet.sim.fleet_events.failure_events import on_failure, on_health
+from gpufleet.sim.fleet_events.failures import FailureState
+from gpufleet.sim.fleet_events.spot import on_reclaim
+from gpufleet.sim.fleet_events.upgrade import on_upgrade
 from gpufleet.sim.kernel import EventKind, Handler
-from gpufleet.sim.spot import on_reclaim
-from gpufleet.sim.upgrade import on_upgrade
 
-#: STOP and FINISH go through sim/elastic.py, which hands rigid jobs to ``on_stop`` and on_finish.
+#: STOP and FINISH go through fleet_events/elastic.py, which hands rigid jobs to ``on_stop`` and on_finish.
 FAILURE_HANDLERS: dict[EventKind, Handler] = {
     EventKind.FAILURE: on_failure, EventKind.STOP: on_elastic_stop, EventKind.HEALTH: on_health,
     EventKind.RECLAIM: on_reclaim, EventKind.FINISH: on_elastic_finish, EventKind.UPGRADE: on_upgrade}

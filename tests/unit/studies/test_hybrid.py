@@ -1,10 +1,10 @@
-"""The hybrid driver: a Slurm partition and a Kubernetes pool on one fleet (sim/hybrid.py)."""
+"""The hybrid driver: a Slurm partition and a Kubernetes pool on one fleet (studies/hybrid.py)."""
 
 import pytest
 
 from gpufleet.model.ids import JobId, TenantId
 from gpufleet.model.job import Job, JobKind, PodRequest, PodSet
-from gpufleet.sim.hybrid import ARMS, HybridSpec, run_arm, workload
+from gpufleet.studies.hybrid import ARMS, HybridSpec, run_arm, workload
 
 
 def gang16() -> list[Job]:
@@ -78,6 +78,6 @@ def test_one_kubernetes_cluster_is_checked_against_the_documented_limits(nodes, 
                                                                          clusters):
     """kubernetes.io "Considerations for large clusters": ≤ 5,000 nodes, ≤ 150,000 pods,
     ≤ 110 pods per node."""
-    from gpufleet.sim.hybrid import k8s_limits
+    from gpufleet.studies.hybrid import k8s_limits
     out = k8s_limits(nodes, pods, per_node)
     assert out["breached"] == breached and out["clusters_for_nodes"] == clusters

@@ -6,10 +6,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpufleet.model.driver_compat import kernel_ok, version
 from gpufleet.model.health import StepDurations
-from gpufleet.sim.driver_compat import kernel_ok, version
-from gpufleet.sim.failures import RECOVERIES, FailureConfig, SpotConfig, ZoneRates
-from gpufleet.sim.upgrade import NodeStart, UpgradeConfig
+from gpufleet.sim.fleet_events.failures import RECOVERIES, FailureConfig, SpotConfig, ZoneRates
+from gpufleet.sim.fleet_events.upgrade import NodeStart, UpgradeConfig
 
 
 def _driver_version(cls: type, v: str | None) -> str | None:
@@ -41,7 +41,7 @@ class NodeStartSpec(BaseModel):
 
 
 class UpgradeSpec(BaseModel):
-    """``reliability.upgrade``: a driver-upgrade rollout during the run (sim/upgrade.py)."""
+    """``reliability.upgrade``: a driver-upgrade rollout during the run (fleet_events/upgrade.py)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -56,7 +56,7 @@ class UpgradeSpec(BaseModel):
     bad_fail_p: float = Field(default=0.5, ge=0, le=1)
     rollback_share: float = Field(default=0.25, ge=0, le=1)
     #: The driver before and after ("550.54.14" → "580.65.06"): with both, a job's ``cuda``
-    #: image goes only to nodes whose driver runs it (sim/upgrade_compat.py).
+    #: image goes only to nodes whose driver runs it (fleet_events/upgrade_compat.py).
     from_driver: str | None = None
     to_driver: str | None = None
     forward_compat: bool = False
@@ -112,7 +112,7 @@ class ZoneSpotSpec(BaseModel):
 
 class SpotSpec(BaseModel):
     """``reliability.spot``: the first ``nodes`` nodes are spot, reclaimed with a notice
-    (sim/spot.py): independently per node, and by zone capacity events, each zone at its own rates."""
+    (spot.py): independently per node, and by zone capacity events, each zone at its own rates."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
@@ -136,7 +136,7 @@ class SpotSpec(BaseModel):
 class ReliabilitySpec(BaseModel):
     """``reliability: {failure_scale: 1, recovery: 3-minute, spares: 16, repair_hours: 4}``.
 
-    Rates are Llama 3's (sim/failures.py) × ``failure_scale``; the failure stream has its own
+    Rates are Llama 3's (fleet_events/failures.py) × ``failure_scale``; the failure stream has its own
     ``seed`` so every policy meets the same failures.
     """
 

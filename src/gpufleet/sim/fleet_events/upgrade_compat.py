@@ -3,9 +3,9 @@
 A job says what its image carries by labels: ``("cuda", "13.0")``, the CUDA toolkit it was built
 with, and ``("nccl", "2.27.3+cuda12.9")``, its NCCL build — ``Job.labels`` exists already and
 JSON-lines traces already read them (``"labels": {"cuda": "13.0"}``), so no new field touches the
-model, the engine or the trace format. The rollout (sim/upgrade.py) knows every node's driver
+model, the engine or the trace format. The rollout (fleet_events/upgrade.py) knows every node's driver
 (``UpgradeState.driver``: a mixed fleet starts with several). Before each engine cycle, every
-pending labelled job whose image the compatibility matrix (sim/driver_compat.py ``image_compat``)
+pending labelled job whose image the compatibility matrix (model/driver_compat.py ``image_compat``)
 rejects on some node's driver gets a node filter (``Job.eligible_nodes``) holding the nodes whose
 driver runs it:
 
@@ -37,10 +37,10 @@ from collections.abc import Container
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from gpufleet.sim.driver_compat import image_compat
+from gpufleet.model.driver_compat import image_compat
 
 if TYPE_CHECKING:
-    from gpufleet.sim.upgrade import UpgradeState
+    from gpufleet.sim.fleet_events.upgrade import UpgradeState
 
 #: The job labels naming its image's CUDA toolkit (major.minor) and NCCL build.
 CUDA_LABEL = "cuda"
