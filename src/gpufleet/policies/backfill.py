@@ -55,6 +55,7 @@ from gpufleet.engine.types import (
 )
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.policies.backfill_carry import Carry, Remembered, carry_scan, remember_scan
 from gpufleet.policies.backfill_limits import (
     UNEXAMINED,
@@ -63,7 +64,6 @@ from gpufleet.policies.backfill_limits import (
     limited_view,
     take_from_limits,
 )
-from gpufleet.model.shape_key import ShapeKey
 from gpufleet.policies.shapes import Dominance, known_unresolvable
 
 

@@ -36,6 +36,7 @@ from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import BackfillTrace, CycleContext, RunningJob, ScanFailure
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.policies.backfill_limits import (
     UNEXAMINED,
     delay_status,
@@ -44,7 +45,6 @@ from gpufleet.policies.backfill_limits import (
     take_from_limits,
 )
 from gpufleet.policies.carry_delta import Delta
-from gpufleet.model.shape_key import ShapeKey
 
 
 def mode_of(trace: BackfillTrace, end: float) -> int:
