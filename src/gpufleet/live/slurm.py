@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from gpufleet.adapters.slurm.conf import SlurmConf
@@ -39,12 +39,10 @@ from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, 
 from gpufleet.adapters.slurm.writer import sleep_command
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.types import CycleInput, CycleResult, Reservation, RunningJob
-from gpufleet.live.source import LiveEvent, SourceHealth, SourceRefused, SourceUnavailable
+from gpufleet.live.source import LiveEvent, PolledSource, SourceRefused, SourceUnavailable
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fabric, Fleet
 from gpufleet.model.job import Job
-from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.slurm_like import slurm_like_profile
 
 
@@ -60,7 +58,7 @@ class SlurmApi(Protocol):
 
 
 @dataclass
-class SlurmSource:
+class SlurmSource(PolledSource):
     api: SlurmApi
     #: The fleet of slurm.conf (GPU models, topology); None: nodes as scontrol lists them.
     base_fleet: Fleet | None = None
@@ -68,51 +66,15 @@ class SlurmSource:
     poll_s: float = 3.0
     wall: Callable[[], float] = time.time
     name: str = "slurm"
-    #: Slurm decides: submissions, cancels and holds go to Slurm, in the caller's thread.
-    external: bool = True
-    tenancy: Tenancy | None = None
-    reservations: tuple[Reservation, ...] = ()
-    out_of_service: dict[str, str] = field(default_factory=dict)
-    preemptions: int = 0
-    lost_gpu_s: float = 0.0
     view: SlurmView | None = None
-    polls: int = 0
-    failures: int = 0
-    _inp: CycleInput | None = None
-    _fleet: Fleet = field(default_factory=lambda: Fleet((), Fabric(), "slurm"))
-    _table: NodeTable | None = None
-    _pending: dict[str, Job] = field(default_factory=dict)
-    _running: dict[str, RunningJob] = field(default_factory=dict)
-    _seen: dict[str, str] = field(default_factory=dict)  # job id -> "pending" / "running"
-    _last_poll: float = float("-inf")
-    _ok: bool = False
-    _since: float | None = None
-    _last_error: str = ""
 
     def __post_init__(self) -> None:
-        if self.base_fleet is not None:
-            self._fleet = self.base_fleet
+        self._fleet = self.base_fleet if self.base_fleet is not None else Fleet((), Fabric(), "slurm")
         self._table = NodeTable.from_fleet(self._fleet)
-
-    # --- what the loop reads ------------------------------------------------------------------
-    @property
-    def fleet(self) -> Fleet:
-        return self._fleet
-
-    @property
-    def table(self) -> NodeTable:
-        assert self._table is not None
-        return self._table
 
     @property
     def profile(self) -> Profile | None:
         return self._inp.profile if self._inp is not None else None
-
-    def pending(self) -> dict[str, Job]:
-        return self._pending
-
-    def running(self) -> dict[str, RunningJob]:
-        return self._running
 
     def waiting(self) -> dict[str, tuple[str, str]]:
         """Pending jobs Slurm holds back for a reason no capacity resolves (held, a dependency,
@@ -143,31 +105,17 @@ class SlurmSource:
                            "fairshare": f.fairshare} for f in v.fairshare],
         }
 
-    def usage(self, now: float) -> dict[str, float]:
-        # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
-        # beside the queue (``view.fairshare``), not fed to the engine a second time.
-        return {}
+    def label(self) -> str:
+        return self.api.name
 
-    def health(self) -> SourceHealth:
-        if self._ok:
-            q = self.view.queue if self.view is not None else None
-            detail = (f"{self.api.name}: {len(q.nodes) if q else 0} nodes, "
-                      f"{sum(j.pending for j in q.jobs) if q else 0} pending, "
-                      f"{sum(j.running for j in q.jobs) if q else 0} running; read every {self.poll_s:g}s")
-            return SourceHealth(True, detail, self._since, self._last_error)
-        if self.polls == 0 and not self._last_error:
-            return SourceHealth(False, f"{self.api.name}: not read yet", None, "")
-        return SourceHealth(False, f"{self.api.name} unreachable: {self._last_error}", self._since,
-                            self._last_error)
+    def read_summary(self) -> str:
+        q = self.view.queue if self.view is not None else None
+        if q is None:
+            return "0 nodes, 0 pending, 0 running"
+        return (f"{len(q.nodes)} nodes, {sum(j.pending for j in q.jobs)} pending, "
+                f"{sum(j.running for j in q.jobs)} running")
 
     # --- polling ------------------------------------------------------------------------------
-    def advance(self, now: float) -> list[LiveEvent]:
-        wall = self.wall()
-        if wall - self._last_poll < self.poll_s:
-            return []
-        self._last_poll = wall
-        return self.poll(now)
-
     def poll(self, now: float) -> list[LiveEvent]:
         """Read Slurm once; the events of what changed since the last good read."""
         self.polls += 1
@@ -175,16 +123,8 @@ class SlurmSource:
             view = self.api.view()
         except (SlurmCommandError, InputError, ValueError, KeyError, TypeError) as e:
             # unreachable, refused, or an answer we cannot read: the loop goes on, health says why
-            self.failures += 1
-            first = not self._ok and self._since is not None
-            self._last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
-            if first:
-                return []
-            self._ok, self._since = False, self.wall()
-            return [LiveEvent(now, "source-down", detail=self._last_error)]
-        events = [] if self._ok else [LiveEvent(now, "source-up", detail=self.api.name)]
-        if not self._ok:
-            self._ok, self._since = True, self.wall()
+            return self._failed(now, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        events = self._answered(now, self.api.name)
         self.view = view
         return events + self._rebuild(view.queue, view, now)
 
@@ -201,32 +141,22 @@ class SlurmSource:
                     oos.setdefault(n, f"reservation {r.name}")
         self.out_of_service = oos
         state = {j.job_id: ("running" if j.running else "pending") for j in snap.jobs}
-        events: list[LiveEvent] = []
-        for jid, st in state.items():
-            was = self._seen.get(jid)
-            if st == "pending" and was is None:
-                events.append(LiveEvent(now, "submit", jid, detail="seen in Slurm"))
-            elif st == "running" and was != "running":
-                q = snap.job(jid)
-                started = q.start if q is not None and q.start is not None else now
-                events.append(LiveEvent(started, "start", jid, detail=",".join(q.node_list) if q else ""))
-        for jid in sorted(self._seen.keys() - state.keys()):
+
+        def started(jid: str) -> LiveEvent:
+            q = snap.job(jid)
+            at = q.start if q is not None and q.start is not None else now
+            return LiveEvent(at, "start", jid, detail=",".join(q.node_list) if q else "")
+
+        def ended(jid: str) -> LiveEvent:
             final = view.ended.get(jid)
-            events.append(LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
-                                    detail=final or "no longer in Slurm's queue"))
-        self._seen = state
-        return events
+            return LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
+                             detail=final or "no longer in Slurm's queue")
+
+        return self._changes(state, now, "Slurm", started, ended)
 
     # --- the engine ---------------------------------------------------------------------------
-    def cycle_input(self, now: float, seed: int) -> CycleInput:
-        if self._inp is None:
-            return CycleInput(now=now, nodes=self.table.copy(), pending=[], profile=slurm_like_profile(None),
-                              running=[], seed=seed)
-        return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
-
-    def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:
-        self.reservations = result.reservations
-        return []
+    def default_profile(self) -> Profile:
+        return slurm_like_profile(None)
 
     # --- effects: Slurm does them -------------------------------------------------------------
     def send(self, job: Job) -> str:
@@ -259,7 +189,7 @@ class SlurmSource:
             raise SourceRefused(str(e)) from None
         except SlurmCommandError as e:
             raise SourceUnavailable(str(e)) from None
-        self._last_poll = float("-inf")  # read the change at the next tick
+        self.read_again()
 
     def submit(self, job: Job, now: float) -> None:
         """Already in Slurm (``send``), or restored after a restart: the next poll shows it."""
@@ -281,7 +211,7 @@ class SlurmSource:
             argv.append("Reason=gpufleet")
         with contextlib.suppress(SlurmCommandError):  # the next poll shows the node as Slurm has it
             self.api.control(argv)
-        self._last_poll = float("-inf")
+        self.read_again()
 
 
 def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | None = None,
