@@ -25,9 +25,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, Protocol
 
+from gpufleet.adapters.slurm.accounts import account_shares, account_tenancy
 from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.controller import conf_path
 from gpufleet.adapters.slurm.engine_view import cycle_input, fleet_from_snapshot
@@ -39,7 +40,7 @@ from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, 
 from gpufleet.adapters.slurm.writer import sleep_command
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.live.source import LiveEvent, PolledSource, SourceRefused, SourceUnavailable
+from gpufleet.live.source import LiveEvent, PolledSource, QueueFacts, SourceRefused, SourceUnavailable
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fabric, Fleet
 from gpufleet.model.job import Job
@@ -67,6 +68,11 @@ class SlurmSource(PolledSource):
     wall: Callable[[], float] = time.time
     name: str = "slurm"
     view: SlurmView | None = None
+    #: Slurm owns the accounts' limits: a quota edit through the service is refused with this.
+    quota_owner: ClassVar[str] = (
+        "Slurm owns the accounts' GPU limits: change one with `sacctmgr modify account NAME set "
+        "GrpTRES=gres/gpu=N`; the service shows it at its next accounts read (at most 30 s)")
+    _facts: dict[str, QueueFacts] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self._fleet = self.base_fleet if self.base_fleet is not None else Fleet((), Fabric(), "slurm")
@@ -105,6 +111,10 @@ class SlurmSource(PolledSource):
                            "fairshare": f.fairshare} for f in v.fairshare],
         }
 
+    def queue_facts(self) -> dict[str, QueueFacts]:
+        """Per account: its nominal's basis and its sshare fair share (adapters/slurm/accounts.py)."""
+        return self._facts
+
     def label(self) -> str:
         return self.api.name
 
@@ -134,6 +144,7 @@ class SlurmSource(PolledSource):
         self._fleet, self._inp, self._table = fleet, inp, inp.nodes
         self._pending = {str(p.job.id): p.job for p in inp.pending}
         self._running = {str(r.job.id): r for r in inp.running}
+        self._read_accounts(view, fleet)
         oos = {n.name: n.state.split("+")[-1].lower() for n in snap.nodes if not n.schedulable}
         for r in view.reservations:
             if r.active(snap.taken_at):
@@ -153,6 +164,16 @@ class SlurmSource(PolledSource):
                              detail=final or "no longer in Slurm's queue")
 
         return self._changes(state, now, "Slurm", started, ended)
+
+    def _read_accounts(self, view: SlurmView, fleet: Fleet) -> None:
+        """Slurm's accounts as the tenancy the Queues page and ``/api/v1/queues`` show (not given
+        to the engine: Slurm enforces its limits and names them as the job's reason)."""
+        accounts = account_tenancy(view.associations, fleet) if view.associations else None
+        self.tenancy = accounts.tenancy if accounts is not None else None
+        shares = account_shares(view.fairshare)
+        basis = accounts.basis if accounts is not None else {}
+        self._facts = {name: QueueFacts(basis.get(name), shares.get(name))
+                       for name in sorted(basis.keys() | shares.keys())}
 
     # --- the engine ---------------------------------------------------------------------------
     def default_profile(self) -> Profile:

@@ -50,6 +50,16 @@ class SourceHealth:
     last_error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class QueueFacts:
+    """What a real source says of one of its queues beside the tenancy: where the queue's
+    nominal comes from (Slurm: ``GrpTRES`` or ``shares``) and its fair share in the source's own
+    terms (Slurm: sshare's effective usage ÷ normalized shares; 1.00 = exactly its share)."""
+
+    nominal_basis: str | None = None
+    share: float | None = None
+
+
 class SourceUnavailable(RuntimeError):
     """The source cannot be reached now (a submission is refused with 503, nothing stored)."""
 

@@ -115,6 +115,12 @@ class QueueView(BaseModel):
     #: share a weighted fair-share order compares; None without a nominal quota).
     decayed_usage_gpu_s: float
     weighted_share: float | None
+    #: Where ``nominal`` comes from over a real source: "GrpTRES" (Slurm's GPU limit on the
+    #: account) or "shares" (its fair-share slice of its parent's GPUs); None: the tenancy file.
+    nominal_basis: str | None = None
+    #: Who computed ``weighted_share``: "gpufleet" (running GPUs ÷ nominal ÷ weight) or
+    #: "sshare" (Slurm's effective usage ÷ normalized shares).
+    share_from: str = "gpufleet"
 
 
 class JobView(BaseModel):
@@ -196,6 +202,7 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
         c = used.setdefault(rj.job.tenant, Counter())
         for b in rj.bindings:
             c[model_of[snap.table.names[b.node]]] += b.request.gpus
+    facts = snap.extra.get("queue_facts")
     out = []
     for name in names:
         q = ten.tenant(name) if ten is not None else None
@@ -213,6 +220,9 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
         nominal = q.nominal_gpus if q is not None else 0
         running_gpus = sum(r.job.total_gpus for r in mine_r)
         share = running_gpus / nominal / (q.weight or 1.0) if q is not None and nominal > 0 else None
+        fact = facts.get(name) if isinstance(facts, dict) else None
+        if isinstance(facts, dict):
+            share = fact.share if fact is not None else None
         by_reason = Counter(reason_of(snap.statuses.get(j.id)) for j in mine_p)
         out.append(QueueView(
             name=name, cohort=q.cohort if q is not None else None,
@@ -220,7 +230,9 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
             running_gpus=running_gpus, pending_jobs=len(mine_p),
             pending_gpus=sum(j.total_gpus for j in mine_p),
             pending_by_reason={r: by_reason.get(r, 0) for r in REASONS},
-            decayed_usage_gpu_s=snap.usage.get(name, 0.0), weighted_share=share))
+            decayed_usage_gpu_s=snap.usage.get(name, 0.0), weighted_share=share,
+            nominal_basis=fact.nominal_basis if fact is not None else None,
+            share_from="sshare" if isinstance(facts, dict) else "gpufleet"))
     return out
 
 

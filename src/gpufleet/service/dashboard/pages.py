@@ -49,7 +49,7 @@ class Dashboard:
         self.svc = svc
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.globals.update(static=lambda p: f"/static/{p}", reason_words=present.REASON_WORDS,
-                                          node_class=present.node_class)
+                                          node_class=present.node_class, basis_words=present.BASIS_WORDS)
         self.templates.env.filters["plural"] = plural
         self.templates.env.globals["duration_words"] = duration_words
         self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())

@@ -31,6 +31,8 @@ REASON_WORDS = {
     "not_examined": "not yet examined by a cycle",
     "held": "held by hand",
 }
+#: Where a queue's nominal comes from over Slurm (views.QueueView.nominal_basis), in words.
+BASIS_WORDS = {"GrpTRES": "GrpTRES limit", "shares": "share of its parent"}
 #: Reasons that mean work is blocked (a page with any of them is never green).
 BLOCKED = ("quota", "capacity", "reservation", "unresolvable")
 
