@@ -5,7 +5,9 @@ The cluster is filled with two 4-node sbatch jobs, then a 2-node job submitted t
 waits for capacity. Each page must render Slurm's world with no console error and no serious or
 critical axe-core finding: the Overview counts the waiting job and shows it as the biggest
 waiting gang; the Jobs table lists the fillers and the waiting job by Slurm's ids; the job page
-gives the engine's reason (capacity) and the fillers as blockers; the Nodes map has the 8 nodes,
+gives the engine's reason (capacity) and the fillers as blockers; the Queues page has Slurm's
+accounts as queues in root's cohort (each nominal's basis said); History has the short job that
+ran for research (through our API) before the fill; the Nodes map has the 8 nodes,
 and a node's page its health layers (every node busy: allocatable 8 of 8, none free); a node
 drained in Slurm (``scontrol update State=DRAIN``) keeps its layers ok and has none allocatable;
 a study (other policies on today's queue) runs on Slurm's world with today's policy first.
@@ -57,6 +59,11 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         token = first_token(proc)
         api = httpx.Client(base_url=base, timeout=15, headers={"Authorization": f"Bearer {token}"})
         until(lambda: api.get("/healthz").json()["source_reachable"])
+        # a short job through our API, finished before the fill: History's per-tenant parts
+        done = api.post("/api/v1/jobs", json={"tenant": "research", "run_time": 5,
+                                              "pod_sets": [{"replicas": 1, "gpus": 2}]})
+        assert done.status_code == 201, done.text
+        until(lambda: api.get(f"/api/v1/jobs/{done.json()['id']}").json()["state"] == "finished", timeout=60)
         fillers = fill(slurm)
         until(lambda: api.get("/api/v1/summary").json()["running_jobs"] == 2)
         r = api.post("/api/v1/jobs", json={"tenant": "prod", "run_time": 120,
@@ -77,6 +84,20 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
 
         job = page(driver, f"{base}/jobs/{jid}", "job")
         assert "capacity" in job and any(f in job for f in fillers), job
+
+        # Slurm's accounts as queues: root's cohort with research (idle) and prod (1 pending)
+        queues = page(driver, f"{base}/queues", "queues")
+        assert "cohort root" in queues and "share of its parent" in queues, queues
+        named = {r.get_attribute("data-queue")
+                 for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-queue]")}
+        assert {"research", "prod"} <= named, named
+        assert "sshare" in queues
+
+        # History: the finished job by its account (2 GPUs for about 5 s)
+        history = page(driver, f"{base}/history", "history")
+        assert "1 finished job" in history and "research" in history, history
+        (h,) = [t for t in api.get("/api/v1/history").json() if t["tenant"] == "research"]
+        assert h["finished"] == 1 and 0 < h["gpu_hours"] < 2 * 60 / 3600 and h["wait_mean_s"] is not None
 
         nodes = api.get("/api/v1/nodes").json()
         fleet = page(driver, f"{base}/nodes", "nodes")

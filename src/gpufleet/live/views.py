@@ -15,6 +15,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import RunningJob
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.model.job import Job
 from gpufleet.sim.step import stranded_gpus
@@ -194,8 +195,6 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
     """One view per tenant queue: its quota per flavor against what it runs, and its queue."""
     ten = snap.tenancy
     names = [q.name for q in ten.tenants] if ten is not None else []
-    seen = sorted({j.tenant for j in snap.pending.values()} | {r.job.tenant for r in snap.running.values()})
-    names += [n for n in seen if n not in names]
     model_of = dict(zip(snap.table.names, (n.gpu for n in snap.fleet.nodes), strict=True))
     used: dict[str, Counter[str]] = {}
     for rj in snap.running.values():
@@ -203,11 +202,17 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
         for b in rj.bindings:
             c[model_of[snap.table.names[b.node]]] += b.request.gpus
     facts = snap.extra.get("queue_facts")
+    pending_of: dict[str, list[Job]] = {}
+    for j in snap.pending.values():   # one pass, not one per queue (100,000 jobs × each queue)
+        pending_of.setdefault(j.tenant, []).append(j)
+    running_of: dict[str, list[RunningJob]] = {}
+    for rj in snap.running.values():
+        running_of.setdefault(rj.job.tenant, []).append(rj)
+    names += [n for n in sorted(pending_of.keys() | running_of.keys()) if n not in names]
     out = []
     for name in names:
         q = ten.tenant(name) if ten is not None else None
-        mine_p = [j for j in snap.pending.values() if j.tenant == name]
-        mine_r = [r for r in snap.running.values() if r.job.tenant == name]
+        mine_p, mine_r = pending_of.get(name, []), running_of.get(name, [])
         u = used.get(name, Counter())
         flavors = []
         for flavor, fq in (q.quotas if q is not None else ()):

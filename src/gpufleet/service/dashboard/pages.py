@@ -34,6 +34,7 @@ from gpufleet.service.dashboard import (
     study_page,
     whatif_form,
 )
+from gpufleet.service.dashboard.cache import PerSnapshot
 from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
@@ -54,6 +55,7 @@ class Dashboard:
         self.templates.env.globals["duration_words"] = duration_words
         self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())
         self.jobs = jobs_table.ColumnCache()
+        self.derived = PerSnapshot()
         self.sampler = history.AllocationSampler(svc)
         self.notifier = stream.Notifier(svc.snapshot)
         self.studies = studies.Studies(lambda snap: whatif_form.today_profile(svc, snap))
@@ -109,11 +111,12 @@ def router(d: Dashboard) -> APIRouter:
             return d.render(request, template, who, active=active or path, **ctx)
 
     def overview_ctx(request: Request, who: Principal) -> dict:
-        return {"title": "Overview", "o": present.overview(d.svc.snapshot())}
+        return {"title": "Overview", "o": d.derived.get(d.svc.snapshot(), "overview", present.overview)}
 
     def queues_ctx(request: Request, who: Principal) -> dict:
         mine = who.tenant if who.role == "member" else None
-        return {"title": "Queues", "tree": present.queue_tree(d.svc.snapshot(), mine), "mine": mine}
+        qs = d.derived.get(d.svc.snapshot(), "queues", views.queues)
+        return {"title": "Queues", "tree": present.queue_tree(qs, mine), "mine": mine}
 
     def jobs_ctx(request: Request, who: Principal) -> dict:
         q = jobs_table.Query.parse(dict(request.query_params))

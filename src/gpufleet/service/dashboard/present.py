@@ -168,11 +168,11 @@ class CohortGroup:
     queues: list[tuple[views.QueueView, list[Bar]]]
 
 
-def queue_tree(snap: LiveSnapshot, tenant_first: str | None = None) -> list[CohortGroup]:
-    """Queues grouped by cohort (no cohort last); a member's own queue first in its group, and
-    its group first."""
+def queue_tree(queues: list[views.QueueView], tenant_first: str | None = None) -> list[CohortGroup]:
+    """Queues (``views.queues``) grouped by cohort (no cohort last); a member's own queue first
+    in its group, and its group first."""
     groups: dict[str, list] = {}
-    for q in views.queues(snap):
+    for q in queues:
         groups.setdefault(q.cohort or "", []).append((q, [bar(f) for f in q.flavors]))
     def key(item: tuple[str, list]) -> tuple[bool, bool, str]:
         name, qs = item
