@@ -3,11 +3,17 @@
 The loop publishes a new immutable ``LiveSnapshot`` after each tick and never changes one, so the
 snapshot object is its own version: a value built from it stays right for as long as it is the
 published one. At 100,000 pending jobs the Overview's figures (pending by reason, stranded GPUs,
-the biggest waiting gang) take ~0.2 s and the queue views ~0.3 s (bench/README.md, "Dashboard
+the biggest waiting gang) take ~0.25 s and the queue views ~0.4 s (bench/README.md, "Dashboard
 pages per snapshot"); without this every page load and every live fragment paid them again, for
-each browser. Holding the snapshot itself (not its ``id``) means a key can never be reused by a
-later object. The lock is held while a value is built: a second request for the same value waits
-for the first instead of building it twice (the GIL would run them one after the other anyway).
+each browser.
+
+A value that does not read the clock or the source's health (the queue views) is keyed by the
+snapshot's contents instead (``by_content``): when nothing moved, the loop publishes the last
+picture with only its time and health brought up to date (live/loop.py), and such a value is
+still right. The key holds the objects themselves (not their ``id``), so it can never match a
+later object that happens to reuse an address. The lock is held while a value is built: a
+second request for it waits for the first instead of building it twice (the GIL would run them
+one after the other anyway).
 """
 
 from __future__ import annotations
@@ -21,24 +27,31 @@ from gpufleet.live.snapshot import LiveSnapshot
 T = TypeVar("T")
 
 
+def _contents(snap: LiveSnapshot) -> tuple[object, ...]:
+    return (snap.pending, snap.running, snap.statuses, snap.table, snap.tenancy, snap.usage, snap.extra,
+            snap.fleet, snap.out_of_service)
+
+
 class PerSnapshot:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._snap: LiveSnapshot | None = None
-        self._values: dict[str, Any] = {}
+        self._entries: dict[str, tuple[tuple[object, ...], Any]] = {}
         #: Values built, and values answered from the cache (tests and benchmarks read them).
         self.built = 0
         self.hits = 0
 
-    def get(self, snap: LiveSnapshot, kind: str, build: Callable[[LiveSnapshot], T]) -> T:
-        """``build(snap)``, computed at most once for this snapshot and ``kind``."""
+    def get(self, snap: LiveSnapshot, kind: str, build: Callable[[LiveSnapshot], T],
+            by_content: bool = False) -> T:
+        """``build(snap)``, computed at most once for this snapshot (or, ``by_content``, for
+        these contents) and ``kind``."""
+        key = _contents(snap) if by_content else (snap,)
         with self._lock:
-            if self._snap is not snap:
-                self._snap, self._values = snap, {}
-            if kind in self._values:
+            entry = self._entries.get(kind)
+            if entry is not None and len(entry[0]) == len(key) and all(
+                    a is b for a, b in zip(entry[0], key, strict=True)):
                 self.hits += 1
-                return self._values[kind]
+                return entry[1]
             value = build(snap)
-            self._values[kind] = value
+            self._entries[kind] = (key, value)
             self.built += 1
             return value

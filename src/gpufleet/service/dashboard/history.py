@@ -2,7 +2,9 @@
 
 Finished jobs come from the store (``Store.history``: submit, start and end in source seconds);
 they are put in ``BUCKETS`` equal buckets of their end time over the window, per tenant:
-mean wait (start − submit), mean JCT (end − submit) and GPU-hours (GPUs × (end − start) / 3600).
+mean wait (start − submit, at least 0: Slurm stamps a start in whole seconds, so a job it started
+within the second the service stamped its submission would wait up to −1 s), mean JCT
+(end − submit) and GPU-hours (GPUs × (end − start) / 3600).
 Preemptions per bucket come from the decision stream (its ``preempt`` events still in the ring).
 Allocation over time is sampled by ``AllocationSampler`` on the loop's own thread (a loop sink:
 the one place the live node table may be read while the loop runs), at most once per
@@ -83,7 +85,7 @@ def history(svc: Service, sampler: AllocationSampler, wall_now: float) -> Histor
     for r in recs:
         b = bucket(r.end_time)
         counts[r.tenant][b] += 1
-        sums["wait"][r.tenant][b] += r.start_time - r.submit_time
+        sums["wait"][r.tenant][b] += max(0.0, r.start_time - r.submit_time)
         sums["jct"][r.tenant][b] += r.end_time - r.submit_time
         sums["gh"][r.tenant][b] += r.gpus * (r.end_time - r.start_time) / 3600.0
     tenants = sorted(counts)

@@ -115,7 +115,7 @@ def router(d: Dashboard) -> APIRouter:
 
     def queues_ctx(request: Request, who: Principal) -> dict:
         mine = who.tenant if who.role == "member" else None
-        qs = d.derived.get(d.svc.snapshot(), "queues", views.queues)
+        qs = d.derived.get(d.svc.snapshot(), "queues", views.queues, by_content=True)
         return {"title": "Queues", "tree": present.queue_tree(qs, mine), "mine": mine}
 
     def jobs_ctx(request: Request, who: Principal) -> dict:

@@ -115,7 +115,8 @@ def history(svc: Svc, who: Caller,
     out = []
     for tenant in sorted(set(by) | set(lost)):
         rows = by.get(tenant, [])
-        waits = sorted(r.start_time - r.submit_time for r in rows)
+        # at least 0: Slurm's start is in whole seconds, the service's submit stamp is not
+        waits = sorted(max(0.0, r.start_time - r.submit_time) for r in rows)
         pre, req, gpu_s = lost.get(tenant, (0, 0, 0.0))
         out.append(TenantHistory(
             tenant=tenant, finished=len(rows),

@@ -26,3 +26,22 @@ def test_pages_and_fragments_of_one_snapshot_share_one_computation(served_tenanc
     s.client.get("/ui/queues")
     assert d.derived.built == 3 and d.derived.hits == 5
     assert "b" in page and "1 job" in page
+
+
+def test_a_snapshot_where_nothing_moved_keeps_the_queues_but_not_the_overview(served_tenancy) -> None:
+    """A tick with nothing to do publishes the last picture with a new time (live/loop.py): the
+    Overview says how long ago the last cycle was, so it is built again; the queues are not."""
+    s = served_tenancy
+    submit(s, "j1", gpus=8, replicas=2)
+    s.tick()
+    sign_in(s, s.viewer)
+    d = s.client.app.state.dashboard
+    s.client.get("/")
+    s.client.get("/queues")
+    before = s.svc.snapshot()
+    s.tick(5.0)
+    after = s.svc.snapshot()
+    assert after is not before and after.pending is before.pending and after.now == before.now + 5.0
+    s.client.get("/")
+    s.client.get("/queues")
+    assert (d.derived.built, d.derived.hits) == (3, 1)
