@@ -6,8 +6,9 @@ waits for capacity. Each page must render Slurm's world with no console error an
 critical axe-core finding: the Overview counts the waiting job and shows it as the biggest
 waiting gang; the Jobs table lists the fillers and the waiting job by Slurm's ids; the job page
 gives the engine's reason (capacity) and the fillers as blockers; the Queues page has Slurm's
-accounts as queues in root's cohort (each nominal's basis said); History has the short job that
-ran for research (through our API) before the fill; the Nodes map has the 8 nodes,
+accounts as queues in root's cohort (each nominal's basis said); History has the two short jobs
+that ran before the fill, one for research through our API and one sbatch'ed for prod (from
+Slurm's accounting); the Nodes map has the 8 nodes,
 and a node's page its health layers (every node busy: allocatable 8 of 8, none free); a node
 drained in Slurm (``scontrol update State=DRAIN``) keeps its layers ok and has none allocatable;
 a study (other policies on today's queue) runs on Slurm's world with today's policy first.
@@ -59,11 +60,16 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         token = first_token(proc)
         api = httpx.Client(base_url=base, timeout=15, headers={"Authorization": f"Bearer {token}"})
         until(lambda: api.get("/healthz").json()["source_reachable"])
-        # a short job through our API, finished before the fill: History's per-tenant parts
+        # History's per-tenant parts: a short job through our API and one sbatch'ed beside it,
+        # both finished (and in Slurm's accounting) before the fill
         done = api.post("/api/v1/jobs", json={"tenant": "research", "run_time": 5,
                                               "pod_sets": [{"replicas": 1, "gpus": 2}]})
         assert done.status_code == 201, done.text
+        beside = slurm.run("sbatch", "--parsable", "-A", "prod", "--gres=gpu:1", "-t1", "-o", "/dev/null",
+                           "--wrap", "sleep 3").strip()
         until(lambda: api.get(f"/api/v1/jobs/{done.json()['id']}").json()["state"] == "finished", timeout=60)
+        until(lambda: slurm.run("sacct", "-X", "-n", "-P", "-j", f"{beside},{done.json()['id']}",
+                                "-o", "State").split() == ["COMPLETED", "COMPLETED"], timeout=60)
         fillers = fill(slurm)
         until(lambda: api.get("/api/v1/summary").json()["running_jobs"] == 2)
         r = api.post("/api/v1/jobs", json={"tenant": "prod", "run_time": 120,
@@ -93,11 +99,13 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         assert {"research", "prod"} <= named, named
         assert "sshare" in queues
 
-        # History: the finished job by its account (2 GPUs for about 5 s)
+        # History: both finished jobs by their accounts (2 GPUs for about 5 s; 1 GPU for about 3 s)
         history = page(driver, f"{base}/history", "history")
-        assert "1 finished job" in history and "research" in history, history
-        (h,) = [t for t in api.get("/api/v1/history").json() if t["tenant"] == "research"]
-        assert h["finished"] == 1 and 0 < h["gpu_hours"] < 2 * 60 / 3600 and 0 <= h["wait_mean_s"] < 60
+        assert "2 finished jobs" in history and "research" in history and "prod" in history, history
+        by = {t["tenant"]: t for t in api.get("/api/v1/history").json()}
+        assert by["research"]["finished"] == 1 and 0 < by["research"]["gpu_hours"] < 2 * 60 / 3600
+        assert by["prod"]["finished"] == 1 and 0 < by["prod"]["gpu_hours"] < 60 / 3600
+        assert 0 <= by["research"]["wait_mean_s"] < 60
 
         nodes = api.get("/api/v1/nodes").json()
         fleet = page(driver, f"{base}/nodes", "nodes")

@@ -23,11 +23,13 @@ drain that Slurm refuses is an event with the error, not a dead loop.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
+from gpufleet.adapters.slurm.accounting import FinishedRun, read_runs
 from gpufleet.adapters.slurm.accounts import account_shares, account_tenancy
 from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.controller import conf_path
@@ -36,7 +38,7 @@ from gpufleet.adapters.slurm.fleet_conf import read_fleet
 from gpufleet.adapters.slurm.mapping import MappingError, SbatchRequest, to_sbatch
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError
-from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
+from gpufleet.adapters.slurm.rest import SLOW_S, JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
 from gpufleet.adapters.slurm.writer import sleep_command
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
@@ -72,7 +74,11 @@ class SlurmSource(PolledSource):
     quota_owner: ClassVar[str] = (
         "Slurm owns the accounts' GPU limits: change one with `sacctmgr modify account NAME set "
         "GrpTRES=gres/gpu=N`; the service shows it at its next accounts read (at most 30 s)")
+    #: Slurm's accounting (sacct): the jobs that ended since an epoch second; None: not read.
+    accounting: Callable[[float], tuple[FinishedRun, ...]] | None = None
     _facts: dict[str, QueueFacts] = field(default_factory=dict, init=False)
+    _runs: tuple[float, float, tuple[FinishedRun, ...]] | None = field(default=None, init=False)
+    _runs_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
         self._fleet = self.base_fleet if self.base_fleet is not None else Fleet((), Fabric(), "slurm")
@@ -114,6 +120,22 @@ class SlurmSource(PolledSource):
     def queue_facts(self) -> dict[str, QueueFacts]:
         """Per account: its nominal's basis and its sshare fair share (adapters/slurm/accounts.py)."""
         return self._facts
+
+    def finished_runs(self, since: float) -> tuple[FinishedRun, ...]:
+        """Every job Slurm ran that ended at or after ``since``, from sacct (on the caller's
+        thread; read again at most every ``SLOW_S`` seconds, as the accounts are). Nothing when
+        there is no accounting to read (no slurmdbd) or it fails: History then has the jobs
+        submitted through the service only."""
+        if self.accounting is None:
+            return ()
+        with self._runs_lock:
+            at = self.wall()
+            if self._runs is None or at - self._runs[0] >= SLOW_S or since < self._runs[1]:
+                try:
+                    self._runs = (at, since, self.accounting(since))
+                except (SlurmCommandError, InputError, ValueError):
+                    self._runs = (at, since, ())
+            return tuple(r for r in self._runs[2] if r.end_time >= since)
 
     def label(self) -> str:
         return self.api.name
@@ -257,4 +279,5 @@ def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | Non
         api = SlurmRest(rest_url, JwtToken(run=cli, fixed=jwt, user=user), user=user, cli=cli)
     else:
         api = SlurmCommands(cli, slurm_conf=slurm_conf, check=True)
-    return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s)
+    return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s,
+                       accounting=lambda since: read_runs(cli, since))

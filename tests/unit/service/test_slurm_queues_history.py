@@ -1,4 +1,5 @@
-"""Queues over the ``slurm`` source: Slurm's accounts are the service's queues (API and Queues page).
+"""Queues and History over the ``slurm`` source: Slurm's accounts are the service's queues (API and
+Queues page), and History counts every job Slurm's accounting (sacct) lists, sbatch'ed ones too.
 
 Slurm as recorded (tests/data/slurmrestd, tests/unit/live/test_slurm_source.py's ``Replay``):
 4 nodes × 8 H100 = 32 GPUs; accounts research and prod under root, Share 1 each, no GPU limit,
@@ -7,16 +8,24 @@ and user root directly under root with Share 1; job 3 (prod, 3 nodes × 8 = 24 G
 fleet: ⌊32 × 1/(1 + 1 + 1)⌋ = 10 GPUs; prod uses 24, 24 − 10 = 14 above it (borrowed); research
 uses none and could lend its 10. sshare (nothing run yet): effective usage 0 on NormShares 1/3,
 so both fair shares are 0.00.
+
+History: sacct (tests/data/slurm/sacct-runs.txt, moved to an hour ago) lists job 1 (prod, 2 GPUs
+for 3 s) and job 2 (research, 16 GPUs for 4 s), neither submitted through the service, plus a
+PREEMPTED prod job of 8 GPUs that ran 600 s: prod has 2 finished jobs and
+(2 × 3 + 8 × 600) / 3600 = 4806 / 3600 GPU-hours, 1 preemption; research 16 × 4 / 3600.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
+from gpufleet.adapters.slurm.accounting import FinishedRun, parse_runs
 from gpufleet.adapters.slurm.accounts import associations_from_rest
 from gpufleet.live.slurm import SlurmSource
 from gpufleet.model.fleet import Fleet
@@ -27,13 +36,23 @@ from gpufleet.service.runtime import Service
 from ..live.test_slurm_source import DATA, Replay, recorded_view
 
 
+def recent_runs(since: float) -> tuple[FinishedRun, ...]:
+    """sacct's answer, its times moved so that the last job ended an hour ago."""
+    runs = parse_runs((DATA.parent / "slurm" / "sacct-runs.txt").read_text())
+    preempted = replace(runs[0], id="7", gpus=8, start_time=runs[0].start_time - 600.0,
+                        end_time=runs[0].start_time, state="PREEMPTED")
+    shift = time.time() - 3600.0 - max(r.end_time for r in runs)
+    return tuple(replace(r, submit_time=r.submit_time + shift, start_time=r.start_time + shift,
+                         end_time=r.end_time + shift) for r in (*runs, preempted))
+
+
 def slurm_service(tmp_path: Path) -> tuple[Service, TestClient, dict[str, str], str]:
     api = Replay()
     api.views = [replace(recorded_view(), associations=associations_from_rest(
         json.loads((DATA / "associations.json").read_text())))]
     cfg = ServiceConfig(fleet=Fleet(()), data_dir=tmp_path, source="slurm", run_loop=False,
                         argon2_time_cost=1, argon2_memory_kib=1024)
-    svc = Service(cfg, source=SlurmSource(api))    # reads Slurm once before serving
+    svc = Service(cfg, source=SlurmSource(api, accounting=recent_runs))   # reads Slurm once before serving
     token = svc.auth.create("admin")[0]
     return svc, TestClient(create_app(cfg, svc)), {"Authorization": f"Bearer {token}"}, token
 
@@ -86,3 +105,16 @@ def test_the_queues_page_shows_the_cohort_tree_bars_and_where_each_nominal_comes
         assert 'aria-label="24 in use of 10 nominal, 14 borrowed"' in page
         assert "share of its parent" in page and "sshare" in page
         assert "No queues" not in page
+
+
+def test_history_counts_the_jobs_slurms_accounting_lists_by_account(tmp_path: Path):
+    svc, client, admin, token = slurm_service(tmp_path)
+    with client:
+        by = {h["tenant"]: h for h in client.get("/api/v1/history", headers=admin).json()}
+        assert set(by) == {"prod", "research"}
+        assert by["prod"]["finished"] == 2 and by["prod"]["preemptions"] == 1
+        assert by["prod"]["gpu_hours"] == pytest.approx(4806 / 3600)
+        assert by["research"]["finished"] == 1 and by["research"]["gpu_hours"] == pytest.approx(16 * 4 / 3600)
+        assert by["research"]["wait_mean_s"] == 0.0
+        page = client.get(f"/history?token={token}").text
+        assert "3 finished jobs" in page and '"research"' in page and '"prod"' in page
