@@ -6,7 +6,8 @@ waits for capacity. Each page must render Slurm's world with no console error an
 critical axe-core finding: the Overview counts the waiting job and shows it as the biggest
 waiting gang; the Jobs table lists the fillers and the waiting job by Slurm's ids; the job page
 gives the engine's reason (capacity) and the fillers as blockers; the Queues page has Slurm's
-accounts as queues in root's cohort (each nominal's basis said); History has the two short jobs
+accounts as queues in root's cohort (prod's nominal its GrpTRES limit, set for the test, and
+research's its share); History has the two short jobs
 that ran before the fill, one for research through our API and one sbatch'ed for prod (from
 Slurm's accounting); the Nodes map has the 8 nodes,
 and a node's page its health layers (every node busy: allocatable 8 of 8, none free); a node
@@ -52,6 +53,8 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
     if why is not None:
         pytest.skip(why)
     port = free_port()
+    # read at the service's start: prod's queue has a GrpTRES nominal, research a shares one
+    slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=16")
     proc = serve(slurm, tmp_path / "data", port, "--slurmrestd", slurm.restd_url)
     driver = drained = None
     try:
@@ -94,6 +97,7 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         # Slurm's accounts as queues: root's cohort with research (idle) and prod (1 pending)
         queues = page(driver, f"{base}/queues", "queues")
         assert "cohort root" in queues and "share of its parent" in queues, queues
+        assert "0 / 16\nGrpTRES limit" in queues, queues
         named = {r.get_attribute("data-queue")
                  for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-queue]")}
         assert {"research", "prod"} <= named, named
@@ -141,3 +145,4 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         proc.wait(timeout=20)
         if drained is not None:
             slurm.run("scontrol", "update", f"NodeName={drained}", "State=RESUME", check=False)
+        slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=-1", check=False)

@@ -118,3 +118,18 @@ def test_history_counts_the_jobs_slurms_accounting_lists_by_account(tmp_path: Pa
         assert by["research"]["wait_mean_s"] == 0.0
         page = client.get(f"/history?token={token}").text
         assert "3 finished jobs" in page and '"research"' in page and '"prod"' in page
+
+
+def test_a_quota_what_if_over_slurm_needs_a_policy_that_reads_quotas(tmp_path: Path):
+    """Today's policy over Slurm (its priority and backfill, policies/slurm_like.py) admits every
+    job: Slurm enforces GrpTRES itself. A quota change alone would answer as if nothing changed,
+    so it is refused naming the field; with a policy named, the accounts' quotas are its input."""
+    svc, client, admin, _ = slurm_service(tmp_path)
+    body = {"job": {"tenant": "research", "run_time": 600, "pod_sets": [{"replicas": 1, "gpus": 8}]},
+            "seeds": 1, "horizon_s": 86400,
+            "quota": [{"tenant": "research", "flavor": "H100-80GB", "nominal": 0, "borrowing_limit": 0}]}
+    with client:
+        r = client.post("/api/v1/whatif", headers=admin, json=body)
+        assert r.status_code == 422 and r.json()["error"]["field"] == "quota", r.text
+        with_policy = client.post("/api/v1/whatif", headers=admin, json={**body, "policy": "gang-easy"})
+        assert with_policy.status_code == 200, with_policy.text
