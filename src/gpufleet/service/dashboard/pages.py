@@ -111,7 +111,10 @@ def router(d: Dashboard) -> APIRouter:
             return d.render(request, template, who, active=active or path, **ctx)
 
     def overview_ctx(request: Request, who: Principal) -> dict:
-        return {"title": "Overview", "o": d.derived.get(d.svc.snapshot(), "overview", present.overview)}
+        snap = d.svc.snapshot()
+        facts = d.derived.get(snap, "overview-facts", present.overview_facts, by_content=True)
+        o = d.derived.get(snap, "overview", lambda s: present.overview(s, facts))
+        return {"title": "Overview", "o": o}
 
     def queues_ctx(request: Request, who: Principal) -> dict:
         mine = who.tenant if who.role == "member" else None
