@@ -190,7 +190,8 @@ class SlurmSource(PolledSource):
     def _read_accounts(self, view: SlurmView, fleet: Fleet) -> None:
         """Slurm's accounts as the tenancy the Queues page and ``/api/v1/queues`` show (not given
         to the engine: Slurm enforces its limits and names them as the job's reason)."""
-        accounts = account_tenancy(view.associations, fleet) if view.associations else None
+        cluster = self.conf.cluster_name if self.conf is not None else None
+        accounts = account_tenancy(view.associations, fleet, cluster) if view.associations else None
         self.tenancy = accounts.tenancy if accounts is not None else None
         shares = account_shares(view.fairshare)
         basis = accounts.basis if accounts is not None else {}

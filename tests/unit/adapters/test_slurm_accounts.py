@@ -1,7 +1,7 @@
 """Slurm's accounts as the live tenancy (adapters/slurm/accounts.py), from real answers of
 slurmdbd: tests/data/slurmrestd/associations-nested.json (slurmrestd's associations) and
 tests/data/slurm/sacctmgr-assoc-live.txt (``sacctmgr -P show assoc
-format=Account,ParentName,User,Share,GrpTRES``), read from the same emulated cluster.
+format=Cluster,Account,ParentName,User,Share,GrpTRES``), read from the same emulated cluster.
 
 The recorded tree: under root the user association root (Share 1), lab (Share 2), prod (Share 1,
 GrpTRES=gres/gpu=8) and research (Share 1); under lab vision (Share 3, GrpTRES=gres/gpu=16)
@@ -89,3 +89,17 @@ def test_fair_share_is_effective_usage_over_normalized_shares_per_account():
     rows = (FairShare("root", "", 0.0, 0, 1.0, None), FairShare("prod", "", 0.2, 300, 0.3, None),
             FairShare("prod", "root", 1.0, 300, 0.3, 0.2), FairShare("research", "", 0.2, 100, 0.1, None))
     assert account_shares(rows) == {"prod": pytest.approx(1.5), "research": pytest.approx(0.5)}
+
+
+def test_only_this_clusters_accounts_are_read_when_slurmdbd_keeps_several():
+    """One slurmdbd for two clusters: gfq's accounts (the recorded ones) and another cluster's
+    ``other`` account; slurm.conf names gfq."""
+    rest = associations_from_rest(json.loads((DATA / "slurmrestd" / "associations-nested.json").read_text()))
+    assert {a.cluster for a in rest} == {"gfq"}
+    both = (*rest, Association("root", cluster="big"), Association("other", parent="root", cluster="big"))
+    assert set(nominals(both)) == {"research", "prod", "nlp", "vision", "other"}     # no cluster named
+    t = account_tenancy(both, H100, "gfq")
+    assert t is not None and {q.name for q in t.tenancy.tenants} == {"research", "prod", "nlp", "vision"}
+    cli = associations_from_sacctmgr("Cluster|Account|ParentName|User|Share|GrpTRES\n"
+                                     "big|root||||\nbig|other|root||1|gres/gpu=4\n")
+    assert {(a.cluster, a.account) for a in cli} == {("big", "root"), ("big", "other")}

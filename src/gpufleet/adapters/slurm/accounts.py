@@ -1,8 +1,9 @@
 """Slurm's accounts as the live service's tenancy: queues, cohorts and nominal quotas per GPU model.
 
 Read from slurmdbd's associations (slurmrestd ``/slurmdb/v0.0.38/associations``, or ``sacctmgr -P
-show assoc format=Account,ParentName,User,Share,GrpTRES``). The mapping, for the Queues page and
-``/api/v1/queues`` over ``--source slurm``:
+show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES``). One slurmdbd may keep several
+clusters' accounts: only those of this cluster (slurm.conf's ClusterName) are read. The mapping,
+for the Queues page and ``/api/v1/queues`` over ``--source slurm``:
 
 * an account without sub-accounts is a **queue** (tenant), in the **cohort** of its parent
   account; an account with sub-accounts is a cohort, under its own parent (``root`` on top). A
@@ -40,7 +41,7 @@ from gpufleet.model.fleet import Fleet
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.traces.slurm_sacct import parse_tres
 
-ASSOC_FORMAT = "Account,ParentName,User,Share,GrpTRES"
+ASSOC_FORMAT = "Cluster,Account,ParentName,User,Share,GrpTRES"
 GRPTRES, SHARES = "GrpTRES", "shares"
 
 
@@ -55,6 +56,8 @@ class Association:
     parent: str | None = None
     shares: int = 1
     gpu_caps: tuple[tuple[str, int], ...] = ()
+    #: The cluster it belongs to ("" when the answer does not say).
+    cluster: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +96,16 @@ def _caps_from_tres(tres: dict[str, str], where: str) -> tuple[tuple[str, int], 
 
 
 def associations_from_sacctmgr(text: str) -> tuple[Association, ...]:
-    """``sacctmgr -P show assoc format=Account,ParentName,User,Share,GrpTRES`` (header line kept)."""
+    """``sacctmgr -P show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES`` (header line
+    kept; the Cluster column may be left out)."""
     rows = parse_table(text, "sacctmgr assoc", ("Account", "ParentName", "User", "Share", "GrpTRES"))
     out = []
     for r in rows:
         share = r["Share"].strip()
         out.append(Association(r["Account"].strip(), r["User"].strip(), r["ParentName"].strip() or None,
                                int(share) if share.isdigit() else 1,
-                               _caps_from_tres(parse_tres(r["GrpTRES"]), f"Account={r['Account']}")))
+                               _caps_from_tres(parse_tres(r["GrpTRES"]), f"Account={r['Account']}"),
+                               r.get("Cluster", "").strip()))
     return tuple(out)
 
 
@@ -115,7 +120,8 @@ def associations_from_rest(data: dict[str, Any]) -> tuple[Association, ...]:
                             and t.get("count") is not None))
         shares = a.get("shares_raw")
         out.append(Association(str(a["account"]), str(a.get("user") or ""), a.get("parent_account") or None,
-                               int(shares) if isinstance(shares, int) and shares > 0 else 1, caps))
+                               int(shares) if isinstance(shares, int) and shares > 0 else 1, caps,
+                               str(a.get("cluster") or "")))
     return tuple(out)
 
 
@@ -139,8 +145,13 @@ def _cap_per_model(caps: tuple[tuple[str, int], ...], gpus: dict[str, int]) -> d
     return {m: out.get(m, 0) for m in gpus}
 
 
-def account_tenancy(assocs: tuple[Association, ...], fleet: Fleet) -> AccountTenancy | None:
-    """The tenancy of ``assocs`` over ``fleet`` (the module's mapping), or None without accounts."""
+def account_tenancy(assocs: tuple[Association, ...], fleet: Fleet,
+                    cluster: str | None = None) -> AccountTenancy | None:
+    """The tenancy of ``assocs`` over ``fleet`` (the module's mapping), or None without accounts.
+    ``cluster``: only its associations (and those that name none); when no association names
+    it (slurm.conf read here names another), all of them."""
+    if cluster and any(a.cluster == cluster for a in assocs):
+        assocs = tuple(a for a in assocs if a.cluster in (cluster, ""))
     accounts = {a.account: a for a in assocs if not a.user}
     if not any(name != ROOT for name in accounts):
         return None
