@@ -25,6 +25,7 @@ from gpufleet.adapters.slurm.accounts import (
     associations_from_rest,
     associations_from_sacctmgr,
 )
+from gpufleet.adapters.slurm.rest import parse_sshare
 from gpufleet.model.errors import InputError
 from gpufleet.testing.builders import fleet
 
@@ -103,3 +104,10 @@ def test_only_this_clusters_accounts_are_read_when_slurmdbd_keeps_several():
     cli = associations_from_sacctmgr("Cluster|Account|ParentName|User|Share|GrpTRES\n"
                                      "big|root||||\nbig|other|root||1|gres/gpu=4\n")
     assert {(a.cluster, a.account) for a in cli} == {("big", "root"), ("big", "other")}
+
+
+def test_sshare_of_the_recorded_tree_gives_every_account_a_share_and_no_user_row():
+    """tests/data/slurmrestd/sshare-nested.txt, read right after the accounts were made: nothing
+    has run, so every effective usage is 0 and every account's fair share 0.0 (root is left out)."""
+    rows = parse_sshare((DATA / "slurmrestd" / "sshare-nested.txt").read_text())
+    assert account_shares(rows) == {"lab": 0.0, "nlp": 0.0, "vision": 0.0, "prod": 0.0, "research": 0.0}
