@@ -5,7 +5,11 @@ The cluster is filled with two 4-node sbatch jobs, then a 2-node job submitted t
 waits for capacity. Each page must render Slurm's world with no console error and no serious or
 critical axe-core finding: the Overview counts the waiting job and shows it as the biggest
 waiting gang; the Jobs table lists the fillers and the waiting job by Slurm's ids; the job page
-gives the engine's reason (capacity) and the fillers as blockers; the Nodes map has the 8 nodes,
+gives the engine's reason (capacity) and the fillers as blockers; the Queues page has Slurm's
+accounts as queues in root's cohort (prod's nominal its GrpTRES limit, set for the test, and
+research's its share); History has the two short jobs
+that ran before the fill, one for research through our API and one sbatch'ed for prod (from
+Slurm's accounting); the Nodes map has the 8 nodes,
 and a node's page its health layers (every node busy: allocatable 8 of 8, none free); a node
 drained in Slurm (``scontrol update State=DRAIN``) keeps its layers ok and has none allocatable;
 a study (other policies on today's queue) runs on Slurm's world with today's policy first.
@@ -49,6 +53,8 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
     if why is not None:
         pytest.skip(why)
     port = free_port()
+    # read at the service's start: prod's queue has a GrpTRES nominal, research a shares one
+    slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=16")
     proc = serve(slurm, tmp_path / "data", port, "--slurmrestd", slurm.restd_url)
     driver = drained = None
     try:
@@ -57,6 +63,16 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         token = first_token(proc)
         api = httpx.Client(base_url=base, timeout=15, headers={"Authorization": f"Bearer {token}"})
         until(lambda: api.get("/healthz").json()["source_reachable"])
+        # History's per-tenant parts: a short job through our API and one sbatch'ed beside it,
+        # both finished (and in Slurm's accounting) before the fill
+        done = api.post("/api/v1/jobs", json={"tenant": "research", "run_time": 5,
+                                              "pod_sets": [{"replicas": 1, "gpus": 2}]})
+        assert done.status_code == 201, done.text
+        beside = slurm.run("sbatch", "--parsable", "-A", "prod", "--gres=gpu:1", "-t1", "-o", "/dev/null",
+                           "--wrap", "sleep 3").strip()
+        until(lambda: api.get(f"/api/v1/jobs/{done.json()['id']}").json()["state"] == "finished", timeout=60)
+        until(lambda: slurm.run("sacct", "-X", "-n", "-P", "-j", f"{beside},{done.json()['id']}",
+                                "-o", "State").split() == ["COMPLETED", "COMPLETED"], timeout=60)
         fillers = fill(slurm)
         until(lambda: api.get("/api/v1/summary").json()["running_jobs"] == 2)
         r = api.post("/api/v1/jobs", json={"tenant": "prod", "run_time": 120,
@@ -77,6 +93,23 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
 
         job = page(driver, f"{base}/jobs/{jid}", "job")
         assert "capacity" in job and any(f in job for f in fillers), job
+
+        # Slurm's accounts as queues: root's cohort with research (idle) and prod (1 pending)
+        queues = page(driver, f"{base}/queues", "queues")
+        assert "cohort root" in queues and "share of its parent" in queues, queues
+        assert "0 / 16\nGrpTRES limit" in queues, queues
+        named = {r.get_attribute("data-queue")
+                 for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-queue]")}
+        assert {"research", "prod"} <= named, named
+        assert "sshare" in queues
+
+        # History: both finished jobs by their accounts (2 GPUs for about 5 s; 1 GPU for about 3 s)
+        history = page(driver, f"{base}/history", "history")
+        assert "2 finished jobs" in history and "research" in history and "prod" in history, history
+        by = {t["tenant"]: t for t in api.get("/api/v1/history").json()}
+        assert by["research"]["finished"] == 1 and 0 < by["research"]["gpu_hours"] < 2 * 60 / 3600
+        assert by["prod"]["finished"] == 1 and 0 < by["prod"]["gpu_hours"] < 60 / 3600
+        assert 0 <= by["research"]["wait_mean_s"] < 60
 
         nodes = api.get("/api/v1/nodes").json()
         fleet = page(driver, f"{base}/nodes", "nodes")
@@ -112,3 +145,4 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
         proc.wait(timeout=20)
         if drained is not None:
             slurm.run("scontrol", "update", f"NodeName={drained}", "State=RESUME", check=False)
+        slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=-1", check=False)

@@ -29,74 +29,41 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from gpufleet.adapters.kubernetes.analyze import Analysis, analyze
+from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.types import CycleInput, CycleResult, Reservation, RunningJob
 from gpufleet.live.health import TRANSIENT
 from gpufleet.live.k8s_scheduler import KubeScheduler, SchedulerConfig
 from gpufleet.live.kube_api import KINDS, KubeApi
-from gpufleet.live.source import LiveEvent, SourceHealth, SourceRefused
+from gpufleet.live.source import LiveEvent, PolledSource, SourceRefused
 from gpufleet.model.fleet import Fabric, Fleet
 from gpufleet.model.job import Job
-from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.registry import profile as named_profile
 
 MODES = ("observer", "scheduler")
 
 
 @dataclass
-class KubernetesSource:
+class KubernetesSource(PolledSource):
     api: KubeApi
     mode: str = "observer"
     config: SchedulerConfig = field(default_factory=SchedulerConfig)
     poll_s: float = 2.0
     wall: Callable[[], float] = time.time
     name: str = "kubernetes"
-    external: bool = True
     #: Cordon and drain are kubectl's: the service does not take nodes out of service here.
     node_actions: bool = False
-    tenancy: Tenancy | None = None
-    reservations: tuple[Reservation, ...] = ()
-    out_of_service: dict[str, str] = field(default_factory=dict)
-    preemptions: int = 0
-    lost_gpu_s: float = 0.0
     analysis: Analysis | None = None
-    polls: int = 0
-    failures: int = 0
     scheduler: KubeScheduler = field(init=False)
-    _inp: CycleInput | None = None
-    _fleet: Fleet = field(default_factory=lambda: Fleet((), Fabric(), "kubernetes"))
-    _table: NodeTable | None = None
-    _pending: dict[str, Job] = field(default_factory=dict)
-    _running: dict[str, RunningJob] = field(default_factory=dict)
-    _seen: dict[str, str] = field(default_factory=dict)
-    _last_poll: float = float("-inf")
-    _ok: bool = False
-    _since: float | None = None
-    _last_error: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode {self.mode!r}: expected one of {', '.join(MODES)}")
         self.scheduler = KubeScheduler(self.api, self.config, clock=self.wall)
+        self._fleet = Fleet((), Fabric(), "kubernetes")
         self._table = NodeTable.from_fleet(self._fleet)
-
-    @property
-    def fleet(self) -> Fleet:
-        return self._fleet
-
-    @property
-    def table(self) -> NodeTable:
-        assert self._table is not None
-        return self._table
-
-    def pending(self) -> dict[str, Job]:
-        return self._pending
-
-    def running(self) -> dict[str, RunningJob]:
-        return self._running
 
     def about(self) -> dict[str, object]:
         a = self.analysis
@@ -104,25 +71,12 @@ class KubernetesSource:
                 "notes": list(a.notes) if a is not None else [],
                 "stranded_gpus": sum(s.gpus for s in a.stranded) if a is not None else 0}
 
-    def usage(self, now: float) -> dict[str, float]:
-        return {}
+    def label(self) -> str:
+        return f"API server ({self.mode})"
 
-    def health(self) -> SourceHealth:
-        what = f"API server ({self.mode})"
-        if self._ok:
-            return SourceHealth(True, f"{what}: {len(self._fleet.nodes)} nodes, {len(self._pending)} pending "
-                                f"gangs, {len(self._running)} running; read every {self.poll_s:g}s",
-                                self._since, self._last_error)
-        if self.polls == 0:
-            return SourceHealth(False, f"{what}: not read yet")
-        return SourceHealth(False, f"{what} unreachable: {self._last_error}", self._since, self._last_error)
-
-    def advance(self, now: float) -> list[LiveEvent]:
-        wall = self.wall()
-        if wall - self._last_poll < self.poll_s:
-            return []
-        self._last_poll = wall
-        return self.poll(now)
+    def read_summary(self) -> str:
+        return (f"{len(self._fleet.nodes)} nodes, {len(self._pending)} pending gangs, "
+                f"{len(self._running)} running")
 
     def poll(self, now: float) -> list[LiveEvent]:
         self.polls += 1
@@ -138,17 +92,10 @@ class KubernetesSource:
                 analysis = analyze(self.scheduler.snapshot(), now=self.wall(), defrag=False,
                                    profile=self.scheduler.cfg.profile)
         except TRANSIENT as e:
-            self.failures += 1
             for kind in KINDS:
                 self.scheduler.rv[kind] = None  # list afresh when it answers again
-            self._last_error = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
-            if not self._ok and self._since is not None:
-                return []
-            self._ok, self._since = False, self.wall()
-            return [LiveEvent(now, "source-down", detail=self._last_error)]
-        if not self._ok:
-            events.insert(0, LiveEvent(now, "source-up", detail=self.mode))
-            self._ok, self._since = True, self.wall()
+            return self._failed(now, f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}")
+        events = self._answered(now, self.mode) + events
         if analysis is not None:
             events += self._rebuild(analysis, now)
         return events
@@ -164,27 +111,11 @@ class KubernetesSource:
         self.out_of_service = {n.name: str(n.node.health).lower()
                                for n in analysis.nodes if not n.node.health.schedulable}
         state = {**dict.fromkeys(self._pending, "pending"), **dict.fromkeys(self._running, "running")}
-        events: list[LiveEvent] = []
-        for jid, st in state.items():
-            was = self._seen.get(jid)
-            if st == "pending" and was is None:
-                events.append(LiveEvent(now, "submit", jid, detail="seen in the API server"))
-            elif st == "running" and was != "running":
-                events.append(LiveEvent(now, "start", jid))
-        for jid in self._seen.keys() - state.keys():
-            events.append(LiveEvent(now, "finish", jid, detail="no longer in the API server"))
-        self._seen = state
-        return events
+        return self._changes(state, now, "the API server", lambda jid: LiveEvent(now, "start", jid),
+                             lambda jid: LiveEvent(now, "finish", jid, detail="no longer in the API server"))
 
-    def cycle_input(self, now: float, seed: int) -> CycleInput:
-        if self._inp is None:
-            return CycleInput(now=now, nodes=self.table.copy(), pending=[], running=[], seed=seed,
-                              profile=named_profile(self.scheduler.cfg.profile))
-        return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
-
-    def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:
-        self.reservations = result.reservations
-        return []
+    def default_profile(self) -> Profile:
+        return named_profile(self.scheduler.cfg.profile)
 
     def send(self, job: Job) -> str:
         raise SourceRefused("jobs come from the API server here: create the pods (or a JobSet/PodGroup) "

@@ -23,11 +23,14 @@ drain that Slurm refuses is an event with the error, not a dead loop.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import ClassVar, Protocol
 
+from gpufleet.adapters.slurm.accounting import FinishedRun, read_runs
+from gpufleet.adapters.slurm.accounts import account_shares, account_tenancy
 from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.controller import conf_path
 from gpufleet.adapters.slurm.engine_view import cycle_input, fleet_from_snapshot
@@ -35,16 +38,14 @@ from gpufleet.adapters.slurm.fleet_conf import read_fleet
 from gpufleet.adapters.slurm.mapping import MappingError, SbatchRequest, to_sbatch
 from gpufleet.adapters.slurm.queue import QueueSnapshot
 from gpufleet.adapters.slurm.reader import SlurmCli, SlurmCommandError
-from gpufleet.adapters.slurm.rest import JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
+from gpufleet.adapters.slurm.rest import SLOW_S, JwtToken, SlurmCommands, SlurmRefused, SlurmRest, SlurmView
 from gpufleet.adapters.slurm.writer import sleep_command
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
-from gpufleet.engine.types import CycleInput, CycleResult, Reservation, RunningJob
-from gpufleet.live.source import LiveEvent, SourceHealth, SourceRefused, SourceUnavailable
+from gpufleet.live.source import LiveEvent, PolledSource, QueueFacts, SourceRefused, SourceUnavailable
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fabric, Fleet
 from gpufleet.model.job import Job
-from gpufleet.model.tenancy import Tenancy
 from gpufleet.policies.slurm_like import slurm_like_profile
 
 
@@ -60,7 +61,7 @@ class SlurmApi(Protocol):
 
 
 @dataclass
-class SlurmSource:
+class SlurmSource(PolledSource):
     api: SlurmApi
     #: The fleet of slurm.conf (GPU models, topology); None: nodes as scontrol lists them.
     base_fleet: Fleet | None = None
@@ -68,51 +69,24 @@ class SlurmSource:
     poll_s: float = 3.0
     wall: Callable[[], float] = time.time
     name: str = "slurm"
-    #: Slurm decides: submissions, cancels and holds go to Slurm, in the caller's thread.
-    external: bool = True
-    tenancy: Tenancy | None = None
-    reservations: tuple[Reservation, ...] = ()
-    out_of_service: dict[str, str] = field(default_factory=dict)
-    preemptions: int = 0
-    lost_gpu_s: float = 0.0
     view: SlurmView | None = None
-    polls: int = 0
-    failures: int = 0
-    _inp: CycleInput | None = None
-    _fleet: Fleet = field(default_factory=lambda: Fleet((), Fabric(), "slurm"))
-    _table: NodeTable | None = None
-    _pending: dict[str, Job] = field(default_factory=dict)
-    _running: dict[str, RunningJob] = field(default_factory=dict)
-    _seen: dict[str, str] = field(default_factory=dict)  # job id -> "pending" / "running"
-    _last_poll: float = float("-inf")
-    _ok: bool = False
-    _since: float | None = None
-    _last_error: str = ""
+    #: Slurm owns the accounts' limits: a quota edit through the service is refused with this.
+    quota_owner: ClassVar[str] = (
+        "Slurm owns the accounts' GPU limits: change one with `sacctmgr modify account NAME set "
+        "GrpTRES=gres/gpu=N`; the service shows it at its next accounts read (at most 30 s)")
+    #: Slurm's accounting (sacct): the jobs that ended since an epoch second; None: not read.
+    accounting: Callable[[float], tuple[FinishedRun, ...]] | None = None
+    _facts: dict[str, QueueFacts] = field(default_factory=dict, init=False)
+    _runs: tuple[float, float, tuple[FinishedRun, ...]] | None = field(default=None, init=False)
+    _runs_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
-        if self.base_fleet is not None:
-            self._fleet = self.base_fleet
+        self._fleet = self.base_fleet if self.base_fleet is not None else Fleet((), Fabric(), "slurm")
         self._table = NodeTable.from_fleet(self._fleet)
-
-    # --- what the loop reads ------------------------------------------------------------------
-    @property
-    def fleet(self) -> Fleet:
-        return self._fleet
-
-    @property
-    def table(self) -> NodeTable:
-        assert self._table is not None
-        return self._table
 
     @property
     def profile(self) -> Profile | None:
         return self._inp.profile if self._inp is not None else None
-
-    def pending(self) -> dict[str, Job]:
-        return self._pending
-
-    def running(self) -> dict[str, RunningJob]:
-        return self._running
 
     def waiting(self) -> dict[str, tuple[str, str]]:
         """Pending jobs Slurm holds back for a reason no capacity resolves (held, a dependency,
@@ -143,31 +117,37 @@ class SlurmSource:
                            "fairshare": f.fairshare} for f in v.fairshare],
         }
 
-    def usage(self, now: float) -> dict[str, float]:
-        # Slurm's priority already holds fair share (PriorityWeightFairshare); sshare is shown
-        # beside the queue (``view.fairshare``), not fed to the engine a second time.
-        return {}
+    def queue_facts(self) -> dict[str, QueueFacts]:
+        """Per account: its nominal's basis and its sshare fair share (adapters/slurm/accounts.py)."""
+        return self._facts
 
-    def health(self) -> SourceHealth:
-        if self._ok:
-            q = self.view.queue if self.view is not None else None
-            detail = (f"{self.api.name}: {len(q.nodes) if q else 0} nodes, "
-                      f"{sum(j.pending for j in q.jobs) if q else 0} pending, "
-                      f"{sum(j.running for j in q.jobs) if q else 0} running; read every {self.poll_s:g}s")
-            return SourceHealth(True, detail, self._since, self._last_error)
-        if self.polls == 0 and not self._last_error:
-            return SourceHealth(False, f"{self.api.name}: not read yet", None, "")
-        return SourceHealth(False, f"{self.api.name} unreachable: {self._last_error}", self._since,
-                            self._last_error)
+    def finished_runs(self, since: float) -> tuple[FinishedRun, ...]:
+        """Every job Slurm ran that ended at or after ``since``, from sacct (on the caller's
+        thread; read again at most every ``SLOW_S`` seconds, as the accounts are). Nothing when
+        there is no accounting to read (no slurmdbd) or it fails: History then has the jobs
+        submitted through the service only."""
+        if self.accounting is None:
+            return ()
+        with self._runs_lock:
+            at = self.wall()
+            if self._runs is None or at - self._runs[0] >= SLOW_S or since < self._runs[1]:
+                try:
+                    self._runs = (at, since, self.accounting(since))
+                except (SlurmCommandError, InputError, ValueError):
+                    self._runs = (at, since, ())
+            return tuple(r for r in self._runs[2] if r.end_time >= since)
+
+    def label(self) -> str:
+        return self.api.name
+
+    def read_summary(self) -> str:
+        q = self.view.queue if self.view is not None else None
+        if q is None:
+            return "0 nodes, 0 pending, 0 running"
+        return (f"{len(q.nodes)} nodes, {sum(j.pending for j in q.jobs)} pending, "
+                f"{sum(j.running for j in q.jobs)} running")
 
     # --- polling ------------------------------------------------------------------------------
-    def advance(self, now: float) -> list[LiveEvent]:
-        wall = self.wall()
-        if wall - self._last_poll < self.poll_s:
-            return []
-        self._last_poll = wall
-        return self.poll(now)
-
     def poll(self, now: float) -> list[LiveEvent]:
         """Read Slurm once; the events of what changed since the last good read."""
         self.polls += 1
@@ -175,16 +155,8 @@ class SlurmSource:
             view = self.api.view()
         except (SlurmCommandError, InputError, ValueError, KeyError, TypeError) as e:
             # unreachable, refused, or an answer we cannot read: the loop goes on, health says why
-            self.failures += 1
-            first = not self._ok and self._since is not None
-            self._last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
-            if first:
-                return []
-            self._ok, self._since = False, self.wall()
-            return [LiveEvent(now, "source-down", detail=self._last_error)]
-        events = [] if self._ok else [LiveEvent(now, "source-up", detail=self.api.name)]
-        if not self._ok:
-            self._ok, self._since = True, self.wall()
+            return self._failed(now, str(e).splitlines()[0] if str(e) else type(e).__name__)
+        events = self._answered(now, self.api.name)
         self.view = view
         return events + self._rebuild(view.queue, view, now)
 
@@ -194,6 +166,7 @@ class SlurmSource:
         self._fleet, self._inp, self._table = fleet, inp, inp.nodes
         self._pending = {str(p.job.id): p.job for p in inp.pending}
         self._running = {str(r.job.id): r for r in inp.running}
+        self._read_accounts(view, fleet)
         oos = {n.name: n.state.split("+")[-1].lower() for n in snap.nodes if not n.schedulable}
         for r in view.reservations:
             if r.active(snap.taken_at):
@@ -201,32 +174,33 @@ class SlurmSource:
                     oos.setdefault(n, f"reservation {r.name}")
         self.out_of_service = oos
         state = {j.job_id: ("running" if j.running else "pending") for j in snap.jobs}
-        events: list[LiveEvent] = []
-        for jid, st in state.items():
-            was = self._seen.get(jid)
-            if st == "pending" and was is None:
-                events.append(LiveEvent(now, "submit", jid, detail="seen in Slurm"))
-            elif st == "running" and was != "running":
-                q = snap.job(jid)
-                started = q.start if q is not None and q.start is not None else now
-                events.append(LiveEvent(started, "start", jid, detail=",".join(q.node_list) if q else ""))
-        for jid in sorted(self._seen.keys() - state.keys()):
+
+        def started(jid: str) -> LiveEvent:
+            q = snap.job(jid)
+            at = q.start if q is not None and q.start is not None else now
+            return LiveEvent(at, "start", jid, detail=",".join(q.node_list) if q else "")
+
+        def ended(jid: str) -> LiveEvent:
             final = view.ended.get(jid)
-            events.append(LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
-                                    detail=final or "no longer in Slurm's queue"))
-        self._seen = state
-        return events
+            return LiveEvent(now, "cancel" if final == "CANCELLED" else "finish", jid,
+                             detail=final or "no longer in Slurm's queue")
+
+        return self._changes(state, now, "Slurm", started, ended)
+
+    def _read_accounts(self, view: SlurmView, fleet: Fleet) -> None:
+        """Slurm's accounts as the tenancy the Queues page and ``/api/v1/queues`` show (not given
+        to the engine: Slurm enforces its limits and names them as the job's reason)."""
+        cluster = self.conf.cluster_name if self.conf is not None else None
+        accounts = account_tenancy(view.associations, fleet, cluster) if view.associations else None
+        self.tenancy = accounts.tenancy if accounts is not None else None
+        shares = account_shares(view.fairshare)
+        basis = accounts.basis if accounts is not None else {}
+        self._facts = {name: QueueFacts(basis.get(name), shares.get(name))
+                       for name in sorted(basis.keys() | shares.keys())}
 
     # --- the engine ---------------------------------------------------------------------------
-    def cycle_input(self, now: float, seed: int) -> CycleInput:
-        if self._inp is None:
-            return CycleInput(now=now, nodes=self.table.copy(), pending=[], profile=slurm_like_profile(None),
-                              running=[], seed=seed)
-        return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
-
-    def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:
-        self.reservations = result.reservations
-        return []
+    def default_profile(self) -> Profile:
+        return slurm_like_profile(None)
 
     # --- effects: Slurm does them -------------------------------------------------------------
     def send(self, job: Job) -> str:
@@ -259,7 +233,7 @@ class SlurmSource:
             raise SourceRefused(str(e)) from None
         except SlurmCommandError as e:
             raise SourceUnavailable(str(e)) from None
-        self._last_poll = float("-inf")  # read the change at the next tick
+        self.read_again()
 
     def submit(self, job: Job, now: float) -> None:
         """Already in Slurm (``send``), or restored after a restart: the next poll shows it."""
@@ -281,7 +255,7 @@ class SlurmSource:
             argv.append("Reason=gpufleet")
         with contextlib.suppress(SlurmCommandError):  # the next poll shows the node as Slurm has it
             self.api.control(argv)
-        self._last_poll = float("-inf")
+        self.read_again()
 
 
 def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | None = None,
@@ -306,4 +280,5 @@ def slurm_source(*, rest_url: str | None, slurm_conf: str | None, jwt: str | Non
         api = SlurmRest(rest_url, JwtToken(run=cli, fixed=jwt, user=user), user=user, cli=cli)
     else:
         api = SlurmCommands(cli, slurm_conf=slurm_conf, check=True)
-    return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s)
+    return SlurmSource(api, fleet if fleet is not None and fleet.nodes else None, conf, poll_s,
+                       accounting=lambda since: read_runs(cli, since))

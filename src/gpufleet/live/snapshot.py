@@ -79,9 +79,10 @@ def take_snapshot(source: Source, now: float, statuses: Mapping[str, Status], la
 def _extra(source: Source) -> dict[str, object]:
     """What a real source knows beside its queue: ``waiting`` maps the jobs it holds back for a
     reason of its own (a Slurm hold, a dependency) to that reason in its words and in plain ones;
-    ``about`` is what it read beside (Slurm's partitions, reservations, accounts, fair share)."""
+    ``about`` is what it read beside (Slurm's partitions, reservations, accounts, fair share);
+    ``queue_facts`` what it says of its queues beside the tenancy (live/source.py ``QueueFacts``)."""
     out: dict[str, object] = {}
-    for name in ("waiting", "about"):
+    for name in ("waiting", "about", "queue_facts"):
         fn = getattr(source, name, None)
         if callable(fn):
             out[name] = fn()

@@ -15,6 +15,7 @@ from collections import Counter
 from pydantic import BaseModel
 
 from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.types import RunningJob
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.model.job import Job
 from gpufleet.sim.step import stranded_gpus
@@ -115,6 +116,12 @@ class QueueView(BaseModel):
     #: share a weighted fair-share order compares; None without a nominal quota).
     decayed_usage_gpu_s: float
     weighted_share: float | None
+    #: Where ``nominal`` comes from over a real source: "GrpTRES" (Slurm's GPU limit on the
+    #: account) or "shares" (its fair-share slice of its parent's GPUs); None: the tenancy file.
+    nominal_basis: str | None = None
+    #: Who computed ``weighted_share``: "gpufleet" (running GPUs ÷ nominal ÷ weight) or
+    #: "sshare" (Slurm's effective usage ÷ normalized shares).
+    share_from: str = "gpufleet"
 
 
 class JobView(BaseModel):
@@ -184,19 +191,24 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
     """One view per tenant queue: its quota per flavor against what it runs, and its queue."""
     ten = snap.tenancy
     names = [q.name for q in ten.tenants] if ten is not None else []
-    seen = sorted({j.tenant for j in snap.pending.values()} | {r.job.tenant for r in snap.running.values()})
-    names += [n for n in seen if n not in names]
     model_of = dict(zip(snap.table.names, (n.gpu for n in snap.fleet.nodes), strict=True))
     used: dict[str, Counter[str]] = {}
     for rj in snap.running.values():
         c = used.setdefault(rj.job.tenant, Counter())
         for b in rj.bindings:
             c[model_of[snap.table.names[b.node]]] += b.request.gpus
+    facts = snap.extra.get("queue_facts")
+    pending_of: dict[str, list[Job]] = {}
+    for j in snap.pending.values():   # one pass, not one per queue (100,000 jobs × each queue)
+        pending_of.setdefault(j.tenant, []).append(j)
+    running_of: dict[str, list[RunningJob]] = {}
+    for rj in snap.running.values():
+        running_of.setdefault(rj.job.tenant, []).append(rj)
+    names += [n for n in sorted(pending_of.keys() | running_of.keys()) if n not in names]
     out = []
     for name in names:
         q = ten.tenant(name) if ten is not None else None
-        mine_p = [j for j in snap.pending.values() if j.tenant == name]
-        mine_r = [r for r in snap.running.values() if r.job.tenant == name]
+        mine_p, mine_r = pending_of.get(name, []), running_of.get(name, [])
         u = used.get(name, Counter())
         flavors = []
         for flavor, fq in (q.quotas if q is not None else ()):
@@ -209,6 +221,9 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
         nominal = q.nominal_gpus if q is not None else 0
         running_gpus = sum(r.job.total_gpus for r in mine_r)
         share = running_gpus / nominal / (q.weight or 1.0) if q is not None and nominal > 0 else None
+        fact = facts.get(name) if isinstance(facts, dict) else None
+        if isinstance(facts, dict):
+            share = fact.share if fact is not None else None
         by_reason = Counter(reason_of(snap.statuses.get(j.id)) for j in mine_p)
         out.append(QueueView(
             name=name, cohort=q.cohort if q is not None else None,
@@ -216,7 +231,9 @@ def queues(snap: LiveSnapshot) -> list[QueueView]:
             running_gpus=running_gpus, pending_jobs=len(mine_p),
             pending_gpus=sum(j.total_gpus for j in mine_p),
             pending_by_reason={r: by_reason.get(r, 0) for r in REASONS},
-            decayed_usage_gpu_s=snap.usage.get(name, 0.0), weighted_share=share))
+            decayed_usage_gpu_s=snap.usage.get(name, 0.0), weighted_share=share,
+            nominal_basis=fact.nominal_basis if fact is not None else None,
+            share_from="sshare" if isinstance(facts, dict) else "gpufleet"))
     return out
 
 

@@ -344,7 +344,8 @@ class Service:
             self._refuse(who, "job.submit", sub.tenant,
                          f"{who.role} may not submit for tenant {sub.tenant!r}")
         ten = self.source.tenancy
-        if ten is not None and ten.tenant(sub.tenant) is None:
+        # an external source checks its own accounts and says so in its words (a 422 from it)
+        if ten is not None and not self.external and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
         return sub, body_hash(body)
@@ -513,6 +514,9 @@ class Service:
         if who.role != "admin":
             self._refuse(who, "quota.set", f"{tenant}/{flavor}",
                          f"{who.role} may not change quotas; admin only")
+        owner = getattr(self.source, "quota_owner", None)
+        if owner:
+            raise ApiError(409, f"{owner}.", "tenant")
         ten = self.source.tenancy
         if ten is None:
             raise ApiError(409, "this service runs without a tenancy (start it with --tenancy FILE)")

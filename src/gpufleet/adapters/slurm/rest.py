@@ -32,6 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpufleet.adapters.slurm.accounts import (
+    ASSOC_FORMAT,
+    Association,
+    FairShare,
+    account_names,
+    associations_from_rest,
+    associations_from_sacctmgr,
+)
 from gpufleet.adapters.slurm.controller import NoController, check_controller
 from gpufleet.adapters.slurm.hostlist import expand
 from gpufleet.adapters.slurm.mapping import SbatchRequest
@@ -46,6 +54,7 @@ from gpufleet.adapters.slurm.reader import (
     parse_squeue_json,
 )
 from gpufleet.adapters.slurm.writer import parse_job_id, sbatch_argv
+from gpufleet.model.errors import InputError
 from gpufleet.traces.slurm_sacct import parse_tres
 
 API = "v0.0.38"
@@ -89,19 +98,6 @@ class SlurmReservation:
         return self.start <= now < self.end
 
 
-@dataclass(frozen=True, slots=True)
-class FairShare:
-    """One ``sshare`` association row: ``fairshare`` in [0, 1] (1: has used nothing of its
-    share), ``raw_usage`` in decayed TRES-seconds."""
-
-    account: str
-    user: str
-    norm_shares: float
-    raw_usage: float
-    effective_usage: float
-    fairshare: float | None
-
-
 @dataclass(frozen=True)
 class SlurmView:
     """One poll: the queue and nodes, and what changes slowly beside them."""
@@ -110,6 +106,8 @@ class SlurmView:
     reservations: tuple[SlurmReservation, ...] = ()
     accounts: tuple[str, ...] = ()
     fairshare: tuple[FairShare, ...] = ()
+    #: The accounts with their parents, shares and GPU limits (what the queues are made of).
+    associations: tuple[Association, ...] = ()
     #: Jobs that ended and are still listed (for MinJobAge): job id -> final state (COMPLETED,
     #: CANCELLED, FAILED, TIMEOUT, …).
     ended: dict[str, str] = field(default_factory=dict)
@@ -292,16 +290,15 @@ class SlurmRest:
         queue = QueueSnapshot(taken_at, tuple(j for j in every if j.pending or j.running),
                               nodes_from_rest(self.get("nodes")))
         res = reservations_from_rest(self.get("reservations"))
-        accounts, shares = self._slow.get(self._accounts_and_shares)
-        return SlurmView(queue, res, accounts, shares, ended=_ended(every))
+        assocs, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, account_names(assocs), shares, ended=_ended(every), associations=assocs)
 
-    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
+    def _accounts_and_shares(self) -> tuple[tuple[Association, ...], tuple[FairShare, ...]]:
         try:
-            assoc = self._call("GET", f"/slurmdb/{API}/associations")
-            accounts = tuple(sorted({str(a["account"]) for a in assoc.get("associations") or []}))
+            assocs = associations_from_rest(self._call("GET", f"/slurmdb/{API}/associations"))
         except SlurmCommandError:
-            accounts = ()  # slurmdbd absent or not on JWT: the queue is still read
-        return accounts, _sshare(self.cli)
+            assocs = ()  # slurmdbd absent or not on JWT: the queue is still read
+        return assocs, _sshare(self.cli)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         out = self._call("POST", f"/slurm/{API}/job/submit", rest_job(request, command))
@@ -366,16 +363,17 @@ class SlurmCommands:
         queue = build_snapshot(squeue, self.run(["scontrol", "show", "node", "-o"]),
                                "", self.run(["scontrol", "show", "job", "-o"]), taken_at)
         res = parse_scontrol_reservations(self.run(["scontrol", "show", "reservation", "-o"]))
-        accounts, shares = self._slow.get(self._accounts_and_shares)
-        return SlurmView(queue, res, accounts, shares, ended=_ended(parse_squeue_json(squeue)))
+        assocs, shares = self._slow.get(self._accounts_and_shares)
+        return SlurmView(queue, res, account_names(assocs), shares, ended=_ended(parse_squeue_json(squeue)),
+                         associations=assocs)
 
-    def _accounts_and_shares(self) -> tuple[tuple[str, ...], tuple[FairShare, ...]]:
+    def _accounts_and_shares(self) -> tuple[tuple[Association, ...], tuple[FairShare, ...]]:
         try:
-            assoc = self.run(["sacctmgr", "-n", "-P", "show", "assoc", "format=Account"])
-            accounts = tuple(sorted({a.strip() for a in assoc.splitlines() if a.strip()}))
-        except SlurmCommandError:
-            accounts = ()
-        return accounts, _sshare(self.run)
+            assocs = associations_from_sacctmgr(self.run(["sacctmgr", "-P", "show", "assoc",
+                                                          f"format={ASSOC_FORMAT}"]))
+        except (SlurmCommandError, InputError):
+            assocs = ()
+        return assocs, _sshare(self.run)
 
     def submit(self, request: SbatchRequest, command: str) -> str:
         try:

@@ -1,8 +1,11 @@
 """The History page's series: waits, JCT and GPU-hours per tenant, preemptions, allocation.
 
-Finished jobs come from the store (``Store.history``: submit, start and end in source seconds);
+Finished jobs come from the store (``Store.history``: submit, start and end in source seconds) and,
+over Slurm, from its accounting as well (service/finished.py: jobs sbatch'ed directly too);
 they are put in ``BUCKETS`` equal buckets of their end time over the window, per tenant:
-mean wait (start − submit), mean JCT (end − submit) and GPU-hours (GPUs × (end − start) / 3600).
+mean wait (start − submit, at least 0: Slurm stamps a start in whole seconds, so a job it started
+within the second the service stamped its submission would wait up to −1 s), mean JCT
+(end − submit) and GPU-hours (GPUs × (end − start) / 3600).
 Preemptions per bucket come from the decision stream (its ``preempt`` events still in the ring).
 Allocation over time is sampled by ``AllocationSampler`` on the loop's own thread (a loop sink:
 the one place the live node table may be read while the loop runs), at most once per
@@ -17,6 +20,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from gpufleet.live.source import LiveEvent
+from gpufleet.service.finished import finished_jobs
 from gpufleet.service.runtime import Service
 
 BUCKETS = 48
@@ -67,8 +71,7 @@ class History:
 def history(svc: Service, sampler: AllocationSampler, wall_now: float) -> History:
     snap = svc.snapshot()
     now = snap.now
-    recs = [r for r in svc.store.history(since=now - WINDOW_S) if r.start_time is not None
-            and r.end_time is not None]
+    recs = finished_jobs(svc, now - WINDOW_S)
     t0 = min((r.end_time for r in recs), default=now - 3600.0)
     width = max(60.0, (now - t0) / BUCKETS)
     n = max(1, int((now - t0) // width) + 1)
@@ -83,7 +86,7 @@ def history(svc: Service, sampler: AllocationSampler, wall_now: float) -> Histor
     for r in recs:
         b = bucket(r.end_time)
         counts[r.tenant][b] += 1
-        sums["wait"][r.tenant][b] += r.start_time - r.submit_time
+        sums["wait"][r.tenant][b] += max(0.0, r.start_time - r.submit_time)
         sums["jct"][r.tenant][b] += r.end_time - r.submit_time
         sums["gh"][r.tenant][b] += r.gpus * (r.end_time - r.start_time) / 3600.0
     tenants = sorted(counts)
@@ -96,6 +99,9 @@ def history(svc: Service, sampler: AllocationSampler, wall_now: float) -> Histor
     for _, ev in svc.events.after(0, limit=10_000)[0]:
         if ev["kind"] == "preempt" and ev["t"] >= t0:
             pre[bucket(ev["t"])] += 1
+    for r in recs:   # jobs the source's accounting says ended preempted (Slurm: PREEMPTED)
+        if getattr(r, "preempted", False):
+            pre[bucket(r.end_time)] += 1
     samples = sampler.samples()
     ax = [wall_now + (t - now) for t, _, _ in samples]
     return History(

@@ -34,6 +34,7 @@ from gpufleet.service.dashboard import (
     study_page,
     whatif_form,
 )
+from gpufleet.service.dashboard.cache import PerSnapshot
 from gpufleet.service.dashboard.format import duration_words, plural, time_tag
 from gpufleet.service.errors import ApiError
 from gpufleet.service.runtime import Service
@@ -49,11 +50,12 @@ class Dashboard:
         self.svc = svc
         self.templates = Jinja2Templates(directory=str(HERE / "templates"))
         self.templates.env.globals.update(static=lambda p: f"/static/{p}", reason_words=present.REASON_WORDS,
-                                          node_class=present.node_class)
+                                          node_class=present.node_class, basis_words=present.BASIS_WORDS)
         self.templates.env.filters["plural"] = plural
         self.templates.env.globals["duration_words"] = duration_words
         self.templates.env.globals["wall_time"] = lambda t: time_tag(t, time.time())
         self.jobs = jobs_table.ColumnCache()
+        self.derived = PerSnapshot()
         self.sampler = history.AllocationSampler(svc)
         self.notifier = stream.Notifier(svc.snapshot)
         self.studies = studies.Studies(lambda snap: whatif_form.today_profile(svc, snap))
@@ -109,11 +111,15 @@ def router(d: Dashboard) -> APIRouter:
             return d.render(request, template, who, active=active or path, **ctx)
 
     def overview_ctx(request: Request, who: Principal) -> dict:
-        return {"title": "Overview", "o": present.overview(d.svc.snapshot())}
+        snap = d.svc.snapshot()
+        facts = d.derived.get(snap, "overview-facts", present.overview_facts, by_content=True)
+        o = d.derived.get(snap, "overview", lambda s: present.overview(s, facts))
+        return {"title": "Overview", "o": o}
 
     def queues_ctx(request: Request, who: Principal) -> dict:
         mine = who.tenant if who.role == "member" else None
-        return {"title": "Queues", "tree": present.queue_tree(d.svc.snapshot(), mine), "mine": mine}
+        qs = d.derived.get(d.svc.snapshot(), "queues", views.queues, by_content=True)
+        return {"title": "Queues", "tree": present.queue_tree(qs, mine), "mine": mine}
 
     def jobs_ctx(request: Request, who: Principal) -> dict:
         q = jobs_table.Query.parse(dict(request.query_params))

@@ -104,6 +104,9 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
             raise ApiError(422, f"flavor: the fleet has {', '.join(flavors)}", "flavor")
         if snap.tenancy is None or snap.tenancy.tenant(job.tenant) is None:
             raise ApiError(422, f"nominal: tenant {job.tenant!r} has no queue to change", "nominal")
+        if policy is None and getattr(svc.source, "quota_owner", None):
+            raise ApiError(422, f"nominal: today's policy over {svc.source.name} reads no quota (it enforces "
+                           "its own limits): choose a policy too", "nominal")
         tenancy = snap.tenancy.with_quota(job.tenant, flavor, FlavorQuota(nominal, None))
         words.append(f"tenant {job.tenant}'s {flavor} nominal quota {nominal}")
     if policy is not None:

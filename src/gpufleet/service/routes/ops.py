@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel
 
+from gpufleet.service.finished import evictions, finished_jobs
 from gpufleet.service.routes.deps import Admin, Caller, Svc, check_caller
 
 router = APIRouter(tags=["ops"])
@@ -104,18 +105,19 @@ class TenantHistory(BaseModel):
 def history(svc: Svc, who: Caller,
             since: Annotated[float, Query(ge=0, le=1e12, allow_inf_nan=False)] = 0.0) -> list[TenantHistory]:
     """Per tenant: the jobs finished since ``since`` (source time) with their waits, JCT and
-    GPU-hours; and, over the jobs submitted since then, the preemptions, node-failure requeues
-    and the work they lost (what the loop's decisions cost: recorded by the leader as each
-    eviction completes)."""
+    GPU-hours (over Slurm every job its accounting lists, sbatch'ed ones too); and, over the
+    jobs submitted since then, the preemptions, node-failure requeues and the work they lost
+    (what the loop's decisions cost: recorded by the leader as each eviction completes; over
+    Slurm also each job its accounting lists as PREEMPTED)."""
     by: dict[str, list] = {}
-    for r in svc.store.history(since):
-        if r.start_time is not None and r.end_time is not None:
-            by.setdefault(r.tenant, []).append(r)
-    lost = svc.store.evictions(since)
+    for r in finished_jobs(svc, since):
+        by.setdefault(r.tenant, []).append(r)
+    lost = evictions(svc, since)
     out = []
     for tenant in sorted(set(by) | set(lost)):
         rows = by.get(tenant, [])
-        waits = sorted(r.start_time - r.submit_time for r in rows)
+        # at least 0: Slurm's start is in whole seconds, the service's submit stamp is not
+        waits = sorted(max(0.0, r.start_time - r.submit_time) for r in rows)
         pre, req, gpu_s = lost.get(tenant, (0, 0, 0.0))
         out.append(TenantHistory(
             tenant=tenant, finished=len(rows),

@@ -88,6 +88,9 @@ def whatif(body: WhatIfIn, svc: Svc, who: Caller) -> WhatIfOut:
             raise ApiError(422, f"drain.{i}: no node {n!r}", f"drain.{i}")
     if body.policy is not None and body.policy not in PROFILES:
         raise ApiError(422, f"policy: expected one of {', '.join(PROFILES)}", "policy")
+    if body.quota and body.policy is None and getattr(svc.source, "quota_owner", None):
+        raise ApiError(422, f"quota: today's policy over {svc.source.name} reads no quota (it enforces its "
+                       "own limits): give a policy with the quota change", "quota")
     change = Change(tuple(body.drain), quota_changed(snap.tenancy, body.quota),
                     profile(body.policy, snap.fleet.fabric) if body.policy else None)
     base = svc.source.profile if hasattr(svc.source, "profile") else profile(svc.config.profile_name)

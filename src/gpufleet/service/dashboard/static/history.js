@@ -18,7 +18,10 @@
                 points: {show: c.x.length < 60}};
       }));
       var cols = [c.x].concat(names.map(function (n) { return c.lines[n]; }));
-      new uPlot({width: Math.max(300, el.clientWidth), height: 220, series: series,
+      // one instant alone would make uPlot stretch the time axis over years: show an hour round it
+      var lo = c.x[0], hi = c.x[c.x.length - 1];
+      var scales = hi - lo < 60 ? {x: {time: true, range: [lo - 1800, hi + 1800]}} : {};
+      new uPlot({width: Math.max(300, el.clientWidth), height: 220, series: series, scales: scales,
                  axes: [{}, {size: 50}]}, cols, el);
     });
   }
