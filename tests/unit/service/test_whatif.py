@@ -48,8 +48,15 @@ def test_draining_nodes_in_the_what_if_leaves_the_live_fleet_alone(served):
     ({"policy": "nope"}, "policy"),
     ({"horizon_s": 1e12}, "horizon_s"),
     ({"seeds": 0}, "seeds"),
+    ({"drains": ["node-0"]}, "drains"),
+    ({"quota": [{"tenant": "a", "flavor": "H100-80GB", "nominal": 8, "borrow": 8}]}, "quota.0.borrow"),
+    ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 8, "gpu_models": ["B200"]}]}},
+     "job.pod_sets.0"),
+    ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 1}, {"replicas": 9, "gpus": 8}]}},
+     "job.pod_sets.1"),
 ], ids=["a job with no pod sets", "an unknown node", "an unknown policy", "a horizon past 30 days",
-        "no seeds"])
+        "no seeds", "a misspelt field", "a misspelt quota field", "a GPU model the fleet lacks",
+        "a second pod set bigger than the fleet (9 of 8 nodes)"])
 def test_a_bad_what_if_is_a_422_naming_the_field(served, body, field):
     r = served.client.post("/api/v1/whatif", json=body, headers=served.viewer)
     assert r.status_code == 422
