@@ -2,7 +2,7 @@
 
     python bench/whatif_explain.py [--nodes 2000] [--pending 100000] [--explains 200]
                                    [--horizon-s 604800] [--seeds 1] [--full] [--cprofile FILE]
-                                   [--baseline OLD_WHATIF.py] [--rounds 2]
+                                   [--baseline-src DIR] [--rounds 2]
 
 The world is bench/serve_load.py's: NODES × 8 H100 in leaves of 32, PENDING jobs of 4–64 GPUs
 (the same seeded draws: tenant, run time 1–4 h, GPUs), all submitted at t=0, under the default
@@ -12,10 +12,9 @@ and publishes the snapshot the API answers from. Then:
    seeds 1 … SEEDS − 1 through ``fork_seeds``); wall and CPU seconds, the probe's wait, the
    simulator's events; with ``--full`` the same what-if run without the early stop too (the
    answer must be equal);
-   With ``--baseline`` (another version of live/whatif.py, e.g. ``git show
-   main:src/gpufleet/live/whatif.py > /tmp/old_whatif.py``), its ``fork`` and this tree's run on
-   the same snapshot in turn, ROUNDS times each, in this one process: CPU seconds of each and
-   their ratio (the machine is shared: a ratio from one run, not two);
+   With ``--baseline-src`` (another checkout's ``src``, e.g. /work/main/src), seed 0's what-if
+   runs in child processes, alternately over that source and this one, ROUNDS times each: the
+   CPU seconds of each and their ratio, measured in this one run (the machine is shared);
 2. explain: EXPLAINS calls of ``explain`` for random pending jobs; p50/p99 (the route adds the
    HTTP and JSON costs on top).
 A benchmark, not a test: it prints figures and asserts nothing.
@@ -25,17 +24,19 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import json
 import os
 import random
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+#: ``--src DIR`` (the children of ``--baseline-src``): import gpufleet from there instead.
+SRC = sys.argv[sys.argv.index("--src") + 1] if "--src" in sys.argv else str(ROOT / "src")
+sys.path.insert(0, SRC)
 
 from gpufleet.live.explain import explain  # noqa: E402
 from gpufleet.live.loop import LiveLoop  # noqa: E402
@@ -84,7 +85,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--full", action="store_true", help="Also run the what-if without the early stop.")
     ap.add_argument("--cprofile", type=Path, default=None, help="Write seed 0's cProfile stats here.")
-    ap.add_argument("--baseline", type=Path, default=None, help="Another live/whatif.py to compare with.")
+    ap.add_argument("--baseline-src", type=Path, default=None, help="Another checkout's src to compare with.")
+    ap.add_argument("--src", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--fork-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
     load0 = os.getloadavg()[0]
@@ -95,6 +98,12 @@ def main() -> None:
     prof = loop.source.profile
     probe = build_job(parse_submission({"id": "whatif-probe", "run_time": 3600,
                                         "pod_sets": [{"replicas": 8, "gpus": 8}]}), "whatif-probe", snap.now)
+    if a.fork_only:
+        c = cpu()
+        f = fork(snap, prof, Change(), probe, seed=0, horizon_s=a.horizon_s)
+        print(json.dumps({"cpu_s": round(cpu() - c, 2), "probe_start": f.probe_start, "started": f.started,
+                          "events": f.events}))
+        return
     out: dict = {"nodes": a.nodes, "pending": len(snap.pending), "running": len(snap.running),
                  "build_s": round(build_s, 1), "first_cycle_s": round(loop.last.duration_s, 2)}
     pr = cProfile.Profile() if a.cprofile is not None else None
@@ -114,19 +123,19 @@ def main() -> None:
         out["whatif_seed0_full"] = {"wall_s": round(time.perf_counter() - t, 2),
                                     "cpu_s": round(cpu() - c, 2), "equal": ff.probe_start == f0.probe_start,
                                     "events": ff.events, "pending_started": ff.started}
-    if a.baseline is not None:
-        spec = importlib.util.spec_from_file_location("baseline_whatif", a.baseline)
-        assert spec is not None and spec.loader is not None
-        old = importlib.util.module_from_spec(spec)
-        sys.modules["baseline_whatif"] = old  # dataclasses look their module up
-        spec.loader.exec_module(old)
+    if a.baseline_src is not None:
         cpu_s: dict[str, list[float]] = {"baseline": [], "this": []}
         for _ in range(a.rounds):
-            for name, fn, change in (("baseline", old.fork, old.Change()), ("this", fork, Change())):
-                c = cpu()
-                f = fn(snap, prof, change, probe, seed=0, horizon_s=a.horizon_s)
-                cpu_s[name].append(round(cpu() - c, 2))
-                assert (f.probe_start, f.started, f.events) == (f0.probe_start, f0.started, f0.events)
+            for name, src in (("baseline", a.baseline_src), ("this", Path(SRC))):
+                args = ["--fork-only", "--src", str(src), "--nodes", str(a.nodes),
+                        "--pending", str(a.pending), "--horizon-s", str(a.horizon_s)]
+                r = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True,
+                                   check=True)
+                child = json.loads(r.stdout)
+                cpu_s[name].append(child["cpu_s"])
+                if (child["probe_start"], child["started"], child["events"]) != (
+                        f0.probe_start, f0.started, f0.events):
+                    sys.exit(f"{name} answers otherwise: {child}")
         out["versus_baseline"] = {**cpu_s, "ratio": round(min(cpu_s["baseline"]) / min(cpu_s["this"]), 2)}
     if a.seeds > 1:
         t = time.perf_counter()

@@ -163,9 +163,8 @@ def _run(st: SimState, arrivals: list[Job], end: float, stop_at: str | None) -> 
             outcome |= HANDLERS[ev.kind](st, ev)
         if first:
             first = False
-            for job in arrivals:
-                st.cluster.submit(job)
-                st.arrived_now.append(job)
+            st.cluster.submit_all(arrivals)
+            st.arrived_now.extend(arrivals)
             st.events += len(arrivals)
             if arrivals:
                 outcome |= Outcome.ARRIVED
