@@ -178,20 +178,19 @@ def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job 
                horizon_s: float = 7 * 86400.0, jitter: float = 0.5) -> list[Fork]:
     """``fork`` for seeds 0 … seeds − 1, each in a child process (``os.fork``) where there is one.
 
-    A fork over 100,000 pending jobs a week ahead costs seconds of CPU (seed 0: 9 s here; a
+    A fork over 100,000 pending jobs a week ahead costs seconds of CPU (seed 0: 4.6 s here; a
     jittered seed, whose runs end at distinct instants, many times that). Run on a thread of the
     web server, it holds the interpreter that whole time (every other request waits behind it)
-    and shares it with the loop's cycles (33.9 s for seed 0 at 100,000 pending). A child process
-    has an interpreter of its own, sees the snapshot as it was (copy-on-write: nothing is copied
-    up front, and the snapshot is immutable anyway), and the seeds run side by side on the
-    machine's cores. The child only simulates, writes its pickled answer to a pipe and leaves
+    and shares it with the loop's cycles. A child process has an interpreter of its own, sees
+    the snapshot as it was (copy-on-write: nothing is copied up front, and the snapshot is
+    immutable anyway), and the seeds run side by side on the machine's cores, one per core at a
+    time. The child only simulates, writes its pickled answer to a pipe and leaves
     with ``os._exit`` (none of the parent's clean-up runs in it). Where there is no fork, or a
     child died without an answer, that seed runs here."""
     if not hasattr(os, "fork"):
         return [fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter)
                 for k in range(seeds)]
-    children = []
-    for k in range(seeds):
+    def start(k: int) -> tuple[int, int, int]:
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child
@@ -207,16 +206,26 @@ def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job 
             finally:
                 os._exit(code)
         os.close(w)
-        children.append((k, pid, r))
-    out = []
-    for k, pid, r in children:
+        return k, pid, r
+
+    def collect(k: int, pid: int, r: int) -> Fork:
         chunks = []
         while chunk := os.read(r, 1 << 16):
             chunks.append(chunk)
         os.close(r)
         _, status = os.waitpid(pid, 0)
         if status == 0 and chunks:
-            out.append(pickle.loads(b"".join(chunks)))
-        else:
-            out.append(fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter))
+            return pickle.loads(b"".join(chunks))
+        return fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter)
+
+    # At most one child per core at a time: more would only share the cores (and the loop's and
+    # the web server's share with them) and hold more copied pages at once.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    running: list[tuple[int, int, int]] = []
+    out = []
+    for k in range(seeds):
+        if len(running) >= cores:
+            out.append(collect(*running.pop(0)))
+        running.append(start(k))
+    out += [collect(*child) for child in running]
     return out

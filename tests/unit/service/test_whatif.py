@@ -75,3 +75,14 @@ def test_seeds_forked_into_child_processes_answer_what_the_same_forks_answer_her
     there = fork_seeds(snap, served.svc.source.profile, Change(), shape, 3)
     assert there == here
     assert here[0].probe_start == pytest.approx(snap.now + 3600, abs=1)
+
+
+def test_seeds_past_the_core_count_wait_for_a_free_core_and_answer_the_same(served, monkeypatch):
+    """One core: the 3 children run one after another; their answers are the in-process ones."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.tick()
+    snap = served.svc.snapshot()
+    shape = build_job(parse_submission({"id": "p", **probe(2)}), "p", snap.now)
+    here = [fork(snap, served.svc.source.profile, Change(), shape, seed=k) for k in range(3)]
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
+    assert fork_seeds(snap, served.svc.source.profile, Change(), shape, 3) == here
