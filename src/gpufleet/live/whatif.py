@@ -50,7 +50,8 @@ class Fork:
     seed: int
     #: The probe's start (source time), None when it did not start within the horizon.
     probe_start: float | None
-    #: Of the jobs pending now: how many started within the horizon, and their mean wait from now.
+    #: Of the jobs pending now: how many started within the horizon (or by the probe's start, where
+    #: the run stopped there), and their mean wait from now.
     started: int
     mean_wait_s: float | None
     events: int
