@@ -93,6 +93,36 @@ class _Store:
         self.n = i + 1
         return i
 
+    def extend(self, pjs: list[PendingJob]) -> range:
+        """``append`` of each of ``pjs`` in turn, each column written in one numpy step (a fork
+        of the live world queues 100,000 jobs at once); the rows they got."""
+        i, k = self.n, len(pjs)
+        if i + k > self.prio.size:
+            self._grow(i + k)
+        jobs = [pj.job for pj in pjs]
+        self.jobs.extend(pjs)
+        cls, tenant = [], []
+        for r, job in enumerate(jobs, i):
+            self.row_of[job.id] = r
+            key = job.shape_key
+            c = self._class_of.get(key)
+            if c is None:
+                c = self._class_of[key] = len(self.classes)
+                self.classes.append(key)
+            cls.append(c)
+            t = self._tenant_of.get(job.tenant)
+            if t is None:
+                t = self._tenant_of[job.tenant] = len(self.tenants)
+                self.tenants.append(job.tenant)
+            tenant.append(t)
+        self.prio[i:i + k] = [job.priority for job in jobs]
+        self.submit[i:i + k] = [job.submit_time for job in jobs]
+        self.est[i:i + k] = [job.estimate for job in jobs]
+        self.cls[i:i + k] = cls
+        self.tenant[i:i + k] = tenant
+        self.n = i + k
+        return range(i, i + k)
+
     def subset(self, rows: np.ndarray) -> _Store:
         """A new store holding only ``rows``, in order (this one is left unchanged)."""
         new = _Store(self.classes, self.tenants)
@@ -251,8 +281,22 @@ class PendingQueue(Sequence[PendingJob]):
         self._store.jobs[row] = pj
 
     def extend(self, jobs: Iterable[PendingJob]) -> None:
-        for pj in jobs:
-            self.add(pj)
+        """``add`` of each in turn; new ids (none queued, none twice) in one step."""
+        batch = list(jobs)
+        ids = {pj.job.id for pj in batch}
+        if len(ids) < len(batch) or not ids.isdisjoint(self._row):
+            for pj in batch:
+                self.add(pj)
+            return
+        rows = self._store.extend(batch)
+        if rows.stop > self._alive.size:
+            alive = np.zeros(max(2 * self._alive.size, rows.stop, 64), bool)
+            alive[: self._alive.size] = self._alive
+            self._alive = alive
+        self._alive[rows.start:rows.stop] = True
+        self._row.update(zip((pj.job.id for pj in batch), rows, strict=True))
+        self._added.extend(rows)
+        self._live = None
 
     def remove(self, job: JobId) -> PendingJob:
         """Take ``job`` out of the queue (it started, or was cancelled); KeyError if absent."""

@@ -232,23 +232,33 @@ class NodeTable:
     def take(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
         """Hold capacity for ``count`` pods of ``req``; a fractional pod also needs its ``slot``
         (a fractional request without one holds CPU and memory only)."""
-        before = int(self.gpu_free[node])
-        self.gpu_free[node] -= req.gpus * count
-        self.cpu_free[node] -= req.cpus * count
-        self.mem_free[node] -= req.memory_gb * count
+        gpu_free = self.gpu_free
+        before = int(gpu_free[node])
+        gpus = req.gpus * count
+        if gpus:  # a zero is skipped: x - 0 is x, and each numpy scalar update costs a call
+            gpu_free[node] -= gpus
+        if req.cpus:
+            self.cpu_free[node] -= req.cpus * count
+        if req.memory_gb:
+            self.mem_free[node] -= req.memory_gb * count
         pg = self.per_gpu
         if pg is not None:
             if slot is not None and req.is_fractional:
-                pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
-            elif req.gpus > 0 and pg.idle_configured[node] > self.gpu_free[node]:
-                pg.whole_taken(node, self.gpu_free)
+                pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], gpu_free)
+            elif req.gpus > 0 and pg.idle_configured[node] > gpu_free[node]:
+                pg.whole_taken(node, gpu_free)
         self._reindex(node, before)
 
     def give(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
-        before = int(self.gpu_free[node])
-        self.gpu_free[node] += req.gpus * count
-        self.cpu_free[node] += req.cpus * count
-        self.mem_free[node] += req.memory_gb * count
+        gpu_free = self.gpu_free
+        before = int(gpu_free[node])
+        gpus = req.gpus * count
+        if gpus:
+            gpu_free[node] += gpus
+        if req.cpus:
+            self.cpu_free[node] += req.cpus * count
+        if req.memory_gb:
+            self.mem_free[node] += req.memory_gb * count
         if slot is not None and req.is_fractional and self.per_gpu is not None:
             self.per_gpu.give(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
         self._reindex(node, before)

@@ -45,6 +45,9 @@ class LiveSnapshot:
     preemptions: int = 0
     lost_gpu_s: float = 0.0
     extra: dict[str, object] = field(default_factory=dict)
+    #: Answers readers derive from this picture and share (explain's per-shape parts, keyed by
+    #: what they depend on); fresh on every snapshot, ``replace`` included (not an init field).
+    derived: dict[object, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @cached_property
     def shapes(self) -> list[Job]:

@@ -109,15 +109,15 @@ def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int
     as they take until ``replicas`` are placed; nodes that take none are skipped); None when
     they hold fewer."""
     if replicas == 1:  # one pod: the first node in order that takes one (most gangs are one pod)
-        first = np.flatnonzero(slots[order] > 0)
+        first = (slots[order] > 0).nonzero()[0]
         return (order[first[:1]], np.ones(1, np.int64)) if first.size else None
     take = np.minimum(slots[order], replicas)
     if not take.all():
         order, take = order[take > 0], take[take > 0]
-    cum = np.cumsum(take)
+    cum = take.cumsum()
     if cum.size == 0 or int(cum[-1]) < replicas:
         return None
-    stop = int(np.searchsorted(cum, replicas)) + 1
+    stop = int(cum.searchsorted(replicas)) + 1
     counts = take[:stop].copy()
     counts[-1] -= int(cum[stop - 1]) - replicas
     return order[:stop], counts

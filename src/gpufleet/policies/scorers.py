@@ -40,10 +40,10 @@ def tightest(caps: np.ndarray, need: int) -> int | None:
     """The group (index into ``caps``) with the least capacity that still holds ``need``; the
     lowest index on ties; None when none does. Best fit at group level: big holes stay whole for
     big gangs (gang best fit's leaf, the topology search's node, domain, leaf and spine)."""
-    fitting = np.flatnonzero(caps >= need)
+    fitting = (caps >= need).nonzero()[0]  # methods, not np.* wrappers: this runs per gang search
     if not fitting.size:
         return None
-    return int(fitting[np.argmin(caps[fitting])])  # argmin keeps the lowest index on ties
+    return int(fitting[caps[fitting].argmin()])  # argmin keeps the lowest index on ties
 
 
 def first_best(nodes: np.ndarray, scores: np.ndarray) -> int:
@@ -71,9 +71,9 @@ def tightest_else_largest(caps: np.ndarray, need: int, *, tight_remainder: bool 
     one = tightest(caps, need)
     if one is not None:
         return np.array([one]), np.array([need])
-    order = np.argsort(-caps, kind="stable")
-    cum = np.cumsum(caps[order])
-    count = int(np.searchsorted(cum, need)) + 1  # fewest groups that hold the job
+    order = (-caps).argsort(kind="stable")
+    cum = caps[order].cumsum()
+    count = int(cum.searchsorted(need)) + 1  # fewest groups that hold the job
     groups = order[:count].copy()
     amounts = caps[groups].astype(np.int64)
     if count > order.size:
@@ -90,7 +90,7 @@ def tightest_else_largest(caps: np.ndarray, need: int, *, tight_remainder: bool 
 def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
     """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
     empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
-    cand = np.flatnonzero(mask)
+    cand = mask.nonzero()[0]
     if tie is None:
-        return cand[np.argsort(table.gpu_free[cand], kind="stable")]
+        return cand[table.gpu_free[cand].argsort(kind="stable")]
     return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.plan import PodBinding
@@ -92,6 +93,15 @@ class SimulatedCluster:
         self._views.add(PendingJob(job))
         if self.entered is not None:
             self.entered.append(job.id)
+
+    def submit_all(self, jobs: Sequence[Job]) -> None:
+        """``submit`` of each in turn, the engine's queue columns written at once."""
+        for job in jobs:
+            self.pending[job.id] = job
+            self.shapes.add(job)
+        self._views.extend([PendingJob(job) for job in jobs])
+        if self.entered is not None:
+            self.entered.extend(job.id for job in jobs)
 
     def withdraw(self, jid: JobId) -> Job | None:
         """Take a pending job out of the queue without starting it (its partial pods, if any, stay
@@ -204,7 +214,5 @@ def set_schedulable(table: NodeTable, node: int, ok: bool) -> None:
     if bool(table.schedulable[node]) == ok:
         return
     if table.index is not None:
-        top = table.index.hist.shape[1] - 1
-        free = min(max(int(table.gpu_free[node]), 0), top)
-        table.index.hist[int(table.model_idx[node]), free] += 1 if ok else -1
+        table.index.count(int(table.model_idx[node]), int(table.gpu_free[node]), 1 if ok else -1)
     table.schedulable[node] = ok

@@ -93,7 +93,7 @@ def simulate(fleet: Fleet, jobs: Sequence[Job], profile: Profile, *, seed: int =
     if failures is not None:
         install(st, failures, failures_until if failures_until is not None else horizon)
         handlers = {**HANDLERS, **FAILURE_HANDLERS}
-    with _batch_gc():
+    with batch_gc():
         Kernel(handlers, after_instant).run(st)
     return result_of(st, fleet, jobs, horizon, wallclock.perf_counter() - started_wall)
 
@@ -103,7 +103,7 @@ _GC_THRESHOLDS = (20_000, 20, 20)
 
 
 @contextmanager
-def _batch_gc() -> Iterator[None]:
+def batch_gc() -> Iterator[None]:
     """Python's cyclic collector tuned for one long batch run, and put back afterwards.
 
     A large run holds ~1M long-lived objects (100,000 jobs, their pods, the event heap); with the

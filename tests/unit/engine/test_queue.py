@@ -153,3 +153,27 @@ def test_positions_of_lists_where_the_asked_ids_sit_in_the_view_ascending(asked,
     ids = [f"j{i:04d}" for i in asked]
     expected = [k for k, p in enumerate(v) if p.job.id in set(ids)]
     assert v.positions_of(ids).tolist() == expected
+
+
+@pytest.mark.parametrize("again", [False, True], ids=["new ids: one bulk step",
+                                                     "an id already queued: one by one"])
+def test_extending_the_queue_equals_adding_its_jobs_one_by_one(again):
+    """Five jobs already queued (one removed), then 40 more of 3 tenants and 4 shapes at once;
+    with ``again`` the batch repeats j0003, which replaces the queued one as ``add`` does."""
+    first = [pj(i, t=float(i)) for i in range(5)]
+    batch = [PendingJob(job(f"j{i:04d}").tenant(("a", "b", "c")[i % 3]).priority(i % 2).at(float(i % 7))
+                        .gpus((1, 2, 4, 8)[i % 4]).build()) for i in range(10, 50)]
+    if again:
+        batch.insert(7, pj(3, prio=5))
+    one, bulk = PendingQueue(first), PendingQueue(first)
+    one.remove("j0001")
+    bulk.remove("j0001")
+    for p in batch:
+        one.add(p)
+    bulk.extend(batch)
+    for v in (lambda q: q.view(), lambda q: q.priority_order()):
+        a, b = v(one), v(bulk)
+        assert a.ids() == b.ids()
+        assert (a.cls == b.cls).all() and (a.est == b.est).all()
+        assert [a.classes[c] for c in a.cls] == [b.classes[c] for c in b.cls]
+    assert len(bulk) == len(one) == 4 + 40

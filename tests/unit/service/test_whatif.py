@@ -48,8 +48,15 @@ def test_draining_nodes_in_the_what_if_leaves_the_live_fleet_alone(served):
     ({"policy": "nope"}, "policy"),
     ({"horizon_s": 1e12}, "horizon_s"),
     ({"seeds": 0}, "seeds"),
+    ({"drains": ["node-0"]}, "drains"),
+    ({"quota": [{"tenant": "a", "flavor": "H100-80GB", "nominal": 8, "borrow": 8}]}, "quota.0.borrow"),
+    ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 8, "gpu_models": ["B200"]}]}},
+     "job.pod_sets.0"),
+    ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 1}, {"replicas": 9, "gpus": 8}]}},
+     "job.pod_sets.1"),
 ], ids=["a job with no pod sets", "an unknown node", "an unknown policy", "a horizon past 30 days",
-        "no seeds"])
+        "no seeds", "a misspelt field", "a misspelt quota field", "a GPU model the fleet lacks",
+        "a second pod set bigger than the fleet (9 of 8 nodes)"])
 def test_a_bad_what_if_is_a_422_naming_the_field(served, body, field):
     r = served.client.post("/api/v1/whatif", json=body, headers=served.viewer)
     assert r.status_code == 422
@@ -68,3 +75,14 @@ def test_seeds_forked_into_child_processes_answer_what_the_same_forks_answer_her
     there = fork_seeds(snap, served.svc.source.profile, Change(), shape, 3)
     assert there == here
     assert here[0].probe_start == pytest.approx(snap.now + 3600, abs=1)
+
+
+def test_seeds_past_the_core_count_wait_for_a_free_core_and_answer_the_same(served, monkeypatch):
+    """One core: the 3 children run one after another; their answers are the in-process ones."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.tick()
+    snap = served.svc.snapshot()
+    shape = build_job(parse_submission({"id": "p", **probe(2)}), "p", snap.now)
+    here = [fork(snap, served.svc.source.profile, Change(), shape, seed=k) for k in range(3)]
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0})
+    assert fork_seeds(snap, served.svc.source.profile, Change(), shape, 3) == here

@@ -5,9 +5,9 @@ from __future__ import annotations
 import statistics
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from gpufleet.live.whatif import Change, fork_seeds
+from gpufleet.live.whatif import Change, fork_seeds, never_fits
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.errors import ApiError
@@ -19,6 +19,7 @@ MAX_HORIZON_S = 30 * 86400.0
 
 
 class QuotaChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
     tenant: str = Field(pattern=NAME_PATTERN)
     flavor: str = Field(max_length=64)
     nominal: int = Field(ge=0, le=10_000_000)
@@ -26,6 +27,8 @@ class QuotaChange(BaseModel):
 
 
 class WhatIfIn(BaseModel):
+    #: A misspelt field ("drains") would otherwise be dropped and the answer be for another question.
+    model_config = ConfigDict(extra="forbid")
     #: A job of the trace format (id, submit_time optional): "when would this start?".
     job: dict | None = None
     drain: list[str] = Field(default_factory=list, max_length=100_000)
@@ -82,6 +85,10 @@ def whatif(body: WhatIfIn, svc: Svc, who: Caller) -> WhatIfOut:
         except BadSubmission as e:
             raise ApiError(422, f"job.{e}", f"job.{e.field}") from None
         probe = build_job(sub, sub.id or "whatif-probe", snap.now)
+        never = never_fits(snap.table, probe)
+        if never is not None:
+            raise ApiError(422, f"job.pod_sets.{never[0]}: can never start on this fleet: {never[1]}",
+                           f"job.pod_sets.{never[0]}")
     names = set(snap.table.names)
     for i, n in enumerate(body.drain):
         if n not in names:
