@@ -138,6 +138,10 @@ class LiveLoop:
             self._wall0 = self.clock()
         return self.epoch + (self.clock() - self._wall0) * self.speed
 
+    def anchor(self, clock: Callable[[], float], epoch: float, at: float) -> None:
+        """Source time is ``epoch`` when ``clock()`` reads ``at`` (processes sharing one clock)."""
+        self.clock, self.epoch, self._wall0 = clock, epoch, at
+
     def post(self, command: Command, arrival: Job | None = None) -> None:
         """Run ``command`` at the next tick. ``arrival``: the command only submits this job (the
         next cycle may then be answered from the engine's memo); any other command makes the next
@@ -241,13 +245,16 @@ class LiveLoop:
             began = time.monotonic()
             self._wake.clear()
             self.tick()
+            ended = time.monotonic()
             next_tick = began + self.tick_s
             self._wake.wait(max(0.0, next_tick - time.monotonic()))
             if self._wake.is_set() and not self._stop.is_set():
-                # woken: no sooner than the duty gap's end (the cycle may not run before it)
-                # and ``wake_gap_s`` after the last tick (a stream of submissions wakes it
-                # every few ms; each tick publishes a snapshot)
-                until = min(next_tick, max(began + self.wake_gap_s, self._next_cycle_wall))
+                # woken: no sooner than the duty gap's end (the cycle may not run before it),
+                # nor before ``duty`` × this tick's own time (at least ``wake_gap_s``) has passed
+                # since it ended: a stream of submissions wakes the loop every few ms, and a
+                # tick that applied some publishes a new snapshot (30 ms at 100,000 pending)
+                gap = max(self.wake_gap_s, self.duty * (ended - began))
+                until = min(next_tick, max(ended + gap, self._next_cycle_wall))
                 self._stop.wait(max(0.0, until - time.monotonic()))
 
     def stop(self) -> None:

@@ -112,6 +112,8 @@ class Service:
         epoch = time.time() if self.external else float(clock) if clock is not None else 0.0
         self.loop = LiveLoop(self.source, speed=1.0 if self.external else config.speed, tick_s=config.tick_s,
                              seed=config.seed, epoch=epoch)
+        if config.clock_anchor is not None and config.clock_epoch is not None and not self.external:
+            self.loop.anchor(time.time, config.clock_epoch, config.clock_anchor)
         self.events = EventRing()
         self.loop.sinks.append(self._persist)
         self.loop.sinks.append(self.events.extend)
@@ -126,7 +128,7 @@ class Service:
         self.loop.before_tick.append(self._pull)
         self.leadership = Leadership(self.store)
         self._listener: Listener | None = None
-        self.restored = self.changes.restore() if self.leadership.try_lead() else 0
+        self.restored = self.changes.restore() if config.lead and self.leadership.try_lead() else 0
         if self.external and self.leadership.leading:
             self.loop.tick()  # the first read before the first request: nodes and jobs at once
 
@@ -137,7 +139,7 @@ class Service:
             self.changes.pull()
 
     def start(self) -> None:
-        if not self.config.run_loop:
+        if not self.config.run_loop or not self.config.lead:
             return
         if self.leadership.leading:
             self._lead()
