@@ -141,8 +141,12 @@ class ChangeLog:
     ``fresh`` holds the jobs this process stored since the last pull, their ``Job`` built
     already, so the pull need not read and parse them again."""
 
-    def __init__(self, store: Store, source: Source, loop: LiveLoop, external: bool) -> None:
+    def __init__(self, store: Store, source: Source, loop: LiveLoop, external: bool,
+                 on_submit: Callable[[Job], None] | None = None) -> None:
         self.store, self.source, self.loop, self.external = store, source, loop, external
+        #: Called with each submitted job the pull applies (whichever process stored it: the
+        #: leader counts them for /metrics).
+        self.on_submit = on_submit
         self.cursor = 0
         self.fresh: dict[str, Job] = {}
 
@@ -201,6 +205,8 @@ class ChangeLog:
                                 str(e).splitlines()[0])
                     continue
             cmd = self._command(row, rec)
+            if row["kind"] == "submit" and isinstance(rec, Job) and self.on_submit is not None:
+                self.on_submit(rec)
             if cmd is not None:  # a submission only adds a job: the engine may reuse its memo
                 self.loop.post(cmd, rec if row["kind"] == "submit" else None)
 

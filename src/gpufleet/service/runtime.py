@@ -124,7 +124,8 @@ class Service:
         if config.demo_load:
             self.demo = DemoLoad(self, seed=config.seed)
             self.loop.before_tick.append(self.demo.feed)
-        self.changes = ChangeLog(self.store, self.source, self.loop, self.external)
+        self.changes = ChangeLog(self.store, self.source, self.loop, self.external,
+                                 on_submit=lambda job: self.metrics.submitted.labels(job.tenant).inc())
         self.loop.before_tick.append(self._pull)
         self.leadership = Leadership(self.store)
         self._listener: Listener | None = None
@@ -275,7 +276,6 @@ class Service:
     def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
         if not created:
             return self._replay(stored, rec.body_hash, rec.idempotency_key)
-        self.metrics.submitted.labels(job.tenant).inc()
         if self.leadership.leading and len(self.changes.fresh) < 200_000:
             self.changes.fresh[job.id] = job
         return stored, True

@@ -66,6 +66,8 @@ def run(cfg: ServiceConfig, host: str, parent: int, reply: Connection) -> None:
     except Exception as e:  # the store or the source cannot be opened: the front says so
         reply.send(("error", str(e).splitlines()[0] if str(e) else type(e).__name__))
         return
+    if svc.leading and svc.config.advertise_url:  # before the front passes anything on
+        svc.store.set_meta("leader_url", svc.config.advertise_url)
     reply.send(("ready", f"http://{host if ':' not in host else f'[{host}]'}:{port}", svc.restored,
                 svc.leading))
     reply.close()
