@@ -55,6 +55,7 @@ def advertised(host: str, port: int) -> str:
 def run(cfg: ServiceConfig, host: str, parent: int, reply: Connection) -> None:
     """The child: bind, build the service (restore when it leads), report the port, serve."""
     _die_with_parent(parent)
+    os.setpgrp()  # a Ctrl-C in the terminal reaches the front only, which stops this in order
     sys.setswitchinterval(0.001)
     try:
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
