@@ -127,24 +127,64 @@ def serve(
             raise fail(f"--policy {policy!r}: expected one of {', '.join(PROFILES)}")
     _check_port(host, port)
     store = _store(data_dir, db)
-    import uvicorn
-
-    from gpufleet.service.app import create_app
     from gpufleet.service.config import ServiceConfig
-    from gpufleet.service.runtime import Service
     url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
     cfg = ServiceConfig(fleet=the_fleet, tenancy=ten, data_dir=data_dir, db=db, source=source,
                         policy=policy, speed=speed, demo_load=demo_load, metrics_public=metrics_public,
                         slurm_rest=slurmrestd, slurm_conf=slurm_conf, slurm_user=slurm_user,
                         slurm_jwt=os.environ.get("SLURM_JWT") or None, kube_mode=kube_mode,
                         kubeconfig=kubeconfig, poll_s=poll_s, advertise_url=url)
+    if source != "virtual":  # one process: submissions go to the source from the request's thread
+        _run_one(cfg, store, host, port, url)
+        return
+    _run_split(cfg, store, host, port, url, the_fleet)
+
+
+def _run_one(cfg, store, host: str, port: int, url: str) -> None:  # noqa: ANN001
+    import uvicorn
+
+    from gpufleet.service.app import create_app
+    from gpufleet.service.runtime import Service
     svc = Service(cfg, store)
+    world = f"source {cfg.source}: {svc.source.health().detail}"
+    _announce(svc, store, url, world, svc.restored, svc.leading)
+    uvicorn.run(create_app(cfg, svc), host=host, port=port, log_level="warning", access_log=False)
+
+
+def _run_split(cfg, store, host: str, port: int, url: str, the_fleet) -> None:  # noqa: ANN001
+    """The front (this process: submissions, and every other request passed on) and the
+    scheduler process (the loop and the live world): service/front.py says why."""
+    import time
+    from dataclasses import replace
+
+    import uvicorn
+
+    from gpufleet.service.front import Front
+    from gpufleet.service.runtime import Service
+    from gpufleet.service.scheduler import Scheduler, SchedulerDied
+    clock = store.get_meta("clock")
+    cfg = replace(cfg, clock_epoch=float(clock) if clock is not None else 0.0, clock_anchor=time.time())
+    scheduler = Scheduler(cfg, host)
+    try:
+        scheduler.start()
+    except SchedulerDied as e:
+        raise fail(f"gpufleet serve: the scheduler process did not start: {e}") from None
+    try:
+        front = Service(replace(cfg, lead=False), store)
+        _announce(front, store, url, f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs",
+                  scheduler.restored, scheduler.leading)
+        uvicorn.run(Front(front, lambda: scheduler.url), host=host, port=port, log_level="warning",
+                    access_log=False, timeout_graceful_shutdown=5)
+    finally:
+        scheduler.stop()
+        store.close()
+
+
+def _announce(svc, store, url: str, world: str, restored: int, leading: bool) -> None:  # noqa: ANN001
     first = not store.tokens()
-    world = (f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs" if source == "virtual"
-             else f"source {source}: {svc.source.health().detail}")
     console.print(f"gpufleet serve: {url}  (API {url}/api/v1, docs {url}/api/v1/docs); store {store.url}; "
                   f"{world}; "
-                  f"{svc.restored} job(s) restored" + ("" if svc.leading else "; a follower (another "
+                  f"{restored} job(s) restored" + ("" if leading else "; a follower (another "
                   "replica leads the scheduler)"),
                   highlight=False, soft_wrap=True)
     if first:
@@ -152,7 +192,6 @@ def serve(
         console.print("first start: an admin token (shown once; `gpufleet serve token create` makes more):",
                       highlight=False, soft_wrap=True)
         print(token, flush=True)
-    uvicorn.run(create_app(cfg, svc), host=host, port=port, log_level="warning", access_log=False)
 
 
 @token_app.command("create")

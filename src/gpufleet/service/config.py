@@ -44,6 +44,13 @@ class ServiceConfig:
     #: Serve /metrics without a token (Prometheus scrapers often have none).
     metrics_public: bool = False
     seed: int = 0
+    #: False: a front (service/front.py) that stores what it is asked and never runs the loop.
+    lead: bool = True
+    #: Source time ``clock_epoch`` at wall time ``clock_anchor`` (``time.time()``): the front and
+    #: its scheduler process stamp submissions on one clock. None: the stored clock, from the
+    #: first reading on.
+    clock_epoch: float | None = None
+    clock_anchor: float | None = None
     #: The URL this replica serves at, written to the store when it leads (followers name it).
     advertise_url: str | None = None
     #: argon2id cost of token hashes (argon2-cffi's defaults; RFC 9106's second profile). Tests

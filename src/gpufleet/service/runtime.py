@@ -33,7 +33,7 @@ from gpufleet.live.virtual import VirtualSource
 from gpufleet.model.errors import InputError
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.model.tenancy import FlavorQuota, Tenancy
+from gpufleet.model.tenancy import FlavorQuota
 from gpufleet.policies.registry import UnknownPolicy, profile
 from gpufleet.service.auth import Auth, Principal
 from gpufleet.service.config import ServiceConfig
@@ -48,15 +48,15 @@ from gpufleet.service.jobs import (
     parse_submission,
     stored_body,
 )
-from gpufleet.service.leader import Leadership, commands_of
+from gpufleet.service.leader import NODE_ACTIONS, ChangeLog, Leadership
 from gpufleet.service.metrics import ServiceMetrics
 from gpufleet.service.store import Store
 from gpufleet.service.store.db import JobRecord, body_hash
 from gpufleet.service.store.schema import jobs as jobs_table
+from gpufleet.service.wake import Listener, listener_for
 
 SOURCES = ("virtual", "slurm", "kubernetes")
 log = logging.getLogger("gpufleet.service")
-NODE_ACTIONS = {"drain": False, "cordon": False, "fail": False, "uncordon": True}
 
 
 def make_source(config: ServiceConfig) -> Source:
@@ -116,6 +116,8 @@ class Service:
         epoch = time.time() if self.external else float(clock) if clock is not None else 0.0
         self.loop = LiveLoop(self.source, speed=1.0 if self.external else config.speed, tick_s=config.tick_s,
                              seed=config.seed, epoch=epoch)
+        if config.clock_anchor is not None and config.clock_epoch is not None and not self.external:
+            self.loop.anchor(time.time, config.clock_epoch, config.clock_anchor)
         self.events = EventRing()
         self.loop.sinks.append(self._persist)
         self.loop.sinks.append(self.events.extend)
@@ -126,118 +128,44 @@ class Service:
         if config.demo_load:
             self.demo = DemoLoad(self, seed=config.seed)
             self.loop.before_tick.append(self.demo.feed)
-        #: The last change-log row applied to the live world, and the jobs this replica stored
-        #: since (their Job built already: the pull need not read and parse them again).
-        self._cursor = 0
-        self._fresh: dict[str, Job] = {}
+        self.changes = ChangeLog(self.store, self.source, self.loop, self.external,
+                                 on_submit=lambda job: self.metrics.submitted.labels(job.tenant).inc())
         self.loop.before_tick.append(self._pull)
         self.leadership = Leadership(self.store)
-        self.restored = self._restore() if self.leadership.try_lead() else 0
+        self._listener: Listener | None = None
+        self.restored = self.changes.restore() if config.lead and self.leadership.try_lead() else 0
         if self.external and self.leadership.leading:
             self.loop.tick()  # the first read before the first request: nodes and jobs at once
 
     # --- lifecycle ----------------------------------------------------------------------------
-    def _restore(self) -> int:
-        """Put the store's live jobs, node states and quota edits back into the world. The change
-        log's last number is read first: what comes after it is applied by the pull, and what
-        both see is applied once (every command is idempotent)."""
-        self._cursor = self.store.last_change()
-        self._fresh.clear()
-        for row in self.store.quotas():
-            self.loop.post(self._quota_command(row["tenant"], row["flavor"], FlavorQuota(
-                row["nominal"], row["borrowing_limit"], row["lending_limit"])))
-        for node, state in sorted(self.store.node_states().items()):
-            if node in self.source.table.names:
-                self.loop.post(self._node_command(node, state))
-        recs = self.store.live_jobs()
-        # an external source holds its own jobs and still runs them (and stamps them with epoch
-        # seconds, past what a trace's submit_time allows): nothing to rebuild, its next read shows them
-        adopt = getattr(self.source, "adopt", None)
-        store, external = self.store, self.external
-
-        def submit_all(src: Source, now: float) -> list[LiveEvent]:
-            requeued = []
-            for r in sorted(recs, key=lambda r: r.state != "running"):  # running first: they hold nodes
-                job = job_from_body(r.body)
-                if job.id in src.pending() or job.id in src.running():
-                    continue
-                if r.state == "running" and not external:  # an external source still runs it
-                    if adopt is not None and r.placement and r.start_time is not None \
-                            and adopt(job, r.start_time, r.placement, now):
-                        continue
-                    requeued.append(r.id)
-                src.submit(job, now)
-            if requeued:
-                store.apply_job_updates((jid, {"state": "pending", "start_time": None, "placement": None})
-                                        for jid in requeued)
-            return []
-
-        if recs and not external:
-            self.loop.post(submit_all)
-        return len(recs)
-
     def _pull(self) -> None:
-        """Leader only, on the loop's thread before each tick: the change log's new rows, as loop
-        commands in their order."""
-        if not self.leadership.leading:
-            return
-        rows = self.store.changes_after(self._cursor)
-        if self.external:  # jobs went to the source on the request's thread: nodes and quota only
-            self._cursor = rows[-1]["seq"] if rows else self._cursor
-            rows = [r for r in rows if r["kind"] in ("node", "quota")]
-        for row, rec in commands_of(rows, self._fresh, self.store):
-            self._cursor = max(self._cursor, row["seq"])
-            if row["kind"] == "submit" and rec is not None and not isinstance(rec, Job):
-                try:
-                    rec = job_from_body(rec.body)
-                except ValueError as e:  # a stored body this build cannot read: skip it, keep going
-                    log.warning("change %s: job %s not applied (%s)", row["seq"], row["target"],
-                                str(e).splitlines()[0])
-                    continue
-            cmd = self._command(row, rec)
-            if cmd is not None:  # a submission only adds a job: the engine may reuse its memo
-                self.loop.post(cmd, rec if row["kind"] == "submit" else None)
-
-    def _command(self, row: dict[str, Any], rec: Job | JobRecord | None):  # noqa: ANN202 (a Command)
-        kind, target, data = row["kind"], row["target"], row["data"] or {}
-        if self.external and kind not in ("node", "quota"):
-            return None  # sent to the source on the request's thread; its next read shows it
-        if kind in ("submit", "release", "priority"):
-            if rec is None:
-                return None
-            job = rec if isinstance(rec, Job) else job_from_body(rec.body)
-            if kind == "priority":
-                def reprioritise(src: Source, now: float) -> list[LiveEvent]:
-                    if job.id in src.pending():
-                        src.replace(job)
-                        return [LiveEvent(now, "priority", job.id, detail=str(job.priority))]
-                    return []
-                return reprioritise
-            return self._submit_command(job, kind)
-        if kind in ("cancel", "hold"):
-            def withdraw(src: Source, now: float) -> list[LiveEvent]:
-                return [LiveEvent(now, kind, target)] if src.withdraw(target, now) else []
-            return withdraw
-        if kind == "node":
-            return self._node_command(target, data["action"])
-        if kind == "quota":
-            tenant, _, flavor = target.partition("/")
-            return self._quota_command(tenant, flavor, FlavorQuota(
-                data["nominal"], data.get("borrowing_limit"), data.get("lending_limit")))
-        return None
+        """Leader only: the change log's new rows, applied before each tick."""
+        if self.leadership.leading:
+            self.changes.pull()
 
     def start(self) -> None:
-        if not self.config.run_loop:
+        if not self.config.run_loop or not self.config.lead:
             return
         if self.leadership.leading:
-            self._announce()
-            self.loop.start()
-        self.leadership.watch(self._took_over, self.loop.stop)
+            self._lead()
+        self.leadership.watch(self._took_over, self._lost)
 
     def _took_over(self) -> None:
-        self.restored = self._restore()
+        self.restored = self.changes.restore()
+        self._lead()
+
+    def _lead(self) -> None:
+        """Run the loop, woken by every change another process commits (service/wake.py)."""
         self._announce()
+        if self._listener is None:
+            self._listener = listener_for(self.store.engine.url, self.store.sqlite, self.loop.wake).start()
         self.loop.start()
+
+    def _lost(self) -> None:
+        self.loop.stop()
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
 
     def _announce(self) -> None:
         if self.config.advertise_url:
@@ -245,7 +173,7 @@ class Service:
 
     def stop(self) -> None:
         self.leadership.stop()
-        self.loop.stop()
+        self._lost()
 
     @property
     def leading(self) -> bool:
@@ -353,9 +281,8 @@ class Service:
     def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
         if not created:
             return self._replay(stored, rec.body_hash, rec.idempotency_key)
-        self.metrics.submitted.labels(job.tenant).inc()
-        if self.leadership.leading and len(self._fresh) < 200_000:
-            self._fresh[job.id] = job
+        if self.leadership.leading and len(self.changes.fresh) < 200_000:
+            self.changes.fresh[job.id] = job
         return stored, True
 
     def _submit_external(self, who: Principal, sub: Any, body: Any, key: str | None,
@@ -386,15 +313,6 @@ class Service:
                 who, "job.submit", jid, None, {**_record_view(rec), "source": self.source.name}))
         self.metrics.submitted.labels(job.tenant).inc()
         return stored, created
-
-    @staticmethod
-    def _submit_command(job: Job, kind: str = "submit"):  # noqa: ANN205 (a loop Command)
-        def cmd(src: Source, now: float) -> list[LiveEvent]:
-            if job.id in src.pending() or job.id in src.running():
-                return []  # applied already (a new leader's restore and its pull both saw it)
-            src.submit(job, now)
-            return [LiveEvent(now, kind, job.id)]
-        return cmd
 
     def _replay(self, found: JobRecord, digest: str, key: str | None) -> tuple[JobRecord, bool]:
         if found.body_hash != digest:
@@ -462,23 +380,6 @@ class Service:
         return out
 
     # --- nodes and quota ----------------------------------------------------------------------
-    def _node_command(self, node: str, state: str):  # noqa: ANN202 (a loop Command)
-        def cmd(src: Source, now: float) -> list[LiveEvent]:
-            ok = NODE_ACTIONS[state]
-            if state == "fail" and isinstance(src, VirtualSource):
-                hit = src.fail_node(node, now)
-                src.out_of_service[node] = "fail"
-                return [LiveEvent(now, "fail", node=node)] + [
-                    LiveEvent(now, "requeue", jid, node, "its node failed",
-                              lost_gpu_s=src.failed_lost.get(jid, 0.0)) for jid in hit]
-            src.set_schedulable(node, ok)
-            if ok:
-                src.out_of_service.pop(node, None)
-            else:
-                src.out_of_service[node] = state
-            return [LiveEvent(now, state, node=node)]
-        return cmd
-
     def change_node(self, who: Principal, node: str, action: str) -> str:
         if who.role != "admin":
             self._refuse(who, f"node.{action}", node, f"{who.role} may not {action} nodes; admin only")
@@ -497,18 +398,6 @@ class Service:
                                                     {"state": after}))
             self.store.log_change(c, "node", node, {"action": action})
         return after
-
-    def _quota_command(self, tenant: str, flavor: str, q: FlavorQuota):  # noqa: ANN202
-        def cmd(src: Source, now: float) -> list[LiveEvent]:
-            ten = src.tenancy
-            if ten is None:
-                return []
-            tenants = tuple(replace(t, quotas=tuple((f, q if f == flavor else old) for f, old in t.quotas)
-                                    + (() if any(f == flavor for f, _ in t.quotas) else ((flavor, q),)))
-                            if t.name == tenant else t for t in ten.tenants)
-            src.tenancy = Tenancy(tenants=tenants, **{f: getattr(ten, f) for f in _TENANCY_REST})
-            return [LiveEvent(now, "quota", detail=f"{tenant}/{flavor} nominal={q.nominal}")]
-        return cmd
 
     def change_quota(self, who: Principal, tenant: str, flavor: str, q: FlavorQuota) -> None:
         if who.role != "admin":
@@ -539,7 +428,3 @@ class Service:
 
 def _quota_dict(q: FlavorQuota) -> dict[str, int | None]:
     return {"nominal": q.nominal, "borrowing_limit": q.borrowing_limit, "lending_limit": q.lending_limit}
-
-
-#: Tenancy's fields after ``tenants``, in order (a quota edit copies them).
-_TENANCY_REST = [f for f in Tenancy.__dataclass_fields__ if f not in ("tenants", "_by_name")]

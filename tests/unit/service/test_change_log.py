@@ -150,3 +150,23 @@ def test_under_easy_backfill_the_live_loop_carries_the_last_scan_on(tmp_path):
     finally:
         svc.stop()
         svc.store.close()
+
+
+def test_the_leader_counts_a_submission_another_process_stored_once(served):
+    """Under ``gpufleet serve`` the front stores the submissions and the leader answers /metrics:
+    the counter is the leader's, one per job its pull applied (the one submitted here through
+    the API and the one another Store wrote: 2)."""
+    served.post_job(job_body("here", gpus=8))
+    other = Store(served.svc.store.url)
+    try:
+        body = job_body("there", gpus=8)
+        now = time.time()
+        other.add_job(JobRecord("there", "default", "pending", 0, 8,
+                                stored_body(parse_submission(body), "there", 0.0), 0.0, None, None, None,
+                                body_hash(body), "front", now, now))
+    finally:
+        other.close()
+    served.tick()
+    served.tick()
+    text = served.client.get("/metrics", headers=served.admin).text
+    assert 'gpufleet_submitted_jobs_total{queue="default"} 2.0' in text

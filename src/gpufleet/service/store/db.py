@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from gpufleet.service.store.group import GroupCommit
 from gpufleet.service.store.schema import LIVE_STATES, audit, changes, jobs, meta, node_state, quota, tokens
+from gpufleet.service.wake import CHANNEL, Nudge
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 #: pg_advisory_lock key for migrations (any constant shared by all replicas): "gpuf" in ASCII.
@@ -150,6 +151,8 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
             event.listen(self.engine, "begin", _sqlite_begin)
         self._write = threading.Lock() if self.sqlite else None
+        #: Wakes the scheduler leader after a commit that logged a change (service/wake.py).
+        self._nudge = Nudge(parsed.database if self.sqlite else None)
         self.url = parsed.render_as_string(hide_password=True)
         try:
             self.migrate()
@@ -170,6 +173,7 @@ class Store:
 
     def close(self) -> None:
         self._commits.stop()
+        self._nudge.close()
         self.engine.dispose()
 
     @contextmanager
@@ -181,13 +185,22 @@ class Store:
             return
         with self._write, self.engine.connect() as conn:
             conn.execution_options(gpufleet_write=True)
-            with conn.begin():
-                yield conn
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                changed = conn.info.pop("gpufleet_changed", False)
+            if changed:
+                self._nudge.send()
 
     def _first_seq(self, c: Connection) -> int:
-        """The next change-log number, inside a write transaction (which holds it until commit)."""
+        """The next change-log number, inside a write transaction (which holds it until commit).
+        The leader is nudged when it commits: PostgreSQL's NOTIFY is delivered at commit, SQLite's
+        datagram is sent by ``writing`` once the commit returned."""
         if not self.sqlite:
-            c.exec_driver_sql(f"SELECT pg_advisory_xact_lock({CHANGES_LOCK})")
+            c.exec_driver_sql(f"SELECT pg_advisory_xact_lock({CHANGES_LOCK}), pg_notify('{CHANNEL}', '')")
+        else:
+            c.info["gpufleet_changed"] = True
         return int(c.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one()) + 1
 
     def log_change(self, c: Connection, kind: str, target: str, data: Any = None) -> int:

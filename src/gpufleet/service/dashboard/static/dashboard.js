@@ -58,7 +58,32 @@
     source.onopen = function () { say("live", "live"); };
     source.onerror = function () { say("lost", "reconnecting…"); };
     var again = false;
+    // A panel an action replaces (a form's POST) keeps its confirmation on screen for 1.5 s: the
+    // action's own decision event comes a few ms behind it (or before its answer), so a refresh
+    // that would land meanwhile is dropped and asked for again once the 1.5 s have passed.
+    var holdUntil = 0;
+    function isPost(event) {
+      var cfg = event.detail && event.detail.requestConfig;
+      return !!cfg && cfg.verb === "post";
+    }
+    body.addEventListener("htmx:beforeRequest", function (event) {
+      if (isPost(event)) holdUntil = Date.now() + 30000;
+    });
+    body.addEventListener("htmx:afterRequest", function (event) {
+      if (isPost(event)) holdUntil = event.detail.successful ? Date.now() + 1500 : 0;
+    });
+    body.addEventListener("htmx:beforeSwap", function (event) {
+      if (!isPost(event) && Date.now() < holdUntil) {
+        event.detail.shouldSwap = false;
+        if (!pending) refresh();
+      }
+    });
     function refresh() {
+      var hold = holdUntil - Date.now();
+      if (hold > 0) {
+        pending = setTimeout(function () { pending = null; again = false; refresh(); }, hold);
+        return;
+      }
       htmx.trigger(body, "fleet-changed");
       pending = setTimeout(function () {
         pending = null;
