@@ -297,6 +297,13 @@ class PendingQueue(Sequence[PendingJob]):
         self._row.update(zip((pj.job.id for pj in batch), rows, strict=True))
         self._added.extend(rows)
         self._live = None
+        if self.integral:
+            self.integral = all(float(x).is_integer() for pj in batch for ps in pj.job.pod_sets
+                                for x in (ps.request.gpus, ps.request.cpus, ps.request.memory_gb))
+        if self._shapes is not None:
+            for pj in batch:
+                self._shapes.add(pj.job)
+        self._bound += sum(bool(pj.bound) for pj in batch)
 
     def remove(self, job: JobId) -> PendingJob:
         """Take ``job`` out of the queue (it started, or was cancelled); KeyError if absent."""

@@ -98,7 +98,6 @@ class SimulatedCluster:
         """``submit`` of each in turn, the engine's queue columns written at once."""
         for job in jobs:
             self.pending[job.id] = job
-            self.shapes.add(job)
         self._views.extend([PendingJob(job) for job in jobs])
         if self.entered is not None:
             self.entered.extend(job.id for job in jobs)

@@ -177,3 +177,24 @@ def test_extending_the_queue_equals_adding_its_jobs_one_by_one(again):
         assert (a.cls == b.cls).all() and (a.est == b.est).all()
         assert [a.classes[c] for c in a.cls] == [b.classes[c] for c in b.cls]
     assert len(bulk) == len(one) == 4 + 40
+
+
+def test_the_bulk_step_keeps_integrality_partial_gangs_and_shape_classes_as_add_does():
+    """A queue whose shape classes were already asked for, then a batch of 3 new jobs at once: one
+    asks half a CPU (the queue is no longer integral) and one has a pod bound while it waits (a
+    partial gang). ``extend`` must say both, and its classes must list every job of the batch,
+    exactly as three ``add`` calls do (the cut and the EASY carry read all three)."""
+    fresh = [pj(i, t=float(i)) for i in range(3)]
+    half = PendingJob(job("j0100").cpus(0.5).build())
+    request = job("j0101").gpus(1).build().pod_sets[0].request
+    bound = PendingJob(job("j0101").gpus(2).build(), bound=(PodBinding("j0101", "main", 0, 0, request),))
+    batch = [half, bound, pj(102, t=5.0)]
+    one, bulk = PendingQueue(fresh), PendingQueue(fresh)
+    one.shapes, bulk.shapes  # noqa: B018 - built before the batch, then kept up to date
+    for p in batch:
+        one.add(p)
+    bulk.extend(batch)
+    assert one.integral is bulk.integral is False
+    assert one.partial and bulk.partial
+    assert bulk.shapes.joined_since(3) == one.shapes.joined_since(3) == ["j0100", "j0101", "j0102"]
+    assert bulk.shapes.classes == one.shapes.classes
