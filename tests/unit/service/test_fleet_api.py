@@ -106,13 +106,15 @@ def test_a_member_cannot_edit_quota(served_tenancy):
 
 def test_explain_gives_the_engines_chain_estimate_blockers_and_fixes(served):
     """8 nodes; "big" runs on all of them for an hour; "next" (2 nodes) waits for it: its estimate
-    is big's end (t=3600) and big is what blocks it; evicting big is the fix."""
+    is big's end (t=3600) and big is what blocks it; evicting big is the fix. The policy named is
+    the profile the service runs (gang-easy by default, docs/service.md), not its placer step."""
     served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
     served.tick()
     served.post_job(job_body("next", gpus=8, replicas=2))
     served.tick(60)
     e = served.client.get("/api/v1/jobs/next/explain", headers=served.viewer).json()
     assert e["state"] == "pending"
+    assert (e["policy"], e["policy_step"]) == ("gang-easy", "gang-bestfit")
     assert e["chain"]
     assert abs(e["estimated_start"] - 3600) < 1
     assert e["blockers"] == ["big"]
