@@ -294,7 +294,7 @@ class Service:
         is a 422 with its words, Slurm unreachable a 503; nothing is stored in either case."""
         with self._send_lock:
             if key is not None:
-                found = self.store.job_by_key(key)
+                found = self.store.job_by_key(sub.tenant, key)
                 if found is not None:
                     return self._replay(found, digest, key)
             t = self.loop.now()
