@@ -66,6 +66,16 @@ def test_an_idempotency_key_is_the_tenants_own(served_tenancy):
     assert other.status_code == 422 and "ja" not in other.text
 
 
+def test_a_job_naming_a_node_the_fleet_lacks_is_a_422_naming_eligible_nodes(served):
+    """"nope" is no node of the virtual fleet: refused and not stored; a real name is taken."""
+    r = served.post_job({**job_body("j1"), "eligible_nodes": ["nope"]})
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "eligible_nodes" and "'nope'" in r.json()["error"]["message"]
+    assert served.svc.store.job("j1") is None
+    name = served.svc.source.table.names[0]
+    assert served.post_job({**job_body("j1"), "eligible_nodes": [name]}).status_code == 201
+
+
 def test_a_job_id_taken_already_is_a_conflict(served):
     served.post_job(job_body("j1"))
     r = served.post_job(job_body("j1", gpus=2))
