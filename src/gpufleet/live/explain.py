@@ -21,7 +21,7 @@ from typing import cast
 import numpy as np
 from pydantic import BaseModel
 
-from gpufleet.engine.status import StatusCode
+from gpufleet.engine.status import Status, StatusCode
 from gpufleet.live.snapshot import LiveSnapshot
 from gpufleet.live.views import reason_of
 from gpufleet.model.job import Job
@@ -48,7 +48,9 @@ class Explanation(BaseModel):
     summary: str
     code: str | None = None
     reason: str | None = None
+    #: The profile the loop runs (policies/registry.py), and the step of it the status names.
     policy: str | None = None
+    policy_step: str | None = None
     #: The engine's chain of what held the job back, in phase order.
     chain: list[str] = []
     #: Per pod set, why nodes cannot take one more pod of it now.
@@ -180,6 +182,11 @@ def _when(snap: LiveSnapshot, t: float) -> str:
     return f"t={t:.0f}s (in {max(0.0, t - snap.now):.0f}s)"
 
 
+def _profile(snap: LiveSnapshot, st: Status | None) -> str | None:
+    name = snap.extra.get("profile")
+    return name if isinstance(name, str) else (st.policy if st else None)
+
+
 def explain(snap: LiveSnapshot, job_id: str) -> Explanation | None:
     """The explanation of one live job; None when the live world does not hold it."""
     rj = snap.running.get(job_id)
@@ -230,7 +237,8 @@ def explain(snap: LiveSnapshot, job_id: str) -> Explanation | None:
             summary += f"; estimated start {_when(snap, est)}"
     return Explanation(
         job=job_id, state="pending", summary=summary, code=str(st.code) if st else None,
-        reason=reason_of(st), policy=st.policy if st else None, chain=list(st.reasons) if st else [],
+        reason=reason_of(st), policy=_profile(snap, st), policy_step=st.policy if st else None,
+        chain=list(st.reasons) if st else [],
         node_counts=counts, estimated_start=est,
         estimated_wait_s=max(0.0, est - snap.now) if est is not None else None,
         estimate_basis=basis, planned_nodes=planned, blockers=blockers, fixes=fixes)

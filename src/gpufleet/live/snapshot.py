@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import Reservation, RunningJob
@@ -83,10 +84,24 @@ def _extra(source: Source) -> dict[str, object]:
     """What a real source knows beside its queue: ``waiting`` maps the jobs it holds back for a
     reason of its own (a Slurm hold, a dependency) to that reason in its words and in plain ones;
     ``about`` is what it read beside (Slurm's partitions, reservations, accounts, fair share);
-    ``queue_facts`` what it says of its queues beside the tenancy (live/source.py ``QueueFacts``)."""
-    out: dict[str, object] = {}
+    ``queue_facts`` what it says of its queues beside the tenancy (live/source.py ``QueueFacts``);
+    ``profile`` the name of the engine profile the loop runs (what explain names as the policy:
+    a status names only the placer step, e.g. gang-bestfit under gang-easy)."""
+    out: dict[str, object] = {"profile": _profile_name(source)}
     for name in ("waiting", "about", "queue_facts"):
         fn = getattr(source, name, None)
         if callable(fn):
             out[name] = fn()
     return out
+
+
+def _profile_name(source: Source) -> str | None:
+    """The running profile's name: the one the source decides with (a Slurm source's, once read),
+    else its default; None for a source that names none."""
+    prof = getattr(source, "profile", None)
+    if isinstance(prof, Profile):
+        return prof.name
+    try:
+        return source.default_profile().name
+    except NotImplementedError:
+        return None

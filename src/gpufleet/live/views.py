@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 from pydantic import BaseModel
 
 from gpufleet.engine.status import Status, StatusCode
@@ -40,15 +41,20 @@ def reason_of(status: Status | None) -> str:
 
 
 class GpuStates(BaseModel):
-    """allocated + free + unhealthy = total; stranded is the part of free no pending job can use."""
+    """allocated + free + drained + unhealthy = total; stranded is the part of free no pending job
+    can use."""
 
     total: int
     allocated: int
     free: int
     #: Free GPUs no pending job can use (wrong shape, model, CPU or memory used up).
     stranded: int
-    #: Free GPUs on nodes out of service (drained, cordoned, failed).
+    #: Free GPUs on nodes failed or unhealthy (a failed node, a health state but healthy, a
+    #: source's down node): what an "unhealthy GPU" alert should count.
     unhealthy: int
+    #: Free GPUs on healthy nodes taken out of service on purpose (drained, cordoned, maintenance,
+    #: a reservation): planned, so not unhealthy.
+    drained: int = 0
 
 
 class FleetSummary(BaseModel):
@@ -142,22 +148,37 @@ class JobView(BaseModel):
     estimated_start: float | None = None
 
 
+#: Out-of-service words (the service's node actions, Slurm's and Kubernetes' states) that say a
+#: person took the node out on purpose.
+PLANNED = frozenset({"drain", "drained", "draining", "drng", "cordon", "cordoned", "maint", "reserved"})
+
+
+def _planned(snap: LiveSnapshot, i: int) -> bool:
+    """Whether node i is out of service on purpose: a planned word and a healthy node."""
+    n = snap.fleet.nodes[i]
+    word = snap.out_of_service.get(n.id, "")
+    return str(n.health) == "healthy" and (word in PLANNED or word.startswith("reservation "))
+
+
 def fleet_summary(snap: LiveSnapshot) -> FleetSummary:
     t = snap.table
     total = int(t.gpu_total.sum())
     free = int(t.gpu_free.sum())
     down = ~t.schedulable
-    unhealthy = int(t.gpu_free[down].sum())
+    off = int(t.gpu_free[down].sum())
+    planned = [i for i in np.flatnonzero(down) if _planned(snap, int(i))]
+    drained = int(t.gpu_free[planned].sum()) if planned else 0
+    unhealthy = off - drained
     # stranded_gpus counts out-of-service nodes' free GPUs too (no pod fits there): they are
-    # "unhealthy" here, so the four states add up to the total
-    stranded = stranded_gpus(t, snap.shapes) - (unhealthy if snap.shapes else 0)
+    # drained or unhealthy here, so the states add up to the total
+    stranded = stranded_gpus(t, snap.shapes) - (off if snap.shapes else 0)
     by_reason = Counter(reason_of(snap.statuses.get(j)) for j in snap.pending)
     return FleetSummary(
         now=snap.now, source=snap.source, source_ok=snap.health.ok, source_detail=snap.health.detail,
         source_reachable=snap.health.ok, source_since=snap.health.since,
         source_last_error=snap.health.last_error, nodes=len(t), nodes_out_of_service=int(down.sum()),
-        gpus=GpuStates(total=total, allocated=total - free, free=free - unhealthy, stranded=stranded,
-                       unhealthy=unhealthy),
+        gpus=GpuStates(total=total, allocated=total - free, free=free - off, stranded=stranded,
+                       unhealthy=unhealthy, drained=drained),
         pending_jobs=len(snap.pending), running_jobs=len(snap.running),
         pending_by_reason={r: by_reason.get(r, 0) for r in REASONS},
         cycles=snap.cycles, last_cycle_s=snap.last_cycle.duration_s, preemptions=snap.preemptions,

@@ -52,7 +52,7 @@ class _Live(Collector):
             return
         s = views.fleet_summary(snap)
         g = GaugeMetricFamily("gpufleet_gpus", "GPUs by state", labels=["state"])
-        for state in ("allocated", "free", "stranded", "unhealthy"):
+        for state in ("allocated", "free", "stranded", "drained", "unhealthy"):
             g.add_metric([state], getattr(s.gpus, state))
         yield g
         qs = views.queues(snap)

@@ -108,6 +108,9 @@ class Service:
         self.auth = Auth(self.store, config.argon2_time_cost, config.argon2_memory_kib)
         self.source = source if source is not None else make_source(config)
         self.external = is_external(self.source)
+        #: The fleet's node names, for a submission's ``eligible_nodes`` (a virtual fleet's are
+        #: fixed; Slurm and Kubernetes judge their own).
+        self._node_names = frozenset() if self.external else frozenset(n.id for n in self.source.fleet.nodes)
         #: One submission at a time to an external source: the idempotency check and the
         #: submission must not interleave, or two retries could both reach Slurm.
         self._send_lock = threading.Lock()
@@ -276,6 +279,12 @@ class Service:
         if ten is not None and not self.external and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
+        if not self.external and sub.eligible_nodes:
+            unknown = sorted(set(sub.eligible_nodes) - self._node_names)
+            if unknown:
+                raise ApiError(422, f"eligible_nodes: no node {unknown[0]!r} in the fleet "
+                               f"({len(unknown)} of {len(sub.eligible_nodes)} names unknown)",
+                               "eligible_nodes")
         return sub, body_hash(body)
 
     def _accepted(self, stored: JobRecord, created: bool, rec: JobRecord, job: Job) -> tuple[JobRecord, bool]:
@@ -294,7 +303,7 @@ class Service:
         is a 422 with its words, Slurm unreachable a 503; nothing is stored in either case."""
         with self._send_lock:
             if key is not None:
-                found = self.store.job_by_key(key)
+                found = self.store.job_by_key(sub.tenant, key)
                 if found is not None:
                     return self._replay(found, digest, key)
             t = self.loop.now()

@@ -11,16 +11,22 @@ NODE0 = "g0-n0000"
 
 
 def test_the_summary_counts_every_gpu_in_exactly_one_state(served):
-    """Fleet 64 GPUs; a 6×8 job runs (48 allocated); one empty node is drained (8 unhealthy);
-    8 free remain."""
-    served.post_job(job_body("run", gpus=8, replicas=6))
+    """Fleet 64 GPUs (8 nodes of 8); a 5×8 job runs (40 allocated); of the 3 empty nodes one is
+    drained (8 drained, a planned act: not unhealthy), one failed (8 unhealthy); 8 free remain:
+    40 + 8 + 8 + 8 = 64. /metrics says the same."""
+    served.post_job(job_body("run", gpus=8, replicas=5))
     served.tick()
-    empty = next(n for n in served.svc.source.table.names
-                 if not served.client.get(f"/api/v1/nodes/{n}", headers=served.viewer).json()["jobs"])
-    served.client.post(f"/api/v1/nodes/{empty}/drain", headers=served.admin)
+    empty = [n for n in served.svc.source.table.names
+             if not served.client.get(f"/api/v1/nodes/{n}", headers=served.viewer).json()["jobs"]]
+    served.client.post(f"/api/v1/nodes/{empty[0]}/drain", headers=served.admin)
+    served.client.post(f"/api/v1/nodes/{empty[1]}/fail", headers=served.admin)
     served.tick()
     g = served.client.get("/api/v1/summary", headers=served.viewer).json()["gpus"]
-    assert (g["total"], g["allocated"], g["unhealthy"], g["free"]) == (64, 48, 8, 8)
+    assert (g["total"], g["allocated"], g["drained"], g["unhealthy"], g["free"]) == (64, 40, 8, 8, 8)
+    assert g["allocated"] + g["free"] + g["drained"] + g["unhealthy"] == g["total"]
+    text = served.client.get("/metrics", headers=served.viewer).text
+    assert 'gpufleet_gpus{state="drained"} 8.0' in text
+    assert 'gpufleet_gpus{state="unhealthy"} 8.0' in text
 
 
 def test_free_gpus_no_pending_job_can_use_are_stranded(served):
@@ -106,13 +112,15 @@ def test_a_member_cannot_edit_quota(served_tenancy):
 
 def test_explain_gives_the_engines_chain_estimate_blockers_and_fixes(served):
     """8 nodes; "big" runs on all of them for an hour; "next" (2 nodes) waits for it: its estimate
-    is big's end (t=3600) and big is what blocks it; evicting big is the fix."""
+    is big's end (t=3600) and big is what blocks it; evicting big is the fix. The policy named is
+    the profile the service runs (gang-easy by default, docs/service.md), not its placer step."""
     served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
     served.tick()
     served.post_job(job_body("next", gpus=8, replicas=2))
     served.tick(60)
     e = served.client.get("/api/v1/jobs/next/explain", headers=served.viewer).json()
     assert e["state"] == "pending"
+    assert (e["policy"], e["policy_step"]) == ("gang-easy", "gang-bestfit")
     assert e["chain"]
     assert abs(e["estimated_start"] - 3600) < 1
     assert e["blockers"] == ["big"]

@@ -50,6 +50,32 @@ def test_an_idempotency_key_reused_for_another_job_is_refused_naming_the_header(
     assert r.json()["error"]["field"] == "Idempotency-Key"
 
 
+def test_an_idempotency_key_is_the_tenants_own(served_tenancy):
+    """Members of a and b both post with key "shared": two jobs, each in its own tenant, and
+    neither learns of the other's; a's retry still finds a's job (200), b's too."""
+    s = served_tenancy
+    a = s.post_job(job_body("ja", tenant="a"), s.member_a, key="shared")
+    b = s.post_job(job_body("jb", tenant="b"), s.member_b, key="shared")
+    assert (a.status_code, b.status_code) == (201, 201)
+    assert (b.json()["id"], b.json()["tenant"]) == ("jb", "b")
+    again_a = s.post_job(job_body("ja", tenant="a"), s.member_a, key="shared")
+    again_b = s.post_job(job_body("jb", tenant="b"), s.member_b, key="shared")
+    assert (again_a.status_code, again_a.json()["id"]) == (200, "ja")
+    assert (again_b.status_code, again_b.json()["id"]) == (200, "jb")
+    other = s.post_job(job_body("jc", tenant="b"), s.member_b, key="shared")
+    assert other.status_code == 422 and "ja" not in other.text
+
+
+def test_a_job_naming_a_node_the_fleet_lacks_is_a_422_naming_eligible_nodes(served):
+    """"nope" is no node of the virtual fleet: refused and not stored; a real name is taken."""
+    r = served.post_job({**job_body("j1"), "eligible_nodes": ["nope"]})
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "eligible_nodes" and "'nope'" in r.json()["error"]["message"]
+    assert served.svc.store.job("j1") is None
+    name = served.svc.source.table.names[0]
+    assert served.post_job({**job_body("j1"), "eligible_nodes": [name]}).status_code == 201
+
+
 def test_a_job_id_taken_already_is_a_conflict(served):
     served.post_job(job_body("j1"))
     r = served.post_job(job_body("j1", gpus=2))

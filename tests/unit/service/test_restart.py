@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import inspect
 from tests.unit.service.conftest import TENANCY, job_body, serve
+from tests.unit.service.key_upgrade import check_key_upgrade
 
 from gpufleet.service.store import Store
 from gpufleet.service.store.schema import metadata
@@ -57,3 +58,9 @@ def test_the_migrations_build_the_schema_the_code_reads(tmp_path):
         got = {c["name"] for c in insp.get_columns(table.name)}
         assert got == {c.name for c in table.columns}, table.name
     store.close()
+
+
+def test_a_store_made_before_per_tenant_keys_upgrades_and_keeps_its_keys(tmp_path):
+    """A store at migration 0002 (keys unique alone) holding a's job under key k: after the
+    upgrade, a's retry still finds it and b may use k for a job of its own."""
+    check_key_upgrade(f"sqlite:///{tmp_path / 'old.db'}")

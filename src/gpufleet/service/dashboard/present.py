@@ -150,9 +150,10 @@ def overview(snap: LiveSnapshot, facts: OverviewFacts | None = None) -> Overview
                         "What you see is its last known state.")
     if s.pending_by_reason.get("unresolvable", 0):
         problems.append(f"{plural(s.pending_by_reason['unresolvable'], 'job')} can never fit this fleet.")
-    if s.gpus.unhealthy:
-        problems.append(f"{plural(s.gpus.unhealthy, 'GPU')} on {plural(s.nodes_out_of_service, 'node')} "
-                        "out of service.")
+    if s.gpus.unhealthy or s.gpus.drained:
+        problems.append(f"{plural(s.gpus.unhealthy + s.gpus.drained, 'GPU')} on "
+                        f"{plural(s.nodes_out_of_service, 'node')} out of service "
+                        f"({s.gpus.unhealthy:,} unhealthy, {s.gpus.drained:,} drained or cordoned).")
     if problems and (not s.source_ok or s.pending_by_reason.get("unresolvable", 0)):
         tone = "bad"
     elif blocked:

@@ -252,7 +252,7 @@ class Store:
     def _added(self, rec: JobRecord, row: dict[str, Any], ok: bool) -> tuple[JobRecord, bool]:
         if not ok:
             if rec.idempotency_key is not None:
-                found = self.job_by_key(rec.idempotency_key)
+                found = self.job_by_key(rec.tenant, rec.idempotency_key)
                 if found is not None:  # a concurrent retry with the same key won the race
                     return found, False
             raise KeyError(rec.id)
@@ -301,9 +301,11 @@ class Store:
             row = c.execute(select(jobs).where(jobs.c.id == job_id)).first()
         return _job(row) if row is not None else None
 
-    def job_by_key(self, key: str) -> JobRecord | None:
+    def job_by_key(self, tenant: str, key: str) -> JobRecord | None:
+        """The tenant's job submitted with this key (keys are per tenant)."""
         with self.engine.connect() as c:
-            row = c.execute(select(jobs).where(jobs.c.idempotency_key == key)).first()
+            row = c.execute(select(jobs).where(jobs.c.tenant == tenant,
+                                               jobs.c.idempotency_key == key)).first()
         return _job(row) if row is not None else None
 
     def jobs(self, *, tenant: str | None = None, state: Sequence[str] | None = None,

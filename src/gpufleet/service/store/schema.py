@@ -2,7 +2,8 @@
 change them; this module is what the code reads and writes, and a test checks the two agree.
 
 - ``jobs``: every submitted job, its trace-format body and its lifecycle as the service saw it;
-  ``idempotency_key`` is unique, so a retried POST finds the first one's row.
+  ``(tenant, idempotency_key)`` is unique, so a retried POST finds the first one's row, and
+  two tenants' equal keys are two jobs (migration 0003).
 - ``tokens``: API tokens, the secret stored as an argon2 hash only.
 - ``audit``: every mutating call and every refused one: who, what, when, before and after.
 - ``node_state``: nodes an admin took out of service (drain, cordon), re-applied at restart.
@@ -27,6 +28,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -48,7 +50,7 @@ jobs = Table(
     Column("submit_time", Float, nullable=False),
     Column("start_time", Float),
     Column("end_time", Float),
-    Column("idempotency_key", String(256), unique=True),
+    Column("idempotency_key", String(256)),
     Column("body_hash", String(64), nullable=False),
     Column("submitted_by", String(64), nullable=False),
     Column("created_at", Float, nullable=False),
@@ -62,6 +64,8 @@ jobs = Table(
     Column("preemptions", Integer, nullable=False, server_default="0"),
     Column("requeues", Integer, nullable=False, server_default="0"),
     Column("lost_gpu_s", Float, nullable=False, server_default="0"),
+    #: A key is its tenant's: another tenant's same key is another job (and stays unseen).
+    UniqueConstraint("tenant", "idempotency_key", name="uq_jobs_tenant_key"),
 )
 Index("ix_jobs_state", jobs.c.state)
 Index("ix_jobs_tenant", jobs.c.tenant)
