@@ -224,3 +224,18 @@ def test_serve_refuses_a_slurmrestd_address_that_is_not_an_http_url_before_start
     assert res.exit_code == 2 and "--slurmrestd" in res.output and "http://host:6820" in res.output
     result_or_one_line(res)
     assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("flags", [["--kube-mode", "scheduler"], ["--source", "virtual", "--kubeconfig", "k"],
+                                   ["--source", "slurm", "--speed", "10"],
+                                   ["--source", "kubernetes", "--demo-load"],
+                                   ["--source", "kubernetes", "--slurm-user", "bob"],
+                                   ["--poll-s", "5"]])
+def test_serve_refuses_a_flag_the_chosen_source_does_not_read(flags, tmp_path):
+    """Before the check, ``serve --kube-mode scheduler`` (the virtual source) and ``--speed`` with
+    a real source started without a word, the flag ignored (new-user review, 2026-12-03)."""
+    res = runner.invoke(app, ["serve", *flags, "--data-dir", str(tmp_path / "d"), "--port", "1"])
+    flag = next(f for f in flags if f.startswith("--") and f != "--source")
+    assert res.exit_code == 2 and flag in res.output and "applies to --source" in res.output, res.output
+    result_or_one_line(res)
+    assert not (tmp_path / "d").exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -110,6 +111,7 @@ def serve(
         raise fail(f"--source {source!r}: expected virtual, slurm or kubernetes")
     if kube_mode not in ("observer", "scheduler"):
         raise fail(f"--kube-mode {kube_mode!r}: expected observer or scheduler")
+    _refuse_flags_of_other_sources(ctx, source)
     if slurmrestd is not None:
         rest = urlsplit(slurmrestd)
         if rest.scheme not in ("http", "https") or not rest.hostname:
@@ -140,6 +142,23 @@ def serve(
     _run_split(cfg, store, host, port, url, the_fleet)
 
 
+#: The flags that only one kind of source reads (the option's name, the sources it applies to).
+SOURCE_FLAGS = {"speed": ("--speed", ("virtual",)), "demo_load": ("--demo-load", ("virtual",)),
+                "slurmrestd": ("--slurmrestd", ("slurm",)), "slurm_conf": ("--slurm-conf", ("slurm",)),
+                "slurm_user": ("--slurm-user", ("slurm",)), "kube_mode": ("--kube-mode", ("kubernetes",)),
+                "kubeconfig": ("--kubeconfig", ("kubernetes",)),
+                "poll_s": ("--poll-s", ("slurm", "kubernetes"))}
+
+
+def _refuse_flags_of_other_sources(ctx: typer.Context, source: str) -> None:
+    """A flag given on the command line that the chosen source never reads is refused, not
+    ignored (``--kube-mode scheduler`` with the virtual fleet started a service that did not
+    bind anything, without a word)."""
+    for name, (flag, sources) in SOURCE_FLAGS.items():
+        if source not in sources and getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE":
+            raise fail(f"{flag}: applies to --source {' or '.join(sources)} only, not --source {source}")
+
+
 def _run_one(cfg, store, host: str, port: int, url: str) -> None:  # noqa: ANN001
     import uvicorn
 
@@ -147,8 +166,10 @@ def _run_one(cfg, store, host: str, port: int, url: str) -> None:  # noqa: ANN00
     from gpufleet.service.runtime import Service
     svc = Service(cfg, store)
     world = f"source {cfg.source}: {svc.source.health().detail}"
+    sock = _listen(host, port)
     _announce(svc, store, url, world, svc.restored, svc.leading)
-    uvicorn.run(create_app(cfg, svc), host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(uvicorn.Config(create_app(cfg, svc), log_level="warning", access_log=False)).run(
+        sockets=[sock])
 
 
 def _run_split(cfg, store, host: str, port: int, url: str, the_fleet) -> None:  # noqa: ANN001
@@ -159,7 +180,7 @@ def _run_split(cfg, store, host: str, port: int, url: str, the_fleet) -> None:  
 
     import uvicorn
 
-    from gpufleet.service.front import Front
+    from gpufleet.service.front import Front, Server
     from gpufleet.service.runtime import Service
     from gpufleet.service.scheduler import Scheduler, SchedulerDied
     clock = store.get_meta("clock")
@@ -170,14 +191,31 @@ def _run_split(cfg, store, host: str, port: int, url: str, the_fleet) -> None:  
     except SchedulerDied as e:
         raise fail(f"gpufleet serve: the scheduler process did not start: {e}") from None
     try:
-        front = Service(replace(cfg, lead=False), store)
-        _announce(front, store, url, f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs",
+        front = Front(Service(replace(cfg, lead=False), store), lambda: scheduler.url)
+        sock = _listen(host, port)
+        _announce(front.svc, store, url, f"{len(the_fleet.nodes)} nodes, {the_fleet.total_gpus} GPUs",
                   scheduler.restored, scheduler.leading)
-        uvicorn.run(Front(front, lambda: scheduler.url), host=host, port=port, log_level="warning",
-                    access_log=False, timeout_graceful_shutdown=5)
+        Server(uvicorn.Config(front, log_level="warning", access_log=False, timeout_graceful_shutdown=5),
+               front.close_streams).run(sockets=[sock])
     finally:
         scheduler.stop()
         store.close()
+    print("gpufleet serve: stopped", file=sys.stderr, flush=True)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind and listen before the banner: a client that connects right after it is queued by the
+    kernel until the server accepts, instead of refused (the banner came ~0.8 s early)."""
+    fam, _, _, _, addr = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(fam, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError as e:
+        sock.close()
+        raise fail(f"--host {host} --port {port}: cannot listen there ({e.strerror})") from None
+    sock.listen(2048)
+    return sock
 
 
 def _announce(svc, store, url: str, world: str, restored: int, leading: bool) -> None:  # noqa: ANN001

@@ -28,10 +28,13 @@ replica leads or follows.
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Callable
+from types import FrameType
 
 import httpx
+import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
@@ -47,6 +50,9 @@ from gpufleet.service.runtime import Service
 #: the client knows, not the scheduler's loopback port.
 HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer", b"transfer-encoding",
        b"upgrade", b"content-length"}
+#: Headers the front's own server writes on every response: the leader's copies are dropped, or
+#: a proxied answer carried two ``date`` and two ``server`` lines.
+OWN = {b"date", b"server"}
 #: How long the leader's address, read from the store, is trusted before it is read again.
 LEADER_TTL_S = 1.0
 
@@ -60,6 +66,15 @@ class Front:
         self.local = _local_app(svc)
         self._leader: tuple[float, str] | None = None
         self._client: httpx.AsyncClient | None = None
+        self._closing: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def close_streams(self) -> None:
+        """End every open stream now (called from the signal handler): uvicorn's graceful
+        shutdown waits for open responses, and an event stream never ends by itself, so a stop
+        with the dashboard open waited out the 5 s timeout and logged a CancelledError each."""
+        if self._loop is not None and self._closing is not None:
+            self._loop.call_soon_threadsafe(self._closing.set)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -75,6 +90,7 @@ class Front:
         while True:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
+                self._loop, self._closing = asyncio.get_running_loop(), asyncio.Event()
                 self._client = httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=5.0),
                                                  limits=httpx.Limits(max_connections=256))
                 await send({"type": "lifespan.startup.complete"})
@@ -118,14 +134,17 @@ class Front:
         try:
             await send({"type": "http.response.start", "status": upstream.status_code,
                         "headers": [(k, v) for k, v in upstream.headers.raw
-                                    if k.lower() not in HOP or k.lower() == b"content-length"]})
-            await _pump(upstream, receive, send)
+                                    if (k.lower() not in HOP or k.lower() == b"content-length")
+                                    and k.lower() not in OWN]})
+            await _pump(upstream, receive, send, self._closing)
         finally:
             await upstream.aclose()
 
 
-async def _pump(upstream: httpx.Response, receive: Receive, send: Send) -> None:
-    """Pass the body on as it comes; stop (and close the leader's side) when the client goes."""
+async def _pump(upstream: httpx.Response, receive: Receive, send: Send,
+                closing: asyncio.Event | None = None) -> None:
+    """Pass the body on as it comes; stop (and close the leader's side) when the client goes,
+    or end the body cleanly when the front shuts down."""
     async def body() -> None:
         async for chunk in upstream.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -136,14 +155,35 @@ async def _pump(upstream: httpx.Response, receive: Receive, send: Send) -> None:
             pass
 
     tasks = [asyncio.ensure_future(body()), asyncio.ensure_future(gone())]
+    if closing is not None:
+        tasks.append(asyncio.ensure_future(closing.wait()))
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for t in done:
             if t is tasks[0]:
                 t.result()  # the leader broke off mid-body: the client's connection ends too
+        if tasks[0] not in done and closing is not None and closing.is_set():
+            tasks[0].cancel()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         for t in tasks:
             t.cancel()
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, which on SIGTERM or SIGINT first ends the open streams
+    (Front.close_streams) and does not raise the signal again once stopped, so that ``serve``
+    stops its scheduler process in order and exits with one line."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        self.should_exit = True
+        self.on_exit()
 
 
 def _local_app(svc: Service) -> FastAPI:

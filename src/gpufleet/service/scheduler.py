@@ -16,7 +16,6 @@ the loop's thread to let go of the GIL at most that long per hand-off.
 from __future__ import annotations
 
 import ctypes
-import logging
 import multiprocessing
 import os
 import signal
@@ -34,7 +33,6 @@ from gpufleet.service.config import ServiceConfig
 from gpufleet.service.runtime import Service
 
 PR_SET_PDEATHSIG = 1
-log = logging.getLogger("gpufleet.scheduler")
 
 
 def _die_with_parent(parent: int) -> None:
@@ -127,7 +125,6 @@ class Scheduler:
                 proc.join(timeout=0.5)
                 if proc.is_alive() or self._stopping.is_set():
                     continue
-                log.warning("the scheduler process ended (%s); starting it again", proc.exitcode)
                 print(f"gpufleet serve: the scheduler process ended ({proc.exitcode}); starting it again",
                       file=sys.stderr, flush=True)
             try:
