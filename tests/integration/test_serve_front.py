@@ -119,3 +119,45 @@ def test_the_front_acknowledges_while_the_scheduler_is_away_and_the_scheduler_ap
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.mark.timeout(120)
+def test_serve_answers_right_after_its_banner_sends_each_header_once_and_stops_at_once_with_a_stream_open(
+        tmp_path):
+    """Three things a new user met (review of the two-process serve): a curl straight after the
+    banner was refused (the port opened up to 3 s later); proxied responses carried the leader's
+    ``date`` and ``server`` headers beside the front's own (two of each); SIGTERM with the event
+    stream open took 6.7 s and logged CancelledError tracebacks. Now: the first request after the
+    token line is answered, each header comes once, and SIGTERM ends serve within 5 s (uvicorn's
+    graceful timeout alone is 5 s) with one "stopped" line and no traceback."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", "from gpufleet.cli.main import app; app()", "serve",
+                             "--port", str(port), "--data-dir", str(tmp_path / "data")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        token = ""
+        while not token:
+            line = proc.stdout.readline()
+            assert line, "serve exited before printing its token"
+            token = line.strip() if line.startswith("gf_") else ""
+        auth = {"Authorization": f"Bearer {token}"}
+        r = httpx.get(base + "/api/v1/summary", headers=auth, timeout=30)
+        assert r.status_code == 200, r.text
+        assert len(r.headers.get_list("date")) == 1 and len(r.headers.get_list("server")) == 1
+        with httpx.Client(base_url=base, headers=auth, timeout=30) as c, \
+                c.stream("GET", "/api/v1/events") as s:
+            assert s.status_code == 200
+            t = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=20)
+            took = time.monotonic() - t
+        assert took < 5.0, f"serve took {took:.1f} s to stop with a stream open"
+        assert "Traceback" not in out and "CancelledError" not in out, out
+        assert "stopped" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
