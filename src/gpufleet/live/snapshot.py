@@ -17,7 +17,7 @@ from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status
 from gpufleet.engine.types import Reservation, RunningJob
-from gpufleet.live.source import SourceHealth
+from gpufleet.live.source import PolledSource, SourceHealth
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import Tenancy
@@ -101,7 +101,4 @@ def _profile_name(source: Source) -> str | None:
     prof = getattr(source, "profile", None)
     if isinstance(prof, Profile):
         return prof.name
-    try:
-        return source.default_profile().name
-    except NotImplementedError:
-        return None
+    return source.engine_profile().name if isinstance(source, PolledSource) else None

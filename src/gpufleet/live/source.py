@@ -167,6 +167,7 @@ class PolledSource:
     _ok: bool = False
     _since: float | None = None
     _last_error: str = ""
+    _profile: Profile | None = None
 
     # --- what the loop reads ------------------------------------------------------------------
     @property
@@ -256,10 +257,17 @@ class PolledSource:
     def default_profile(self) -> Profile:
         raise NotImplementedError
 
+    def engine_profile(self) -> Profile:
+        """The profile the engine runs over this world before a read names one: the subclass's
+        ``default_profile``, built once (the snapshot asks for its name at every tick)."""
+        if self._profile is None:
+            self._profile = self.default_profile()
+        return self._profile
+
     def cycle_input(self, now: float, seed: int) -> CycleInput:
         if self._inp is None:
             return CycleInput(now=now, nodes=self.table.copy(), pending=[], running=[], seed=seed,
-                              profile=self.default_profile())
+                              profile=self.engine_profile())
         return replace(self._inp, nodes=self._inp.nodes.copy(), seed=seed)
 
     def apply(self, result: CycleResult, now: float) -> list[LiveEvent]:
