@@ -83,14 +83,18 @@ def _rank(g: Gang, reasons: Counter[str], nodes: list[KubeNode], free: dict,
 
 
 def _by_node(running: list[Gang], now: float, cache: dict) -> dict[str, list[tuple[float, int, str]]]:
-    """Per node, (cost, GPUs there, gang) of each running gang's pods, cheapest per GPU first."""
+    """Per node, (cost, GPUs it frees there, gang) of each running gang, cheapest per GPU first:
+    a gang with two 4-GPU pods on one node frees 8 there, not 4."""
     by_node = cache.get("by_node")
     if by_node is None:
         by_node = {}
         for rg in running:
             cost = displaced_gpu_h(rg, now)
+            here = Counter()
             for p in rg.pods:
-                by_node.setdefault(p.node_name, []).append((cost, p.gpus, rg.key))
+                here[p.node_name] += p.gpus
+            for node_name, gpus in here.items():
+                by_node.setdefault(node_name, []).append((cost, gpus, rg.key))
         for v in by_node.values():
             v.sort(key=lambda x: (x[0] / max(x[1], 1), x[2]))
         cache["by_node"] = by_node
@@ -109,7 +113,7 @@ def _cost_on(need: int, nodes: list[KubeNode], free: dict, by_node: dict) -> lis
         for cost, gpus, key in by_node.get(n.name, []):
             if have >= need:
                 break
-            if key in chosen or gpus <= 0:
+            if gpus <= 0:
                 continue
             chosen.append(key)
             total += cost

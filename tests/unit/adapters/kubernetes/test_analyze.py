@@ -391,3 +391,19 @@ def test_a_named_profile_decides_the_snapshot(cluster_dir):
         "2025-03-20T22:00:05Z")
     g = gang(analyze(snap, assume_runtime_s=24 * 3600, profile="gang-bestfit"), "default/gpu-pod-2")
     assert g.code == "UNSCHEDULABLE" and g.estimated_start is None
+
+
+def test_evicting_a_gang_with_two_pods_on_one_node_frees_both_pods_gpus(nori):
+    """Node a runs JobSet r: two 4-GPU pods, 1 h (8 GPUs × 1 h = 8 GPU-h); node b runs pod s on
+    4 GPUs for 3 h (12 GPU-h) and has 4 free. An 8-GPU pod fits on a once r goes (4 + 4 GPUs
+    freed there) or on b once s goes: the fix offered is the cheaper, r's 8 GPU-h, not s's 12."""
+    run = []
+    for name, node, start in (("r-0", "a", "22"), ("r-1", "a", "22"), ("s", "b", "20")):
+        p = _gpu_pod(name, gpus="4")
+        p["spec"]["nodeName"] = node
+        p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{start}:18:09Z"}
+        if name.startswith("r-"):
+            p["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "r"}
+        run.append(p)
+    an = analyze(_snap([_eight_gpu(nori, "a"), _eight_gpu(nori, "b")], [*run, _gpu_pod("big", gpus="8")]))
+    assert [(f.what, f.displaced_gpu_h) for f in gang(an, "t/big").fixes] == [("evict t/r to place on a", 8.0)]
