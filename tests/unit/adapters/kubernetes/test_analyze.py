@@ -406,4 +406,5 @@ def test_evicting_a_gang_with_two_pods_on_one_node_frees_both_pods_gpus(nori):
             p["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "r"}
         run.append(p)
     an = analyze(_snap([_eight_gpu(nori, "a"), _eight_gpu(nori, "b")], [*run, _gpu_pod("big", gpus="8")]))
-    assert [(f.what, f.displaced_gpu_h) for f in gang(an, "t/big").fixes] == [("evict t/r to place on a", 8.0)]
+    fixes = [(f.what, f.displaced_gpu_h) for f in gang(an, "t/big").fixes]
+    assert fixes == [("evict t/r to place on a", 8.0)]
