@@ -6,8 +6,8 @@ Slurm as recorded (tests/data/slurmrestd, tests/unit/live/test_slurm_source.py's
 and user root directly under root with Share 1; job 3 (prod, 3 nodes × 8 = 24 GPUs) runs, job 1
 (research, 2 × 8) and job 2 (prod, 1 × 4) wait. Slurm guarantees no account GPUs: root holds all
 32, each account's nominal is 0 and, without GrpTRES, it may borrow without limit; prod uses 24,
-all borrowed; research uses none and has nothing to lend. sshare (nothing run yet): effective usage 0 on NormShares 1/3,
-so both fair shares are 0.00.
+all borrowed; research uses none and has nothing to lend. sshare (nothing run yet): effective
+usage 0 on NormShares 1/3, so both fair shares are 0.00.
 
 History: sacct (tests/data/slurm/sacct-runs.txt, moved to an hour ago) lists job 1 (prod, 2 GPUs
 for 3 s) and job 2 (research, 16 GPUs for 4 s), neither submitted through the service, plus a
