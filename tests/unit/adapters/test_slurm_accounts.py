@@ -87,6 +87,8 @@ def test_no_accounts_is_no_tenancy_and_a_bad_limit_names_the_account():
     text = "Account|ParentName|User|Share|GrpTRES\nroot||||\nprod|root||1|gres/gpu=lots\n"
     with pytest.raises(InputError, match="Account=prod"):
         associations_from_sacctmgr(text)
+    with pytest.raises(InputError, match="its parents form a loop"):
+        account_tenancy((Association("a", parent="b"), Association("b", parent="a")), H100)
 
 
 def test_fair_share_is_effective_usage_over_normalized_shares_per_account():

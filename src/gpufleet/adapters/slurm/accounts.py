@@ -173,6 +173,12 @@ def account_tenancy(assocs: tuple[Association, ...], fleet: Fleet,
         p = accounts[name].parent
         return p if p in accounts and p != name else ROOT
 
+    for name in accounts:
+        seen, up = {name}, parent_of(name)
+        while up is not None:
+            if up in seen:
+                raise InputError("slurm associations", f"Account={name}", "its parents form a loop")
+            seen, up = seen | {up}, parent_of(up)
     inner = {p for name in accounts if (p := parent_of(name)) is not None}
     cohorts, tenants, basis = [], [], {}
     for name in sorted(accounts, key=lambda n: (n != ROOT, n)):
