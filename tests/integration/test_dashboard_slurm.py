@@ -6,8 +6,8 @@ waits for capacity. Each page must render Slurm's world with no console error an
 critical axe-core finding: the Overview counts the waiting job and shows it as the biggest
 waiting gang; the Jobs table lists the fillers and the waiting job by Slurm's ids; the job page
 gives the engine's reason (capacity) and the fillers as blockers; the Queues page has Slurm's
-accounts as queues in root's cohort (prod's nominal its GrpTRES limit, set for the test, and
-research's its share); History has the two short jobs
+accounts as queues in root's cohort (nominal 0 each: prod borrows up to its GrpTRES limit, set for the
+test, research without limit); History has the two short jobs
 that ran before the fill, one for research through our API and one sbatch'ed for prod (from
 Slurm's accounting); the Nodes map has the 8 nodes,
 and a node's page its health layers (every node busy: allocatable 8 of 8, none free); a node
@@ -53,7 +53,7 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
     if why is not None:
         pytest.skip(why)
     port = free_port()
-    # read at the service's start: prod's queue has a GrpTRES nominal, research a shares one
+    # read at the service's start: prod's queue borrows up to its GrpTRES, research without limit
     slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=16")
     proc = serve(slurm, tmp_path / "data", port, "--slurmrestd", slurm.restd_url)
     driver = drained = None

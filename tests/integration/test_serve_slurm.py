@@ -189,10 +189,10 @@ def test_without_slurmrestd_the_client_commands_are_read(slurm, tmp_path):  # no
 def test_the_queues_are_sacctmgrs_accounts_with_their_limits_and_running_jobs(slurm, tmp_path):  # noqa: ANN001
     """prod gets ``GrpTRES=gres/gpu=16`` first (the service reads accounts at its start, then every
     30 s). Each account without sub-accounts (as ``sacctmgr show assoc`` lists them) is a queue in
-    its parent's cohort; prod's nominal is its limit, 16 (basis GrpTRES); research, with no limit,
-    gets its fair-share slice of the 8 × 8 = 64 GPUs: ⌊64 × Share ÷ Σ Share of every association
-    directly under root⌋ (user root, research and prod at Share 1 each: ⌊64/3⌋ = 21). A 2-GPU job
-    sbatch'ed to research is its usage. A quota edit is refused: Slurm owns the limit."""
+    its parent's cohort. Slurm guarantees no account GPUs, so every nominal is 0: prod may borrow
+    up to its limit, 16 (basis GrpTRES); research, with no limit, without one (basis shares). A
+    2-GPU job sbatch'ed to research is its usage, all borrowed. A quota edit is refused: Slurm
+    owns the limit."""
     slurm.run("sacctmgr", "-i", "modify", "account", "prod", "set", "GrpTRES=gres/gpu=16")
     port = free_port()
     proc = serve(slurm, tmp_path / "data", port, "--slurmrestd", slurm.restd_url)
@@ -204,7 +204,6 @@ def test_the_queues_are_sacctmgrs_accounts_with_their_limits_and_running_jobs(sl
                                                 "format=Account,ParentName,User,Share,GrpTRES").split()]
         accounts = {a: (p, g) for a, p, u, _, g in rows if not u and a != "root"}
         leaves = {a for a in accounts if a not in {p for p, _ in accounts.values()}}
-        under_root = sum(int(s) for a, p, u, s, _ in rows if (p == "root" and not u) or (a == "root" and u))
         assert {"research", "prod"} <= leaves and accounts["prod"][1] == "gres/gpu=16"
         job = slurm.run("sbatch", "--parsable", "-A", "research", "--gres=gpu:2", "-t2", "-o", "/dev/null",
                         "--wrap", "sleep 300").strip()
@@ -216,9 +215,10 @@ def test_the_queues_are_sacctmgrs_accounts_with_their_limits_and_running_jobs(sl
         for name in leaves:
             assert qs[name]["cohort"] == accounts[name][0], name
         (prod,) = qs["prod"]["flavors"]
-        assert (prod["nominal"], prod["borrowing_limit"], qs["prod"]["nominal_basis"]) == (16, 0, "GrpTRES")
+        assert (prod["nominal"], prod["borrowing_limit"], qs["prod"]["nominal_basis"]) == (0, 16, "GrpTRES")
         (research,) = qs["research"]["flavors"]
-        assert qs["research"]["nominal_basis"] == "shares" and research["nominal"] == 64 // under_root
+        assert qs["research"]["nominal_basis"] == "shares" and research["nominal"] == 0
+        assert research["borrowing_limit"] is None and research["borrowed"] == 2
         assert research["usage"] == 2 and qs["research"]["running_jobs"] == 1
         assert qs["research"]["share_from"] == "sshare" and qs["research"]["weighted_share"] is not None
         r = client.put(f"/api/v1/queues/prod/quota/{prod['flavor']}", json={"nominal": 32})

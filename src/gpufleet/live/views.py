@@ -123,7 +123,7 @@ class QueueView(BaseModel):
     decayed_usage_gpu_s: float
     weighted_share: float | None
     #: Where ``nominal`` comes from over a real source: "GrpTRES" (Slurm's GPU limit on the
-    #: account) or "shares" (its fair-share slice of its parent's GPUs); None: the tenancy file.
+    #: account) or "shares" (no GrpTRES: borrows without limit); None: the tenancy file.
     nominal_basis: str | None = None
     #: Who computed ``weighted_share``: "gpufleet" (running GPUs ÷ nominal ÷ weight) or
     #: "sshare" (Slurm's effective usage ÷ normalized shares).

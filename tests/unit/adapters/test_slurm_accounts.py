@@ -5,14 +5,15 @@ format=Cluster,Account,ParentName,User,Share,GrpTRES``), read from the same emul
 
 The recorded tree: under root the user association root (Share 1), lab (Share 2), prod (Share 1,
 GrpTRES=gres/gpu=8) and research (Share 1); under lab vision (Share 3, GrpTRES=gres/gpu=16)
-and nlp (Share 1); user root in every leaf account. Over 4 nodes × 8 H100 = 32 GPUs: Σ Share
-under root = 1 + 2 + 1 + 1 = 5, so research gets ⌊32 × 1/5⌋ = 6 and lab ⌊32 × 2/5⌋ = 12 by shares,
-prod its limit 8; under lab (Σ Share = 3 + 1 = 4) nlp gets ⌊12 × 1/4⌋ = 3, vision its limit 16.
+and nlp (Share 1); user root in every leaf account. Slurm guarantees no account GPUs, so over
+4 nodes × 8 H100 = 32 GPUs root holds all 32 and every account has nominal 0, borrowing up to
+its GrpTRES: prod 8, vision 16, research and nlp without limit (None).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,11 @@ from gpufleet.adapters.slurm.accounts import (
     associations_from_rest,
     associations_from_sacctmgr,
 )
-from gpufleet.adapters.slurm.rest import parse_sshare
+from gpufleet.adapters.slurm.compare_run import read_cluster
+from gpufleet.adapters.slurm.queue import QueueSnapshot
+from gpufleet.adapters.slurm.rest import SlurmView, parse_sshare
+from gpufleet.adapters.slurm.tenancy_import import tenancy_from_slurm
+from gpufleet.live.slurm import SlurmSource
 from gpufleet.model.errors import InputError
 from gpufleet.testing.builders import fleet
 
@@ -40,20 +45,20 @@ def nominals(assocs: tuple[Association, ...], f=H100) -> dict[str, tuple]:  # no
                      t.basis[q.name]) for q in t.tenancy.tenants}
 
 
-def test_leaf_accounts_are_queues_in_their_parents_cohort_with_limits_or_shares_as_nominal():
+def test_leaf_accounts_are_queues_in_their_parents_cohort_borrowing_up_to_their_grptres():
     (model,) = {n.gpu for n in H100.nodes}
     got = nominals(associations_from_rest(json.loads((DATA / "slurmrestd" / "associations-nested.json")
                                                      .read_text())))
     assert got == {
-        "research": ("root", {model: (6, None)}, 1.0, "shares"),
-        "prod": ("root", {model: (8, 0)}, 1.0, "GrpTRES"),       # a hard cap: nothing borrowed
-        "nlp": ("lab", {model: (3, None)}, 1.0, "shares"),
-        "vision": ("lab", {model: (16, 0)}, 3.0, "GrpTRES"),
+        "research": ("root", {model: (0, None)}, 1.0, "shares"),
+        "prod": ("root", {model: (0, 8)}, 1.0, "GrpTRES"),
+        "nlp": ("lab", {model: (0, None)}, 1.0, "shares"),
+        "vision": ("lab", {model: (0, 16)}, 3.0, "GrpTRES"),
     }
     t = account_tenancy(associations_from_rest(json.loads(
         (DATA / "slurmrestd" / "associations-nested.json").read_text())), H100)
     assert {c.name: (c.parent, c.quota(model).nominal) for c in t.tenancy.cohorts} == \
-        {"lab": ("root", 12), "root": (None, 32)}
+        {"lab": ("root", 0), "root": (None, 32)}
 
 
 def test_sacctmgr_gives_the_same_queues_as_slurmrestd():
@@ -65,7 +70,7 @@ def test_sacctmgr_gives_the_same_queues_as_slurmrestd():
 
 def test_an_untyped_limit_is_split_over_gpu_models_by_their_gpus_and_a_typed_one_goes_to_its_model():
     """24 A100 + 8 H100 GPUs: gres/gpu=10 gives ⌊10 × 24/32⌋ = 7 and ⌊10 × 8/32⌋ = 2, the 1 left by
-    rounding to the larger model: 8 A100, 2 H100. gres/gpu:h100=4 is 4 H100 and no A100."""
+    rounding to the larger model: it may borrow 8 A100, 2 H100. gres/gpu:h100=4 is 4 H100 and no A100."""
     mixed = fleet().leaves(1, nodes=3, gpus=8, gpu="A100-80GB").leaves(1, nodes=1, gpus=8).build()
     models = sorted({n.gpu for n in mixed.nodes})
     assert len(models) == 2
@@ -73,8 +78,8 @@ def test_an_untyped_limit_is_split_over_gpu_models_by_their_gpus_and_a_typed_one
     h100 = next(m for m in models if "H100" in m)
     got = nominals((Association("root"), Association("a", parent="root", gpu_caps=(("", 10),)),
                     Association("b", parent="root", gpu_caps=(("h100", 4),))), mixed)
-    assert got["a"][1] == {a100: (8, 0), h100: (2, 0)}
-    assert got["b"][1] == {a100: (0, 0), h100: (4, 0)}
+    assert got["a"][1] == {a100: (0, 8), h100: (0, 2)}
+    assert got["b"][1] == {a100: (0, 0), h100: (0, 4)}
 
 
 def test_no_accounts_is_no_tenancy_and_a_bad_limit_names_the_account():
@@ -82,6 +87,8 @@ def test_no_accounts_is_no_tenancy_and_a_bad_limit_names_the_account():
     text = "Account|ParentName|User|Share|GrpTRES\nroot||||\nprod|root||1|gres/gpu=lots\n"
     with pytest.raises(InputError, match="Account=prod"):
         associations_from_sacctmgr(text)
+    with pytest.raises(InputError, match="its parents form a loop"):
+        account_tenancy((Association("a", parent="b"), Association("b", parent="a")), H100)
 
 
 def test_fair_share_is_effective_usage_over_normalized_shares_per_account():
@@ -111,3 +118,28 @@ def test_sshare_of_the_recorded_tree_gives_every_account_a_share_and_no_user_row
     has run, so every effective usage is 0 and every account's fair share 0.0 (root is left out)."""
     rows = parse_sshare((DATA / "slurmrestd" / "sshare-nested.txt").read_text())
     assert account_shares(rows) == {"lab": 0.0, "nlp": 0.0, "vision": 0.0, "prod": 0.0, "research": 0.0}
+
+
+def test_import_tenancy_and_the_live_source_give_one_cluster_the_same_quotas():
+    """The same accounts recorded twice (sacctmgr for ``gpufleet slurm import-tenancy``, slurmrestd
+    for the live service), over tests/data/slurm/slurm.conf's 16 nodes × 8 H100 = 128 GPUs: root
+    holds 128, lab 0 (no GrpTRES, so no borrowing limit); every queue has nominal 0 and may borrow
+    its GrpTRES: prod 8, vision 16, nlp and research without limit; weights are the Shares
+    (vision 3, the others 1)."""
+    fleet, conf = read_cluster(DATA / "slurm" / "slurm.conf")
+    imported = tenancy_from_slurm((DATA / "slurm" / "sacctmgr-assoc-live.txt").read_text(),
+                                  (DATA / "slurm" / "sacctmgr-qos.txt").read_text(), conf, fleet,
+                                  cluster="gfq").spec
+    src = SlurmSource(None, conf=replace(conf, cluster_name="gfq"))  # type: ignore[arg-type]
+    src._read_accounts(SlurmView(QueueSnapshot(0.0, (), ()), associations=associations_from_rest(json.loads(
+        (DATA / "slurmrestd" / "associations-nested.json").read_text()))), fleet)
+    model = "H100-80GB"
+    live_queues = {q.name: (q.cohort, q.weight, q.quota(model).nominal, q.quota(model).borrowing_limit)
+                   for q in src.tenancy.tenants}
+    import_queues = {t["name"]: (t["cohort"], t["weight"], t["quotas"][model]["nominal"],
+                                 t["quotas"][model].get("borrowing_limit")) for t in imported["tenants"]}
+    assert live_queues == import_queues == {"nlp": ("lab", 1.0, 0, None), "prod": ("root", 1.0, 0, 8),
+                                            "research": ("root", 1.0, 0, None), "vision": ("lab", 3.0, 0, 16)}
+    assert {c.name: (c.parent, c.quota(model).nominal) for c in src.tenancy.cohorts} == \
+        {c["name"]: (c.get("parent"), c["quotas"][model]["nominal"]) for c in imported["cohorts"]} == \
+        {"root": (None, 128), "lab": ("root", 0)}

@@ -4,10 +4,10 @@ Queues page), and History counts every job Slurm's accounting (sacct) lists, sba
 Slurm as recorded (tests/data/slurmrestd, tests/unit/live/test_slurm_source.py's ``Replay``):
 4 nodes × 8 H100 = 32 GPUs; accounts research and prod under root, Share 1 each, no GPU limit,
 and user root directly under root with Share 1; job 3 (prod, 3 nodes × 8 = 24 GPUs) runs, job 1
-(research, 2 × 8) and job 2 (prod, 1 × 4) wait. So each account's nominal is its share of the
-fleet: ⌊32 × 1/(1 + 1 + 1)⌋ = 10 GPUs; prod uses 24, 24 − 10 = 14 above it (borrowed); research
-uses none and could lend its 10. sshare (nothing run yet): effective usage 0 on NormShares 1/3,
-so both fair shares are 0.00.
+(research, 2 × 8) and job 2 (prod, 1 × 4) wait. Slurm guarantees no account GPUs: root holds all
+32, each account's nominal is 0 and, without GrpTRES, it may borrow without limit; prod uses 24,
+all borrowed; research uses none and has nothing to lend. sshare (nothing run yet): effective
+usage 0 on NormShares 1/3, so both fair shares are 0.00.
 
 History: sacct (tests/data/slurm/sacct-runs.txt, moved to an hour ago) lists job 1 (prod, 2 GPUs
 for 3 s) and job 2 (research, 16 GPUs for 4 s), neither submitted through the service, plus a
@@ -65,9 +65,9 @@ def test_the_api_lists_slurms_accounts_as_queues_with_usage_from_running_jobs(tm
         prod, research = qs["prod"], qs["research"]
         assert (prod["cohort"], prod["nominal_basis"], prod["share_from"]) == ("root", "shares", "sshare")
         (pf,) = prod["flavors"]
-        assert (pf["nominal"], pf["usage"], pf["borrowed"], pf["lendable"]) == (10, 24, 14, 0)
+        assert (pf["nominal"], pf["usage"], pf["borrowed"], pf["lendable"]) == (0, 24, 24, 0)
         (rf,) = research["flavors"]
-        assert (rf["nominal"], rf["usage"], rf["borrowed"], rf["lendable"]) == (10, 0, 0, 10)
+        assert (rf["nominal"], rf["usage"], rf["borrowed"], rf["lendable"]) == (0, 0, 0, 0)
         assert (prod["running_jobs"], prod["running_gpus"], prod["pending_jobs"], prod["pending_gpus"]) == \
             (1, 24, 1, 4)
         assert (research["pending_jobs"], research["pending_gpus"]) == (1, 16)
@@ -102,8 +102,8 @@ def test_the_queues_page_shows_the_cohort_tree_bars_and_where_each_nominal_comes
         page = client.get(f"/queues?token={token}").text
         assert "cohort root" in page
         assert 'data-queue="prod"' in page and 'data-queue="research"' in page
-        assert 'aria-label="24 in use of 10 nominal, 14 borrowed"' in page
-        assert "share of its parent" in page and "sshare" in page
+        assert 'aria-label="24 in use of 0 nominal, 24 borrowed"' in page
+        assert "no GrpTRES: borrows freely" in page and "sshare" in page
         assert "No queues" not in page
 
 

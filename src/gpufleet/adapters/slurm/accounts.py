@@ -8,21 +8,18 @@ for the Queues page and ``/api/v1/queues`` over ``--source slurm``:
 * an account without sub-accounts is a **queue** (tenant), in the **cohort** of its parent
   account; an account with sub-accounts is a cohort, under its own parent (``root`` on top). A
   job's tenant is its account (engine_view.py), so a queue's usage is what its running jobs hold;
-* a queue's **nominal** per GPU model is its ``GrpTRES=gres/gpu=N`` when it has one (basis
-  ``GrpTRES``; a hard cap in Slurm, so ``borrowing_limit: 0``), otherwise its fair-share slice of
-  its parent's GPUs (basis ``shares``: ``parent GPUs × Share ÷ Σ Share`` over every association
-  directly under the same parent, user associations included, as sshare's NormShares counts
-  them; rounded down; ``borrowing_limit`` none, since Slurm lets an account run on idle nodes
-  beyond its share). ``root``'s GPUs are the fleet's; an inner account's are its own nominal,
-  found by the same rule. An untyped cap on a fleet of several GPU models is split over the
-  models in proportion to their GPUs; a typed one (``gres/gpu:h100=N``) goes to the model whose
-  name contains the type;
+* Slurm guarantees no account a share of the nodes and ``GrpTRES=gres/gpu=N`` is a hard cap. So
+  ``root`` holds the whole fleet (per GPU model); every other account has ``nominal: 0`` and
+  borrows from above up to its cap (``borrowing_limit``: the cap, basis ``GrpTRES``; none without
+  one, basis ``shares``). An untyped cap on a fleet of several GPU models is split over the models
+  in proportion to their GPUs; a typed one (``gres/gpu:h100=N``) goes to the model whose name
+  contains the type;
 * a queue's ``weight`` is its ``Share``.
 
-Example (the fleet: 32 H100; under root: user root Share 1, lab 2, prod 1 with GrpTRES
-gres/gpu=8, research 1; under lab: vision 3 with gres/gpu=16, nlp 1): Σ Share under root = 5, so
-research gets ⌊32 × 1/5⌋ = 6 (shares), prod 8 (GrpTRES), lab ⌊32 × 2/5⌋ = 12; under lab vision
-gets 16 (GrpTRES) and nlp ⌊12 × 1/4⌋ = 3 (shares).
+The one rule for both ``gpufleet slurm import-tenancy`` (a replay's tenancy) and the live
+service's Slurm source, so that both give one cluster the same quotas. Example (the fleet: 32
+H100; under root: lab, prod with GrpTRES gres/gpu=8, research; under lab: vision with
+gres/gpu=16, nlp): root holds 32; prod may borrow 8, vision 16, research and nlp without limit.
 
 This is a picture of Slurm's limits for people, not a second scheduler: the engine is not given
 these quotas (Slurm enforces GrpTRES itself and says so as the job's reason), and a quota is
@@ -84,27 +81,37 @@ class AccountTenancy:
     basis: dict[str, str]
 
 
-def _caps_from_tres(tres: dict[str, str], where: str) -> tuple[tuple[str, int], ...]:
+def _caps_from_tres(tres: dict[str, str], source: str, where: str) -> tuple[tuple[str, int], ...]:
     out = []
     for key, value in sorted(tres.items()):
         if key != "gres/gpu" and not key.startswith("gres/gpu:"):
             continue
         if not value.isdigit():
-            raise InputError("sacctmgr assoc", where, f"expected a GPU count in GrpTRES, got {key}={value}")
+            raise InputError(source, f"{where}: GrpTRES: {key}",
+                             f"expected a whole number ≥ 0, got {value!r}")
         out.append((key.partition(":")[2], int(value)))
     return tuple(out)
 
 
-def associations_from_sacctmgr(text: str) -> tuple[Association, ...]:
+def _share(text: str, source: str, where: str) -> int:
+    text = text.strip()
+    if text.lower() == "parent" or not text:
+        return 1
+    if not text.isdigit() or int(text) == 0:
+        raise InputError(source, where, f"expected a fair-share Share ≥ 1 or 'parent', got {text!r}")
+    return int(text)
+
+
+def associations_from_sacctmgr(text: str, source: str = "sacctmgr assoc") -> tuple[Association, ...]:
     """``sacctmgr -P show assoc format=Cluster,Account,ParentName,User,Share,GrpTRES`` (header line
     kept; the Cluster column may be left out)."""
-    rows = parse_table(text, "sacctmgr assoc", ("Account", "ParentName", "User", "Share", "GrpTRES"))
+    rows = parse_table(text, source, ("Account", "ParentName", "User", "Share", "GrpTRES"))
     out = []
     for r in rows:
-        share = r["Share"].strip()
+        where = f"Account={r['Account']}"
         out.append(Association(r["Account"].strip(), r["User"].strip(), r["ParentName"].strip() or None,
-                               int(share) if share.isdigit() else 1,
-                               _caps_from_tres(parse_tres(r["GrpTRES"]), f"Account={r['Account']}"),
+                               _share(r["Share"], source, where),
+                               _caps_from_tres(parse_tres(r["GrpTRES"]), source, where),
                                r.get("Cluster", "").strip()))
     return tuple(out)
 
@@ -155,6 +162,7 @@ def account_tenancy(assocs: tuple[Association, ...], fleet: Fleet,
     accounts = {a.account: a for a in assocs if not a.user}
     if not any(name != ROOT for name in accounts):
         return None
+    accounts.setdefault(ROOT, Association(ROOT))
     gpus: dict[str, int] = {}
     for n in fleet.nodes:
         gpus[n.gpu] = gpus.get(n.gpu, 0) + n.gpus
@@ -165,43 +173,24 @@ def account_tenancy(assocs: tuple[Association, ...], fleet: Fleet,
         p = accounts[name].parent
         return p if p in accounts and p != name else ROOT
 
-    under: dict[str, int] = Counter()
-    for a in assocs:
-        up = a.account if a.user else parent_of(a.account)
-        if up is not None:
-            under[up] += a.shares
+    for name in accounts:
+        seen, up = {name}, parent_of(name)
+        while up is not None:
+            if up in seen:
+                raise InputError("slurm associations", f"Account={name}", "its parents form a loop")
+            seen, up = seen | {up}, parent_of(up)
     inner = {p for name in accounts if (p := parent_of(name)) is not None}
-    nominal: dict[str, dict[str, int]] = {ROOT: dict(gpus)}
-    basis: dict[str, str] = {}
-
-    def nominal_of(name: str, depth: int = 0) -> dict[str, int]:
-        if name in nominal:
-            return nominal[name]
-        if depth > len(accounts):
-            raise InputError("slurm associations", f"Account={name}", "its parents form a loop")
+    cohorts, tenants, basis = [], [], {}
+    for name in sorted(accounts, key=lambda n: (n != ROOT, n)):
         cap = _cap_per_model(accounts[name].gpu_caps, gpus)
-        if cap is not None:
-            nominal[name], basis[name] = cap, GRPTRES
-        else:
-            up = parent_of(name) or ROOT
-            above, total = nominal_of(up, depth + 1), under[up] or 1
-            nominal[name] = {m: n * accounts[name].shares // total for m, n in above.items()}
-            basis[name] = SHARES
-        return nominal[name]
-
-    cohorts, tenants = [], []
-    for name in sorted(accounts):
-        quotas = nominal_of(name)
+        quotas = tuple((m, FlavorQuota(gpus[m] if name == ROOT else 0, None if cap is None else cap[m]))
+                       for m in sorted(gpus))
         if name in inner or name == ROOT:
-            cohorts.append(Cohort(name, parent_of(name), tuple(
-                (m, FlavorQuota(n)) for m, n in sorted(quotas.items()))))
+            cohorts.append(Cohort(name, parent_of(name), quotas))
             continue
-        hard = 0 if basis[name] == GRPTRES else None
-        tenants.append(TenantQueue(name, parent_of(name), tuple(
-            (m, FlavorQuota(n, hard)) for m, n in sorted(quotas.items())),
-            weight=float(accounts[name].shares)))
-    return AccountTenancy(Tenancy(tuple(tenants), tuple(cohorts)),
-                          {t.name: basis[t.name] for t in tenants})
+        basis[name] = SHARES if cap is None else GRPTRES
+        tenants.append(TenantQueue(name, parent_of(name), quotas, weight=float(accounts[name].shares)))
+    return AccountTenancy(Tenancy(tuple(tenants), tuple(cohorts)), basis)
 
 
 def account_shares(fairshare: tuple[FairShare, ...]) -> dict[str, float]:

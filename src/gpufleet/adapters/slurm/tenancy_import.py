@@ -29,7 +29,7 @@ from gpufleet.adapters.slurm.hostlist import compress
 from gpufleet.adapters.slurm.settings import duration_s
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
-from gpufleet.traces.slurm_sacct import parse_tres, tres_count
+from gpufleet.model.tenancy import FlavorQuota
 
 ASSOC_FORMAT = "Cluster,Account,ParentName,User,Share,GrpTRES,QOS"
 QOS_FORMAT = "Name,Priority,Preempt,PreemptMode,GrpTRES,MaxTRESPU"
@@ -62,55 +62,33 @@ class ImportedTenancy:
     notes: tuple[str, ...]
 
 
-def _gpu_cap(tres_text: str, source: str, where: str) -> int | None:
-    tres = parse_tres(tres_text)
-    return tres_count(tres, "gres/gpu", source, where) if "gres/gpu" in tres else None
-
-
-def _share(text: str, source: str, where: str) -> float:
-    text = text.strip()
-    if text.lower() == "parent" or not text:
-        return 1.0
-    if not text.isdigit() or int(text) == 0:
-        raise InputError(source, where, f"expected a fair-share Share ≥ 1 or 'parent', got {text!r}")
-    return float(text)
+def _quotas(quotas: tuple[tuple[str, FlavorQuota], ...]) -> dict[str, dict[str, int]]:
+    limit = "borrowing_limit"
+    return {m: {"nominal": q.nominal} | ({} if q.borrowing_limit is None else {limit: q.borrowing_limit})
+            for m, q in quotas}
 
 
 def tenancy_from_slurm(assoc_text: str, qos_text: str, conf: SlurmConf, fleet: Fleet,
                        assoc_source: str = "sacctmgr assoc", qos_source: str = "sacctmgr qos",
                        cluster: str | None = None) -> ImportedTenancy:
-    """The ``tenancy:`` mapping (as YAML-ready data) and notes on what has no counterpart."""
-    rows = parse_table(assoc_text, assoc_source, ("Account", "ParentName", "User", "Share", "GrpTRES"))
+    """The ``tenancy:`` mapping (as YAML-ready data) and notes on what has no counterpart. The
+    accounts' quotas are accounts.account_tenancy's, the live service's rule."""
+    from gpufleet.adapters.slurm.accounts import account_tenancy, associations_from_sacctmgr
+
+    assocs = associations_from_sacctmgr(assoc_text, assoc_source)
     cluster = cluster or conf.cluster_name
-    accounts = [r for r in rows if not r["User"].strip() and r.get("Cluster", cluster) in (cluster, "")]
-    if not accounts:
-        found = sorted({r.get("Cluster", "") for r in rows if not r["User"].strip()} - {""})
+    if not any(not a.user and a.cluster in (cluster, "") for a in assocs):
+        found = sorted({a.cluster for a in assocs if not a.user} - {""})
         hint = f"; the file has {', '.join(found)} (pass --cluster)" if found else ", found none"
         raise InputError(assoc_source, "Cluster",
                          f"expected account rows (User empty) of cluster {cluster}{hint}")
-    parent = {r["Account"]: (r["ParentName"] or None) for r in accounts}
-    children = {p for p in parent.values() if p}
-    per_model: dict[str, int] = {}
-    for n in fleet.nodes:
-        per_model[n.gpu] = per_model.get(n.gpu, 0) + n.gpus
-    cohorts: list[dict[str, Any]] = []
-    tenants: list[dict[str, Any]] = []
-    for r in accounts:
-        name = r["Account"]
-        where = f"Account={name}"
-        cap = _gpu_cap(r["GrpTRES"], assoc_source, where + ": GrpTRES")
-        up = parent[name] if parent[name] in parent else (ROOT if name != ROOT else None)
-        limit = {"borrowing_limit": cap} if cap is not None else {}
-        capped = {m: {"nominal": 0, **limit} for m in per_model}
-        if name == ROOT or name in children:
-            quotas = {m: {"nominal": total} for m, total in per_model.items()} if name == ROOT else capped
-            above = {"parent": up} if up and name != ROOT else {}
-            cohorts.append({"name": name, **above, "quotas": quotas})
-        else:
-            tenants.append({"name": name, "cohort": up or ROOT,
-                            "weight": _share(r["Share"], assoc_source, where), "quotas": capped})
-    if not any(c["name"] == ROOT for c in cohorts):
-        cohorts.insert(0, {"name": ROOT, "quotas": {m: {"nominal": t} for m, t in per_model.items()}})
+    got = account_tenancy(assocs, fleet, cluster)
+    if got is None or not got.tenancy.tenants:
+        raise InputError(assoc_source, "Account", "expected at least one account without sub-accounts")
+    cohorts = [{"name": c.name, **({"parent": c.parent} if c.parent else {}), "quotas": _quotas(c.quotas)}
+               for c in got.tenancy.cohorts]
+    tenants = [{"name": t.name, "cohort": t.cohort or ROOT, "weight": t.weight, "quotas": _quotas(t.quotas)}
+               for t in got.tenancy.tenants]
     notes: list[str] = []
     classes = _classes(qos_text, qos_source, notes)
     for p in conf.partitions:
@@ -123,8 +101,6 @@ def tenancy_from_slurm(assoc_text: str, qos_text: str, conf: SlurmConf, fleet: F
         "half_life_h": duration_s(conf, "PriorityDecayHalfLife", 7 * 86400.0) / 3600.0,
         "priority_classes": classes, "cohorts": cohorts, "tenants": tenants,
     }
-    if not tenants:
-        raise InputError(assoc_source, "Account", "expected at least one account without sub-accounts")
     return ImportedTenancy(spec, tuple(notes))
 
 

@@ -32,7 +32,7 @@ REASON_WORDS = {
     "held": "held by hand",
 }
 #: Where a queue's nominal comes from over Slurm (views.QueueView.nominal_basis), in words.
-BASIS_WORDS = {"GrpTRES": "GrpTRES limit", "shares": "share of its parent"}
+BASIS_WORDS = {"GrpTRES": "borrows up to its GrpTRES", "shares": "no GrpTRES: borrows freely"}
 #: Reasons that mean work is blocked (a page with any of them is never green).
 BLOCKED = ("quota", "capacity", "reservation", "unresolvable")
 
