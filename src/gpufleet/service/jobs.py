@@ -2,6 +2,9 @@
 optional (the service stamps it) and ``id`` optional (the service mints one), so a trace line can
 be posted as it is.
 
+The service's clock stamps ``submit_time``: a posted one (in the past or the future) is ignored,
+so a client cannot jump the queue by back-dating its job or park one that never arrives.
+
 Names that reach the store, the logs and the metrics (job id, tenant, pod set names, GPU models)
 are held to a plain alphabet: letters, digits and ``. _ - :``, starting with a letter or digit.
 A path- or SQL-shaped string is refused with its field, never stored.
@@ -15,6 +18,7 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from gpufleet.model.catalog import canonical_gpu_name
+from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.traces.jsonl import MAX_SECONDS, TraceRow
 
@@ -28,8 +32,8 @@ class JobSubmission(TraceRow):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     id: str | None = Field(default=None, pattern=NAME_PATTERN)  # type: ignore[assignment]
     tenant: str = Field(default="default", pattern=NAME_PATTERN)
-    submit_time: float | None = Field(default=None, ge=0, le=MAX_SECONDS)  # type: ignore[assignment]
-    priority: int = Field(default=0, ge=-(10**9), le=10**9)
+    submit_time: float | None = Field(default=None, ge=0, le=MAX_SECONDS, strict=True)  # type: ignore[assignment]
+    priority: int = Field(default=0, ge=-(10**9), le=10**9, strict=True)
     labels: dict[str, str] = Field(default_factory=dict, max_length=64)
 
 
@@ -53,6 +57,18 @@ def check_names(sub: JobSubmission) -> None:
     for k, v in sub.labels.items():
         if len(k) > 256 or len(v) > 1024:
             raise BadSubmission(f"labels.{k[:40]}", "keys up to 256 and values up to 1024 characters")
+
+
+def check_fits(sub: JobSubmission, fleet: Fleet) -> None:
+    """A job larger than the fleet would stay pending for ever: refuse it at the door instead.
+    CPU-only pods (0 GPUs) always fit the GPU count."""
+    need = sum(ps.replicas * ps.gpus for ps in sub.pod_sets)
+    if need > fleet.total_gpus:
+        raise BadSubmission("pod_sets", f"the job needs {need} GPUs, the whole fleet has {fleet.total_gpus}")
+    most = max((n.gpus for n in fleet.nodes), default=0)
+    for i, ps in enumerate(sub.pod_sets):
+        if ps.gpus > most:
+            raise BadSubmission(f"pod_sets.{i}.gpus", f"{ps.gpus} GPUs per pod, the largest node has {most}")
 
 
 def new_job_id() -> str:

@@ -43,6 +43,7 @@ from gpufleet.service.events import EventRing
 from gpufleet.service.jobs import (
     BadSubmission,
     build_job,
+    check_fits,
     job_from_body,
     new_job_id,
     parse_submission,
@@ -254,7 +255,7 @@ class Service:
         """The checked submission: its record, its job and its audit row (ApiError otherwise)."""
         sub, digest = self._check(who, body, key)
         jid = sub.id or new_job_id()
-        t = sub.submit_time if sub.submit_time is not None else self.loop.now()
+        t = self.loop.now()
         job = build_job(sub, jid, t)
         now = time.time()
         rec = JobRecord(jid, job.tenant, "pending", job.priority, job.total_gpus, stored_body(sub, jid, t),
@@ -279,6 +280,11 @@ class Service:
         if ten is not None and not self.external and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
+        if not self.external:
+            try:
+                check_fits(sub, self.source.fleet)
+            except BadSubmission as e:
+                raise ApiError(422, str(e), e.field) from None
         if not self.external and sub.eligible_nodes:
             unknown = sorted(set(sub.eligible_nodes) - self._node_names)
             if unknown:

@@ -38,10 +38,10 @@ MAX_SECONDS = 10 * 365 * 86400.0
 class _PodSetRow(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str = "worker"
-    replicas: int = Field(ge=1, le=MAX_REPLICAS)
-    gpus: int = Field(ge=0, le=MAX_GPUS_PER_POD)
-    cpus: float = Field(default=0.0, ge=0, le=1e6)
-    memory_gb: float = Field(default=0.0, ge=0, le=1e7)
+    replicas: int = Field(ge=1, le=MAX_REPLICAS, strict=True)
+    gpus: int = Field(ge=0, le=MAX_GPUS_PER_POD, strict=True)
+    cpus: float = Field(default=0.0, ge=0, le=1e6, strict=True)
+    memory_gb: float = Field(default=0.0, ge=0, le=1e7, strict=True)
     gpu_models: list[str] = []
 
 
@@ -50,14 +50,16 @@ class TraceRow(BaseModel):
     with, and the one ``POST /api/v1/jobs`` checks a body against (service/jobs.py), so that a
     trace line can be posted as it is."""
 
-    #: NaN and ±Infinity (Python's json reads ``NaN``/``Infinity``) are rejected.
+    #: NaN and ±Infinity (Python's json reads ``NaN``/``Infinity``) are rejected; numbers are
+    #: strict, so ``"gpus": true`` is refused rather than read as 1.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     id: str
     tenant: str = "default"
-    submit_time: float = Field(ge=0, le=MAX_SECONDS)
-    run_time: float = Field(ge=0, le=MAX_SECONDS)  # a job that failed at once ran 0 s: real data, kept
-    run_time_estimate: float | None = Field(default=None, gt=0, le=MAX_SECONDS)
-    priority: int = 0
+    submit_time: float = Field(ge=0, le=MAX_SECONDS, strict=True)
+    #: A job that failed at once ran 0 s: real data, kept.
+    run_time: float = Field(ge=0, le=MAX_SECONDS, strict=True)
+    run_time_estimate: float | None = Field(default=None, gt=0, le=MAX_SECONDS, strict=True)
+    priority: int = Field(default=0, strict=True)
     kind: JobKind = JobKind.BATCH
     pod_sets: list[_PodSetRow] = Field(min_length=1)
     labels: dict[str, str] = {}
