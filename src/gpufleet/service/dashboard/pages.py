@@ -80,7 +80,7 @@ def _guard(d: Dashboard, request: Request) -> Principal | Response:
         if who is None:
             return d.render(request, "login.html", None, 401, error="That token was refused.",
                             next=session.without_token(request))
-        return session.sign_in(RedirectResponse(session.without_token(request), 303), request, token)
+        return session.sign_in(d.svc, RedirectResponse(session.without_token(request), 303), request, who)
     who = session.current(d.svc, request)
     return who if who is not None else session.login_redirect(request)
 
@@ -236,11 +236,11 @@ def router(d: Dashboard) -> APIRouter:
         who = session.check_token(d.svc, token, request) if token else None
         if who is None:
             return d.render(request, "login.html", None, 401, error="That token was refused.", next=nxt)
-        return session.sign_in(RedirectResponse(nxt, 303), request, token)
+        return session.sign_in(d.svc, RedirectResponse(nxt, 303), request, who)
 
     @r.get("/logout")
-    def logout() -> Response:
-        return session.sign_out(RedirectResponse("/login", 303))
+    def logout(request: Request) -> Response:
+        return session.sign_out(d.svc, RedirectResponse("/login", 303), request)
 
     return r
 

@@ -1,10 +1,17 @@
-"""Signing in to the dashboard: an API token, kept in an HTTP-only cookie.
+"""Signing in to the dashboard: a server-side session, its random id in an HTTP-only cookie.
 
-The cookie holds the token itself, so every check is the API's own (``Auth.check``: argon2 on a
-cache miss, revocation and expiry on every request) and a revoked token signs the browser out at
-its next request, on any replica. It is ``HttpOnly`` (page scripts cannot read it), ``SameSite=Lax``
-(sent on a top-level link from elsewhere, so a shared ``/?token=`` link lands signed in, and never
-on another site's POST) and ``Secure`` when the page came over HTTPS.
+Signing in checks the API token once (``Auth.check``) and opens a session: the cookie gets
+``secrets.token_urlsafe(32)``, the store keeps only its SHA-256, the token id it stands for and
+its expiry (the shorter of ``MAX_AGE_S`` and the token's own). The cookie is not the token: it
+does not authenticate on ``/api/v1``, and signing out deletes the row, so the old cookie is dead
+even if copied. SHA-256 (not argon2) is enough: the id is 256 random bits, so there is nothing
+to guess from a leaked hash, and a fast hash keeps every request cheap.
+
+Every request reads the session and the token behind it, from the shared store (SQLite or
+PostgreSQL): a revoked or expired token signs the browser out at its next request, on any
+replica. The cookie is ``HttpOnly`` (page scripts cannot read it), ``SameSite=Lax`` (sent on a
+top-level link from elsewhere, so a shared ``/?token=`` link lands signed in, and never on
+another site's POST) and ``Secure`` when the page came over HTTPS.
 
 Every POST from a page must also come from this origin (``Origin``, or ``Referer`` when a browser
 sends no Origin): with Lax cookies that is the second lock on cross-site requests.
@@ -12,6 +19,9 @@ sends no Origin): with Lax cookies that is the second lock on cross-site request
 
 from __future__ import annotations
 
+import hashlib
+import secrets
+import time
 from urllib.parse import urlencode, urlsplit
 
 from fastapi import Request
@@ -35,18 +45,44 @@ def check_token(svc: Service, token: str, request: Request) -> Principal | None:
         return None
 
 
+def _digest(sid: str) -> str:
+    return hashlib.sha256(sid.encode()).hexdigest()
+
+
 def current(svc: Service, request: Request) -> Principal | None:
-    token = request.cookies.get(COOKIE)
-    return check_token(svc, token, request) if token else None
+    """The principal of the browser's session while both it and its token are valid."""
+    sid = request.cookies.get(COOKIE)
+    found = svc.store.session(_digest(sid)) if sid else None
+    if found is None:
+        return None
+    rec, now = svc.store.token(found[0]), time.time()
+    if found[1] <= now or rec is None or rec.revoked_at is not None or (
+            rec.expires_at is not None and rec.expires_at <= now):
+        return None
+    return Principal(rec.id, rec.role, rec.tenant, rec.name)
 
 
-def sign_in(response: Response, request: Request, token: str) -> Response:
-    response.set_cookie(COOKIE, token, max_age=MAX_AGE_S, httponly=True, samesite="lax",
+def sign_in(svc: Service, response: Response, request: Request, who: Principal) -> Response:
+    """Open a session for a principal whose token just checked, and audit it."""
+    sid, rec = secrets.token_urlsafe(32), svc.store.token(who.token_id)
+    expires = time.time() + MAX_AGE_S
+    if rec is not None and rec.expires_at is not None:
+        expires = min(expires, rec.expires_at)
+    svc.store.add_session(_digest(sid), who.token_id, expires)
+    svc.store.audit(actor=who.token_id, role=who.role, action="session.sign_in", target="dashboard",
+                    outcome="ok")
+    response.set_cookie(COOKIE, sid, max_age=MAX_AGE_S, httponly=True, samesite="lax",
                         secure=request.url.scheme == "https", path="/")
     return response
 
 
-def sign_out(response: Response) -> Response:
+def sign_out(svc: Service, response: Response, request: Request) -> Response:
+    """End the session server-side (the old cookie is refused after this), and audit it."""
+    sid = request.cookies.get(COOKIE)
+    tid = svc.store.delete_session(_digest(sid)) if sid else None
+    if tid is not None:
+        svc.store.audit(actor=tid, role="none", action="session.sign_out", target="dashboard",
+                        outcome="ok")
     response.delete_cookie(COOKIE, path="/")
     return response
 

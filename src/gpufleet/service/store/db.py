@@ -22,12 +22,22 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, create_engine, event, func, insert, select, update
+from sqlalchemy import Connection, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
 
 from gpufleet.service.store.group import GroupCommit
-from gpufleet.service.store.schema import LIVE_STATES, audit, changes, jobs, meta, node_state, quota, tokens
+from gpufleet.service.store.schema import (
+    LIVE_STATES,
+    audit,
+    changes,
+    jobs,
+    meta,
+    node_state,
+    quota,
+    sessions,
+    tokens,
+)
 from gpufleet.service.wake import CHANNEL, Nudge
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -389,6 +399,25 @@ class Store:
             n = c.execute(update(tokens).where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
                           .values(revoked_at=at)).rowcount
         return n > 0
+
+    def add_session(self, id_hash: str, token_id: str, expires_at: float) -> None:
+        with self.writing() as c:
+            c.execute(insert(sessions).values(id_hash=id_hash, token_id=token_id, expires_at=expires_at))
+
+    def session(self, id_hash: str) -> tuple[str, float] | None:
+        """(token id, expiry) of a dashboard session."""
+        with self.engine.connect() as c:
+            row = c.execute(select(sessions.c.token_id, sessions.c.expires_at)
+                            .where(sessions.c.id_hash == id_hash)).first()
+        return (row.token_id, row.expires_at) if row is not None else None
+
+    def delete_session(self, id_hash: str) -> str | None:
+        """Forget a session (and sessions already expired); the token id it stood for, if any."""
+        found = self.session(id_hash)
+        with self.writing() as c:
+            c.execute(delete(sessions).where((sessions.c.id_hash == id_hash)
+                                             | (sessions.c.expires_at <= time.time())))
+        return found[0] if found else None
 
     # --- audit --------------------------------------------------------------------------------
     def audit(self, *, c: Connection | None = None, **what: Any) -> None:

@@ -5,6 +5,7 @@ change them; this module is what the code reads and writes, and a test checks th
   ``(tenant, idempotency_key)`` is unique, so a retried POST finds the first one's row, and
   two tenants' equal keys are two jobs (migration 0003).
 - ``tokens``: API tokens, the secret stored as an argon2 hash only.
+- ``sessions``: dashboard sign-ins, the cookie's random id stored as a SHA-256 only.
 - ``audit``: every mutating call and every refused one: who, what, when, before and after.
 - ``node_state``: nodes an admin took out of service (drain, cordon), re-applied at restart.
 - ``quota``: quota edits over the tenancy file, re-applied at restart.
@@ -80,6 +81,13 @@ tokens = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float),
     Column("revoked_at", Float),
+)
+
+sessions = Table(
+    "sessions", metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("token_id", String(32), nullable=False, index=True),
+    Column("expires_at", Float, nullable=False),
 )
 
 audit = Table(

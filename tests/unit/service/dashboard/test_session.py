@@ -1,0 +1,66 @@
+"""Dashboard sessions live in the store: the cookie is a random id, not the API token."""
+
+from __future__ import annotations
+
+import time
+
+from gpufleet.service.dashboard.session import COOKIE, MAX_AGE_S
+from gpufleet.service.store.schema import sessions
+
+from .test_pages import ORIGIN, token
+
+
+def signed_in(s, tok: str) -> str:
+    s.client.cookies.clear()
+    assert s.client.post("/login", data={"token": tok}, headers=ORIGIN,
+                         follow_redirects=False).status_code == 303
+    return s.client.cookies[COOKIE]
+
+
+def test_the_cookie_is_not_the_token_and_is_no_bearer_token(served_tenancy) -> None:
+    s = served_tenancy
+    sid = signed_in(s, token(s.viewer))
+    assert token(s.viewer) not in sid
+    assert s.client.get("/queues").status_code == 200
+    r = s.client.get("/api/v1/summary", headers={"Authorization": f"Bearer {sid}"})
+    assert r.status_code == 401
+    assert [e["action"] for e in s.svc.store.audit_log(limit=100)].count("session.sign_in") == 1
+
+
+def test_after_sign_out_the_old_cookie_is_refused(served_tenancy) -> None:
+    s = served_tenancy
+    sid = signed_in(s, token(s.viewer))
+    assert s.client.get("/logout", follow_redirects=False).status_code == 303
+    s.client.cookies.set(COOKIE, sid)
+    r = s.client.get("/queues", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login")
+    assert "session.sign_out" in [e["action"] for e in s.svc.store.audit_log(limit=100)]
+
+
+def test_revoking_the_token_signs_the_session_out(served_tenancy) -> None:
+    s = served_tenancy
+    tok, rec = s.svc.auth.create("viewer")
+    signed_in(s, tok)
+    assert s.client.get("/queues").status_code == 200
+    s.svc.auth.revoke(rec.id)
+    assert s.client.get("/queues", follow_redirects=False).status_code == 303
+
+
+def test_a_session_ends_with_its_token_or_max_age_and_is_then_refused(served_tenancy) -> None:
+    """A token with 60 s left gives a session that ends within those 60 s (not MAX_AGE_S); a
+    session whose expiry has passed is refused though its token is still valid."""
+    s = served_tenancy
+    tok, rec = s.svc.auth.create("viewer", expires_in_s=60)
+    signed_in(s, tok)
+    (row,) = [r for r in _rows(s) if r[0] == rec.id]
+    assert row[1] <= rec.expires_at < time.time() + MAX_AGE_S
+    sid = signed_in(s, token(s.viewer))
+    with s.svc.store.writing() as c:
+        c.execute(sessions.update().values(expires_at=time.time() - 1))
+    s.client.cookies.set(COOKIE, sid)
+    assert s.client.get("/queues", follow_redirects=False).status_code == 303
+
+
+def _rows(s) -> list[tuple[str, float]]:
+    with s.svc.store.engine.connect() as c:
+        return [(r.token_id, r.expires_at) for r in c.execute(sessions.select())]
