@@ -18,7 +18,6 @@ from typing import Any
 from pydantic import ConfigDict, Field, ValidationError
 
 from gpufleet.model.catalog import canonical_gpu_name
-from gpufleet.model.fleet import Fleet
 from gpufleet.model.job import Job
 from gpufleet.traces.jsonl import MAX_SECONDS, TraceRow
 
@@ -57,18 +56,6 @@ def check_names(sub: JobSubmission) -> None:
     for k, v in sub.labels.items():
         if len(k) > 256 or len(v) > 1024:
             raise BadSubmission(f"labels.{k[:40]}", "keys up to 256 and values up to 1024 characters")
-
-
-def check_fits(sub: JobSubmission, fleet: Fleet) -> None:
-    """A job larger than the fleet would stay pending for ever: refuse it at the door instead.
-    CPU-only pods (0 GPUs) always fit the GPU count."""
-    need = sum(ps.replicas * ps.gpus for ps in sub.pod_sets)
-    if need > fleet.total_gpus:
-        raise BadSubmission("pod_sets", f"the job needs {need} GPUs, the whole fleet has {fleet.total_gpus}")
-    most = max((n.gpus for n in fleet.nodes), default=0)
-    for i, ps in enumerate(sub.pod_sets):
-        if ps.gpus > most:
-            raise BadSubmission(f"pod_sets.{i}.gpus", f"{ps.gpus} GPUs per pod, the largest node has {most}")
 
 
 def new_job_id() -> str:

@@ -43,7 +43,6 @@ from gpufleet.service.events import EventRing
 from gpufleet.service.jobs import (
     BadSubmission,
     build_job,
-    check_fits,
     job_from_body,
     new_job_id,
     parse_submission,
@@ -280,11 +279,6 @@ class Service:
         if ten is not None and not self.external and ten.tenant(sub.tenant) is None:
             raise ApiError(422, f"tenant: {sub.tenant!r} has no queue (queues: "
                            f"{', '.join(t.name for t in ten.tenants)})", "tenant")
-        if not self.external:
-            try:
-                check_fits(sub, self.source.fleet)
-            except BadSubmission as e:
-                raise ApiError(422, str(e), e.field) from None
         if not self.external and sub.eligible_nodes:
             unknown = sorted(set(sub.eligible_nodes) - self._node_names)
             if unknown:

@@ -50,23 +50,6 @@ def test_the_trace_reader_refuses_a_boolean_gpu_count_naming_line_and_field(tmp_
         read_jobs(p)
 
 
-@pytest.mark.parametrize("pod_sets, field, numbers", [
-    ([{"replicas": 9, "gpus": 8}], "pod_sets", ("72", "64")),   # 9 x 8 = 72 > 64 in the fleet
-    ([{"replicas": 1, "gpus": 16}], "pod_sets.0.gpus", ("16", "8")),  # 16 per pod > 8 per node
-])
-def test_a_job_larger_than_the_fleet_is_refused_instead_of_pending_for_ever(served, pod_sets, field, numbers):
-    r = served.post_job({**job_body("big"), "pod_sets": pod_sets})
-    assert r.status_code == 422
-    err = r.json()["error"]
-    assert err["field"] == field and all(n in err["message"] for n in numbers)
-
-
-def test_a_cpu_only_job_and_one_that_fills_the_fleet_are_taken(served):
-    """0 GPUs needs no GPU; 8 x 8 = 64 is exactly the fleet."""
-    assert served.post_job(job_body("cpu", gpus=0)).status_code == 201
-    assert served.post_job(job_body("all", gpus=8, replicas=8)).status_code == 201
-
-
 @pytest.mark.parametrize("data", [
     b"not json", b"\xff\xfe{}", b"", b"[]", b"[" + json.dumps(job_body("a")).encode() + b"]",
     b'{"id": "a", "run_time": 1e400, "pod_sets": [{"replicas": 1, "gpus": 1}]}',
