@@ -96,8 +96,8 @@ def test_every_page_over_the_slurm_source_in_a_real_browser(slurm, tmp_path) -> 
 
         # Slurm's accounts as queues: root's cohort with research (idle) and prod (1 pending)
         queues = page(driver, f"{base}/queues", "queues")
-        assert "cohort root" in queues and "share of its parent" in queues, queues
-        assert "0 / 16\nGrpTRES limit" in queues, queues
+        assert "cohort root" in queues and "no GrpTRES: borrows freely" in queues, queues
+        assert "0 / 0\nborrows up to its GrpTRES" in queues, queues
         named = {r.get_attribute("data-queue")
                  for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-queue]")}
         assert {"research", "prod"} <= named, named
