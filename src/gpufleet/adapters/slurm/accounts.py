@@ -29,14 +29,36 @@ changed in Slurm (``sacctmgr modify account NAME set GrpTRES=gres/gpu=N``), not 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpufleet.adapters.slurm.tenancy_import import ROOT, parse_table
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
 from gpufleet.traces.slurm_sacct import parse_tres
+
+ROOT = "root"
+
+
+def parse_table(text: str, source: str, required: Sequence[str]) -> list[dict[str, str]]:
+    """``sacctmgr -P`` output with its header line, as one dict per row."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        raise InputError(source, "", "empty file (expected sacctmgr -P output with a header line)")
+    header = lines[0].split("|")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(source, "header", f"missing column {missing[0]} (expected sacctmgr -P show ... "
+                         f"format={','.join(required)})")
+    rows = []
+    for no, line in enumerate(lines[1:], start=2):
+        cells = line.split("|")
+        if len(cells) != len(header):
+            raise InputError(source, f"line {no}",
+                             f"expected {len(header)} '|'-separated fields, got {len(cells)}")
+        rows.append(dict(zip(header, cells, strict=True)))
+    return rows
 
 ASSOC_FORMAT = "Cluster,Account,ParentName,User,Share,GrpTRES"
 GRPTRES, SHARES = "GrpTRES", "shares"

@@ -20,10 +20,10 @@ included), plus slurm.conf for ``PriorityDecayHalfLife`` and the partitions. Map
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gpufleet.adapters.slurm.accounts import ROOT, account_tenancy, associations_from_sacctmgr, parse_table
 from gpufleet.adapters.slurm.conf import SlurmConf
 from gpufleet.adapters.slurm.hostlist import compress
 from gpufleet.adapters.slurm.settings import duration_s
@@ -33,29 +33,6 @@ from gpufleet.model.tenancy import FlavorQuota
 
 ASSOC_FORMAT = "Cluster,Account,ParentName,User,Share,GrpTRES,QOS"
 QOS_FORMAT = "Name,Priority,Preempt,PreemptMode,GrpTRES,MaxTRESPU"
-ROOT = "root"
-
-
-def parse_table(text: str, source: str, required: Sequence[str]) -> list[dict[str, str]]:
-    """``sacctmgr -P`` output with its header line, as one dict per row."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        raise InputError(source, "", "empty file (expected sacctmgr -P output with a header line)")
-    header = lines[0].split("|")
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise InputError(source, "header", f"missing column {missing[0]} (expected sacctmgr -P show ... "
-                         f"format={','.join(required)})")
-    rows = []
-    for no, line in enumerate(lines[1:], start=2):
-        cells = line.split("|")
-        if len(cells) != len(header):
-            raise InputError(source, f"line {no}",
-                             f"expected {len(header)} '|'-separated fields, got {len(cells)}")
-        rows.append(dict(zip(header, cells, strict=True)))
-    return rows
-
-
 @dataclass(frozen=True)
 class ImportedTenancy:
     spec: dict[str, Any]
@@ -73,7 +50,6 @@ def tenancy_from_slurm(assoc_text: str, qos_text: str, conf: SlurmConf, fleet: F
                        cluster: str | None = None) -> ImportedTenancy:
     """The ``tenancy:`` mapping (as YAML-ready data) and notes on what has no counterpart. The
     accounts' quotas are accounts.account_tenancy's, the live service's rule."""
-    from gpufleet.adapters.slurm.accounts import account_tenancy, associations_from_sacctmgr
 
     assocs = associations_from_sacctmgr(assoc_text, assoc_source)
     cluster = cluster or conf.cluster_name
