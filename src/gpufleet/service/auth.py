@@ -65,6 +65,16 @@ class AuthError(Exception):
         self.reason, self.token_id = reason, token_id
 
 
+def valid_principal(rec: TokenRecord, now: float) -> Principal:
+    """The principal a known token stands for now; AuthError when it is revoked or expired. The
+    one validity rule for API calls (``Auth.check``, ``Auth.cached``) and dashboard sessions."""
+    if rec.revoked_at is not None:
+        raise AuthError("token revoked", rec.id)
+    if rec.expires_at is not None and rec.expires_at <= now:
+        raise AuthError("token expired", rec.id)
+    return Principal(rec.id, rec.role, rec.tenant, rec.name)
+
+
 class Auth:
     def __init__(self, store: Store, time_cost: int = 3, memory_kib: int = 65536) -> None:
         self.store = store
@@ -108,10 +118,10 @@ class Auth:
             hit = self._cache.get(digest)
         if hit is None or now - hit[0] >= CACHE_S:
             return None
-        rec = hit[1]
-        if rec.revoked_at is not None or (rec.expires_at is not None and rec.expires_at <= now):
+        try:
+            return valid_principal(hit[1], now)
+        except AuthError:
             return None
-        return Principal(rec.id, rec.role, rec.tenant, rec.name)
 
     def check(self, header: str | None) -> Principal:
         """The caller of a request with this Authorization header; AuthError when refused."""
@@ -130,11 +140,7 @@ class Auth:
             hit = self._cache.get(digest)
         fresh = hit is not None and now - hit[0] < CACHE_S
         rec = hit[1] if hit is not None and fresh else self._verify(digest, tid, secret, now)
-        if rec.revoked_at is not None:
-            raise AuthError("token revoked", rec.id)
-        if rec.expires_at is not None and rec.expires_at <= now:
-            raise AuthError("token expired", rec.id)
-        return Principal(rec.id, rec.role, rec.tenant, rec.name)
+        return valid_principal(rec, now)
 
     def _verify(self, digest: str, tid: str, secret: str, now: float) -> TokenRecord:
         """Check a token against its hash, once per token at a time: concurrent first calls with

@@ -27,7 +27,7 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
 
-from gpufleet.service.auth import AuthError, Principal
+from gpufleet.service.auth import AuthError, Principal, valid_principal
 from gpufleet.service.runtime import Service
 
 COOKIE = "gpufleet_session"
@@ -56,10 +56,12 @@ def current(svc: Service, request: Request) -> Principal | None:
     if found is None:
         return None
     rec, now = svc.store.token(found[0]), time.time()
-    if found[1] <= now or rec is None or rec.revoked_at is not None or (
-            rec.expires_at is not None and rec.expires_at <= now):
+    if found[1] <= now or rec is None:
         return None
-    return Principal(rec.id, rec.role, rec.tenant, rec.name)
+    try:
+        return valid_principal(rec, now)
+    except AuthError:
+        return None
 
 
 def sign_in(svc: Service, response: Response, request: Request, who: Principal) -> Response:
