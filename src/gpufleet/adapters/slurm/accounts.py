@@ -36,7 +36,7 @@ from typing import Any
 from gpufleet.model.errors import InputError
 from gpufleet.model.fleet import Fleet
 from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
-from gpufleet.traces.slurm_sacct import parse_tres
+from gpufleet.traces.slurm_sacct import parse_tres, tres_count
 
 ROOT = "root"
 
@@ -105,13 +105,10 @@ class AccountTenancy:
 
 def _caps_from_tres(tres: dict[str, str], source: str, where: str) -> tuple[tuple[str, int], ...]:
     out = []
-    for key, value in sorted(tres.items()):
+    for key in sorted(tres):
         if key != "gres/gpu" and not key.startswith("gres/gpu:"):
             continue
-        if not value.isdigit():
-            raise InputError(source, f"{where}: GrpTRES: {key}",
-                             f"expected a whole number ≥ 0, got {value!r}")
-        out.append((key.partition(":")[2], int(value)))
+        out.append((key.partition(":")[2], tres_count(tres, key, source, f"{where}: GrpTRES")))
     return tuple(out)
 
 
