@@ -14,8 +14,9 @@ Greedy, one step at a time, on the cluster's free capacity (trials undone from a
 2. take the gang with the least displacement per GPU started (ties: more GPUs, then key),
    commit its moves and placement, and repeat until no waiting gang can be placed.
 
-A gang that fits with no move at all is not part of the plan (fragmentation does not hold it
-back: a reservation or priority does). The plan is returned only when it starts something.
+A gang that fits with no move at all is not part of the plan (``held_by_room``: fragmentation
+does not hold it back, a reservation or priority does). The plan is returned only when it
+starts something.
 
 Limits, said in the report: whole-GPU count requests only (DRA-claim and MIG pods are neither
 placed nor moved); the greedy is not optimal (choosing moves is a bin-packing problem); a moved
@@ -404,12 +405,23 @@ def fits_without_moves(state: _State, g: Gang) -> bool:
     return r is not None and not r[1]
 
 
+def held_by_room(state: _State, gangs: list[Gang]) -> list[Gang]:
+    """The gangs a plan is for: those that do not fit the cluster as it is. One that fits with no
+    move waits for something else (a reservation, quota, priority: analyze passes only gangs
+    the engine did not start), so a plan neither starts it nor keeps room for it — the same
+    rule for the greedy and the MILP, which once disagreed: the MILP counted such a gang as
+    started for free and then dropped a plan that moved nothing, while the greedy started the
+    gang a reservation was waiting for."""
+    return [g for g in gangs if not fits_without_moves(state, g)]
+
+
 def greedy(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[Gang],
            now: float) -> DefragPlan | None:
     """The greedy plan (module docstring)."""
+    state = _State(nodes, free, running, now)
     todo = candidates(waiting)
     out = DefragPlan(waiting_gpus=round(sum(gang_equivalents(g) for g in todo), 4))
-    state = _State(nodes, free, running, now)
+    todo = held_by_room(state, todo)
     cache: dict = {}   # lower bounds per (pod shape, node), kept across steps while a node is unchanged
     while todo:
         best = None

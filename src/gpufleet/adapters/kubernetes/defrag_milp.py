@@ -21,13 +21,12 @@ Objective (minimised): ``−B·Σ_w G_w·s_w + Σ_r c_r·m_r`` with G_w the gang
 restarts), and B = 7·(Σ_r c_r + 1): any 1/7 GPU more started outweighs every possible move, so
 the optimum is lexicographic — most GPU-equivalents started, then least GPU-hours moved.
 
-Every waiting gang is in the model, also one that fits with no move (a reservation or priority
-holds it back, not fragmentation): placing it takes room the others might need, so leaving it
-out would overstate what the moves achieve. Its step in the plan has no moves; a plan is
-returned only when it moves something. The greedy's plan (its started gangs and moves) is a
-feasible point of this model, so the optimum starts at least as many GPU-equivalents, and for
-as many moves no more GPU-hours. A moved pod never returns to its own node, and each gang
-moves at most once.
+The waiting gangs in the model are the greedy's (``defrag.held_by_room``): one that fits with
+no move is held back by a reservation or priority, not by fragmentation, so it is neither
+started nor kept room for. A plan is returned only when it moves something. The greedy's
+plan (its started gangs and moves) is a feasible point of this model, so the optimum starts
+at least as many GPU-equivalents, and for as many moves no more GPU-hours. A moved pod never
+returns to its own node, and each gang moves at most once.
 The solver gets ``TIME_LIMIT_S``; if it proves nothing optimal in time its best plan is taken
 (``optimal`` False) — unless the greedy's plan is better, which is then returned with a note, so
 the result is never worse than the greedy's. Above ``MAX_VARIABLES`` (about 100 nodes with a
@@ -48,10 +47,10 @@ from gpufleet.adapters.kubernetes.defrag import (
     _State,
     candidates,
     demand,
-    fits_without_moves,
     free_vectors,
     gang_equivalents,
     greedy,
+    held_by_room,
 )
 from gpufleet.adapters.kubernetes.jobs import Gang
 from gpufleet.adapters.kubernetes.nodes import KubeNode
@@ -69,12 +68,13 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     state = _State(nodes, free, running, now)
-    todo = candidates(waiting)
-    pods = sum(len(g.pods) for g in todo) + sum(len(g.pods) for g in running)
+    waiting_gpus = round(sum(gang_equivalents(g) for g in candidates(waiting)), 4)
+    pods = sum(len(g.pods) for g in candidates(waiting)) + sum(len(g.pods) for g in running)
     if pods * len(state.nodes) > MAX_VARIABLES:   # at most this many variables: decide before building
         return _fallback(nodes, free, running, waiting, now,
                          f"up to {pods * len(state.nodes)} variables is over {MAX_VARIABLES}")
-    if not todo or all(fits_without_moves(state, g) for g in todo):
+    todo = held_by_room(state, candidates(waiting))
+    if not todo:
         return None
     caps = {n.name: {"gpu": float(n.node.gpus), **{f"mig:{k}": float(a) for k, (_, a) in n.gpu.mig.items()}}
             for n in state.nodes}
@@ -151,7 +151,7 @@ def solve(nodes: list[KubeNode], free: dict, running: list[Gang], waiting: list[
     if res.x is None:
         return _fallback(nodes, free, running, waiting, now, f"the solver found no plan ({res.message})")
     x = np.round(res.x).astype(int)
-    out = _plan(cols, x, todo, movable, state, optimal=res.status == 0)
+    out = _plan(cols, x, todo, movable, state, waiting_gpus, optimal=res.status == 0)
     if res.status != 0:
         alt = greedy(nodes, free, running, waiting, now)
         if alt is not None and (out is None or (alt.started_gpus, -alt.displaced_gpu_h)
@@ -181,7 +181,7 @@ def _fallback(nodes, free, running, waiting, now, why: str) -> DefragPlan | None
 
 
 def _plan(cols: list[tuple], x: np.ndarray, todo: list[Gang], movable: list[Gang], state: _State,
-          optimal: bool) -> DefragPlan | None:
+          waiting_gpus: float, optimal: bool) -> DefragPlan | None:
     on = [c for c, v in zip(cols, x, strict=True) if v]
     started = {c[1] for c in on if c[0] == "s"}
     moved = {c[1] for c in on if c[0] == "m"}
@@ -196,8 +196,7 @@ def _plan(cols: list[tuple], x: np.ndarray, todo: list[Gang], movable: list[Gang
     gangs = {g.key: g for g in movable}
     moves = {k: Move(k, gang_equivalents(gangs[k]), tuple(sorted({p.node_name for p in gangs[k].pods})),
                      tuple(sorted(dest.get(k, ()))), round(state.cost[k], 2)) for k in sorted(moved)}
-    out = DefragPlan(waiting_gpus=round(sum(gang_equivalents(g) for g in todo), 4), method="milp",
-                     optimal=optimal)
+    out = DefragPlan(waiting_gpus=waiting_gpus, method="milp", optimal=optimal)
     left = dict(moves)
     order = sorted((g for g in todo if g.key in started), key=lambda g: (-gang_equivalents(g), g.key))
     for g in order:

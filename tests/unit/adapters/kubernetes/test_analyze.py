@@ -4,7 +4,7 @@ published manifests), and copies of the real GPU node changed as each test says.
 import copy
 from datetime import UTC, datetime
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.adapters.kubernetes.analyze import analyze
@@ -319,7 +319,34 @@ def test_no_defrag_plan_when_no_move_helps(nori):
     assert an.defrag is None
 
 
+def test_gangs_a_reservation_holds_back_keep_no_room_in_either_defrag_plan(nori):
+    """Four 8-GPU nodes: n0 runs r0 (1 GPU) + r1 (4), n1 and n2 one 4-GPU pod each, n3 full.
+    Free: 3 + 4 + 4 + 0 = 11. Waiting: w0, w1 (4 GPUs each: they fit on n1 and n2 now) and w2,
+    w3 (8 each: fit nowhere). The engine reserves for an 8-GPU gang and holds w0 and w1 back
+    (starting them would delay it), so they are not what fragmentation blocks: neither plan
+    starts them or keeps their room. Moving r0 (1 GPU × 1 h) and r1 (4 × 1 h) to n1/n2 empties
+    n0 for one 8-GPU gang: 8 GPUs for 5 GPU-h, in the greedy and the MILP alike. (The MILP once
+    counted w0 + w1 as 8 GPUs started for free and returned no plan.)"""
+    nodes = [_eight_gpu(nori, f"n{i}") for i in range(4)]
+    pods, running = [], [(0, 1, 1), (0, 4, 1), (1, 4, 2), (2, 4, 2), (3, 4, 1), (3, 4, 1)]
+    for k, (node, gpus, hours) in enumerate(running):
+        p = _gpu_pod(f"r{k}", gpus=str(gpus))
+        p["spec"]["nodeName"] = f"n{node}"
+        p["status"] = {"phase": "Running", "startTime": f"2025-03-19T{23 - hours:02d}:18:09Z"}
+        pods.append(p)
+    pods += [_gpu_pod(f"w{k}", gpus=str(g)) for k, g in enumerate([4, 4, 8, 8])]
+    an = analyze(_snap(nodes, pods), defrag_method="greedy")
+    assert {g.gang.key: g.code for g in an.gangs}["t/w0"] == "WAIT"
+    for method in ("greedy", "milp"):
+        d = analyze(_snap(nodes, pods), defrag_method=method).defrag
+        assert d is not None, method
+        assert (d.started_gpus, d.displaced_gpu_h) == (8, 5.0), method
+        assert {m.gang for s in d.steps for m in s.moves} == {"t/r0", "t/r1"}, method
+        assert all(s.gang in ("t/w2", "t/w3") for s in d.steps), method
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(running=[(0, 1, 1), (0, 4, 1), (1, 4, 2), (2, 4, 2), (3, 4, 1), (3, 4, 1)], waiting=[4, 4, 8, 8])
 @given(running=st.lists(st.tuples(st.integers(0, 3), st.sampled_from([1, 2, 4]), st.integers(1, 12)),
                         max_size=8),
        waiting=st.lists(st.sampled_from([2, 4, 8]), min_size=1, max_size=4))
