@@ -46,6 +46,10 @@ class NodeTable:
     #: The per-job node filter this view applies (``Job.eligible_nodes``, by name): nodes outside
     #: it read as unschedulable. None on the fleet's own table (``restricted`` makes such views).
     eligible: frozenset[str] | None = None
+    #: The first node of each leaf when every leaf's nodes sit together in node order (a fleet
+    #: file's groups do): the leaf rule then sums slots per leaf with one ``reduceat`` and reads
+    #: a leaf's nodes as a slice (``filters.tightest_leaves``). None: not known to be so.
+    leaf_start: np.ndarray | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -75,6 +79,7 @@ class NodeTable:
         )
         table.index = FreeIndex.build(table.model_idx, table.gpu_free, table.schedulable,
                                       len(models), int(gpu.max()) if len(gpu) else 0)
+        table.leaf_start = contiguous_starts(table.leaf_idx)
         return table
 
     def __len__(self) -> int:
@@ -88,7 +93,7 @@ class NodeTable:
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
             self.per_gpu.copy() if self.per_gpu is not None else None,
             self.index.copy() if self.index is not None else None,
-            self.pods_per_node, self.eligible,
+            self.pods_per_node, self.eligible, self.leaf_start,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
@@ -98,7 +103,7 @@ class NodeTable:
         return NodeTable(
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
-            self.schedulable, self.per_gpu, None, self.pods_per_node, self.eligible,
+            self.schedulable, self.per_gpu, None, self.pods_per_node, self.eligible, self.leaf_start,
         )
 
     def rows(self, idx: np.ndarray) -> NodeTable:
@@ -120,7 +125,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
             self.cpu_free, self.mem_free, self.schedulable, self.per_gpu, self.index, 1,
-            self.eligible,
+            self.eligible, self.leaf_start,
         )
 
     def restricted(self, eligible: frozenset[str], mask: np.ndarray) -> NodeTable:
@@ -133,7 +138,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
             self.cpu_free, self.mem_free, self.schedulable & mask, self.per_gpu, None,
-            self.pods_per_node, both,
+            self.pods_per_node, both, self.leaf_start,
         )
 
     def free_state(self) -> bytes:
@@ -271,3 +276,12 @@ class NodeTable:
     @property
     def gpus_allocated(self) -> int:
         return int(self.gpu_total.sum() - self.gpu_free.sum())
+
+
+def contiguous_starts(ids: np.ndarray) -> np.ndarray | None:
+    """The first position of each id in ``ids`` (ids numbered by first appearance, as
+    ``NodeTable.from_fleet`` numbers leaves) when each id's positions form one run, else None."""
+    if ids.size == 0:
+        return None
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    return starts if np.array_equal(ids[starts], np.arange(starts.size)) else None

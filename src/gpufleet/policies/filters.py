@@ -69,14 +69,30 @@ def eligible_note(table: NodeTable) -> str:
 
 
 def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
-    """Filter: the nodes of the tightest leaf that holds all ``replicas`` pods (fewest slots,
-    lowest index on ties), or, when no leaf does, of the roomiest leaves that together do."""
-    # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already (and
-    # ``table.n_leaves`` is a reduction over every node, twice per search).
-    leaf_slots = np.bincount(table.leaf_idx, weights=np.minimum(slots, replicas))
+    """Filter: the nodes with a slot (ascending) of the tightest leaf that holds all
+    ``replicas`` pods (fewest slots, lowest index on ties), or, when no leaf does, of the
+    roomiest leaves that together do.
+
+    Where the table knows its leaves are runs of nodes (``NodeTable.leaf_start``), the slots
+    per leaf are one integer ``reduceat`` and a leaf's nodes a slice: a third of the cost of a
+    weighted ``bincount`` and two passes over every node, per gang search (bench/README.md,
+    "what-if: the leaf rule on runs of nodes"). The sums are the same integers either way."""
+    capped = np.minimum(slots, replicas)
+    start = table.leaf_start
+    if start is None:
+        # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already.
+        leaf_slots = np.bincount(table.leaf_idx, weights=capped)
+    else:
+        leaf_slots = np.add.reduceat(capped, start)
     leaves = tightest_else_largest(leaf_slots, replicas, tight_remainder=False)[0]
+    if start is not None and leaves.size == 1:
+        lo = int(start[leaves[0]])
+        hi = int(start[leaves[0] + 1]) if leaves[0] + 1 < start.size else len(table)
+        return (capped[lo:hi] > 0).nonzero()[0] + lo
     if leaves.size == 1:
-        return table.leaf_idx == leaves[0]
-    lookup = np.zeros(leaf_slots.size, bool)
-    lookup[leaves] = True
-    return lookup[table.leaf_idx]
+        mask = table.leaf_idx == leaves[0]
+    else:
+        lookup = np.zeros(leaf_slots.size, bool)
+        lookup[leaves] = True
+        mask = lookup[table.leaf_idx]
+    return (mask & (capped > 0)).nonzero()[0]

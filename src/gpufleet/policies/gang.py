@@ -49,7 +49,7 @@ def _choose(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int,
     slots = table.slots(req)
     if int(np.minimum(slots, replicas).sum()) < replicas:
         return Short(slots)
-    order = best_fit_order(table, tightest_leaves(table, slots, replicas) & (slots > 0))
+    order = best_fit_order(table, tightest_leaves(table, slots, replicas))
     return fill_in_order(order, slots, replicas)
 
 

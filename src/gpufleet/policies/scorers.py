@@ -87,10 +87,10 @@ def tightest_else_largest(caps: np.ndarray, need: int, *, tight_remainder: bool 
     return groups, amounts
 
 
-def best_fit_order(table: NodeTable, mask: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
-    """Scorer: the nodes in ``mask``, fewest free GPUs first (partly used nodes fill up before
-    empty ones are broken); ties by node index, or by the rank ``tie`` gives each node."""
-    cand = mask.nonzero()[0]
+def best_fit_order(table: NodeTable, cand: np.ndarray, tie: np.ndarray | None = None) -> np.ndarray:
+    """Scorer: the nodes ``cand`` (indices, ascending), fewest free GPUs first (partly used
+    nodes fill up before empty ones are broken); ties by node index, or by the rank ``tie``
+    gives each node."""
     if tie is None:
         return cand[table.gpu_free[cand].argsort(kind="stable")]
     return cand[np.lexsort((tie[cand], table.gpu_free[cand]))]

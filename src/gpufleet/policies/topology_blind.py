@@ -39,7 +39,7 @@ def blind_nodes(table: NodeTable, req: PodRequest, replicas: int, rng: np.random
     if int(np.minimum(slots, replicas).sum()) < replicas:
         return None
     tie = rng.permutation(len(table))
-    return fill_in_order(best_fit_order(table, slots > 0, tie), slots, replicas)
+    return fill_in_order(best_fit_order(table, (slots > 0).nonzero()[0], tie), slots, replicas)
 
 
 class TopologyBlind:

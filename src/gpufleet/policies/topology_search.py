@@ -97,7 +97,7 @@ def _pick_children(caps: np.ndarray, ids: np.ndarray, need: int) -> list[tuple[i
 def _fill(table: NodeTable, mask: np.ndarray, per_node: np.ndarray, units: int, k: int) -> list[int]:
     """The shared best-fit scorer and fill (gang_search.py) over the nodes in ``mask``: ``units``
     of ``k`` pods each, never split over nodes; the node of each pod, in order."""
-    filled = fill_counts(best_fit_order(table, mask & (per_node > 0)), per_node, units)
+    filled = fill_counts(best_fit_order(table, (mask & (per_node > 0)).nonzero()[0]), per_node, units)
     assert filled is not None  # the group was chosen because it holds them
     return np.repeat(filled[0], filled[1] * k).tolist()
 

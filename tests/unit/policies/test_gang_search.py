@@ -1,11 +1,13 @@
 """The parts every gang placer is built from (policies/gang_search.py): a node filter that returns
 a mask, a scorer that orders nodes, and one fill."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from gpufleet.engine.cycle import run_cycle
 from gpufleet.engine.plan import Plan, PodBinding
-from gpufleet.engine.snapshot import NodeTable
+from gpufleet.engine.snapshot import NodeTable, contiguous_starts
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleInput, PendingJob
 from gpufleet.model.job import PodRequest
@@ -37,19 +39,35 @@ def test_best_fit_puts_the_fullest_nodes_first_and_breaks_ties_by_index_or_by_th
     """Free GPUs per node: 8, 2, 8, 2, 5, 8. Fewest free first: nodes 1 and 3 (2 free), node 4 (5),
     then 0, 2, 5 (8). With tie ranks reversing the index, 3 comes before 1 and 5, 2, 0 in turn."""
     t = table({1: 6, 3: 6, 4: 3})
-    everyone = np.ones(len(t), bool)
+    everyone = np.arange(len(t))
     assert best_fit_order(t, everyone).tolist() == [1, 3, 4, 0, 2, 5]
     assert best_fit_order(t, everyone, tie=np.arange(6)[::-1]).tolist() == [3, 1, 4, 5, 2, 0]
 
 
 def test_the_leaf_filter_keeps_the_tightest_leaf_that_holds_the_whole_gang():
-    """8-GPU pods: leaf 0 (nodes 0-2) has 2 whole nodes free, leaf 1 (nodes 3-5) has 3. A 2-pod
-    gang fits both; the tightest (leaf 0, 2 slots) is kept. A 4-pod gang fits neither alone: the
-    roomiest leaf (3) plus the next (2) are kept."""
+    """8-GPU pods: leaf 0 (nodes 0-2) has 2 whole nodes free (node 0 is full), leaf 1 (nodes
+    3-5) has 3. A 2-pod gang fits both; the tightest (leaf 0, 2 slots) is kept: nodes 1 and 2,
+    the ones with a slot. A 4-pod gang fits neither alone: the roomiest leaf (3) plus the next
+    (2) are kept. The same answers when the table does not know its leaves are runs of nodes
+    (the weighted count per leaf instead of the slice)."""
     t = table({0: 8})
     slots = t.slots(PodRequest(8))
-    assert tightest_leaves(t, slots, 2).tolist() == [True, True, True, False, False, False]
-    assert tightest_leaves(t, slots, 4).all()
+    assert t.leaf_start is not None and t.leaf_start.tolist() == [0, 3]
+    for view in (t, replace(t, leaf_start=None)):
+        assert tightest_leaves(view, slots, 2).tolist() == [1, 2]
+        assert tightest_leaves(view, slots, 4).tolist() == [1, 2, 3, 4, 5]
+
+
+def test_a_leaf_whose_nodes_are_not_one_run_is_counted_by_leaf_not_by_run():
+    """Leaves 0, 1, 0 in node order (a hand-built table): no run starts are kept, and the leaf
+    rule counts leaf 0's slots over both of its runs — 1 + 1 = 2 holds a 2-pod gang, where
+    leaf 1 (3 slots) is roomier: leaf 0 is the tightest, nodes 0 and 2."""
+    t = NodeTable.from_fleet(fleet().leaves(1, nodes=3).build())
+    t = replace(t, leaf_idx=np.array([0, 1, 0], np.int32), leaf_start=contiguous_starts(
+        np.array([0, 1, 0], np.int32)))
+    assert t.leaf_start is None
+    slots = np.array([1, 3, 1])
+    assert tightest_leaves(t, slots, 2).tolist() == [0, 2]
 
 
 
