@@ -33,11 +33,35 @@ def test_the_cookie_is_not_the_token_and_is_no_bearer_token(served_tenancy) -> N
 def test_after_sign_out_the_old_cookie_is_refused(served_tenancy) -> None:
     s = served_tenancy
     sid = signed_in(s, token(s.viewer))
-    assert s.client.get("/logout", follow_redirects=False).status_code == 303
+    r = s.client.post("/logout", headers=ORIGIN, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/login"
     s.client.cookies.set(COOKIE, sid)
     r = s.client.get("/queues", follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"].startswith("/login")
     assert "session.sign_out" in [e["action"] for e in s.svc.store.audit_log(limit=100)]
+
+
+def test_a_get_or_a_cross_site_post_to_logout_signs_no_one_out(served_tenancy) -> None:
+    """An old link or bookmark (GET /logout) lands on the sign-in page, which says who is still
+    signed in and offers the button; another site's form (no Origin of ours) is refused. The
+    session works after both, and no sign-out is audited."""
+    s = served_tenancy
+    signed_in(s, token(s.viewer))
+    r = s.client.get("/logout", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/login"
+    page = s.client.get("/login").text
+    assert "Signed in as viewer" in page and 'action="/logout"' in page
+    cross = s.client.post("/logout", headers={"Origin": "https://elsewhere.example"}, follow_redirects=False)
+    assert cross.status_code == 403
+    assert s.client.get("/queues").status_code == 200
+    assert "session.sign_out" not in [e["action"] for e in s.svc.store.audit_log(limit=100)]
+
+
+def test_every_page_signs_out_with_a_post_form_not_a_link(served_tenancy) -> None:
+    s = served_tenancy
+    signed_in(s, token(s.viewer))
+    page = s.client.get("/queues").text
+    assert '<form method="post" action="/logout"' in page and 'href="/logout"' not in page
 
 
 def test_revoking_the_token_signs_the_session_out(served_tenancy) -> None:
