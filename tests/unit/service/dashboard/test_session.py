@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tests.unit.service.session_upgrade import check_session_upgrade
 from typer.testing import CliRunner
 
 from gpufleet.cli.main import app
@@ -129,6 +130,10 @@ def test_a_session_ends_with_its_token_or_max_age_and_is_then_refused(served_ten
         c.execute(sessions.update().values(expires_at=time.time() - 1))
     s.client.cookies.set(COOKIE, sid)
     assert s.client.get("/queues", follow_redirects=False).status_code == 303
+
+
+def test_a_store_made_before_sessions_upgrades_and_its_token_signs_in(tmp_path) -> None:
+    check_session_upgrade(f"sqlite:///{tmp_path / 'old.db'}", tmp_path / "data")
 
 
 def _id(tok: str) -> str:
