@@ -45,6 +45,25 @@ def test_signing_in_with_the_login_form_lands_on_the_overview(browser, server, a
     assert browser.execute_script("return document.cookie") == "", "page scripts cannot read the session"
 
 
+def test_the_sign_out_button_ends_the_session_and_an_old_logout_link_does_not(browser, server) -> None:
+    """The header's Sign out posts (a same-origin form, as the page's other actions): the browser
+    lands on the sign-in page and the next page asks to sign in again. An old /logout link
+    (a GET) only lands on the sign-in page, which says who is still signed in."""
+    sign_in_as(browser, server, server.viewer)
+    browser.get(server.url + "/logout")
+    wait(browser).until(EC.url_to_be(server.url + "/login"))
+    assert "Signed in as watcher · viewer" in browser.find_element(By.TAG_NAME, "main").text
+    browser.get(server.url + "/queues")
+    assert browser.current_url == server.url + "/queues"
+    browser.find_element(By.ID, "sign-out").click()
+    wait(browser).until(EC.url_to_be(server.url + "/login"))
+    assert browser.get_cookie("gpufleet_session") is None
+    assert "Signed in as" not in browser.find_element(By.TAG_NAME, "main").text
+    browser.get(server.url + "/queues")
+    assert "/login" in browser.current_url
+    assert console_errors(browser) == []
+
+
 def test_a_token_link_signs_in_and_leaves_no_token_in_the_address_bar(browser, server) -> None:
     sign_in_as(browser, server, server.viewer)
     assert browser.current_url == server.url + "/"

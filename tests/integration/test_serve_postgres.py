@@ -15,6 +15,7 @@ psycopg = pytest.importorskip("psycopg")
 
 from tests.unit.service.conftest import job_body, serve  # noqa: E402
 from tests.unit.service.key_upgrade import check_key_upgrade  # noqa: E402
+from tests.unit.service.session_upgrade import check_session_upgrade  # noqa: E402
 
 ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 
@@ -71,3 +72,8 @@ def test_concurrent_retries_with_one_key_store_one_job(pg_url, tmp_path):
 def test_a_postgresql_store_made_before_per_tenant_keys_upgrades_and_keeps_its_keys(pg_url):
     """As the SQLite test (test_restart.py): PostgreSQL named 0001's constraint itself."""
     check_key_upgrade(pg_url)
+
+
+def test_a_postgresql_store_made_before_sessions_upgrades_and_its_token_signs_in(pg_url, tmp_path):
+    """As the SQLite test (dashboard/test_session.py)."""
+    check_session_upgrade(pg_url, tmp_path)

@@ -1,9 +1,10 @@
 """The dashboard's routes: pages (full HTML), fragments (what htmx swaps in live) and actions.
 
 Every page needs a signed-in browser (session.py); ``?token=`` on any page signs in and
-redirects to the same page without it. Actions are the service's own calls (``Service.change_node``
-and friends), so the role checks and the audit are the API's: a viewer who forges a drain from the
-page is refused and audited exactly as over the API.
+redirects to the same page without it; a GET changes nothing else (signing out is a POST).
+Actions are the service's own calls (``Service.change_node`` and friends), so the role checks and
+the audit are the API's: a viewer who forges a drain from the page is refused and audited exactly
+as over the API.
 """
 
 from __future__ import annotations
@@ -225,7 +226,9 @@ def router(d: Dashboard) -> APIRouter:
 
     @r.get("/login", response_class=HTMLResponse)
     def login_page(request: Request, next: str = "/") -> Response:
-        return d.render(request, "login.html", None, next=session.safe_next(next))
+        """The sign-in form; a browser still signed in is told as whom, with the sign-out button."""
+        who = session.current(d.svc, request)
+        return d.render(request, "login.html", who, next=session.safe_next(next))
 
     @r.post("/login", response_class=HTMLResponse)
     async def login(request: Request) -> Response:
@@ -238,9 +241,20 @@ def router(d: Dashboard) -> APIRouter:
             return d.render(request, "login.html", None, 401, error="That token was refused.", next=nxt)
         return session.sign_in(d.svc, RedirectResponse(nxt, 303), request, who)
 
-    @r.get("/logout")
+    @r.post("/logout")
     def logout(request: Request) -> Response:
+        """Sign out: a POST from one of our pages, as every dashboard action (a cross-site form is
+        refused). Without a session it still lands on the sign-in page (a stale tab's button)."""
+        if not session.same_origin(request):
+            return Response("Refused: this request did not come from a dashboard page.", status_code=403)
         return session.sign_out(d.svc, RedirectResponse("/login", 303), request)
+
+    @r.get("/logout")
+    def logout_link(request: Request) -> Response:
+        """An old link or bookmark: a GET changes nothing here, so it signs no one out (a link
+        another site shows, or a prefetch, would otherwise end the session); it lands on the
+        sign-in page, which shows who is still signed in and the button."""
+        return RedirectResponse("/login", 303)
 
     return r
 

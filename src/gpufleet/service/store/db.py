@@ -395,13 +395,21 @@ class Store:
             return [TokenRecord(**r._mapping) for r in rows]
 
     def revoke_token(self, token_id: str, at: float) -> bool:
+        """Revoke a token and delete its dashboard sessions, in one transaction (a session of a
+        revoked token is refused anyway, by its token's row: this keeps no dead rows)."""
         with self.writing() as c:
             n = c.execute(update(tokens).where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
                           .values(revoked_at=at)).rowcount
+            c.execute(delete(sessions).where(sessions.c.token_id == token_id))
         return n > 0
 
     def add_session(self, id_hash: str, token_id: str, expires_at: float) -> None:
+        """Open a session, and delete the expired ones in the same transaction: the table then
+        holds at most the sign-ins of the last ``MAX_AGE_S`` (dashboard/session.py), not every
+        one since the store was made. The sweep scans the table (no index on the expiry): a few
+        thousand rows, once per sign-in, a human action."""
         with self.writing() as c:
+            c.execute(delete(sessions).where(sessions.c.expires_at <= time.time()))
             c.execute(insert(sessions).values(id_hash=id_hash, token_id=token_id, expires_at=expires_at))
 
     def session(self, id_hash: str) -> tuple[str, float] | None:
