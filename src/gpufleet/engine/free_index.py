@@ -14,6 +14,9 @@ sums models × 9 buckets; numpy's per-call cost is several times either on array
 
 from __future__ import annotations
 
+from functools import cache
+from operator import mul
+
 import numpy as np
 
 
@@ -49,4 +52,11 @@ class FreeIndex:
         """Upper bound on pods of ``gpus_per_pod`` whole GPUs that fit now (GPU dimension only)."""
         hist = self.hist
         rows = hist if models is None else [hist[m] for m in models]
-        return sum(n * (v // gpus_per_pod) for row in rows for v, n in enumerate(row) if n)
+        return sum(sum(map(mul, row, pods_per_bucket(gpus_per_pod, len(row)))) for row in rows)
+
+
+@cache
+def pods_per_bucket(gpus_per_pod: int, buckets: int) -> tuple[int, ...]:
+    """⌊v / gpus_per_pod⌋ for v = 0 … buckets − 1: what a node of each bucket holds (a pure
+    function of two small ints, so computed once per pod size)."""
+    return tuple(v // gpus_per_pod for v in range(buckets))

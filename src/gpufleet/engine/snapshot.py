@@ -252,7 +252,11 @@ class NodeTable:
                 pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], gpu_free)
             elif req.gpus > 0 and pg.idle_configured[node] > gpu_free[node]:
                 pg.whole_taken(node, gpu_free)
-        self._reindex(node, before)
+        # The free-capacity index follows here, not in a shared helper: take and give run
+        # ~450,000 times in a week-ahead what-if, and the extra call was 2% of it.
+        after = int(gpu_free[node])
+        if after != before and self.index is not None and self.schedulable[node]:
+            self.index.move(int(self.model_idx[node]), before, after)
 
     def give(self, node: int, req: PodRequest, count: int = 1, slot: GpuSlot | None = None) -> None:
         gpu_free = self.gpu_free
@@ -266,11 +270,8 @@ class NodeTable:
             self.mem_free[node] += req.memory_gb * count
         if slot is not None and req.is_fractional and self.per_gpu is not None:
             self.per_gpu.give(node, req, slot, self.gpu_models[self.model_idx[node]], self.gpu_free)
-        self._reindex(node, before)
-
-    def _reindex(self, node: int, before: int) -> None:
-        after = int(self.gpu_free[node])
-        if self.index is not None and after != before and self.schedulable[node]:
+        after = int(gpu_free[node])
+        if after != before and self.index is not None and self.schedulable[node]:
             self.index.move(int(self.model_idx[node]), before, after)
 
     @property

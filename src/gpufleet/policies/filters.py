@@ -68,16 +68,16 @@ def eligible_note(table: NodeTable) -> str:
     return f" (on the {int(np.count_nonzero(table.schedulable))} schedulable node(s) it is eligible for)"
 
 
-def tightest_leaves(table: NodeTable, slots: np.ndarray, replicas: int) -> np.ndarray:
+def tightest_leaves(table: NodeTable, capped: np.ndarray, replicas: int) -> np.ndarray:
     """Filter: the nodes with a slot (ascending) of the tightest leaf that holds all
     ``replicas`` pods (fewest slots, lowest index on ties), or, when no leaf does, of the
-    roomiest leaves that together do.
+    roomiest leaves that together do. ``capped``: pods per node, at most ``replicas`` each (a
+    node counts for no more pods than the gang has; the caller has capped them to count them).
 
     Where the table knows its leaves are runs of nodes (``NodeTable.leaf_start``), the slots
     per leaf are one integer ``reduceat`` and a leaf's nodes a slice: a third of the cost of a
     weighted ``bincount`` and two passes over every node, per gang search (bench/README.md,
     "what-if: the leaf rule on runs of nodes"). The sums are the same integers either way."""
-    capped = np.minimum(slots, replicas)
     start = table.leaf_start
     if start is None:
         # No ``minlength``: every node has a leaf, so the bincount is n_leaves long already.

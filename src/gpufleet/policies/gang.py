@@ -47,9 +47,10 @@ def _choose(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int,
     if table.cannot_fit(req, replicas):
         return None
     slots = table.slots(req)
-    if int(np.minimum(slots, replicas).sum()) < replicas:
+    capped = np.minimum(slots, replicas)
+    if int(capped.sum()) < replicas:
         return Short(slots)
-    order = best_fit_order(table, tightest_leaves(table, slots, replicas))
+    order = best_fit_order(table, tightest_leaves(table, capped, replicas))
     return fill_in_order(order, slots, replicas)
 
 

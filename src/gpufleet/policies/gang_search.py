@@ -109,6 +109,8 @@ def fill_counts(order: np.ndarray, slots: np.ndarray, replicas: int
     as they take until ``replicas`` are placed; nodes that take none are skipped); None when
     they hold fewer."""
     if replicas == 1:  # one pod: the first node in order that takes one (most gangs are one pod)
+        if order.size and slots[order[0]] > 0:   # the choosers' orders hold only nodes with a slot
+            return order[:1], np.ones(1, np.int64)
         first = (slots[order] > 0).nonzero()[0]
         return (order[first[:1]], np.ones(1, np.int64)) if first.size else None
     take = np.minimum(slots[order], replicas)

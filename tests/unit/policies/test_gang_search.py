@@ -60,13 +60,13 @@ def test_the_leaf_filter_keeps_the_tightest_leaf_that_holds_the_whole_gang():
 
 def test_a_leaf_whose_nodes_are_not_one_run_is_counted_by_leaf_not_by_run():
     """Leaves 0, 1, 0 in node order (a hand-built table): no run starts are kept, and the leaf
-    rule counts leaf 0's slots over both of its runs — 1 + 1 = 2 holds a 2-pod gang, where
-    leaf 1 (3 slots) is roomier: leaf 0 is the tightest, nodes 0 and 2."""
+    rule counts leaf 0's slots over both of its runs — 1 + 1 = 2 holds a 2-pod gang, as leaf 1
+    (2 slots, capped at the gang's size) does: on the tie the lower leaf, nodes 0 and 2."""
     t = NodeTable.from_fleet(fleet().leaves(1, nodes=3).build())
     t = replace(t, leaf_idx=np.array([0, 1, 0], np.int32), leaf_start=contiguous_starts(
         np.array([0, 1, 0], np.int32)))
     assert t.leaf_start is None
-    slots = np.array([1, 3, 1])
+    slots = np.array([1, 2, 1])   # pods per node, capped at the gang's 2
     assert tightest_leaves(t, slots, 2).tolist() == [0, 2]
 
 
