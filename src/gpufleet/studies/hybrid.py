@@ -286,11 +286,6 @@ def run_arm(spec: HybridSpec, jobs: list[Job], arm: str) -> ArmResult:
     return _Driver(spec, jobs, arm).run()
 
 
-def compare(spec: HybridSpec) -> dict[str, dict[str, float]]:
-    jobs = workload(spec)
-    return {arm: run_arm(spec, jobs, arm).summary() for arm in ARMS}
-
-
 #: Kubernetes' documented single-cluster envelope ("Considerations for large clusters",
 #: https://kubernetes.io/docs/setup/best-practices/cluster-large/, v1.35: a cluster is designed
 #: for configurations within all of these). Beyond it "all Kubernetes" means several clusters,
