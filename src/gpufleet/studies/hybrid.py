@@ -153,7 +153,6 @@ class _Driver:
         self.handover_due: set[int] = set()
         #: draining node -> (time of the last busy change, idle GPU-seconds so far)
         self.idle_mark: dict[int, tuple[float, float]] = {}
-        self.last_busy_end: dict[int, float] = {}
         for j in jobs:
             self.push(j.submit_time, ARRIVE, j)
         if arm == "dynamic":
