@@ -34,12 +34,7 @@ from gpufleet.studies.reliability import (
     daly_interval_s,
     spot_waste_noticed_s,
     spot_waste_per_reclaim_s,
-    young_interval_s,
 )
-
-
-def young_interval(delta: float, mtbi: float) -> float:
-    return young_interval_s(delta, mtbi)
 
 
 def daly_interval(delta: float, mtbi: float) -> float:

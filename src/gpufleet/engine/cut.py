@@ -14,10 +14,10 @@ one job of the class takes. Exact because:
 1. At most ``⌊F / g_c⌋`` jobs of class ``c`` can start in one cycle (capacity only shrinks while
    a cycle places), so among the first ``k_c`` of a longer class at least one fails.
 2. Feasibility is monotone in free capacity: after a job of class ``c`` failed, every later one
-   fails (the cycle's ``FailedShapes`` rests on the same fact) and binds nothing. So the jobs left
+   fails (the place walk's class kill rests on the same fact) and binds nothing. So the jobs left
    out change nothing for the jobs after them: every placement and included status is the same.
-3. The full cycle gives every left-out job its class's first failure's status (``FailedShapes``
-   memoises it per shape key); the result says so per class (``CycleResult.left_out``).
+3. The full cycle gives every left-out job its class's first failure's status (the place
+   walk gives it to every job of a failed class); the result says so per class (``CycleResult.left_out``).
 
 *Strict FIFO* (``gang-fifo``, Tiresias's ``fifo``): at most ``F`` jobs can start (each takes a
 GPU), so the pass stops within the first ``F + 1`` in order; the cycle gets the first ``F + 2``

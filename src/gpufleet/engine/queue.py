@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from operator import attrgetter
 from typing import overload
 
 import numpy as np
@@ -419,13 +418,6 @@ class PendingQueue(Sequence[PendingJob]):
             self._order = new_row[order]
         self._added = [int(new_row[r]) for r in self._added if new_row[r] >= 0]
         self._live = None
-
-
-def job_ids(jobs: Sequence[PendingJob]) -> list[JobId]:
-    """The ids of ``jobs``, in order (a view reads them without building PendingJob lists)."""
-    if isinstance(jobs, QueueView):
-        return jobs.ids()
-    return list(map(attrgetter("job.id"), jobs))
 
 
 def id_ranks(ids: list[str]) -> np.ndarray:

@@ -203,11 +203,6 @@ def node(snap: LiveSnapshot, name: str) -> NodeView | None:
     return node_view(snap, i) if i is not None else None
 
 
-def _flavor(job: Job) -> str | None:
-    models = {m for ps in job.pod_sets for m in ps.request.gpu_models}
-    return next(iter(models)) if len(models) == 1 else None
-
-
 def queues(snap: LiveSnapshot) -> list[QueueView]:
     """One view per tenant queue: its quota per flavor against what it runs, and its queue."""
     ten = snap.tenancy
@@ -277,24 +272,3 @@ def job_view(snap: LiveSnapshot, job_id: str) -> JobView | None:
                    reason=reason_of(st), status=str(st.code) if st is not None else None,
                    reasons=list(st.reasons) if st is not None else [],
                    estimated_start=st.estimated_start if st is not None else None)
-
-
-def jobs(snap: LiveSnapshot, *, tenant: str | None = None, state: str | None = None,
-         reason: str | None = None, after: str | None = None, limit: int = 100) -> list[JobView]:
-    """Live jobs (running then pending), filtered, ordered by id, from just after ``after``."""
-    ids: list[str] = []
-    if state in (None, "running"):
-        ids += [j for j, r in snap.running.items() if tenant is None or r.job.tenant == tenant]
-    if state in (None, "pending"):
-        ids += [j for j, job in snap.pending.items() if (tenant is None or job.tenant == tenant)
-                and (reason is None or reason_of(snap.statuses.get(j)) == reason)]
-    ids.sort()
-    if after is not None:
-        import bisect
-        ids = ids[bisect.bisect_right(ids, after):]
-    out = []
-    for jid in ids[:limit]:
-        v = job_view(snap, jid)
-        if v is not None:
-            out.append(v)
-    return out

@@ -221,8 +221,3 @@ def maximal_mixes(model: str = "H100-80GB") -> list[tuple[tuple[str, ...], MixWa
             found.add(combo)
     return sorted(((c, mix_waste(model, c)) for c in found),
                   key=lambda x: (x[1].compute_slices, x[1].memory_slices, x[0]))
-
-
-def h100_slice_arithmetic() -> list[tuple[tuple[str, ...], MixWaste]]:
-    """The documented H100-80GB table: every maximal mix and its waste (see ``maximal_mixes``)."""
-    return maximal_mixes("H100-80GB")

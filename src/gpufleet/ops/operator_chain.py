@@ -245,11 +245,6 @@ def parse_pod_listing(text: str) -> PodListing:
     return PodListing(out, cut)
 
 
-def parse_pods(text: str) -> dict[str, tuple[str, str]]:
-    """Operand → (worst STATUS, pod name) of a pod listing (see ``parse_pod_listing``)."""
-    return parse_pod_listing(text).pods
-
-
 @dataclass
 class Step:
     operand: str

@@ -43,7 +43,6 @@ def _r(
     )
 
 
-SMI_Q = "nvidia-smi -q"
 RULES: tuple[Rule, ...] = (
     # --- 1. PCI / hardware present -------------------------------------------------------------
     _r(

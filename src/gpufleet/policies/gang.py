@@ -122,7 +122,7 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
                 reserved: dict[JobId, Reservation], stop_at_first_blocked: bool) -> PlaceOutcome:
     """The in-order walk over a queue view, without a Python step per job that is never searched.
 
-    A failed shape kills its class and every class that dominates it (``FailedShapes``' rule,
+    A failed shape kills its class and every class that dominates it (test_place_walk.py's rule,
     applied to the view's class column at once), and the walk jumps from one live job to the next
     with a mask, so a job whose class already failed costs nothing until its status is read: the
     place phase's statuses are written as one lazy bulk write, in queue order, as per-job writes
@@ -260,7 +260,7 @@ class GangBestFit:
 
     def reuse(self) -> Reuse:
         """Greedy whole-gang best fit judges a job by its shape class against what is free now
-        (``FailedShapes`` memoises a class's failure on that monotonicity); deferring to due
+        (the place walk kills a failed class on that monotonicity); deferring to due
         reservations (conservative) makes the pass depend on time as well."""
         if self.defer:
             return Reuse()

@@ -8,10 +8,8 @@ job's pod sets; the check is a dominance test against the few shapes that failed
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from gpufleet.engine.status import Status
-from gpufleet.model.job import Job
 from gpufleet.model.shape_key import ShapeKey
 
 
@@ -23,34 +21,6 @@ def known_unresolvable(key: ShapeKey, verdicts: Mapping[ShapeKey, Status]) -> St
         if shape == key or key.dominates(shape):
             return status
     return None
-
-
-@dataclass(slots=True)
-class FailedShapes:
-    """Shapes that failed this cycle, and a memo of which keys they rule out.
-
-    Each key remembers how many failures it has been checked against, so a key is compared with
-    each failed shape at most once per cycle: O(keys × failures), not O(jobs × failures).
-    """
-
-    failed: list[tuple[ShapeKey, Status]] = field(default_factory=list)
-    _verdict: dict[ShapeKey, tuple[int, Status | None]] = field(default_factory=dict)
-
-    def known_failure(self, job: Job) -> Status | None:
-        key = job.shape_key
-        seen, verdict = self._verdict.get(key, (0, None))
-        if verdict is not None or seen == len(self.failed):
-            return verdict
-        for shape, status in self.failed[seen:]:
-            if shape == key or key.dominates(shape):
-                verdict = status
-                break
-        self._verdict[key] = (len(self.failed), verdict)
-        return verdict
-
-    def record(self, job: Job, status: Status) -> None:
-        self.failed.append((job.shape_key, status))
-        self._verdict[job.shape_key] = (len(self.failed), status)
 
 
 class Dominance:

@@ -153,7 +153,6 @@ class _Driver:
         self.handover_due: set[int] = set()
         #: draining node -> (time of the last busy change, idle GPU-seconds so far)
         self.idle_mark: dict[int, tuple[float, float]] = {}
-        self.last_busy_end: dict[int, float] = {}
         for j in jobs:
             self.push(j.submit_time, ARRIVE, j)
         if arm == "dynamic":
@@ -284,11 +283,6 @@ def run_arm(spec: HybridSpec, jobs: list[Job], arm: str) -> ArmResult:
     if arm not in ARMS:
         raise ValueError(f"arm {arm!r}: expected one of {', '.join(ARMS)}")
     return _Driver(spec, jobs, arm).run()
-
-
-def compare(spec: HybridSpec) -> dict[str, dict[str, float]]:
-    jobs = workload(spec)
-    return {arm: run_arm(spec, jobs, arm).summary() for arm in ARMS}
 
 
 #: Kubernetes' documented single-cluster envelope ("Considerations for large clusters",

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpufleet.econ.spot import daly_interval, largest_spot_gang, spot_economics, young_interval
+from gpufleet.econ.spot import daly_interval, largest_spot_gang, spot_economics
+from gpufleet.studies.reliability import young_interval_s
 
 
 @pytest.mark.parametrize(("mtbi_min", "expected"), [(24 * 60, 116.7), (6 * 60, 56.7), (15, 9.1)],
@@ -19,7 +20,7 @@ def test_daly_interval_reproduces_the_papers_own_examples(mtbi_min, expected):
 
 def test_young_interval_is_the_square_root_of_twice_write_time_times_mtbi():
     """Young (1974): √(2 × 5 × 1440) = √14400 = 120 min."""
-    assert young_interval(5.0, 1440.0) == pytest.approx(120.0)
+    assert young_interval_s(5.0, 1440.0) == pytest.approx(120.0)
 
 
 def test_daly_interval_is_the_mtbi_when_a_checkpoint_takes_longer_than_twice_it():

@@ -9,7 +9,7 @@ from gpufleet.model.mig import (
     PROFILES,
     capacity_table,
     fits,
-    h100_slice_arithmetic,
+    maximal_mixes,
     mix_waste,
     place_mix,
     profile_for,
@@ -49,7 +49,7 @@ def test_waste_counts_the_unused_compute_and_memory_slices(mix, compute, memory)
 
 
 def test_the_h100_table_lists_only_maximal_mixes_with_no_waste_first():
-    table = h100_slice_arithmetic()
+    table = maximal_mixes(H100)
     names = [m for m, _ in table]
     assert ("3g.40gb", "4g.40gb") in [tuple(sorted(m)) for m in names]
     assert table[0][1].compute_slices == 0 and table[0][1].memory_slices == 0

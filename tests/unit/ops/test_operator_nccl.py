@@ -14,7 +14,6 @@ from gpufleet.ops.operator_chain import (
     chain_status,
     parse_labels,
     parse_pod_listing,
-    parse_pods,
 )
 from gpufleet.ops.parse_smi import parse_topo
 from gpufleet.ops.parse_sys import parse_ibstat, parse_sysfs_ib
@@ -62,7 +61,7 @@ def test_mig_reconfiguration_pauses_the_plugin():
 def test_operands_stuck_in_init_are_blamed_on_the_validator_that_writes_toolkit_ready():
     """gpu-operator#1518: toolkit Running, plugin/exporter/GFD in Init waiting for toolkit-ready,
     which the operator-validator writes after validating the toolkit."""
-    pods = parse_pods(_text("operator/pods-toolkit-validation-stuck.txt"))
+    pods = parse_pod_listing(_text("operator/pods-toolkit-validation-stuck.txt")).pods
     assert pods["container-toolkit"][0] == "Running" and pods["device-plugin"][0] == "Init:0/1"
     st = chain_status(parse_labels(_text("operator/labels-a100-mig.yaml")), pods)
     assert st.blocker == "operator-validator"
@@ -104,7 +103,7 @@ def test_a_headerless_listing_of_complete_rows_is_not_called_cut():
 
 
 def test_running_pods_leave_no_blocker_behind_them():
-    pods = parse_pods(_text("operator/pods-running.txt"))
+    pods = parse_pod_listing(_text("operator/pods-running.txt")).pods
     assert pods["gpu-feature-discovery"][0] == "Running" and "driver" not in pods
     st = chain_status(parse_labels(_text("operator/labels-nfd-t4.txt")), pods)
     assert st.blocker not in ("container-toolkit", "gpu-feature-discovery")

@@ -14,18 +14,19 @@ from gpufleet.engine.plan import Plan
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.engine.status import Status, StatusCode
 from gpufleet.engine.types import CycleContext, PendingJob
+from gpufleet.model.shape_key import ShapeKey
 from gpufleet.policies.gang import GangBestFit
 from gpufleet.policies.registry import profile
-from gpufleet.policies.shapes import FailedShapes
 from gpufleet.testing.builders import fleet, job
 
 
 def reference(placer: GangBestFit, ordered: list[PendingJob], plan: Plan, ctx: CycleContext,
               stop: bool) -> tuple[list[str], list[str], dict[str, Status]]:
     started, blocked, statuses = [], [], {}
-    failed = FailedShapes()
+    failed: list[tuple[ShapeKey, Status]] = []
     for i, pj in enumerate(ordered):
-        status = failed.known_failure(pj.job)
+        key = pj.job.shape_key
+        status = next((s for shape, s in failed if shape == key or key.dominates(shape)), None)
         if status is None:
             fitted = placer.fit(pj.job, plan.table, ctx)
             if not isinstance(fitted, Status):
@@ -35,7 +36,7 @@ def reference(placer: GangBestFit, ordered: list[PendingJob], plan: Plan, ctx: C
                 continue
             status = fitted
             if status.code is not StatusCode.WAIT:
-                failed.record(pj.job, status)
+                failed.append((key, status))
         statuses[pj.job.id] = status
         blocked.append(pj.job.id)
         if stop and status.code is not StatusCode.UNRESOLVABLE:

@@ -50,7 +50,6 @@ from gpufleet.engine.types import CycleInput
 from gpufleet.model.errors import InputError
 
 PROFILE = engine_run.PROFILE
-STRANDED_WORDS = capacity.STRANDED_WORDS
 
 
 @dataclass

@@ -35,10 +35,6 @@ class SelectorError(ValueError):
     """A selector that does not compile, or whose evaluation fails on a device."""
 
 
-def available() -> bool:
-    return celpy is not None
-
-
 def milli(value: str | int | float) -> int:
     return int(round(parse_quantity(value) * 1000))
 

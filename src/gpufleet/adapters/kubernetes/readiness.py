@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from gpufleet.adapters.kubernetes.gpu_labels import GpuFacts
 
-LAYERS = ("node", "driver", "container-toolkit", "device-plugin", "allocatable")
 #: Labels GPU Feature Discovery writes whether or not NVML loaded: one of them shows GFD ran here,
 #: so missing driver-version labels beside it mean NVML failed; with none, GFD is not deployed.
 GFD_LABELS = ("nvidia.com/gfd.timestamp", "nvidia.com/gpu.product", "nvidia.com/gpu.count",

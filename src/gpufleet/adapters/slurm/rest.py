@@ -317,9 +317,6 @@ class SlurmRest:
             raise SlurmCommandError(f"{argv[0]}: no Slurm client commands here")
         self.cli(argv)
 
-    def ping(self) -> None:
-        self.get("ping")
-
 
 def _ended(jobs: tuple[QueuedJob, ...]) -> dict[str, str]:
     return {j.job_id: j.state for j in jobs if not (j.pending or j.running)}
@@ -388,6 +385,3 @@ class SlurmCommands:
 
     def control(self, argv: list[str]) -> None:
         self.run(argv)
-
-    def ping(self) -> None:
-        self.run(["scontrol", "ping"])

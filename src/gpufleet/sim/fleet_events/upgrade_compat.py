@@ -58,12 +58,6 @@ def image_of(labels: tuple[tuple[str, str], ...]) -> tuple[str | None, str | Non
     return None if cuda is None and nccl is None else (cuda, nccl)
 
 
-def image_cuda(labels: tuple[tuple[str, str], ...]) -> str | None:
-    """The CUDA version a job's labels give its image, or None."""
-    img = image_of(labels)
-    return img[0] if img is not None else None
-
-
 @dataclass
 class HeldBack:
     """One job held back by the matrix: since when, its GPUs, and whether no node runs it."""
