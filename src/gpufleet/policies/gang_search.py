@@ -131,7 +131,7 @@ def fill_in_order(order: np.ndarray, slots: np.ndarray, replicas: int) -> list[t
     filled = fill_counts(order, slots, replicas)
     if filled is None:
         return None
-    return [(int(n), int(k)) for n, k in zip(filled[0].tolist(), filled[1].tolist(), strict=True)]
+    return list(zip(filled[0].tolist(), filled[1].tolist(), strict=True))   # tolist gives Python ints
 
 
 def gang_search(job: Job, table: NodeTable, ctx: CycleContext, policy: str, choose: ChooseNodes,
