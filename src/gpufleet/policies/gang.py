@@ -43,13 +43,14 @@ def choose_nodes(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple
 
 
 def _choose(table: NodeTable, req: PodRequest, replicas: int) -> list[tuple[int, int]] | Short | None:
-    """``choose_nodes``, saying ``Short(slots)`` where it counted the slots and found too few."""
+    """``choose_nodes``, saying ``Short(fit)`` where it counted the slots and found too few."""
     if table.cannot_fit(req, replicas):
         return None
     slots = table.slots(req)
     capped = np.minimum(slots, replicas)
-    if int(capped.sum()) < replicas:
-        return Short(slots)
+    fit = int(capped.sum())
+    if fit < replicas:
+        return Short(fit)
     order = best_fit_order(table, tightest_leaves(table, capped, replicas))
     return fill_in_order(order, slots, replicas)
 

@@ -207,7 +207,8 @@ def bind_and_start(st: SimState, result: CycleResult) -> None:
 def sample(st: SimState) -> None:
     """The fleet timeline: allocation every instant, stranded capacity every few minutes."""
     cluster, t = st.cluster, st.t
-    st.rec.sample(t, cluster.table.gpus_allocated, cluster.busy_gpus, len(cluster.pending))
+    allocated = cluster.table.gpus_allocated   # busy_gpus is this less the partial gangs' GPUs
+    st.rec.sample(t, allocated, allocated - cluster.held_by_partial_gangs, len(cluster.pending))
     if t >= st.next_stranded:
         # one job per shape class: the pod shapes are what counts (stranded_gpus dedups them)
         reps = [cluster.pending[jid] for jid in cluster.pending_view().shapes.first_ids()]
