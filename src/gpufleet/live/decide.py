@@ -16,7 +16,8 @@ from gpufleet.engine.incremental import CycleDelta, CycleMemo, run_incremental
 from gpufleet.engine.types import CycleInput, CycleResult
 
 
-def decide(inp: CycleInput, delta: CycleDelta | None = None, memo: CycleMemo | None = None
-           ) -> tuple[CycleResult, CycleMemo]:
-    """One engine cycle over the source's state, and the memo for the next one."""
-    return run_incremental(memo or CycleMemo(), delta or CycleDelta.unknown(), inp)
+def decide(inp: CycleInput, delta: CycleDelta | None = None, memo: CycleMemo | None = None,
+           *, verify: bool = False) -> tuple[CycleResult, CycleMemo]:
+    """One engine cycle over the source's state, and the memo for the next one (``verify``:
+    the full cycle beside a reused answer, as ``run_incremental`` does)."""
+    return run_incremental(memo or CycleMemo(), delta or CycleDelta.unknown(), inp, verify=verify)

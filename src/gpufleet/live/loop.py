@@ -40,6 +40,7 @@ from typing import Any
 
 from gpufleet.engine.incremental import CycleDelta, CycleMemo
 from gpufleet.engine.status import Status
+from gpufleet.engine.types import RunningJob
 from gpufleet.live.decide import decide
 from gpufleet.live.snapshot import LiveSnapshot, take_snapshot
 from gpufleet.live.source import LiveEvent, Source
@@ -123,10 +124,15 @@ class LiveLoop:
     _next_cycle_wall: float = float("-inf")
     _snapshot: LiveSnapshot | None = None
     #: What changed since the last cycle, for the engine's incremental cycle: the jobs posted as
-    #: arrivals, in order, and whether anything else happened (a command, a run's end, a due
-    #: reservation, time passing for an idle cycle): then the cycle runs in full.
+    #: arrivals, in order, the runs that ended (where the source lists them: ``take_ended``),
+    #: and whether anything else happened (a command, an eviction, a finish the source does not
+    #: list, a due reservation, time passing for an idle cycle): then the cycle runs in full.
     _arrived: list[Job] = field(default_factory=list)
+    _ended: list[RunningJob] = field(default_factory=list)
     _other: bool = False
+    #: Run the full cycle beside every one the engine answers from its memo and raise on any
+    #: difference (``run_incremental``'s verify mode: the tests turn it on).
+    verify: bool = False
     _memo: CycleMemo = field(default_factory=CycleMemo)
     _stop: threading.Event = field(default_factory=threading.Event)
     _wake: threading.Event = field(default_factory=threading.Event)
@@ -182,6 +188,10 @@ class LiveLoop:
             changed = True
         moved = self.source.advance(now)
         events += moved
+        ended = self.source.take_ended()
+        self._ended += ended
+        if sum(e.kind == "finish" for e in moved) != len(moved) or len(ended) != len(moved):
+            self._other = True   # an eviction, a node, or finishes the source does not list
         self._dirty = self._dirty or changed or bool(moved)
         # a reservation's time coming makes a cycle due where the loop starts jobs itself; over
         # an external source (Slurm, Kubernetes) nothing changes until its next read shows it
@@ -189,9 +199,13 @@ class LiveLoop:
             and any(r.start <= now for r in self.source.reservations)
         cycled = False
         idle = now - self._last_cycle_at >= self.idle_cycle_s
+        if self._ended and not self.source.pending():
+            # no cycle runs while no job waits (nothing to decide), and the ends are not kept
+            # for the next one: the next cycle is a full one, as the engine's contract asks
+            self._ended, self._other = [], True
         if (self._dirty or due or idle) \
                 and self.source.pending() and time.monotonic() >= self._next_cycle_wall:
-            self._other = self._other or bool(moved) or due or idle or not self._arrived
+            self._other = self._other or due or idle or not (self._arrived or self._ended)
             events += self._cycle(now)
             cycled = True
         for sink in self.sinks:
@@ -211,9 +225,10 @@ class LiveLoop:
         self.cycles += 1
         inp = self.source.cycle_input(now, self.seed + self.cycles)
         t1 = time.perf_counter()
-        delta = CycleDelta.unknown() if self._other else CycleDelta(arrived=tuple(self._arrived))
-        self._arrived, self._other = [], False
-        result, self._memo = decide(inp, delta, self._memo)
+        delta = CycleDelta.unknown() if self._other else CycleDelta(arrived=tuple(self._arrived),
+                                                                    ended=tuple(self._ended))
+        self._arrived, self._ended, self._other = [], [], False
+        result, self._memo = decide(inp, delta, self._memo, verify=self.verify)
         left_out = {jid: left.verdict for left in result.left_out for jid in left.ids()}
         events = self.source.apply(result, now)
         if result.stats.reused:  # statuses for the arrivals only: the others keep theirs

@@ -100,6 +100,13 @@ class Source(Protocol):
         """Let the world move to source time ``now``: runs end, evictions complete."""
         ...
 
+    def take_ended(self) -> list[RunningJob]:
+        """The runs that ended (``finish`` events of ``advance``) since the last call, each as it
+        ran: the engine's incremental cycle continues the last one over them (CycleDelta.ended).
+        A source that does not follow its runs one by one answers none, and its finishes ask for
+        a full cycle."""
+        ...
+
     def submit(self, job: Job, now: float) -> None: ...
 
     def withdraw(self, job_id: str, now: float) -> Job | None:
@@ -207,6 +214,10 @@ class PolledSource:
     def read_summary(self) -> str:
         """What the last good read held, in words."""
         return f"{len(self._fleet.nodes)} nodes, {len(self._pending)} pending, {len(self._running)} running"
+
+    def take_ended(self) -> list[RunningJob]:
+        """None: a read shows what ended since the last one, not each run as it ran."""
+        return []
 
     # --- polling ------------------------------------------------------------------------------
     def advance(self, now: float) -> list[LiveEvent]:

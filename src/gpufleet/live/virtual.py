@@ -48,6 +48,8 @@ class VirtualSource:
     lost_gpu_s: float = 0.0
     #: The last failed node's running jobs and the GPU-seconds each lost.
     failed_lost: dict[str, float] = field(default_factory=dict)
+    #: Runs that ended since ``take_ended`` was last called.
+    _ended: list[RunningJob] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.cluster = SimulatedCluster(self.fleet_)
@@ -96,6 +98,7 @@ class VirtualSource:
             if kind == "finish":
                 self.cluster.finish(jid)
                 self.accuracy.finished(rj.job)
+                self._ended.append(rj)
                 out.append(LiveEvent(t, "finish", jid))
             else:
                 cost = eviction_cost(rj, rj.evict_at - self._grace(), self._grace())
@@ -106,6 +109,10 @@ class VirtualSource:
                 out.append(LiveEvent(t, "preempt", jid, detail=f"lost {cost.lost_s:.0f}s of work",
                                      lost_gpu_s=cost.lost_gpu_s))
         return out
+
+    def take_ended(self) -> list[RunningJob]:
+        ended, self._ended = self._ended, []
+        return ended
 
     def _grace(self) -> float:
         return self.tenancy.grace_s if self.tenancy is not None else 0.0
