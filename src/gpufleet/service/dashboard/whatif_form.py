@@ -5,7 +5,10 @@ the one the API's ``POST /api/v1/whatif`` runs). The job itself is taken out of 
 and put back as the probe (its own id, tenant, priority and submit time, so it keeps its place):
 "today" is the probe unchanged, the other column the probe with the change. Each column is the
 probe's wait from now over ``SEEDS`` seeds (seed 0: run times as stated; others: each remaining run
-time × U(0.5, 1)), as the API's answer: min / median / max over the seeds where it started.
+time × U(0.5, 1)), as the API's answer: min / median / max over the seeds where it started. The
+seeds run as the API's do (``fork_seeds``: child processes, one per core at a time), not one
+after another on the web server's thread, which held the scheduler process's interpreter for
+the whole of them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from gpufleet.engine.profile import Profile
 from gpufleet.live.snapshot import LiveSnapshot
-from gpufleet.live.whatif import Change, fork
+from gpufleet.live.whatif import Change, fork_seeds
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import FlavorQuota
 from gpufleet.policies.registry import PROFILES, profile
@@ -67,7 +70,7 @@ def today_profile(svc: Service, snap: LiveSnapshot) -> Profile:
 
 def _answer(label: str, snap: LiveSnapshot, svc: Service, change: Change, probe: Job) -> Answer:
     base = today_profile(svc, snap)
-    starts = [fork(snap, base, change, probe, seed=s, horizon_s=HORIZON_S).probe_start for s in range(SEEDS)]
+    starts = [f.probe_start for f in fork_seeds(snap, base, change, probe, SEEDS, horizon_s=HORIZON_S)]
     waits = sorted(t - snap.now for t in starts if t is not None)
     med = statistics.median(waits) if waits else None
     return Answer(label, len(waits), SEEDS, waits[0] if waits else None, med, waits[-1] if waits else None,
