@@ -37,6 +37,22 @@ class Status:
         return head + (": " + "; ".join(self.reasons) if self.reasons else "")
 
 
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """What a workload lacks of one resource in one flavor of its queue's quota: it needs
+    ``needed`` more, the quota lets the queue take ``available`` more now (borrowing counted), so
+    it is short by ``needed − available``. In the ledger's units (policies/quota.py)."""
+
+    resource: str
+    flavor: str
+    needed: int
+    available: int
+
+    @property
+    def short(self) -> int:
+        return self.needed - self.available
+
+
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 

@@ -43,16 +43,16 @@ that would exceed it is admitted as the default class.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpufleet.engine.phases.order import Orderer, PriorityFifo
 from gpufleet.engine.plan import PodBinding
-from gpufleet.engine.status import Status, StatusCode
+from gpufleet.engine.status import Shortfall, Status, StatusCode
 from gpufleet.engine.types import Admission, CycleContext, PendingJob, RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
-from gpufleet.model.tenancy import FlavorQuota, Tenancy
+from gpufleet.model.tenancy import GPU_RESOURCE, FlavorQuota, Tenancy
 
 Node = tuple[str, str]  # ("t", tenant) or ("c", cohort)
 
@@ -61,6 +61,13 @@ EXCEEDS_BORROWING = "ExceedsBorrowingLimit"
 WAITING_FOR_COHORT = "WaitingForCohortCapacity"
 NO_QUOTA_FOR_FLAVOR = "NoQuotaForFlavor"
 UNKNOWN_TENANT = "UnknownTenant"
+
+
+def quota_key(flavor: str, resource: str) -> str:
+    """The ledger's flavor key for ``resource`` of ``flavor``: GPUs are keyed by the flavor
+    alone (the profiles' ledgers count GPUs only), any other resource ``flavor/resource``, so one
+    ledger can carry every resource of a ClusterQueue (adapters/kubernetes/kueue_quota.py)."""
+    return flavor if resource == GPU_RESOURCE else f"{flavor}/{resource}"
 
 
 def binding_flavor(b: PodBinding, default: str = "") -> str:
@@ -274,6 +281,22 @@ class QuotaLedger:
             first = first or why
         assert first is not None
         return None, first
+
+    def shortfalls(self, tenant: str, flavor: str, demand: Mapping[str, int]) -> tuple[Shortfall, ...]:
+        """What ``demand`` (resource → amount) lacks in ``flavor`` of ``tenant``'s quota now: a
+        Shortfall per resource r with d > available(t, key) (the module docstring's available,
+        which counts what the cohort may lend within the borrowing limit), () when every one
+        fits, within nominal or by borrowing. Without a cohort available = nominal − used, so
+        the test is used + d ≤ nominal and the shortfall used + d − nominal (more than d when
+        usage is above a nominal quota lowered since); in a cohort a negative available is 0."""
+        node: Node = ("t", tenant)
+        in_cohort = self._parent(node) is not None
+        out = []
+        for r, d in demand.items():
+            avail = self.available(node, quota_key(flavor, r))
+            if d > avail:
+                out.append(Shortfall(r, flavor, d, max(0, avail) if in_cohort else avail))
+        return tuple(out)
 
     def within_nominal(self, tenant: str, flavor: str, extra: int = 0) -> bool:
         t = self.tenancy.tenant(tenant)

@@ -91,3 +91,22 @@ def test_hierarchical_cohorts_lend_across_teams_only_what_the_team_may_lend():
     led.add("a", F, 24)
     assert led.available(("t", "a"), F) == 0
     assert led.available(("t", "b"), F) == 8
+
+
+def test_shortfalls_name_what_a_demand_lacks_counting_what_the_cohort_may_lend():
+    """a (nominal 16, borrowing limit 4) and b (nominal 16, 14 used) share cohort c: a may take
+    its 16 plus min(4, 16 − 14) = 2 borrowed = 18 GPUs, so 18 fits (by borrowing) and 20 is
+    20 − 18 = 2 short. Without a cohort, b (16, 14 used) can take 16 − 14 = 2: 3 is 1 short;
+    with 20 used of 16 (a quota lowered since) it can take −4, so 1 GPU is 1 + 4 = 5 short."""
+    from gpufleet.engine.status import Shortfall
+    from gpufleet.model.tenancy import GPU_RESOURCE
+    led = QuotaLedger(tenancy(a=FlavorQuota(16, borrowing_limit=4)))
+    led.add("b", F, 14)
+    assert led.shortfalls("a", F, {GPU_RESOURCE: 18}) == ()
+    assert led.shortfalls("a", F, {GPU_RESOURCE: 20}) == (Shortfall(GPU_RESOURCE, F, 20, 18),)
+    alone = QuotaLedger(tenancy(cohort=None))
+    alone.add("b", F, 14)
+    (s,) = alone.shortfalls("b", F, {GPU_RESOURCE: 3})
+    assert (s.available, s.short) == (2, 1)
+    alone.add("b", F, 6)
+    assert alone.shortfalls("b", F, {GPU_RESOURCE: 1})[0].short == 5

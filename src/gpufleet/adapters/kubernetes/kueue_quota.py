@@ -1,10 +1,10 @@
 """Kueue quota arithmetic for a pending gang: does its ClusterQueue's quota admit it now, and if
 not, which ClusterQueue / flavor / resource blocks it and by how much.
 
-Read from the snapshot (``kueue.x-k8s.io`` v1beta1 or v1beta2): ClusterQueues (resource groups:
-covered resources, flavors in order, per resource ``nominalQuota``, ``borrowingLimit``,
-``lendingLimit``; ``cohort`` / ``cohortName``; ``flavorFungibility.whenCanBorrow``), Cohorts
-(``parentName``, their own resource groups), LocalQueues (namespace/name → ClusterQueue).
+Read from the snapshot (``kueue.x-k8s.io`` v1beta1 or v1beta2) through adapters/kueue, as
+``gpufleet kueue import`` reads manifests: ClusterQueues (resource groups, ``cohort`` /
+``cohortName``, ``flavorFungibility``), Cohorts (``parent`` / ``parentName``, their own
+resource groups), LocalQueues (namespace/name → ClusterQueue).
 
 Usage per (ClusterQueue, flavor, resource): the admitted Workloads' (``Admitted`` or
 ``QuotaReserved`` true, not ``Finished``) ``status.admission.podSetAssignments[].flavors`` and
@@ -15,22 +15,17 @@ Demand: the Workload's ``status.resourceRequests`` (Kueue's per-pod-set totals),
 ``spec.podSets[].count`` × the template's pod request, else (a pod carrying only the
 ``kueue.x-k8s.io/queue-name`` label) the gang's pods; ``pods`` is the pod count.
 
-The arithmetic is policies/quota.py's ``QuotaLedger`` (the cohort tree, lending and borrowing
-limits), on keys ``flavor/resource`` in milli-units so CPU (``300m``) and memory (bytes) are
-integers. Per resource group holding a demanded resource, flavors are tried in the queue's
-order, as Kueue does; a flavor fits when every demanded resource of the group fits:
-
-    without borrowing: used + d ≤ nominal, and d ≤ available (what the queue can still admit,
-                       which is less than nominal − used when its unused quota is lent out)
-    borrowing (queue in a cohort): d ≤ available, where available counts what the cohort can
-                       lend (Σ of the others' unused nominal, each capped by its lendingLimit)
-                       and is capped by the queue's borrowingLimit
-
-``whenCanBorrow: Borrow`` (v1beta2 ``MayStopSearch``, the default) takes the first flavor that
-fits; ``TryNextFlavor`` prefers a later flavor that fits without borrowing. When no flavor fits,
-each flavor's first short resource is named with ``short by = d − available`` (no cohort:
-``used + d − nominal``). Preemption is not counted: a workload that fits only by preempting is
-reported as blocked, with the arithmetic that shows it.
+The arithmetic is the engine's: policies/quota.py's ``QuotaLedger`` (the cohort tree, lending
+and borrowing limits) on every resource of a queue (``quota_key``: ``flavor/resource``, GPUs by
+flavor), in milli-units so CPU (``300m``) and memory (bytes) are integers; per resource group
+holding a demanded resource, policies/kueue/flavors.py's ``assign_group`` tries the flavors in
+the queue's order, as Kueue does (``whenCanBorrow: TryNextFlavor`` prefers a later flavor that
+fits without borrowing). A resource fits when d ≤ available (what the queue can still admit,
+counting what its cohort may lend within its borrowing limit; less than nominal − used when its
+unused quota is lent out). When no flavor fits, each flavor's most short resource is named with
+the ledger's ``Shortfall``: ``short by = d − available`` (no cohort: ``used + d − nominal``).
+Preemption is not counted: a workload that fits only by preempting is reported as blocked, with
+the arithmetic that shows it.
 """
 
 from __future__ import annotations
@@ -38,13 +33,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpufleet.adapters.kubernetes.pods import KubePod
+from gpufleet.adapters.kubernetes.pods import KubePod, container_resources, pod_total
 from gpufleet.adapters.kubernetes.quantity import QuantityError, parse_quantity
-from gpufleet.adapters.kueue.read import GROUP, VERSIONS
-from gpufleet.adapters.kueue.to_tenancy import ENUMS
+from gpufleet.adapters.kueue.read import SnapshotObject, snapshot_objects
+from gpufleet.adapters.kueue.to_tenancy import (
+    ResourceGroup,
+    cohort_link,
+    local_queue,
+    queue_policy,
+    quota_values,
+    resource_groups,
+)
+from gpufleet.engine.status import Shortfall
 from gpufleet.model.errors import InputError
-from gpufleet.model.tenancy import Cohort, FlavorQuota, Tenancy, TenantQueue
-from gpufleet.policies.quota import QuotaLedger
+from gpufleet.model.tenancy import Cohort, FlavorQuota, KueueQueuePolicy, Tenancy, TenantQueue
+from gpufleet.policies.kueue.flavors import assign_group
+from gpufleet.policies.quota import QuotaLedger, quota_key
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MILLI = 1000
@@ -63,12 +67,6 @@ def show(resource: str, milli: int) -> str:
     if resource == "memory" or resource.endswith("memory"):
         return f"{x / 2**30:.4g}Gi"
     return f"{x:g}"
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    covered: tuple[str, ...]
-    flavors: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,27 +101,10 @@ class QuotaVerdict:
         return f"{head}: blocked: " + "; ".join(b.detail for b in self.blocks)
 
 
-def _groups(spec: dict, where: str) -> tuple[list[Group], list[tuple[str, str, FlavorQuota]]]:
-    groups, quotas = [], []
-    for gi, g in enumerate(spec.get("resourceGroups") or []):
-        if not isinstance(g, dict):
-            raise InputError("snapshot", f"{where}.spec.resourceGroups[{gi}]", "a resource group (a map)")
-        flavors = []
-        for fi, fl in enumerate(g.get("flavors") or []):
-            fname = str((fl or {}).get("name") or "")
-            flavors.append(fname)
-            for ri, res in enumerate((fl or {}).get("resources") or []):
-                p = f"{where}.spec.resourceGroups[{gi}].flavors[{fi}].resources[{ri}]"
-                nominal = _milli(res.get("nominalQuota", 0), f"{p}.nominalQuota")
-                bl = _milli(res["borrowingLimit"], f"{p}.borrowingLimit") if "borrowingLimit" in res else None
-                ll = _milli(res["lendingLimit"], f"{p}.lendingLimit") if "lendingLimit" in res else None
-                quotas.append((fname, str(res.get("name")), FlavorQuota(nominal, bl, ll)))
-        groups.append(Group(tuple(str(r) for r in g.get("coveredResources") or []), tuple(flavors)))
-    return groups, quotas
-
-
-def _key(flavor: str, resource: str) -> str:
-    return f"{flavor}/{resource}"
+def _quotas(m: SnapshotObject, groups: tuple[ResourceGroup, ...]) -> tuple[tuple[str, FlavorQuota], ...]:
+    return tuple((quota_key(e.flavor, e.resource),
+                  FlavorQuota(**{k: round(v * MILLI) for k, v in quota_values(m, e).items()}))
+                 for g in groups for e in g.resources)
 
 
 def is_true(obj: dict, kind: str) -> bool:
@@ -134,43 +115,21 @@ def is_true(obj: dict, kind: str) -> bool:
 class KueueQuota:
     """The quota tree of a snapshot and the usage charged against it (module docstring)."""
 
-    def __init__(self, cqs: list[dict], cohorts: list[dict], local_queues: list[dict],
-                 workloads: list[dict]) -> None:
-        self.groups: dict[str, list[Group]] = {}
-        self.fungibility: dict[str, str] = {}
-        self.local: dict[str, str] = {}
-        tenants, cohort_objs, named = [], {}, set()
-        for o in cqs:
-            name = str((o.get("metadata") or {}).get("name"))
-            spec = o.get("spec") or {}
-            groups, quotas = _groups(spec, f"ClusterQueue {name}")
-            self.groups[name] = groups
-            when = str((spec.get("flavorFungibility") or {}).get("whenCanBorrow") or "Borrow")
-            if when not in ENUMS["whenCanBorrow"]:
-                raise InputError("snapshot", f"ClusterQueue {name}.spec.flavorFungibility.whenCanBorrow",
-                                 f"one of {', '.join(ENUMS['whenCanBorrow'])}, not {when!r}")
-            self.fungibility[name] = "TryNextFlavor" if when == "TryNextFlavor" else "Borrow"
-            cohort = spec.get("cohortName") or spec.get("cohort")
-            if cohort:
-                named.add(str(cohort))
-            tenants.append(TenantQueue(name, cohort=str(cohort) if cohort else None,
-                                       quotas=tuple((_key(f, r), q) for f, r, q in quotas)))
-        for o in cohorts:
-            name = str((o.get("metadata") or {}).get("name"))
-            spec = o.get("spec") or {}
-            _, quotas = _groups(spec, f"Cohort {name}")
-            parent = spec.get("parentName") or spec.get("parent")
-            cohort_objs[name] = Cohort(name, str(parent) if parent else None,
-                                       tuple((_key(f, r), q) for f, r, q in quotas))
-        for c in list(named) + [c.parent for c in cohort_objs.values() if c.parent]:
-            cohort_objs.setdefault(c, Cohort(c))   # Kueue creates a cohort a queue names
-        self.tenancy = Tenancy(tuple(tenants), tuple(cohort_objs.values()))
-        for o in local_queues:
-            meta = o.get("metadata") or {}
-            self.local[f"{meta.get('namespace') or 'default'}/{meta.get('name')}"] = str(
-                (o.get("spec") or {}).get("clusterQueue") or "")
+    def __init__(self, cqs: list[SnapshotObject], cohorts: list[SnapshotObject],
+                 local_queues: list[SnapshotObject], workloads: list[SnapshotObject]) -> None:
+        self.groups = {m.name: resource_groups(m) for m in cqs}
+        tenants = [TenantQueue(m.name, cohort=cohort_link(m, "cohort", "cohortName") or None,
+                               quotas=_quotas(m, self.groups[m.name]),
+                               kueue=KueueQueuePolicy(**queue_policy(m))) for m in cqs]
+        tree = {m.name: Cohort(m.name, cohort_link(m, "parent", "parentName") or None,
+                               _quotas(m, resource_groups(m))) for m in cohorts}
+        for c in [t.cohort for t in tenants] + [c.parent for c in tree.values()]:
+            if c:
+                tree.setdefault(c, Cohort(c))   # Kueue creates a cohort a queue names
+        self.tenancy = Tenancy(tuple(tenants), tuple(tree.values()))
+        self.local: dict[str, str] = dict(local_queue(m) for m in local_queues)
         self.ledger = QuotaLedger(self.tenancy)
-        self._charge(cqs, workloads)
+        self._charge([m.body for m in cqs], [m.body for m in workloads])
 
     def _charge(self, cqs: list[dict], workloads: list[dict]) -> None:
         charged: set[str] = set()
@@ -186,7 +145,7 @@ class KueueQuota:
                 flavors = psa.get("flavors") or {}
                 for r, q in (psa.get("resourceUsage") or {}).items():
                     if r in flavors:
-                        self.ledger.add(cq, _key(str(flavors[r]), r), _milli(q, f"Workload {r}"))
+                        self.ledger.add(cq, quota_key(str(flavors[r]), r), _milli(q, f"Workload {r}"))
         for o in cqs:
             name = str((o.get("metadata") or {}).get("name"))
             st = o.get("status") or {}
@@ -194,7 +153,7 @@ class KueueQuota:
                 continue
             for fu in st.get("flavorsReservation") or st.get("flavorsUsage") or []:
                 for res in fu.get("resources") or []:
-                    self.ledger.add(name, _key(str(fu.get("name")), str(res.get("name"))),
+                    self.ledger.add(name, quota_key(str(fu.get("name")), str(res.get("name"))),
                                     _milli(res.get("total", 0), f"ClusterQueue {name} status"))
 
     # -- demand ---------------------------------------------------------------------------
@@ -261,92 +220,50 @@ class KueueQuota:
             v.blocks.append(QuotaBlock(cq, "", r, show(r, v.demand[r]), show(r, v.demand[r]),
                                        f"{r} is not covered by ClusterQueue {cq}"))
         for g in self.groups[cq]:
-            wanted = [r for r in g.covered if v.demand.get(r, 0) > 0]
-            if not wanted:
+            need = {r: v.demand[r] for r in g.covered if v.demand.get(r, 0) > 0}
+            if not need:
                 continue
-            chosen, borrows, blocks = self._flavor(cq, t, g, wanted, v.demand)
+            chosen, borrows, short = assign_group(self.ledger, cq, g.flavors, need)
             if chosen is None:
                 v.admits = False
-                v.blocks += blocks
+                worst: dict[str, Shortfall] = {}
+                for s in short:
+                    if s.flavor not in worst or s.short > worst[s.flavor].short:
+                        worst[s.flavor] = s
+                v.blocks += [self._block(t, s) for s in worst.values()]
             else:
-                v.flavors.update({r: chosen for r in wanted})
+                v.flavors.update({r: chosen for r in need})
                 v.borrows = v.borrows or borrows
         return v
 
-    def _flavor(self, cq: str, t: TenantQueue, g: Group, wanted: list[str], demand: dict[str, int]
-                ) -> tuple[str | None, bool, list[QuotaBlock]]:
-        borrow_at: str | None = None
-        blocks: list[QuotaBlock] = []
-        for f in g.flavors:
-            worst: tuple[int, QuotaBlock] | None = None
-            needs_borrow = False
-            for r in wanted:
-                key, d = _key(f, r), demand[r]
-                q = t.quota(key)
-                used = self.ledger.used(cq, key)
-                avail = self.ledger.available(("t", cq), key)
-                if used + d <= q.nominal and d <= avail:
-                    continue
-                if t.cohort is not None and d <= avail:
-                    needs_borrow = True
-                    continue
-                short = (used + d - q.nominal) if t.cohort is None else d - max(0, avail)
-                detail = (f"{r} in flavor {f}: needs {show(r, d)}, ClusterQueue {cq} uses {show(r, used)} of "
-                          f"nominal {show(r, q.nominal)}"
-                          + (f" (borrowing limit {show(r, q.borrowing_limit)})"
-                             if q.borrowing_limit is not None else "")
-                          + (f", cohort {t.cohort} leaves {show(r, max(0, avail))} it may take" if t.cohort
-                             else ", no cohort to borrow from")
-                          + f": short by {show(r, short)}")
-                if worst is None or short > worst[0]:
-                    worst = (short, QuotaBlock(cq, f, r, show(r, d), show(r, short), detail))
-            if worst is not None:
-                blocks.append(worst[1])
-                continue
-            if not needs_borrow:
-                return f, False, []
-            if self.fungibility.get(cq) != "TryNextFlavor":
-                return f, True, []
-            borrow_at = borrow_at or f
-        if borrow_at is not None:
-            return borrow_at, True, []
-        return None, False, blocks
+    def _block(self, t: TenantQueue, s: Shortfall) -> QuotaBlock:
+        """One flavor's most short resource, in words."""
+        r, f, cq = s.resource, s.flavor, t.name
+        q, used = t.quota(quota_key(f, r)), self.ledger.used(cq, quota_key(f, r))
+        limit = q.borrowing_limit
+        detail = (f"{r} in flavor {f}: needs {show(r, s.needed)}, ClusterQueue {cq} uses {show(r, used)} of "
+                  f"nominal {show(r, q.nominal)}"
+                  + (f" (borrowing limit {show(r, limit)})" if limit is not None else "")
+                  + (f", cohort {t.cohort} leaves {show(r, s.available)} it may take" if t.cohort
+                     else ", no cohort to borrow from")
+                  + f": short by {show(r, s.short)}")
+        return QuotaBlock(cq, f, r, show(r, s.needed), show(r, s.short), detail)
 
 
 def _pod_request(spec: dict) -> dict[str, int]:
-    """A pod template's request in milli-units (sum of containers, raised to the largest init)."""
-    out: dict[str, int] = {}
-    for c in spec.get("containers") or []:
-        for r, q in _res(c).items():
-            out[r] = out.get(r, 0) + _milli(q, f"podSets container {r}")
-    for c in spec.get("initContainers") or []:
-        for r, q in _res(c).items():
-            out[r] = max(out.get(r, 0), _milli(q, f"podSets initContainer {r}"))
-    return out
-
-
-def _res(container: dict) -> dict[str, Any]:
-    res = container.get("resources") or {}
-    return {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    """A pod template's request in milli-units, counted as for pods (pods.py's ``pod_total``)."""
+    containers, inits = spec.get("containers") or [], spec.get("initContainers") or []
+    names = dict.fromkeys(n for c in containers + inits for n in container_resources(c))
+    return {n: int(pod_total(containers, inits, n, lambda q, n=n: _milli(q, f"podSets container {n}")))
+            for n in names}
 
 
 def from_snapshot(objects: dict[str, list[dict]]) -> KueueQuota | None:
     """The quota book of a snapshot's Kueue objects; None when it holds none. A snapshot with
     Workloads or LocalQueues but no ClusterQueue gets a book too, so that every check names the
     ClusterQueue it cannot find instead of quietly skipping the quota step."""
-    def kueue(kind: str) -> list[dict]:
-        out = []
-        for o in objects.get(kind, []):
-            group, _, version = str(o.get("apiVersion", "")).rpartition("/")
-            if group != GROUP:
-                continue
-            if version not in VERSIONS:
-                name = (o.get("metadata") or {}).get("name", "?")
-                raise InputError("snapshot", f"{kind} {name}.apiVersion",
-                                 f"{GROUP}/{' or '.join(VERSIONS)}, not {o.get('apiVersion')!r}")
-            out.append(o)
-        return out
-    cqs = kueue("ClusterQueue")
-    if not cqs and not kueue("LocalQueue") and not kueue("Workload"):
+    cqs, cohorts, lqs, wls = (snapshot_objects(objects.get(k, []))
+                              for k in ("ClusterQueue", "Cohort", "LocalQueue", "Workload"))
+    if not cqs and not lqs and not wls:
         return None
-    return KueueQuota(cqs, kueue("Cohort"), kueue("LocalQueue"), kueue("Workload"))
+    return KueueQuota(cqs, cohorts, lqs, wls)

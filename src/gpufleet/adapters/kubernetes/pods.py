@@ -126,16 +126,16 @@ class KubePod:
         return bool(self.node_name) and self.phase not in ("Succeeded", "Failed")
 
 
-def _resources(container: dict) -> dict[str, str]:
+def container_resources(container: dict) -> dict[str, str]:
     res = container.get("resources") or {}
     out = dict(res.get("limits") or {})
     out.update(res.get("requests") or {})
     return out
 
 
-def _total(containers: list[dict], inits: list[dict], name: str, parse) -> float:
-    main = sum(parse(_resources(c).get(name, 0)) for c in containers)
-    init = max((parse(_resources(c).get(name, 0)) for c in inits), default=0.0)
+def pod_total(containers: list[dict], inits: list[dict], name: str, parse) -> float:
+    main = sum(parse(container_resources(c).get(name, 0)) for c in containers)
+    init = max((parse(container_resources(c).get(name, 0)) for c in inits), default=0.0)
     return max(main, init)
 
 
@@ -195,11 +195,11 @@ def read_pod(obj: dict, source: str = "snapshot") -> KubePod:
         raise InputError(source, "Pod.metadata.name", "every Pod needs a name")
     containers, inits = spec.get("containers") or [], spec.get("initContainers") or []
     try:
-        cpus = _total(containers, inits, "cpu", cpu_cores)
-        mem = _total(containers, inits, "memory", memory_gb)
-        gpus = int(_total(containers, inits, GPU_RESOURCE, device_count))
-        names = {n for c in containers + inits for n in _resources(c)}
-        mig = {m.group(1): int(_total(containers, inits, n, device_count))
+        cpus = pod_total(containers, inits, "cpu", cpu_cores)
+        mem = pod_total(containers, inits, "memory", memory_gb)
+        gpus = int(pod_total(containers, inits, GPU_RESOURCE, device_count))
+        names = {n for c in containers + inits for n in container_resources(c)}
+        mig = {m.group(1): int(pod_total(containers, inits, n, device_count))
                for n in sorted(names) if (m := MIG_RESOURCE.match(n))}
     except QuantityError as e:
         raise InputError(source, f"Pod {ns}/{name}.spec.containers[].resources", str(e)) from None

@@ -35,6 +35,37 @@ class Manifest:
         return InputError(self.source, f"{self.where}: {field}", expected)
 
 
+@dataclass(frozen=True, slots=True)
+class SnapshotObject(Manifest):
+    """A Kueue object of a cluster snapshot (``k8s analyze``), named in errors as the snapshot's
+    other objects are: ``ClusterQueue cq.spec.resourceGroups[0]``."""
+
+    def error(self, field: str, expected: str) -> InputError:
+        return InputError(self.source, f"{self.kind} {self.name}.{field}", expected)
+
+
+def _unknown_version(m: Manifest) -> InputError:
+    return m.error("apiVersion", f"{GROUP}/{' or '.join(VERSIONS)}, not {m.body.get('apiVersion')!r}")
+
+
+def snapshot_objects(objects: list[dict[str, Any]], source: str = "snapshot") -> list[SnapshotObject]:
+    """The objects of Kueue's group among ``objects`` (one kind of a snapshot, any Kueue kind,
+    Workloads too); an object of Kueue's group in a version we do not read is an InputError."""
+    out = []
+    for o in objects:
+        group, _, version = str(o.get("apiVersion", "")).rpartition("/")
+        if group != GROUP:
+            continue
+        meta = o.get("metadata") if isinstance(o.get("metadata"), dict) else {}
+        ns = meta.get("namespace")
+        m = SnapshotObject(source, str(o.get("kind")), version, str(meta.get("name", "?")),
+                           ns if isinstance(ns, str) else None, o)
+        if version not in VERSIONS:
+            raise _unknown_version(m)
+        out.append(m)
+    return out
+
+
 def _files(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
@@ -93,8 +124,7 @@ def _manifest(source: str, label: str, doc: Any, notes: list[str]) -> Manifest |
         notes.append(f"{source}: {kind}/{name or '?'} ({api}): not a quota object, skipped")
         return None
     if version not in VERSIONS:
-        raise InputError(source, f"{kind}/{name or '?'}: apiVersion",
-                         f"{GROUP}/v1beta1 or {GROUP}/v1beta2, not {api!r}")
+        raise _unknown_version(Manifest(source, kind, version, str(name or "?"), None, doc))
     if not isinstance(name, str) or not name:
         raise InputError(source, f"{kind} ({label}): metadata.name", "a non-empty string")
     ns = meta.get("namespace") if isinstance(meta, dict) else None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -131,59 +132,28 @@ class Translation:
         self.leftovers(m, m.body, {"apiVersion", "kind", "metadata", "spec", "status"}, "")
 
     # -- quota --------------------------------------------------------------------------------
-    def _groups(self, m: Manifest, spec: dict, out: dict[str, Any]) -> None:
-        groups = spec.get("resourceGroups") or []
-        if not isinstance(groups, list):
-            raise m.error("spec.resourceGroups", "a list of resource groups")
-        covered: list[list[str]] = []
-        for gi, g in enumerate(groups):
-            gp = f"spec.resourceGroups[{gi}]"
-            if not isinstance(g, dict) or not isinstance(g.get("flavors"), list):
-                raise m.error(gp, "coveredResources and a list of flavors")
-            self.leftovers(m, g, {"coveredResources", "flavors"}, gp)
-            names = g.get("coveredResources") or []
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise m.error(f"{gp}.coveredResources", "a list of resource names")
-            covered.append([_ours(n) for n in names])
+    def _groups(self, m: Manifest, out: dict[str, Any]) -> None:
+        groups = resource_groups(m, self)
+        covered = [[_ours(n) for n in g.covered] for g in groups]
         # Kueue assigns a flavor per group: two or more, or one without GPUs, are kept as they are
         # (a group without GPUs has flavors of its own, by their Kueue names); one group with the
         # GPUs is our default (every resource on the GPU flavor).
         if len(covered) > 1 or any(GPU_RESOURCE not in c for c in covered):
             out["resource_groups"] = covered
-        for gi, g in enumerate(groups):
-            gp = f"spec.resourceGroups[{gi}]"
-            own = GPU_RESOURCE not in covered[gi]
-            for fi, fl in enumerate(g["flavors"]):
-                fp = f"{gp}.flavors[{fi}]"
-                if not isinstance(fl, dict) or not isinstance(fl.get("name"), str):
-                    raise m.error(f"{fp}.name", "the name of a ResourceFlavor")
-                self.leftovers(m, fl, {"name", "resources"}, fp)
-                fname = fl["name"]
-                model = self.flavors.get(fname, _model(fname))
-                for ri, res in enumerate(fl.get("resources") or []):
-                    rp = f"{fp}.resources[{ri}]"
-                    if not isinstance(res, dict) or not isinstance(res.get("name"), str):
-                        raise m.error(f"{rp}.name", "a resource name (e.g. nvidia.com/gpu, cpu, memory)")
-                    self.leftovers(m, res, {"name", "nominalQuota", "borrowingLimit", "lendingLimit"}, rp)
-                    self._resource(m, rp, fname, model or fname if own else model, res, out)
+        for g, ours in zip(groups, covered, strict=True):
+            own = GPU_RESOURCE not in ours
+            for e in g.resources:
+                model = self.flavors.get(e.flavor, _model(e.flavor))
+                self._resource(m, e, model or e.flavor if own else model, out)
 
-    def _resource(self, m: Manifest, rp: str, fname: str, model: str | None, res: dict,
-                  out: dict[str, Any]) -> None:
-        rname = res["name"]
-        vals: dict[str, Fraction] = {}
-        for key, ours in (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"),
-                          ("lendingLimit", "lending_limit")):
-            if key in res:
-                try:
-                    vals[ours] = (Fraction(parse_gpus(res[key])) if rname in GPU_RESOURCES
-                                  else parse_exact(res[key])[0])
-                except ValueError as e:
-                    raise m.error(f"{rp}.{key}", str(e)) from None
+    def _resource(self, m: Manifest, e: FlavorResource, model: str | None, out: dict[str, Any]) -> None:
+        rname, fname = e.resource, e.flavor
+        vals = quota_values(m, e)
         if model is None:
             if rname in GPU_RESOURCES:
-                raise m.error(f"{rp}", f"flavor {fname!r} carries {rname} quota but names no GPU model "
+                raise m.error(f"{e.path}", f"flavor {fname!r} carries {rname} quota but names no GPU model "
                               f"gpufleet knows; pass --gpu-model {fname}=MODEL (e.g. H100-80GB)")
-            self.note(m, rp, f"{rname} quota on flavor {fname!r}, which has no GPU model")
+            self.note(m, e.path, f"{rname} quota on flavor {fname!r}, which has no GPU model")
             return
         if rname in GPU_RESOURCES:
             out.setdefault("quotas", {})[model] = {k: int(v) for k, v in vals.items()}
@@ -201,52 +171,16 @@ class Translation:
         if not isinstance(spec, dict):
             raise m.error("spec", "a mapping")
         t: dict[str, Any] = {"name": m.name, "quotas": {}}
-        cohort = spec.get("cohortName" if m.version == "v1beta2" else "cohort")
+        cohort = cohort_link(m, "cohort", "cohortName")
         if cohort is not None:
-            t["cohort"] = str(cohort)
-        self._groups(m, spec, t)
+            t["cohort"] = cohort
+        self._groups(m, t)
         known = {"resourceGroups", "preemption", "queueingStrategy", "flavorFungibility", "fairSharing",
                  "admissionScope", "cohortName" if m.version == "v1beta2" else "cohort"}
         if spec.get("namespaceSelector") in ({}, None):
             known.add("namespaceSelector")  # {} selects every namespace: nothing to carry
         self.leftovers(m, spec, known, "spec")
-        kq: dict[str, Any] = {}
-        pre = spec.get("preemption") or {}
-        self.leftovers(m, pre, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"},
-                       "spec.preemption")
-        for k, ours in (("withinClusterQueue", "within_cluster_queue"),
-                        ("reclaimWithinCohort", "reclaim_within_cohort")):
-            if k in pre:
-                kq[ours] = _enum(m, f"spec.preemption.{k}", pre[k], k)
-        bwc = pre.get("borrowWithinCohort") or {}
-        self.leftovers(m, bwc, {"policy", "maxPriorityThreshold"}, "spec.preemption.borrowWithinCohort")
-        if "policy" in bwc:
-            kq["borrow_within_cohort"] = _enum(m, "spec.preemption.borrowWithinCohort.policy", bwc["policy"],
-                                               "borrowWithinCohort.policy")
-        if "maxPriorityThreshold" in bwc:
-            thr = bwc["maxPriorityThreshold"]
-            if not isinstance(thr, int) or isinstance(thr, bool):
-                raise m.error("spec.preemption.borrowWithinCohort.maxPriorityThreshold",
-                              "an integer priority")
-            kq["max_priority_threshold"] = thr
-        if "queueingStrategy" in spec:
-            kq["queueing_strategy"] = _enum(m, "spec.queueingStrategy", spec["queueingStrategy"],
-                                            "queueingStrategy")
-        fung = spec.get("flavorFungibility") or {}
-        self.leftovers(m, fung, {"whenCanBorrow", "whenCanPreempt", "preference"}, "spec.flavorFungibility")
-        if "preference" in fung:
-            kq["preference"] = _enum(m, "spec.flavorFungibility.preference", fung["preference"], "preference")
-        for k, ours, stop in (("whenCanBorrow", "when_can_borrow", "Borrow"),
-                              ("whenCanPreempt", "when_can_preempt", "Preempt")):
-            if k in fung:
-                v = _enum(m, f"spec.flavorFungibility.{k}", fung[k], k)
-                kq[ours] = stop if v == "MayStopSearch" else v
-        scope = spec.get("admissionScope") or {}
-        self.leftovers(m, scope, {"admissionMode"}, "spec.admissionScope")
-        if "admissionMode" in scope:
-            mode = _enum(m, "spec.admissionScope.admissionMode", scope["admissionMode"], "admissionMode")
-            if mode != "NoAdmissionFairSharing":
-                kq["admission_fair_sharing"] = True
+        kq = queue_policy(m, self)
         if kq:
             t["kueue"] = kq
         self._weight(m, spec, t)
@@ -264,14 +198,165 @@ class Translation:
     def cohort(self, m: Manifest) -> dict[str, Any]:
         spec = m.body.get("spec") or {}
         c: dict[str, Any] = {"name": m.name}
-        parent = spec.get("parentName" if m.version == "v1beta2" else "parent")
+        parent = cohort_link(m, "parent", "parentName")
         if parent is not None:
-            c["parent"] = str(parent)
-        self._groups(m, spec, c)
+            c["parent"] = parent
+        self._groups(m, c)
         self._weight(m, spec, c)
         self.leftovers(m, spec, {"resourceGroups", "fairSharing",
                                  "parentName" if m.version == "v1beta2" else "parent"}, "spec")
         return c
+
+
+def queue_policy(m: Manifest, tr: Translation | None = None) -> dict[str, Any]:
+    """A ClusterQueue's own rules (preemption, queueing, flavor fungibility, admission scope),
+    checked, by KueueQueuePolicy's field names (v1beta2's ``MayStopSearch`` is ``Borrow`` /
+    ``Preempt``); ``tr`` notes the fields not carried over."""
+    spec = _spec(m)
+    left = tr.leftovers if tr is not None else _ignore
+    kq: dict[str, Any] = {}
+    pre = spec.get("preemption") or {}
+    left(m, pre, {"withinClusterQueue", "reclaimWithinCohort", "borrowWithinCohort"}, "spec.preemption")
+    for k, ours in (("withinClusterQueue", "within_cluster_queue"),
+                    ("reclaimWithinCohort", "reclaim_within_cohort")):
+        if k in pre:
+            kq[ours] = _enum(m, f"spec.preemption.{k}", pre[k], k)
+    bwc = pre.get("borrowWithinCohort") or {}
+    left(m, bwc, {"policy", "maxPriorityThreshold"}, "spec.preemption.borrowWithinCohort")
+    if "policy" in bwc:
+        kq["borrow_within_cohort"] = _enum(m, "spec.preemption.borrowWithinCohort.policy", bwc["policy"],
+                                           "borrowWithinCohort.policy")
+    if "maxPriorityThreshold" in bwc:
+        thr = bwc["maxPriorityThreshold"]
+        if not isinstance(thr, int) or isinstance(thr, bool):
+            raise m.error("spec.preemption.borrowWithinCohort.maxPriorityThreshold",
+                          "an integer priority")
+        kq["max_priority_threshold"] = thr
+    if "queueingStrategy" in spec:
+        kq["queueing_strategy"] = _enum(m, "spec.queueingStrategy", spec["queueingStrategy"],
+                                        "queueingStrategy")
+    fung = spec.get("flavorFungibility") or {}
+    left(m, fung, {"whenCanBorrow", "whenCanPreempt", "preference"}, "spec.flavorFungibility")
+    if "preference" in fung:
+        kq["preference"] = _enum(m, "spec.flavorFungibility.preference", fung["preference"], "preference")
+    for k, ours, stop in (("whenCanBorrow", "when_can_borrow", "Borrow"),
+                          ("whenCanPreempt", "when_can_preempt", "Preempt")):
+        if k in fung:
+            v = _enum(m, f"spec.flavorFungibility.{k}", fung[k], k)
+            kq[ours] = stop if v == "MayStopSearch" else v
+    scope = spec.get("admissionScope") or {}
+    left(m, scope, {"admissionMode"}, "spec.admissionScope")
+    if "admissionMode" in scope:
+        mode = _enum(m, "spec.admissionScope.admissionMode", scope["admissionMode"], "admissionMode")
+        if mode != "NoAdmissionFairSharing":
+            kq["admission_fair_sharing"] = True
+    return kq
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorResource:
+    """One ``resources[]`` entry of a flavor in a resource group, as written (``body`` holds
+    ``name`` and any of QUOTA_FIELDS); ``path`` names it for errors and notes."""
+
+    flavor: str
+    path: str
+    body: dict[str, Any]
+
+    @property
+    def resource(self) -> str:
+        return self.body["name"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """One of ``spec.resourceGroups``: the resources it covers (Kueue's names), its flavors in
+    the order Kueue tries them, and every flavor's resource entries."""
+
+    covered: tuple[str, ...]
+    flavors: tuple[str, ...]
+    resources: tuple[FlavorResource, ...]
+
+
+#: A resource entry's quantities, by Kueue's name and ours (FlavorQuota's fields).
+QUOTA_FIELDS = (("nominalQuota", "nominal"), ("borrowingLimit", "borrowing_limit"),
+                ("lendingLimit", "lending_limit"))
+
+
+def _ignore(*_: Any) -> None:
+    return None
+
+
+def _spec(m: Manifest) -> dict[str, Any]:
+    spec = m.body.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise m.error("spec", "a mapping")
+    return spec
+
+
+def cohort_link(m: Manifest, v1beta1: str, v1beta2: str) -> str | None:
+    """The cohort a ClusterQueue joins (``cohort`` / ``cohortName``) or a Cohort's parent
+    (``parent`` / ``parentName``), by the field of the object's version."""
+    name = _spec(m).get(v1beta2 if m.version == "v1beta2" else v1beta1)
+    return None if name is None else str(name)
+
+
+def local_queue(m: Manifest) -> tuple[str, str]:
+    """A LocalQueue's ("namespace/name", its ClusterQueue)."""
+    cq = (m.body.get("spec") or {}).get("clusterQueue")
+    if not isinstance(cq, str):
+        raise m.error("spec.clusterQueue", "the name of a ClusterQueue")
+    return f"{m.namespace or 'default'}/{m.name}", cq
+
+
+def resource_groups(m: Manifest, tr: Translation | None = None) -> tuple[ResourceGroup, ...]:
+    """A ClusterQueue's or Cohort's ``spec.resourceGroups``, checked: a malformed group, flavor
+    or resource entry is one InputError naming it. ``tr`` notes the fields not carried over (the
+    groups' first, then the flavors', in document order)."""
+    groups = _spec(m).get("resourceGroups") or []
+    if not isinstance(groups, list):
+        raise m.error("spec.resourceGroups", "a list of resource groups")
+    left = tr.leftovers if tr is not None else _ignore
+    covered: list[tuple[str, ...]] = []
+    for gi, g in enumerate(groups):
+        gp = f"spec.resourceGroups[{gi}]"
+        if not isinstance(g, dict) or not isinstance(g.get("flavors"), list):
+            raise m.error(gp, "coveredResources and a list of flavors")
+        left(m, g, {"coveredResources", "flavors"}, gp)
+        names = g.get("coveredResources") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise m.error(f"{gp}.coveredResources", "a list of resource names")
+        covered.append(tuple(names))
+    out = []
+    for gi, g in enumerate(groups):
+        flavors, entries = [], []
+        for fi, fl in enumerate(g["flavors"]):
+            fp = f"spec.resourceGroups[{gi}].flavors[{fi}]"
+            if not isinstance(fl, dict) or not isinstance(fl.get("name"), str):
+                raise m.error(f"{fp}.name", "the name of a ResourceFlavor")
+            left(m, fl, {"name", "resources"}, fp)
+            flavors.append(fl["name"])
+            for ri, res in enumerate(fl.get("resources") or []):
+                rp = f"{fp}.resources[{ri}]"
+                if not isinstance(res, dict) or not isinstance(res.get("name"), str):
+                    raise m.error(f"{rp}.name", "a resource name (e.g. nvidia.com/gpu, cpu, memory)")
+                left(m, res, {"name", *(k for k, _ in QUOTA_FIELDS)}, rp)
+                entries.append(FlavorResource(fl["name"], rp, res))
+        out.append(ResourceGroup(covered[gi], tuple(flavors), tuple(entries)))
+    return tuple(out)
+
+
+def quota_values(m: Manifest, e: FlavorResource) -> dict[str, Fraction]:
+    """The quantities an entry gives, exactly, by FlavorQuota's names: GPUs as whole numbers
+    (``parse_gpus``), any other resource as written (``parse_exact``, memory in bytes)."""
+    vals: dict[str, Fraction] = {}
+    for key, ours in QUOTA_FIELDS:
+        if key in e.body:
+            try:
+                vals[ours] = (Fraction(parse_gpus(e.body[key])) if e.resource in GPU_RESOURCES
+                              else parse_exact(e.body[key])[0])
+            except ValueError as err:
+                raise m.error(f"{e.path}.{key}", str(err)) from None
+    return vals
 
 
 def _admission_fair_sharing(m: Manifest, tr: Translation) -> dict:
@@ -326,11 +411,7 @@ def to_tenancy(objects: list[Manifest], gpu_models: dict[str, str] | None = None
         elif m.kind == "Cohort":
             cohorts[m.name] = tr.cohort(m)
         elif m.kind == "LocalQueue":
-            cq = (m.body.get("spec") or {}).get("clusterQueue")
-            if not isinstance(cq, str):
-                raise m.error("spec.clusterQueue", "the name of a ClusterQueue")
-            key = f"{m.namespace or 'default'}/{m.name}"
-            local[key] = cq
+            key, local[key] = local_queue(m)
             lspec = m.body.get("spec") or {}
             tr.leftovers(m, lspec, {"clusterQueue", "fairSharing"}, "spec")
             lfs = lspec.get("fairSharing") or {}

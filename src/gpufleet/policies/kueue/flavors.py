@@ -7,9 +7,10 @@ refused head keeps); the rules are in kueue/admit.py's docstring and docs/kueue.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from gpufleet.engine.status import Shortfall
 from gpufleet.engine.types import RunningJob
 from gpufleet.model.ids import JobId
 from gpufleet.model.job import Job
@@ -19,7 +20,7 @@ from gpufleet.policies.kueue.fair import Entry, entry
 from gpufleet.policies.kueue.resources import ResourceLedger
 from gpufleet.policies.kueue.targets import possibility, possibility_and_level
 from gpufleet.policies.kueue.tree import lowest_subtree_height, may_preempt, potential_available
-from gpufleet.policies.quota import QuotaLedger
+from gpufleet.policies.quota import QuotaLedger, quota_key
 
 
 def borrowing_level(ledger: QuotaLedger, tenant: str, flavor: str, gpus: int) -> int:
@@ -211,6 +212,30 @@ def kueue_flavor(ledger: QuotaLedger, job: Job, res: ResourceLedger | None = Non
                 return f, True
             borrow_at = f
     return (borrow_at, True) if borrow_at is not None else (None, False)
+
+
+def assign_group(ledger: QuotaLedger, tenant: str, flavors: Sequence[str], demand: Mapping[str, int]
+                 ) -> tuple[str | None, bool, tuple[Shortfall, ...]]:
+    """Kueue's flavor assigner for one resource group's ``demand`` (resource → amount, every
+    resource on one ledger: ``quota_key``), as ``kueue_flavor`` is for a job's GPUs: over
+    ``flavors`` in order, the first where every resource fits without borrowing; one where they
+    fit only by borrowing is taken at once with ``whenCanBorrow: Borrow``, and with
+    ``TryNextFlavor`` only when no later flavor fits without. (flavor, borrows, ()), or (None,
+    False, every flavor's shortfalls in order) when none fits."""
+    t = ledger.tenancy.tenant(tenant)
+    borrow_at: str | None = None
+    short: list[Shortfall] = []
+    for f in flavors:
+        lacks = ledger.shortfalls(tenant, f, demand)
+        if lacks:
+            short += lacks
+            continue
+        if all(ledger.within_nominal(tenant, quota_key(f, r), d) for r, d in demand.items()):
+            return f, False, ()
+        if t is None or t.kueue.when_can_borrow != "TryNextFlavor":
+            return f, True, ()
+        borrow_at = borrow_at or f
+    return (borrow_at, True, ()) if borrow_at is not None else (None, False, tuple(short))
 
 
 # -- nomination and the flavor scan across cycles ---------------------------------------------

@@ -185,7 +185,7 @@ def test_a_clusterqueue_with_a_bad_quota_gets_one_line_and_exit_2(tmp_path):
               {"name": "f", "resources": [{"name": "cpu", "nominalQuota": "lots"}]}]}]}}
     bad_quantity = "ClusterQueue cq.spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"
     for spec, where in ((cq["spec"], bad_quantity),
-                        ({"resourceGroups": {"a": 1}}, "ClusterQueue cq.spec.resourceGroups[0]")):
+                        ({"resourceGroups": {"a": 1}}, "ClusterQueue cq.spec.resourceGroups: a list")):
         snap = tmp_path / "snap.json"
         snap.write_text(json.dumps({**nodes, "items": nodes["items"] + [{**cq, "spec": spec}]}))
         r = runner.invoke(app, ["k8s", "analyze", str(snap)])

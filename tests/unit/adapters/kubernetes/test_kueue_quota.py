@@ -54,6 +54,18 @@ def test_borrowing_limit_example_caps_team_a_at_nominal_plus_one():
     assert book.check("team-b-cq", cpu(21)).admits
 
 
+def test_a_blocked_flavor_is_worded_with_its_usage_nominal_limit_and_what_the_cohort_leaves():
+    """"BorrowingLimit": team-a-cq (9 CPUs, borrowingLimit 1) in cohort team-ab with team-b-cq
+    (12, idle) asks 11 CPUs: the cohort leaves it 9 + min(1, 12) = 10, so it is 11 − 10 = 1
+    short, and the line says each of those numbers."""
+    v = _book("docs-borrowinglimit.json").check("team-a-cq", cpu(11))
+    assert [(b.flavor, b.resource, b.needed, b.short_by) for b in v.blocks] == [
+        ("default-flavor", "cpu", "11", "1")]
+    assert v.blocks[0].detail == ("cpu in flavor default-flavor: needs 11, ClusterQueue team-a-cq uses 0 "
+                                  "of nominal 9 (borrowing limit 1), cohort team-ab leaves 10 it may take: "
+                                  "short by 1")
+
+
 def test_lending_limit_example_lets_team_a_borrow_only_what_team_b_lends():
     """"LendingLimit": team-b-cq (12, lendingLimit 1) lends 1, so team-a-cq admits 9+1=10 CPUs;
     without lendingLimit (the borrowing example) it admits 21."""
