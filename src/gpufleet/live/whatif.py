@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -37,6 +38,10 @@ from gpufleet.sim.state import SimConfig, SimState
 from gpufleet.sim.step import after_instant
 from gpufleet.sim.usage import UsageTracker
 
+#: CPU seconds a seed's run may take by default (the API and the dashboard): seed 0 at 2,000 nodes
+#: and 100,000 pending finishes a week in ~4.4 s; a jittered seed there would take many minutes.
+DEFAULT_BUDGET_S = 10.0
+
 
 @dataclass(frozen=True)
 class Change:
@@ -55,6 +60,11 @@ class Fork:
     started: int
     mean_wait_s: float | None
     events: int
+    #: Source time the run reached: ``now + horizon_s``, or the probe's start (the early stop),
+    #: or less where the CPU budget ran out first (``complete`` False: the probe did not start
+    #: by then, and what happens later is not known).
+    simulated_to: float = float("nan")
+    complete: bool = True
 
 
 def _scaled(job: Job, remaining: float, factor: float, done: float) -> Job:
@@ -90,7 +100,8 @@ class _Unrecorded(Recorder):
 
 
 def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None, *, seed: int = 0,
-         horizon_s: float = 7 * 86400.0, jitter: float = 0.5, early_stop: bool = True) -> Fork:
+         horizon_s: float = 7 * 86400.0, jitter: float = 0.5, early_stop: bool = True,
+         budget_s: float | None = None) -> Fork:
     """The live world forked into the simulator and run ``horizon_s`` ahead, as ``sim.runner``
     runs a trace: the same handlers, the same after-instant step, the collector batched. EASY
     cycles are not carried on (``sim/easy_carry.py``; exact either way): from the live queue
@@ -101,7 +112,12 @@ def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None
     move an instant already past, so the probe's start is the full run's (the pending jobs'
     figures then count up to that instant). Every job pending now joins the queue at ``now``
     straight away, in the order the kernel would pop their arrivals (after the runs that end
-    at ``now``: finishes sort first), without 100,000 trips through the event heap."""
+    at ``now``: finishes sort first), without 100,000 trips through the event heap.
+
+    ``budget_s``: the CPU seconds the run may take; once spent it stops at the instant it is at
+    (``complete`` False, ``simulated_to`` that instant). A jittered seed's runs end at distinct
+    instants, a cycle each: at 100,000 pending one had not finished a week in 15 minutes of CPU
+    (bench/README.md), so an answer within seconds needs the bound, and says how far it got."""
     now = snap.now
     tenancy = change.tenancy if change.tenancy is not None else snap.tenancy
     prof = change.profile or profile
@@ -139,22 +155,28 @@ def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None
     for job in arrivals:
         st.submit_times[job.id] = job.submit_time
     with batch_gc():
-        _run(st, arrivals, now + horizon_s, probe.id if probe is not None and early_stop else None)
+        complete = _run(st, arrivals, now + horizon_s, probe.id if probe is not None and early_stop else None,
+                        None if budget_s is None else time.process_time() + budget_s)
     waits = [st.starts[j] - now for j in snap.pending if j in st.starts]
-    return Fork(seed, st.starts.get(probe.id) if probe is not None else None, len(waits),
-                sum(waits) / len(waits) if waits else None, st.events)
+    start = st.starts.get(probe.id) if probe is not None else None
+    return Fork(seed, start, len(waits), sum(waits) / len(waits) if waits else None, st.events,
+                st.t if start is not None or not complete else now + horizon_s, complete)
 
 
-def _run(st: SimState, arrivals: list[Job], end: float, stop_at: str | None) -> None:
+def _run(st: SimState, arrivals: list[Job], end: float, stop_at: str | None,
+         cpu_deadline: float | None = None) -> bool:
     """The kernel's instant loop up to ``end``, with ``arrivals`` joining at the first instant
     (``st.t``) after the events due then, as their ARRIVAL events would; ends early once
-    ``stop_at`` has started."""
+    ``stop_at`` has started. False when it stopped at ``cpu_deadline`` (process CPU time, read
+    before each instant: a microsecond, where an instant at 100,000 pending costs milliseconds)."""
     q = st.q
     first = True
     while first or q:
         t = st.t if first else q.peek_time()
         if t > end:
             break
+        if cpu_deadline is not None and time.process_time() >= cpu_deadline:
+            return False
         st.t = t
         outcome = Outcome.NOTHING
         while q and q.peek_time() == t:
@@ -173,10 +195,12 @@ def _run(st: SimState, arrivals: list[Job], end: float, stop_at: str | None) -> 
         after_instant(st, outcome)
         if stop_at is not None and stop_at in st.starts:
             break
+    return True
 
 
 def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None, seeds: int, *,
-               horizon_s: float = 7 * 86400.0, jitter: float = 0.5) -> list[Fork]:
+               horizon_s: float = 7 * 86400.0, jitter: float = 0.5, budget_s: float | None = None
+               ) -> list[Fork]:
     """``fork`` for seeds 0 … seeds − 1, each in a child process (``os.fork``) where there is one.
 
     A fork over 100,000 pending jobs a week ahead costs seconds of CPU (seed 0: 4.6 s here; a
@@ -189,8 +213,8 @@ def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job 
     with ``os._exit`` (none of the parent's clean-up runs in it). Where there is no fork, or a
     child died without an answer, that seed runs here."""
     if not hasattr(os, "fork"):
-        return [fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter)
-                for k in range(seeds)]
+        return [fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter,
+                     budget_s=budget_s) for k in range(seeds)]
     def start(k: int) -> tuple[int, int, int]:
         r, w = os.pipe()
         pid = os.fork()
@@ -199,7 +223,7 @@ def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job 
             try:
                 os.close(r)
                 data = pickle.dumps(fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s,
-                                         jitter=jitter))
+                                         jitter=jitter, budget_s=budget_s))
                 view = memoryview(data)
                 while view:
                     view = view[os.write(w, view):]
@@ -217,7 +241,8 @@ def fork_seeds(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job 
         _, status = os.waitpid(pid, 0)
         if status == 0 and chunks:
             return pickle.loads(b"".join(chunks))
-        return fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter)
+        return fork(snap, profile, change, probe, seed=k, horizon_s=horizon_s, jitter=jitter,
+                    budget_s=budget_s)
 
     # At most one child per core at a time: more would only share the cores (and the loop's and
     # the web server's share with them) and hold more copied pages at once.

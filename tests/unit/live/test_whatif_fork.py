@@ -72,3 +72,18 @@ def test_a_probe_that_cannot_start_within_the_horizon_has_no_start():
     """The probe starts after t=3600 (the first test); a 3600 s horizon ends before it."""
     snap, prof = snapshot("gang-easy")
     assert fork(snap, prof, Change(), probe(2), horizon_s=3600).probe_start is None
+
+
+def test_a_run_that_spends_its_cpu_budget_stops_and_says_how_far_it_got():
+    """A budget too small for one instant stops the run before the probe starts (it starts
+    after t = 3,600, the first test): no start, not complete, and the source time reached is
+    short of the horizon. Without a budget the same run is complete and reached the probe's
+    start (the early stop)."""
+    snap, prof = snapshot("gang-easy")
+    p = probe(2)
+    cut = fork(snap, prof, Change(), p, horizon_s=30 * 86400, budget_s=1e-9)
+    assert (cut.probe_start, cut.complete) == (None, False)
+    assert snap.now <= cut.simulated_to < snap.now + 3600
+    whole = fork(snap, prof, Change(), p, horizon_s=30 * 86400, budget_s=600)
+    assert whole.complete and whole.probe_start is not None and whole.simulated_to == whole.probe_start
+    assert fork(snap, prof, Change(), p, horizon_s=3600).simulated_to == snap.now + 3600

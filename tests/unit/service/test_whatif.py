@@ -42,12 +42,29 @@ def test_draining_nodes_in_the_what_if_leaves_the_live_fleet_alone(served):
     assert served.client.get("/api/v1/summary", headers=served.viewer).json()["nodes_out_of_service"] == 0
 
 
+def test_a_seed_that_spends_its_cpu_budget_says_how_far_it_got_and_the_basis_says_why(served):
+    """The probe waits 3600 s for "big"; a budget too small for one simulated instant stops
+    the run at once: no start, ``complete`` false, 0 s simulated, and the basis names the
+    budget. The default budget answers it (complete, 3600 s)."""
+    served.post_job(job_body("big", gpus=8, replicas=8, run_time=3600))
+    served.tick()
+    cut = served.client.post("/api/v1/whatif", json={"job": probe(2), "seeds": 1, "budget_s": 1e-9},
+                             headers=served.viewer).json()
+    assert (cut["started_in"], cut["runs"][0]["complete"], cut["runs"][0]["simulated_s"]) == (0, False, 0)
+    assert "spent their 1e-09 CPU s first" in cut["basis"]
+    full = served.client.post("/api/v1/whatif", json={"job": probe(2), "seeds": 1},
+                              headers=served.viewer).json()
+    assert full["runs"][0]["complete"] and full["runs"][0]["simulated_s"] == pytest.approx(3600, abs=1)
+
+
 @pytest.mark.parametrize(("body", "field"), [
     ({"job": {"run_time": 1, "pod_sets": []}}, "job.pod_sets"),
     ({"drain": ["no-such-node"]}, "drain.0"),
     ({"policy": "nope"}, "policy"),
     ({"horizon_s": 1e12}, "horizon_s"),
     ({"seeds": 0}, "seeds"),
+    ({"budget_s": 0}, "budget_s"),
+    ({"budget_s": 1e9}, "budget_s"),
     ({"drains": ["node-0"]}, "drains"),
     ({"quota": [{"tenant": "a", "flavor": "H100-80GB", "nominal": 8, "borrow": 8}]}, "quota.0.borrow"),
     ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 8, "gpu_models": ["B200"]}]}},
@@ -55,7 +72,8 @@ def test_draining_nodes_in_the_what_if_leaves_the_live_fleet_alone(served):
     ({"job": {"run_time": 60, "pod_sets": [{"replicas": 1, "gpus": 1}, {"replicas": 9, "gpus": 8}]}},
      "job.pod_sets.1"),
 ], ids=["a job with no pod sets", "an unknown node", "an unknown policy", "a horizon past 30 days",
-        "no seeds", "a misspelt field", "a misspelt quota field", "a GPU model the fleet lacks",
+        "no seeds", "no CPU budget", "a budget past 600 s",
+        "a misspelt field", "a misspelt quota field", "a GPU model the fleet lacks",
         "a second pod set bigger than the fleet (9 of 8 nodes)"])
 def test_a_bad_what_if_is_a_422_naming_the_field(served, body, field):
     r = served.client.post("/api/v1/whatif", json=body, headers=served.viewer)

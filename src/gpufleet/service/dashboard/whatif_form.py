@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from gpufleet.engine.profile import Profile
 from gpufleet.live.snapshot import LiveSnapshot
-from gpufleet.live.whatif import Change, fork_seeds
+from gpufleet.live.whatif import DEFAULT_BUDGET_S, Change, fork_seeds
 from gpufleet.model.job import Job
 from gpufleet.model.tenancy import FlavorQuota
 from gpufleet.policies.registry import PROFILES, profile
@@ -40,6 +40,8 @@ class Answer:
     wait_median_s: float | None
     wait_max_s: float | None
     start_median: float | None
+    #: Runs that spent their CPU budget before the probe started (how far they got unknown beyond).
+    stopped: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,12 @@ def today_profile(svc: Service, snap: LiveSnapshot) -> Profile:
 
 def _answer(label: str, snap: LiveSnapshot, svc: Service, change: Change, probe: Job) -> Answer:
     base = today_profile(svc, snap)
-    starts = [f.probe_start for f in fork_seeds(snap, base, change, probe, SEEDS, horizon_s=HORIZON_S)]
+    runs = fork_seeds(snap, base, change, probe, SEEDS, horizon_s=HORIZON_S, budget_s=DEFAULT_BUDGET_S)
+    starts = [f.probe_start for f in runs]
     waits = sorted(t - snap.now for t in starts if t is not None)
     med = statistics.median(waits) if waits else None
     return Answer(label, len(waits), SEEDS, waits[0] if waits else None, med, waits[-1] if waits else None,
-                  snap.now + med if med is not None else None)
+                  snap.now + med if med is not None else None, sum(not f.complete for f in runs))
 
 
 def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str]) -> Comparison:
@@ -123,4 +126,5 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
         changed=_answer("with the change", rest, svc, change, probe),
         change_words=", ".join(words),
         basis=f"the simulator forked from the live state, {SEEDS} seeds, up to {HORIZON_S / 86400:g} days "
-              "ahead (seed 0: run times as stated; the others: each remaining run time × U(0.5, 1))")
+              "ahead (seed 0: run times as stated; the others: each remaining run time × U(0.5, 1)), "
+              f"each run stopped after {DEFAULT_BUDGET_S:g} s of CPU")

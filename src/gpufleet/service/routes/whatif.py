@@ -7,7 +7,7 @@ import statistics
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpufleet.live.whatif import Change, fork_seeds, never_fits
+from gpufleet.live.whatif import DEFAULT_BUDGET_S, Change, fork_seeds, never_fits
 from gpufleet.model.tenancy import FlavorQuota, Tenancy
 from gpufleet.policies.registry import PROFILES, profile
 from gpufleet.service.errors import ApiError
@@ -16,6 +16,7 @@ from gpufleet.service.routes.deps import Caller, Svc
 
 router = APIRouter(tags=["whatif"])
 MAX_HORIZON_S = 30 * 86400.0
+MAX_BUDGET_S = 600.0
 
 
 class QuotaChange(BaseModel):
@@ -37,6 +38,9 @@ class WhatIfIn(BaseModel):
     horizon_s: float = Field(default=7 * 86400.0, gt=0, le=MAX_HORIZON_S, allow_inf_nan=False)
     seeds: int = Field(default=3, ge=1, le=16)
     jitter: float = Field(default=0.5, ge=0, lt=1, allow_inf_nan=False)
+    #: CPU seconds each seed's run may take; a run that spends it stops where it is and says so
+    #: (``complete`` false). A jittered seed at 100,000 pending runs for many minutes otherwise.
+    budget_s: float = Field(default=DEFAULT_BUDGET_S, gt=0, le=MAX_BUDGET_S, allow_inf_nan=False)
 
 
 class SeedAnswer(BaseModel):
@@ -45,6 +49,10 @@ class SeedAnswer(BaseModel):
     wait_s: float | None
     pending_started: int
     pending_mean_wait_s: float | None
+    #: How far ahead of now the run got: the horizon, the probe's start, or less where its CPU
+    #: budget ran out first (``complete`` false: the probe had not started by then).
+    simulated_s: float
+    complete: bool
 
 
 class WhatIfOut(BaseModel):
@@ -103,15 +111,20 @@ def whatif(body: WhatIfIn, svc: Svc, who: Caller) -> WhatIfOut:
     base = svc.source.profile if hasattr(svc.source, "profile") else profile(svc.config.profile_name)
     runs = []
     for seed, f in enumerate(fork_seeds(snap, base, change, probe, body.seeds, horizon_s=body.horizon_s,
-                                        jitter=body.jitter)):
+                                        jitter=body.jitter, budget_s=body.budget_s)):
         runs.append(SeedAnswer(seed=seed, start=f.probe_start,
                                wait_s=f.probe_start - snap.now if f.probe_start is not None else None,
-                               pending_started=f.started, pending_mean_wait_s=f.mean_wait_s))
+                               pending_started=f.started, pending_mean_wait_s=f.mean_wait_s,
+                               simulated_s=f.simulated_to - snap.now, complete=f.complete))
     waits = sorted(r.wait_s for r in runs if r.wait_s is not None)
+    short = [r for r in runs if not r.complete]
+    cut = (f"; {len(short)} of {len(runs)} seed(s) spent their {body.budget_s:g} CPU s first and stopped "
+           f"{', '.join(f'{r.simulated_s:.0f}s' for r in short)} ahead, the probe not started by then "
+           "(a larger budget_s simulates further)") if short else ""
     return WhatIfOut(
         now=snap.now, horizon_s=body.horizon_s, runs=runs, started_in=len(waits),
         wait_min_s=waits[0] if waits else None, wait_median_s=statistics.median(waits) if waits else None,
         wait_max_s=waits[-1] if waits else None,
         basis="the simulator forked from the live state (running jobs on their nodes, the queue as it is), "
               f"run forward {body.horizon_s:.0f}s; seed 0 with run times as stated, seeds 1.. with each "
-              f"remaining run time × U({1 - body.jitter:g}, 1)")
+              f"remaining run time × U({1 - body.jitter:g}, 1){cut}")
