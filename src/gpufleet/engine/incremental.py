@@ -15,7 +15,8 @@ Interface (every driver: the simulator, the service's live loop, Slurm, Kubernet
   nothing, and no rule below rests on a job that was not waiting at the memo's cycle (rule 4
   also rests on the running set: a driver says such a change happened with ``gap``).
 - ``CycleMemo``: what the last cycle decided that a later one can reuse. Opaque to drivers: they
-  keep it and hand it back, never read or build its fields. It is tied to the profile it was made
+  keep it and hand it back, never read or build its fields (but ``carry_scans``, rule 4 on or
+  off, given to the first one). It is tied to the profile it was made
   under (another profile starts afresh).
 - ``run_incremental`` answers from the memo when one of the rules below proves the full cycle
   would decide the same, and runs the cycle otherwise (cut, where rule 3 applies); either way it
@@ -125,15 +126,19 @@ class CycleMemo:
     #: scan (its own type; None: nothing to carry).
     carrier: ScanCarrier | None = None
     scan: object | None = None
+    #: The one field a driver may set (when it makes the first memo): False keeps rule 4 off,
+    #: where few cycles qualify and its checks cost more than they save (the what-if's fork).
+    carry_scans: bool = True
 
     def under(self, profile: Profile) -> CycleMemo:
         """This memo, or a fresh one when it was made under another profile."""
         if self.profile is profile:
             return self
         reuse = CycleReuse.of(profile)
-        carrier = profile.backfiller if reuse.carry_scan else None
+        carrier = profile.backfiller if reuse.carry_scan and self.carry_scans else None
         return CycleMemo(profile=profile, reuse=reuse,
-                         carrier=carrier if isinstance(carrier, ScanCarrier) else None)
+                         carrier=carrier if isinstance(carrier, ScanCarrier) else None,
+                         carry_scans=self.carry_scans)
 
 
 class IncrementalMismatch(AssertionError):

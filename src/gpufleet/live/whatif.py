@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpufleet.engine.checkpoints import remaining_run_s
+from gpufleet.engine.incremental import CycleMemo
 from gpufleet.engine.profile import Profile
 from gpufleet.engine.snapshot import NodeTable
 from gpufleet.live.snapshot import LiveSnapshot
@@ -104,9 +105,10 @@ def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None
          budget_s: float | None = None) -> Fork:
     """The live world forked into the simulator and run ``horizon_s`` ahead, as ``sim.runner``
     runs a trace: the same handlers, the same after-instant step, the collector batched. EASY
-    cycles are not carried on (``sim/easy_carry.py``; exact either way): from the live queue
-    few qualify (none of 169 for seed 0 at 100,000 pending) and its checks cost more than they
-    save (a jittered seed at 10,000 pending: 14.6 s of CPU with them, 11.6 s without).
+    cycles are not carried on (rule 4 of engine/incremental.py, ``CycleMemo(carry_scans=False)``;
+    exact either way): from the live queue few qualify (131 of 2,295 cycles for a jittered seed
+    at 3,000 pending) and the checks cost more than they save (a jittered seed at 10,000 pending:
+    25.9 s of CPU with them, 21.6 s without; the same answer).
 
     With ``early_stop`` the run ends at the instant the probe starts: what happens later cannot
     move an instant already past, so the probe's start is the full run's (the pending jobs'
@@ -129,6 +131,7 @@ def fork(snap: LiveSnapshot, profile: Profile, change: Change, probe: Job | None
                   decisions=None)
     st.t = now
     st.next_stranded = float("inf")
+    st.memo = CycleMemo(carry_scans=False)
     idx = {n: i for i, n in enumerate(cluster.table.names)}
     for name in sorted(set(snap.out_of_service) | set(change.drain)):
         if name in idx:
