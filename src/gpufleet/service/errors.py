@@ -2,6 +2,11 @@
 
 Every error body is ``{"error": {"status": …, "message": …, "field": …}}``; validation errors
 list each field (``errors``) with the first one in ``field``.
+
+A body of another media type than JSON is a 415 naming the header (``not_json``), before it is
+read: ``curl -d`` sends ``application/x-www-form-urlencoded``, and reading those bytes as the
+body's model answered "body: Input should be a valid dictionary", naming neither the header nor
+the fix.
 """
 
 from __future__ import annotations
@@ -21,6 +26,27 @@ class ApiError(Exception):
 
 def body(status: int, message: str, field: str | None = None, **extra: object) -> dict:
     return {"error": {"status": status, "message": message, "field": field, **extra}}
+
+
+#: What a JSON-body route is told when the type is wrong: the usual cause is curl's ``-d``.
+JSON_HINT = "(with curl -d, add -H 'Content-Type: application/json')"
+
+
+def not_json(content_type: str | None, has_body: bool) -> ApiError | None:
+    """The 415 for a request to a JSON-body route, or None when its body may be read as JSON:
+    ``application/json`` or a ``+json`` type (RFC 6839), any parameters, any case; the two that
+    FastAPI parses as JSON, so the check and the parser never disagree. No type at all is refused
+    too, as FastAPI's strict default does (the front's short path alone used to read it as JSON,
+    and only once the token was cached: a client's first submission was refused, its second
+    taken); with no body either, the body's own 422 ("Field required") says more."""
+    if content_type is None and not has_body:
+        return None
+    sent = (content_type or "").split(";", 1)[0].strip()
+    kind, _, sub = sent.lower().partition("/")
+    if kind == "application" and (sub == "json" or sub.endswith("+json")):
+        return None
+    return ApiError(415, f"Content-Type: expected application/json, got {sent[:100] or 'none'} "
+                    f"{JSON_HINT}", "Content-Type")
 
 
 def _loc(loc: tuple | list) -> str:
