@@ -226,7 +226,7 @@ def _announce(svc, store, url: str, world: str, restored: int, leading: bool) ->
                   "replica leads the scheduler)"),
                   highlight=False, soft_wrap=True)
     if first:
-        token, _ = svc.auth.create("admin", name="first admin")
+        token, _ = svc.auth.create("admin", name="first admin", detail="first start")
         console.print("first start: an admin token (shown once; `gpufleet serve token create` makes more):",
                       highlight=False, soft_wrap=True)
         print(token, flush=True)
@@ -244,11 +244,12 @@ def token_create(
     db: Db = None,
 ) -> None:
     """Create a token; the token alone is on the last line."""
-    from gpufleet.service.auth import Auth
+    from gpufleet.service.auth import CLI, Auth
     if expires_h is not None and (not math.isfinite(expires_h) or expires_h <= 0):
         raise fail(f"--expires-h: expected a finite number of hours above 0, got {expires_h}")
     auth = Auth(_store(data_dir, db))
-    token, rec = auth.create(role, tenant, name, expires_h * 3600 if expires_h is not None else None)
+    token, rec = auth.create(role, tenant, name, expires_h * 3600 if expires_h is not None else None,
+                             by=CLI, detail=_operator())
     of = f" of {rec.tenant}" if rec.tenant else ""
     err_console.print(f"token {rec.id}: {rec.role}{of}", highlight=False)
     print(token)
@@ -274,7 +275,17 @@ def token_revoke(
     db: Db = None,
 ) -> None:
     """Revoke a token: every later call with it is refused."""
-    from gpufleet.service.auth import Auth
-    if not Auth(_store(data_dir, db)).revoke(token_id):
+    from gpufleet.service.auth import CLI, Auth
+    if not Auth(_store(data_dir, db)).revoke(token_id, by=CLI, detail=_operator()):
         raise fail(f"{token_id}: no such active token")
     err_console.print(f"revoked {token_id}", highlight=False)
+
+
+def _operator() -> str:
+    """Who ran the command, for its audit row (the store may be shared by several machines)."""
+    import getpass
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (a container's bare uid)
+        user = f"uid {os.getuid()}"
+    return f"command line, {user}@{socket.gethostname()}"
