@@ -54,6 +54,17 @@ def _loc(loc: tuple | list) -> str:
     return ".".join(parts) if parts else "body"
 
 
+def _field_reason(x: dict) -> dict[str, str]:
+    """One validation error as the field and the reason. A body that is not JSON is FastAPI's
+    ``json_invalid`` at ``("body", position)``: the field is the body, the position is in the
+    reason (it read "0: JSON decode error", on the field "0")."""
+    if x.get("type") == "json_invalid":
+        loc = x.get("loc", ())
+        at = f" (at character {loc[1]})" if len(loc) > 1 else ""
+        return {"field": "body", "reason": f"not valid JSON: {x.get('ctx', {}).get('error', 'invalid')}{at}"}
+    return {"field": _loc(x.get("loc", ())), "reason": str(x.get("msg", "invalid"))}
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(_: Request, e: ApiError) -> JSONResponse:
@@ -61,13 +72,18 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, e: RequestValidationError) -> JSONResponse:
-        errs = [{"field": _loc(x.get("loc", ())), "reason": str(x.get("msg", "invalid"))}
-                for x in e.errors()]
+        errs = [_field_reason(x) for x in e.errors()]
         first = errs[0] if errs else {"field": "body", "reason": "invalid"}
         return JSONResponse(body(422, f"{first['field']}: {first['reason']}", first["field"],
                                  errors=errs), 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, e: StarletteHTTPException) -> JSONResponse:
+        cause = e.__cause__
+        if e.status_code == 400 and isinstance(cause, UnicodeDecodeError):
+            # FastAPI's "There was an error parsing the body": a JSON body that is not UTF-8
+            why = f"not valid JSON: not UTF-8 ({cause.reason} at byte {cause.start})"
+            return JSONResponse(body(422, f"body: {why}", "body", errors=[{"field": "body", "reason": why}]),
+                                422)
         return JSONResponse(body(e.status_code, str(e.detail)), e.status_code,
                             headers=getattr(e, "headers", None))
