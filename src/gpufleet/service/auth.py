@@ -100,9 +100,12 @@ class Auth:
         """A new token: (the token, shown once; its record), audited as ``by``'s
         ``token.create`` in the same transaction."""
         if role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        if (role == "member") != (tenant is not None):
-            raise ValueError("a member token needs --tenant; viewer and admin tokens take none")
+            raise ValueError(f"--role {role!r}: expected viewer, member or admin")
+        if role == "member" and tenant is None:
+            raise ValueError("--role member: needs --tenant, the tenant it acts for")
+        if role != "member" and tenant is not None:
+            raise ValueError(f"--tenant {tenant!r}: only a member token acts for one tenant "
+                             f"({'an' if role == 'admin' else 'a'} {role} token is for every tenant)")
         if expires_in_s is not None and not (0 < expires_in_s < 100 * 365 * 86400):
             raise ValueError("expiry must be a positive number of seconds under 100 years")
         tid = secrets.token_hex(8)
