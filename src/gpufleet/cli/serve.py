@@ -20,23 +20,33 @@ import typer
 from gpufleet.cli.common import console, err_console, fail, one_line_errors
 from gpufleet.cli.main import app
 
-serve_app = typer.Typer(help="Run the fleet's control plane: REST API, store, live loop, metrics.",
-                        invoke_without_command=True, no_args_is_help=False)
+serve_app = typer.Typer(help="Run the fleet's control plane: REST API, store, live loop, metrics. "
+                             "With no command: start it, as the options below say; `token`: its API "
+                             "tokens.", invoke_without_command=True, no_args_is_help=False,
+                        subcommand_metavar="[COMMAND]")
 token_app = typer.Typer(help="API tokens: create, list, revoke.", no_args_is_help=True)
 serve_app.add_typer(token_app, name="token")
 app.add_typer(serve_app, name="serve")
 
+#: The SQLite store's file under --data-dir.
+DB_FILE = "gpufleet.db"
 DataDir = Annotated[Path, typer.Option("--data-dir", help="Where the SQLite store lives.")]
 Db = Annotated[str | None, typer.Option(
     "--db", help="A database URL (postgresql://user@host/db); default: SQLite under --data-dir.")]
 
 
-def _store(data_dir: Path, db: str | None):  # noqa: ANN202
+def _store(data_dir: Path, db: str | None, existing: bool = False):  # noqa: ANN202
+    """The store; with ``existing``, a SQLite store that is not there is refused rather than made
+    (``--data-dir`` is relative: a token command run from another folder listed an empty store it
+    had just made, and its tokens went where the server never reads)."""
     from gpufleet.service.store import Store, StoreError
     if db is None and data_dir.exists() and not data_dir.is_dir():
         raise fail(f"--data-dir {data_dir}: is a file; expected a directory (created if missing)")
+    if existing and db is None and not (data_dir / DB_FILE).exists():
+        raise fail(f"--data-dir {data_dir}: no store there ({data_dir / DB_FILE} does not exist); give "
+                   "the --data-dir (or --db) that gpufleet serve runs with")
     try:
-        return Store(db or f"sqlite:///{data_dir / 'gpufleet.db'}")
+        return Store(db or f"sqlite:///{data_dir / DB_FILE}")
     except StoreError as e:
         raise fail(str(e)) from None
 
@@ -226,7 +236,7 @@ def _announce(svc, store, url: str, world: str, restored: int, leading: bool) ->
                   "replica leads the scheduler)"),
                   highlight=False, soft_wrap=True)
     if first:
-        token, _ = svc.auth.create("admin", name="first admin")
+        token, _ = svc.auth.create("admin", name="first admin", detail="first start")
         console.print("first start: an admin token (shown once; `gpufleet serve token create` makes more):",
                       highlight=False, soft_wrap=True)
         print(token, flush=True)
@@ -244,13 +254,17 @@ def token_create(
     db: Db = None,
 ) -> None:
     """Create a token; the token alone is on the last line."""
-    from gpufleet.service.auth import Auth
+    from gpufleet.service.auth import CLI, Auth
     if expires_h is not None and (not math.isfinite(expires_h) or expires_h <= 0):
         raise fail(f"--expires-h: expected a finite number of hours above 0, got {expires_h}")
-    auth = Auth(_store(data_dir, db))
-    token, rec = auth.create(role, tenant, name, expires_h * 3600 if expires_h is not None else None)
+    new = db is None and not (data_dir / DB_FILE).exists()
+    store = _store(data_dir, db)
+    token, rec = Auth(store).create(role, tenant, name, expires_h * 3600 if expires_h is not None else None,
+                                    by=CLI, detail=_operator())
     of = f" of {rec.tenant}" if rec.tenant else ""
-    err_console.print(f"token {rec.id}: {rec.role}{of}", highlight=False)
+    where = f"a new store, {data_dir / DB_FILE} (gpufleet serve --data-dir {data_dir} reads it)" if new \
+        else store.url
+    err_console.print(f"token {rec.id}: {rec.role}{of}, in {where}", highlight=False, soft_wrap=True)
     print(token)
 
 
@@ -260,7 +274,7 @@ def token_list(data_dir: DataDir = Path("gpufleet-data"), db: Db = None) -> None
     """List tokens (never their secrets)."""
     import time
     now = time.time()
-    for t in _store(data_dir, db).tokens():
+    for t in _store(data_dir, db, existing=True).tokens():
         state = ("revoked" if t.revoked_at is not None
                  else "expired" if t.expires_at is not None and t.expires_at <= now else "active")
         print(f"{t.id}  {t.role:<6}  {t.tenant or '-':<16}  {state:<7}  {t.name}")
@@ -274,7 +288,17 @@ def token_revoke(
     db: Db = None,
 ) -> None:
     """Revoke a token: every later call with it is refused."""
-    from gpufleet.service.auth import Auth
-    if not Auth(_store(data_dir, db)).revoke(token_id):
+    from gpufleet.service.auth import CLI, Auth
+    if not Auth(_store(data_dir, db, existing=True)).revoke(token_id, by=CLI, detail=_operator()):
         raise fail(f"{token_id}: no such active token")
     err_console.print(f"revoked {token_id}", highlight=False)
+
+
+def _operator() -> str:
+    """Who ran the command, for its audit row (the store may be shared by several machines)."""
+    import getpass
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no login name and no passwd entry (a container's bare uid)
+        user = f"uid {os.getuid()}"
+    return f"command line, {user}@{socket.gethostname()}"

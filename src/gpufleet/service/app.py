@@ -16,9 +16,10 @@ from gpufleet.service.config import ServiceConfig
 from gpufleet.service.dashboard import mount as mount_dashboard
 from gpufleet.service.errors import install_error_handlers
 from gpufleet.service.routes import diagnosis, fleet, health, jobs, ops, whatif
+from gpufleet.service.routes.deps import API, api_router
 from gpufleet.service.runtime import Service
 
-API = "/api/v1"
+__all__ = ["API", "create_app"]
 
 
 def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI:
@@ -40,11 +41,8 @@ def create_app(config: ServiceConfig, service: Service | None = None) -> FastAPI
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(ops.metrics_router)
-    app.include_router(diagnosis.router, prefix=API)  # before fleet's POST /nodes/{name}/{action}
-    app.include_router(fleet.router, prefix=API)
-    app.include_router(jobs.router, prefix=API)
-    app.include_router(ops.router, prefix=API)
-    app.include_router(whatif.router, prefix=API)
+    # diagnosis before fleet's POST /nodes/{name}/{action}
+    app.include_router(api_router(diagnosis.router, fleet.router, jobs.router, ops.router, whatif.router))
 
     mount_dashboard(app, svc)   # the dashboard (issue 25): its pages and static files at /
     return app

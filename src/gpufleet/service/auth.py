@@ -25,7 +25,8 @@ import hashlib
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -55,8 +56,11 @@ class Principal:
 
 #: Who is recorded for a call that carried no valid token.
 ANONYMOUS = Principal("anonymous", "none")
-#: The principal the service itself acts as (demo load, restart).
+#: The principal the service itself acts as (demo load, restart, the first start's admin token).
 SYSTEM = Principal("system", "admin", name="gpufleet")
+#: Who ``gpufleet serve token create|revoke`` acts as: whoever may write the store may do
+#: anything, so an admin; the audit row's detail names the OS user and host.
+CLI = Principal("cli", "admin", name="command line")
 
 
 class AuthError(Exception):
@@ -75,6 +79,13 @@ def valid_principal(rec: TokenRecord, now: float) -> Principal:
     return Principal(rec.id, rec.role, rec.tenant, rec.name)
 
 
+def token_view(rec: TokenRecord) -> dict[str, Any]:
+    """A token as the audit log shows it: its row without the secret's hash (the secret itself
+    is stored nowhere)."""
+    return {"id": rec.id, "role": rec.role, "tenant": rec.tenant, "name": rec.name,
+            "created_at": rec.created_at, "expires_at": rec.expires_at, "revoked_at": rec.revoked_at}
+
+
 class Auth:
     def __init__(self, store: Store, time_cost: int = 3, memory_kib: int = 65536) -> None:
         self.store = store
@@ -84,12 +95,17 @@ class Auth:
         self._lock = threading.Lock()
 
     def create(self, role: str, tenant: str | None = None, name: str = "",
-               expires_in_s: float | None = None) -> tuple[str, TokenRecord]:
-        """A new token: (the token, shown once; its record)."""
+               expires_in_s: float | None = None, *, by: Principal = SYSTEM,
+               detail: str = "") -> tuple[str, TokenRecord]:
+        """A new token: (the token, shown once; its record), audited as ``by``'s
+        ``token.create`` in the same transaction."""
         if role not in ROLES:
-            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {role!r}")
-        if (role == "member") != (tenant is not None):
-            raise ValueError("a member token needs --tenant; viewer and admin tokens take none")
+            raise ValueError(f"--role {role!r}: expected viewer, member or admin")
+        if role == "member" and tenant is None:
+            raise ValueError("--role member: needs --tenant, the tenant it acts for")
+        if role != "member" and tenant is not None:
+            raise ValueError(f"--tenant {tenant!r}: only a member token acts for one tenant "
+                             f"({'an' if role == 'admin' else 'a'} {role} token is for every tenant)")
         if expires_in_s is not None and not (0 < expires_in_s < 100 * 365 * 86400):
             raise ValueError("expiry must be a positive number of seconds under 100 years")
         tid = secrets.token_hex(8)
@@ -97,11 +113,16 @@ class Auth:
         now = time.time()
         rec = TokenRecord(tid, self.hasher.hash(secret), role, tenant, name or role, now,
                           now + expires_in_s if expires_in_s is not None else None, None)
-        self.store.add_token(rec)
+        self.store.add_token(rec, audit=_audit(by, "token.create", tid, None, token_view(rec), detail))
         return f"{PREFIX}{tid}_{secret}", rec
 
-    def revoke(self, token_id: str) -> bool:
-        ok = self.store.revoke_token(token_id, time.time())
+    def revoke(self, token_id: str, *, by: Principal = SYSTEM, detail: str = "") -> bool:
+        """Revoke an active token (False when there is none), audited as ``by``'s
+        ``token.revoke``; its dashboard sessions end with it (``Store.revoke_token``)."""
+        rec = self.store.token(token_id)
+        at = time.time()
+        ok = rec is not None and self.store.revoke_token(token_id, at, audit=_audit(
+            by, "token.revoke", token_id, token_view(rec), token_view(replace(rec, revoked_at=at)), detail))
         with self._lock:
             for k in [k for k, (_, r) in self._cache.items() if r.id == token_id]:
                 del self._cache[k]
@@ -168,3 +189,8 @@ class Auth:
                     self._gates.clear()
                 self._cache[digest] = (now, found)
             return found
+
+
+def _audit(by: Principal, action: str, target: str, before: Any, after: Any, detail: str) -> dict[str, Any]:
+    return dict(actor=by.actor, role=by.role, action=action, target=target, outcome="ok", detail=detail,
+                before=before, after=after)

@@ -36,14 +36,15 @@ from types import FrameType
 
 import httpx
 import uvicorn
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from gpufleet.service.errors import ApiError, install_error_handlers
+from gpufleet.service.errors import ApiError, install_error_handlers, not_json
 from gpufleet.service.errors import body as error_body
 from gpufleet.service.routes import jobs
+from gpufleet.service.routes.deps import api_router
 from gpufleet.service.runtime import Service
 
 #: Headers that describe one hop, not the message (RFC 9110 §7.6.1), and the length httpx sets
@@ -89,11 +90,12 @@ class Front:
 
     async def _submit(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``POST /api/v1/jobs`` without FastAPI's routing, dependencies and body model: the
-        usual request (a token in the cache, a JSON object, a short key) is parsed once and handed
-        to ``submit_async``, which validates it with the same model; that cut the front's CPU per
-        submission (bench/README.md). Any other request (a token to verify, a body that is not
-        JSON, an over-long key) goes to the FastAPI route with its body, which answers it as it
-        always did; an ApiError gets the same body either way."""
+        usual request (a token in the cache, a JSON object declared as JSON, a short key) is
+        parsed once and handed to ``submit_async``, which validates it with the same model; that
+        cut the front's CPU per submission (bench/README.md). Any other request (a token to
+        verify, a body that is not JSON or not declared as JSON, an over-long key) goes to the
+        FastAPI route with its body, which answers it (401, 415, 422); an ApiError gets the same
+        body either way."""
         chunks = []
         while True:
             msg = await receive()
@@ -106,8 +108,9 @@ class Front:
         who = self.svc.auth.cached(headers[b"authorization"].decode("latin-1")) \
             if b"authorization" in headers else None
         body: object = None
+        ctype = headers.get(b"content-type")
         if who is not None and (key is None or len(key) <= 256) \
-                and headers.get(b"content-type", b"application/json").startswith(b"application/json"):
+                and not_json(ctype.decode("latin-1") if ctype is not None else None, bool(raw)) is None:
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -231,9 +234,12 @@ class Server(uvicorn.Server):
 
 
 def _local_app(svc: Service) -> FastAPI:
-    """The submission route and the API's error bodies, nothing else (no docs: the leader's)."""
+    """The submission route (behind the API's dependencies) and the API's error bodies, nothing
+    else (no docs: the leader's)."""
     app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.service = svc
     install_error_handlers(app)
-    app.add_api_route("/api/v1/jobs", jobs.submit, methods=["POST"], status_code=201)
+    submit = APIRouter()
+    submit.add_api_route("/jobs", jobs.submit, methods=["POST"], status_code=201)
+    app.include_router(api_router(submit))
     return app

@@ -71,3 +71,18 @@ def test_serve_with_an_empty_tenancy_file_says_so_in_one_line_and_exits_2(tmp_pa
     r = CliRunner().invoke(app, ["serve", "--tenancy", str(empty), "--data-dir", str(tmp_path / "d")])
     assert r.exit_code == 2
     assert "tenancy.yaml" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("data, status, message", [
+    (b"{not json", 422, "body: not valid JSON: Expecting property name enclosed in double quotes "
+                        "(at character 1)"),
+    (b'{"id": "a",}', 422, "body: not valid JSON: Expecting property name enclosed in double quotes "
+                           "(at character 11)"),
+    (b"\xff{}", 422, "body: not valid JSON: not UTF-8 (invalid start byte at byte 0)"),
+], ids=["a bare word", "a trailing comma", "a byte that is not UTF-8"])
+def test_a_body_that_is_not_json_says_so_on_the_field_body(served, data, status, message):
+    """It used to read "0: JSON decode error" on the field "0" (the character's position), and a
+    byte that is not UTF-8 "There was an error parsing the body" on no field, a 400."""
+    r = _post_raw(served, data)
+    assert r.status_code == status
+    assert (r.json()["error"]["field"], r.json()["error"]["message"]) == ("body", message)

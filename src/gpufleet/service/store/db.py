@@ -380,9 +380,12 @@ class Store:
             return {t: (int(p), int(r), float(g)) for t, p, r, g in c.execute(q)}
 
     # --- tokens -------------------------------------------------------------------------------
-    def add_token(self, rec: TokenRecord) -> None:
+    def add_token(self, rec: TokenRecord, audit: dict[str, Any] | None = None) -> None:
+        """Insert a token (and its audit row, in the same transaction)."""
         with self.writing() as c:
             c.execute(insert(tokens).values(**{k: getattr(rec, k) for k in TokenRecord.__slots__}))
+            if audit is not None:
+                self.audit(c=c, **audit)
 
     def token(self, token_id: str) -> TokenRecord | None:
         with self.engine.connect() as c:
@@ -394,13 +397,17 @@ class Store:
             rows = c.execute(select(tokens).order_by(tokens.c.created_at))
             return [TokenRecord(**r._mapping) for r in rows]
 
-    def revoke_token(self, token_id: str, at: float) -> bool:
+    def revoke_token(self, token_id: str, at: float, audit: dict[str, Any] | None = None) -> bool:
         """Revoke a token and delete its dashboard sessions, in one transaction (a session of a
-        revoked token is refused anyway, by its token's row: this keeps no dead rows)."""
+        revoked token is refused anyway, by its token's row: this keeps no dead rows); the audit
+        row goes in the same transaction when the token was active (only one of two concurrent
+        revocations changes the row, and only that one is audited)."""
         with self.writing() as c:
             n = c.execute(update(tokens).where(tokens.c.id == token_id, tokens.c.revoked_at.is_(None))
                           .values(revoked_at=at)).rowcount
             c.execute(delete(sessions).where(sessions.c.token_id == token_id))
+            if n > 0 and audit is not None:
+                self.audit(c=c, **audit)
         return n > 0
 
     def add_session(self, id_hash: str, token_id: str, expires_at: float) -> None:
