@@ -50,6 +50,10 @@ class NodeTable:
     #: file's groups do): the leaf rule then sums slots per leaf with one ``reduceat`` and reads
     #: a leaf's nodes as a slice (``filters.tightest_leaves``). None: not known to be so.
     leaf_start: np.ndarray | None = None
+    #: Answers about this fleet when empty, shared by every copy and view of the fleet's table
+    #: (``gang_search.empty_capacity``): they read the static columns only, and their keys hold
+    #: the schedulable column and the request. None: not kept (``rows``).
+    empty_answers: dict | None = None
 
     @classmethod
     def from_fleet(cls, fleet: Fleet) -> NodeTable:
@@ -80,6 +84,7 @@ class NodeTable:
         table.index = FreeIndex.build(table.model_idx, table.gpu_free, table.schedulable,
                                       len(models), int(gpu.max()) if len(gpu) else 0)
         table.leaf_start = contiguous_starts(table.leaf_idx)
+        table.empty_answers = {}
         return table
 
     def __len__(self) -> int:
@@ -93,7 +98,7 @@ class NodeTable:
             self.gpu_free.copy(), self.cpu_free.copy(), self.mem_free.copy(), self.schedulable.copy(),
             self.per_gpu.copy() if self.per_gpu is not None else None,
             self.index.copy() if self.index is not None else None,
-            self.pods_per_node, self.eligible, self.leaf_start,
+            self.pods_per_node, self.eligible, self.leaf_start, self.empty_answers,
         )
 
     def with_free(self, gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> NodeTable:
@@ -104,6 +109,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, gpu, cpu, mem,
             self.schedulable, self.per_gpu, None, self.pods_per_node, self.eligible, self.leaf_start,
+            self.empty_answers,
         )
 
     def rows(self, idx: np.ndarray) -> NodeTable:
@@ -125,7 +131,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
             self.cpu_free, self.mem_free, self.schedulable, self.per_gpu, self.index, 1,
-            self.eligible, self.leaf_start,
+            self.eligible, self.leaf_start, self.empty_answers,
         )
 
     def restricted(self, eligible: frozenset[str], mask: np.ndarray) -> NodeTable:
@@ -138,7 +144,7 @@ class NodeTable:
             self.names, self.gpu_models, self.model_idx, self.leaf_idx, self.spine_idx,
             self.domain_idx, self.gpu_total, self.cpu_total, self.mem_total, self.gpu_free,
             self.cpu_free, self.mem_free, self.schedulable & mask, self.per_gpu, None,
-            self.pods_per_node, both, self.leaf_start,
+            self.pods_per_node, both, self.leaf_start, self.empty_answers,
         )
 
     def free_state(self) -> bytes:
