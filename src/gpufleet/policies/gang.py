@@ -194,7 +194,7 @@ def _place_view(placer: Placer, ordered: QueueView, plan: Plan, ctx: CycleContex
                 if dom is None:  # the view's classes only: no other class is ever read
                     present = np.flatnonzero(np.bincount(cls, minlength=len(classes)))
                     dom = Dominance([classes[i] for i in present.tolist()])
-                for i in dom.over(int(np.searchsorted(present, c))):
+                for i in dom.over(int(present.searchsorted(c))):
                     d = int(present[i])
                     if not dead[d]:
                         dead[d] = True
