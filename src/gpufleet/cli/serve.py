@@ -271,13 +271,18 @@ def token_create(
 @token_app.command("list")
 @one_line_errors
 def token_list(data_dir: DataDir = Path("gpufleet-data"), db: Db = None) -> None:
-    """List tokens (never their secrets)."""
+    """List tokens (never their secrets): id, role, tenant, state, expiry (UTC), name. The
+    column names go to stderr, so the rows on stdout stay one token a line for scripts."""
     import time
     now = time.time()
+    err_console.print(f"{'ID':<16}  {'ROLE':<6}  {'TENANT':<16}  {'STATE':<7}  {'EXPIRES (UTC)':<16}  NAME",
+                      highlight=False)
     for t in _store(data_dir, db, existing=True).tokens():
         state = ("revoked" if t.revoked_at is not None
                  else "expired" if t.expires_at is not None and t.expires_at <= now else "active")
-        print(f"{t.id}  {t.role:<6}  {t.tenant or '-':<16}  {state:<7}  {t.name}")
+        expires = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.expires_at)) if t.expires_at is not None
+                   else "never")
+        print(f"{t.id}  {t.role:<6}  {t.tenant or '-':<16}  {state:<7}  {expires:<16}  {t.name}")
 
 
 @token_app.command("revoke")

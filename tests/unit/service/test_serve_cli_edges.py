@@ -53,3 +53,21 @@ def test_token_create_names_the_store_it_wrote_to(tmp_path):
     r = _run("serve", "token", "create", "--role", "viewer", "--data-dir", str(d))
     assert f"in sqlite:///{d / 'gpufleet.db'}" in " ".join(r.stderr.split())
     assert len(_run("serve", "token", "list", "--data-dir", str(d)).stdout.splitlines()) == 2
+
+
+def test_token_list_names_its_columns_and_says_when_each_token_expires(tmp_path):
+    """A token made with ``--expires-h 24`` expires 24 h after it was made (UTC, to the minute),
+    one made without never does; the column names go to stderr, so stdout keeps a token a line
+    (scripts read its first column for ``token revoke``)."""
+    import time
+    d = str(tmp_path / "d")
+    _run("serve", "token", "create", "--role", "viewer", "--data-dir", d)
+    before = time.time()
+    _run("serve", "token", "create", "--role", "admin", "--expires-h", "24", "--data-dir", d)
+    r = _run("serve", "token", "list", "--data-dir", d)
+    assert r.exit_code == 0
+    assert r.stderr.split()[:5] == ["ID", "ROLE", "TENANT", "STATE", "EXPIRES"]
+    rows = {line.split()[1]: line for line in r.stdout.splitlines()}
+    assert "never" in rows["viewer"].split()
+    due = {time.strftime("%Y-%m-%d %H:%M", time.gmtime(t)) for t in (before + 86400, time.time() + 86400)}
+    assert any(stamp in rows["admin"] for stamp in due)
