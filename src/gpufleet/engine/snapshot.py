@@ -258,8 +258,8 @@ class NodeTable:
                 pg.take(node, req, slot, self.gpu_models[self.model_idx[node]], gpu_free)
             elif req.gpus > 0 and pg.idle_configured[node] > gpu_free[node]:
                 pg.whole_taken(node, gpu_free)
-        # The free-capacity index follows here, not in a shared helper: take and give run
-        # ~450,000 times in a week-ahead what-if, and the extra call was 2% of it.
+        # The free-capacity index follows here, not in a shared helper: take and give are the
+        # what-if's most frequent calls (bench/README.md), and a helper call per take showed.
         after = int(gpu_free[node])
         if after != before and self.index is not None and self.schedulable[node]:
             self.index.move(int(self.model_idx[node]), before, after)

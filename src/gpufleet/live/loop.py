@@ -190,8 +190,8 @@ class LiveLoop:
         events += moved
         ended = self.source.take_ended()
         self._ended += ended
-        if sum(e.kind == "finish" for e in moved) != len(moved) or len(ended) != len(moved):
-            self._other = True   # an eviction, a node, or finishes the source does not list
+        if len(ended) != len(moved):   # ended lists finishes only: one event it does not list
+            self._other = True         # (an eviction, a node, an unlisted finish) is news it can't tell
         self._dirty = self._dirty or changed or bool(moved)
         # a reservation's time coming makes a cycle due where the loop starts jobs itself; over
         # an external source (Slurm, Kubernetes) nothing changes until its next read shows it

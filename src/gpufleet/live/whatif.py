@@ -64,8 +64,8 @@ class Fork:
     #: Source time the run reached: ``now + horizon_s``, or the probe's start (the early stop),
     #: or less where the CPU budget ran out first (``complete`` False: the probe did not start
     #: by then, and what happens later is not known).
-    simulated_to: float = float("nan")
-    complete: bool = True
+    simulated_to: float
+    complete: bool
 
 
 def _scaled(job: Job, remaining: float, factor: float, done: float) -> Job:
