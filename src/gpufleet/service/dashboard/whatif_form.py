@@ -127,4 +127,4 @@ def compare(svc: Service, snap: LiveSnapshot, job_id: str, form: dict[str, str])
         change_words=", ".join(words),
         basis=f"the simulator forked from the live state, {SEEDS} seeds, up to {HORIZON_S / 86400:g} days "
               "ahead (seed 0: run times as stated; the others: each remaining run time × U(0.5, 1)), "
-              f"each run stopped after {DEFAULT_BUDGET_S:g} s of CPU")
+              f"each run given at most {DEFAULT_BUDGET_S:g} s of CPU")
